@@ -1,0 +1,9 @@
+import type { Agent } from '../../engine/agent.js';
+import { echoAgent } from './echo.js';
+import { scriptAgent } from './script.js';
+
+export { echoAgent, scriptAgent };
+
+/** The agents the CLI can serve by name. */
+export const BUILTIN_AGENTS = { echo: echoAgent, script: scriptAgent } as const satisfies Record<string, Agent>;
+export type BuiltinAgentName = keyof typeof BUILTIN_AGENTS;

@@ -1,0 +1,103 @@
+/**
+ * `assistant-relay serve` flags. Every flag can also come from `ASSISTANT_RELAY_<FLAG>` (dashes as
+ * underscores, upper case); a flag on the command line wins.
+ */
+import { parseArgs } from 'node:util';
+import { BUILTIN_AGENTS, type BuiltinAgentName } from '../agents/index.js';
+
+export interface ServeOptions {
+  readonly host: string;
+  readonly port: number;
+  readonly db: string;
+  readonly token: string | undefined;
+  readonly tokenFile: string | undefined;
+  readonly agent: BuiltinAgentName;
+  readonly keepaliveMs: number | undefined;
+  readonly maxReaders: number | undefined;
+  readonly sessionIdleTtlMs: number | undefined;
+  readonly synchronous: 'normal' | 'full';
+}
+
+export class UsageError extends Error {
+  override readonly name = 'UsageError';
+}
+
+export const USAGE = `usage: assistant-relay serve [options]
+  --host H                 address to listen on (default 127.0.0.1)
+  --port P                 port; 0 picks a free one (default 8787)
+  --db FILE                SQLite event log (default data/assistant-relay.db)
+  --token T                bearer token clients must present
+  --token-file FILE        read the token from FILE, creating it with a random token if absent
+  --agent echo|script      built-in agent (default echo)
+  --keepalive-ms N         keep-alive comment interval on idle streams (default 20000)
+  --max-readers N          live readers per session before 429 (default 4)
+  --session-idle-ttl D     end sessions idle this long: 500ms, 90s, 30m, 24h (default 24h)
+  --durability normal|full fsync every commit with full (default normal)
+Each flag may also be set as ASSISTANT_RELAY_<FLAG>, e.g. ASSISTANT_RELAY_MAX_READERS=8.`;
+
+const FLAGS = {
+  host: { type: 'string' },
+  port: { type: 'string' },
+  db: { type: 'string' },
+  token: { type: 'string' },
+  'token-file': { type: 'string' },
+  agent: { type: 'string' },
+  'keepalive-ms': { type: 'string' },
+  'max-readers': { type: 'string' },
+  'session-idle-ttl': { type: 'string' },
+  durability: { type: 'string' },
+} as const;
+
+type Flag = keyof typeof FLAGS;
+
+function integer(flag: Flag, text: string, min: number, max: number): number {
+  if (!/^\d+$/.test(text)) throw new UsageError(`--${flag} must be a whole number, not ${JSON.stringify(text)}`);
+  const n = Number(text);
+  if (n < min || n > max) throw new UsageError(`--${flag} must be between ${min} and ${max}`);
+  return n;
+}
+
+const UNITS: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 };
+
+/** `500ms`, `90s`, `30m`, `24h`, `7d`, or bare milliseconds. */
+export function parseDuration(flag: Flag, text: string): number {
+  const match = /^(\d+)(ms|s|m|h|d)?$/.exec(text);
+  if (match === null) throw new UsageError(`--${flag} must be a duration such as 500ms, 90s, 30m or 24h`);
+  const ms = Number(match[1]) * UNITS[match[2] ?? 'ms']!;
+  if (ms < 1 || !Number.isSafeInteger(ms)) throw new UsageError(`--${flag} must be at least 1ms`);
+  return ms;
+}
+
+export function parseServeArgs(argv: readonly string[], env: NodeJS.ProcessEnv): ServeOptions {
+  let values: Partial<Record<Flag, string>>;
+  try {
+    ({ values } = parseArgs({ args: [...argv], options: FLAGS, strict: true, allowPositionals: false }));
+  } catch (error) {
+    throw new UsageError((error as Error).message);
+  }
+  const get = (flag: Flag): string | undefined =>
+    values[flag] ?? env[`ASSISTANT_RELAY_${flag.toUpperCase().replaceAll('-', '_')}`];
+  const agent = get('agent') ?? 'echo';
+  if (!(agent in BUILTIN_AGENTS)) throw new UsageError(`--agent must be one of ${Object.keys(BUILTIN_AGENTS).join(', ')}`);
+  const durability = get('durability') ?? 'normal';
+  if (durability !== 'normal' && durability !== 'full') throw new UsageError('--durability must be normal or full');
+  const token = get('token');
+  const tokenFile = get('token-file');
+  if (token === undefined && tokenFile === undefined) throw new UsageError('--token or --token-file is required');
+  if (token !== undefined && token.length === 0) throw new UsageError('--token must not be empty');
+  const keepalive = get('keepalive-ms');
+  const maxReaders = get('max-readers');
+  const ttl = get('session-idle-ttl');
+  return {
+    host: get('host') ?? '127.0.0.1',
+    port: integer('port', get('port') ?? '8787', 0, 65535),
+    db: get('db') ?? 'data/assistant-relay.db',
+    token,
+    tokenFile,
+    agent: agent as BuiltinAgentName,
+    keepaliveMs: keepalive === undefined ? undefined : integer('keepalive-ms', keepalive, 1, 3_600_000),
+    maxReaders: maxReaders === undefined ? undefined : integer('max-readers', maxReaders, 1, 10_000),
+    sessionIdleTtlMs: ttl === undefined ? undefined : parseDuration('session-idle-ttl', ttl),
+    synchronous: durability,
+  };
+}

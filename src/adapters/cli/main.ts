@@ -1,0 +1,97 @@
+#!/usr/bin/env node
+/**
+ * `assistant-relay serve`: runs the host standalone. Prints exactly one line on stdout when ready,
+ * `{"listening":"http://H:PORT"}`; everything else is structured JSON logging on stderr, tokens redacted.
+ */
+import { randomBytes } from 'node:crypto';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { dirname } from 'node:path';
+import { pino } from 'pino';
+import { createAssistantHost } from '../host.js';
+import { USAGE, UsageError, parseServeArgs, type ServeOptions } from './args.js';
+
+/** The token from --token, or from --token-file (created with a fresh random token on first use, mode 0600). */
+function resolveToken(options: ServeOptions): string {
+  if (options.token !== undefined) return options.token;
+  const file = options.tokenFile!;
+  try {
+    const token = readFileSync(file, 'utf8').trim();
+    if (token.length === 0) throw new UsageError(`${file} is empty`);
+    return token;
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
+  }
+  const token = randomBytes(24).toString('base64url');
+  mkdirSync(dirname(file), { recursive: true });
+  writeFileSync(file, `${token}\n`, { mode: 0o600, flag: 'wx' });
+  return token;
+}
+
+async function serve(argv: readonly string[]): Promise<void> {
+  const options = parseServeArgs(argv, process.env);
+  const token = resolveToken(options);
+  const logger = pino(
+    {
+      name: 'assistant-relay',
+      redact: { paths: ['req.headers.authorization', 'token', '*.token', 'callback.token'], censor: '[redacted]' },
+    },
+    pino.destination({ fd: 2, sync: false }),
+  );
+  const host = await createAssistantHost({
+    db: options.db,
+    token,
+    agent: options.agent,
+    synchronous: options.synchronous,
+    logger,
+    ...(options.keepaliveMs !== undefined ? { keepaliveMs: options.keepaliveMs } : {}),
+    ...(options.maxReaders !== undefined ? { maxReadersPerSession: options.maxReaders } : {}),
+    ...(options.sessionIdleTtlMs !== undefined ? { sessionIdleTtlMs: options.sessionIdleTtlMs } : {}),
+    onFatal: (error) => {
+      logger.fatal({ err: error }, 'event log write failed; exiting so a restart can fold the log');
+      logger.flush();
+      process.exit(70);
+    },
+  });
+  const url = await host.listen({ host: options.host, port: options.port });
+  logger.info({ url, db: options.db, agent: options.agent, epoch: host.epoch }, 'serving');
+  process.stdout.write(`${JSON.stringify({ listening: url })}\n`);
+  let stopping = false;
+  const stop = (signal: NodeJS.Signals) => {
+    if (stopping) return;
+    stopping = true;
+    logger.info({ signal }, 'closing');
+    host.close().then(
+      () => {
+        logger.info('closed');
+        logger.flush();
+        process.exitCode = 0;
+      },
+      (error: unknown) => {
+        logger.error({ err: error }, 'close failed');
+        logger.flush();
+        process.exitCode = 1;
+      },
+    );
+  };
+  process.on('SIGTERM', stop);
+  process.on('SIGINT', stop);
+}
+
+async function main(argv: readonly string[]): Promise<void> {
+  const [command, ...rest] = argv;
+  if (command === 'serve') return serve(rest);
+  if (command === undefined || command === 'help' || command === '--help' || command === '-h') {
+    process.stdout.write(`${USAGE}\n`);
+    return;
+  }
+  throw new UsageError(`unknown command ${JSON.stringify(command)}`);
+}
+
+main(process.argv.slice(2)).catch((error: unknown) => {
+  if (error instanceof UsageError) {
+    process.stderr.write(`assistant-relay: ${error.message}\n${USAGE}\n`);
+    process.exit(2);
+  }
+  process.stderr.write(`assistant-relay: ${(error as Error).stack ?? String(error)}\n`);
+  process.exit(1);
+});

@@ -1,0 +1,114 @@
+/**
+ * The embedding API: an assistant host process gets a running Form A relay in a few lines.
+ *
+ *   const host = await createAssistantHost({ db: './data/relay.db', token, agent });
+ *   const url = await host.listen({ port: 8787 });
+ */
+import type { FastifyBaseLogger, FastifyInstance } from 'fastify';
+import type { Agent } from '../engine/agent.js';
+import type { Clock, IdSource } from '../engine/clock.js';
+import { Engine, type LoggedEvent } from '../engine/engine.js';
+import type { SessionView } from '../engine/view.js';
+import type { DomainEvent } from '../machines/events.js';
+import type { SessionLimits } from '../machines/session.js';
+import { EventLog } from '../storage/event-log.js';
+import { BUILTIN_AGENTS, type BuiltinAgentName } from './agents/index.js';
+import { buildServer } from './http/server.js';
+
+export interface AssistantHostOptions {
+  /** Path of the SQLite event log (created if absent). */
+  readonly db: string;
+  /** The bearer token clients present on `/v1/incoming` and `/v1/events`. */
+  readonly token: string;
+  /** Your agent, or the name of a built-in one. */
+  readonly agent: Agent | BuiltinAgentName;
+  /** `normal` (default) survives a process crash; `full` also a power loss, at an fsync per commit. */
+  readonly synchronous?: 'normal' | 'full';
+  /** End a session after this long without activity. Default 24 h. */
+  readonly sessionIdleTtlMs?: number;
+  /** `: keep-alive` interval on idle streams. Default 20 s. */
+  readonly keepaliveMs?: number;
+  /** Live readers allowed per session before 429. Default 4. */
+  readonly maxReadersPerSession?: number;
+  /** A reader with more than this queued is disconnected (it resumes from its cursor). Default 1 MiB. */
+  readonly readerMaxQueuedBytes?: number;
+  /** Retention (backlog replies and bytes, evicted-task ledger) and agent memory bounds. */
+  readonly limits?: Partial<SessionLimits>;
+  /** A pino-compatible logger; none by default. */
+  readonly logger?: FastifyBaseLogger;
+  readonly clock?: Clock;
+  readonly ids?: IdSource;
+  /** Called if the event log cannot be written. Default: crash, so that a restart folds the log again. */
+  readonly onFatal?: (error: unknown) => void;
+}
+
+export interface ListenOptions {
+  /** Default 127.0.0.1. */
+  readonly host?: string;
+  /** Default 0: any free port. */
+  readonly port?: number;
+}
+
+export interface AssistantHost {
+  /** This process's epoch: the first part of every event id it issues. */
+  readonly epoch: string;
+  /** The fastify instance, for `inject()` or for adding routes of your own. */
+  readonly server: FastifyInstance;
+  /** Starts serving; resolves with the base URL. */
+  listen(options?: ListenOptions): Promise<string>;
+  /** Ends a session: pending tasks settle `errored`/`session_ended`; its streams close; later messages are ignored. */
+  endSession(sessionId: string): Promise<boolean>;
+  /** What the host knows of a session, or undefined if it never saw it. */
+  session(sessionId: string): SessionView | undefined;
+  sessionIds(): string[];
+  /** Every event as it is committed to the log. Returns an unsubscribe function. */
+  onEvent(listener: (event: DomainEvent) => void): () => void;
+  /** Ends every stream, stops serving, and closes the log. */
+  close(): Promise<void>;
+}
+
+export async function createAssistantHost(options: AssistantHostOptions): Promise<AssistantHost> {
+  const agent = typeof options.agent === 'string' ? BUILTIN_AGENTS[options.agent] : options.agent;
+  if (agent === undefined) throw new TypeError(`unknown agent ${String(options.agent)}`);
+  const log = EventLog.open<LoggedEvent>({ path: options.db, ...(options.synchronous ? { synchronous: options.synchronous } : {}) });
+  let engine: Engine;
+  try {
+    engine = await Engine.start(log, {
+      agent,
+      ...(options.clock ? { clock: options.clock } : {}),
+      ...(options.ids ? { ids: options.ids } : {}),
+      ...(options.sessionIdleTtlMs !== undefined ? { sessionIdleTtlMs: options.sessionIdleTtlMs } : {}),
+      ...(options.keepaliveMs !== undefined ? { keepaliveMs: options.keepaliveMs } : {}),
+      ...(options.maxReadersPerSession !== undefined ? { maxReadersPerSession: options.maxReadersPerSession } : {}),
+      ...(options.readerMaxQueuedBytes !== undefined ? { readerMaxQueuedBytes: options.readerMaxQueuedBytes } : {}),
+      ...(options.limits ? { limits: options.limits } : {}),
+      ...(options.onFatal ? { onFatal: options.onFatal } : {}),
+      onAgentError: (error, turn) => options.logger?.error({ err: error, session_id: turn.session_id, task_id: turn.task_id }, 'agent failed'),
+    });
+  } catch (error) {
+    await log.close();
+    throw error;
+  }
+  const server = await buildServer(engine, { token: options.token, ...(options.logger ? { logger: options.logger } : {}) });
+  let closed: Promise<void> | undefined;
+  return {
+    epoch: engine.epoch,
+    server,
+    async listen(listen = {}) {
+      return server.listen({ host: listen.host ?? '127.0.0.1', port: listen.port ?? 0 });
+    },
+    endSession: (sessionId) => engine.endSession(sessionId),
+    session: (sessionId) => engine.session(sessionId),
+    sessionIds: () => engine.sessionIds(),
+    onEvent: (listener) => engine.subscribeEvents(listener),
+    close() {
+      closed ??= (async () => {
+        const stopping = server.close();
+        await engine.close();
+        await stopping;
+        await log.close();
+      })();
+      return closed;
+    },
+  };
+}

@@ -1,0 +1,26 @@
+/**
+ * Bearer authentication (5): one `onRequest` hook for every route registered inside this plugin's
+ * scope, run before the body is even read. The comparison is constant-time.
+ */
+import { createHash, timingSafeEqual } from 'node:crypto';
+import type { FastifyInstance } from 'fastify';
+import { sendError } from './errors.js';
+
+const digest = (text: string) => createHash('sha256').update(text).digest();
+
+export function bearerMatcher(token: string): (header: string | undefined) => boolean {
+  const expected = digest(token);
+  return (header) => {
+    if (header === undefined || !header.startsWith('Bearer ')) return false;
+    return timingSafeEqual(digest(header.slice('Bearer '.length)), expected);
+  };
+}
+
+export function requireBearer(app: FastifyInstance, token: string): void {
+  const matches = bearerMatcher(token);
+  app.addHook('onRequest', async (request, reply) => {
+    if (!matches(request.headers.authorization)) {
+      return sendError(reply, 'unauthorized', undefined, { 'www-authenticate': 'Bearer realm="assistant-relay"' });
+    }
+  });
+}

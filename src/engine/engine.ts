@@ -1,0 +1,365 @@
+/**
+ * The engine: folds the event log into sessions, turns commands into events through the session decider,
+ * appends them, and only once they are committed acts on them: answers the client, starts the agent,
+ * pushes frames to subscribers, closes streams. On start it folds the whole log, so a restart rebuilds
+ * every session, task and backlog exactly; tasks that a crash left pending are settled `interrupted`.
+ */
+import {
+  INSIGHTS_PREFIX,
+  LIMITS,
+  ReplyBody,
+  formatEventId,
+  progressFrame,
+  replyBytes,
+  resyncFrame,
+  terminalFrame,
+  type EventId,
+  type IncomingEvent,
+  type ResyncFrame,
+} from '../protocol/index.js';
+import { commandSession, decide, type Outcome, type SessionCommand } from '../machines/decide.js';
+import type { DomainEvent, EndReason, SessionEvent, TaskStarted } from '../machines/events.js';
+import { resume } from '../machines/backlog.js';
+import { evolveSession, isEnded, openSession, type SessionLimits, type SessionSnapshot } from '../machines/session.js';
+import type { Frame } from '../machines/subscription.js';
+import { iterate } from '../machines/window.js';
+import type { EventLog } from '../storage/event-log.js';
+import type { Agent, ReplySink, Turn } from './agent.js';
+import { randomIds, systemClock, type Clock, type IdSource } from './clock.js';
+import { IdleDeadlines } from './idle.js';
+import { SubscriptionActor, type SubscriberTransport } from './subscription-actor.js';
+import { sessionView, type SessionView } from './view.js';
+
+/** A logged event as the storage layer sees it. */
+export type LoggedEvent = DomainEvent & { readonly stream: string };
+
+export interface EngineConfig {
+  readonly agent: Agent;
+  readonly clock?: Clock;
+  readonly ids?: IdSource;
+  /** A session with no logged activity for this long ends (reason `idle`). Default 24 h. */
+  readonly sessionIdleTtlMs?: number;
+  readonly keepaliveMs?: number;
+  readonly maxReadersPerSession?: number;
+  readonly readerMaxQueuedBytes?: number;
+  /** Retention and memory bounds; defaults are the spec's minimums. */
+  readonly limits?: Partial<SessionLimits>;
+  /** Called when the log cannot be written: memory and log have diverged, so the process must restart. */
+  readonly onFatal?: (error: unknown) => void;
+  readonly onAgentError?: (error: unknown, turn: Turn) => void;
+}
+
+export type IncomingResult = 'accepted' | 'duplicate' | 'session_ended';
+
+export type SubscribeResult =
+  | { readonly kind: 'subscribed'; readonly actor: SubscriptionActor }
+  | { readonly kind: 'too_many_readers' }
+  /** The session ended and there is nothing after the cursor: the client should stop reconnecting. */
+  | { readonly kind: 'ended' };
+
+export const DEFAULT_SESSION_IDLE_TTL_MS = 24 * 60 * 60 * 1000;
+
+const DEFAULT_LIMITS: SessionLimits = {
+  maxReplies: LIMITS.backlogMinReplies,
+  maxBytes: LIMITS.backlogMinBytes,
+  ledgerMaxTasks: LIMITS.ledgerMaxTasks,
+  maxSpans: 64,
+  memoryMaxEntries: 200,
+};
+
+function streamOf(event: DomainEvent): string {
+  return event.type === 'host.started' ? '' : event.session_id;
+}
+
+export class Engine {
+  readonly epoch: string;
+  private readonly sessions = new Map<string, SessionSnapshot>();
+  /** Every task_id each session ever started: the idempotency index for retried POSTs. */
+  private readonly taskIds = new Map<string, Set<string>>();
+  private readonly readers = new Map<string, Set<SubscriptionActor>>();
+  private readonly runs = new Map<string, Map<string, AbortController>>();
+  private readonly listeners = new Set<(event: DomainEvent) => void>();
+  private readonly idle: IdleDeadlines;
+  private readonly clock: Clock;
+  private readonly ids: IdSource;
+  private readonly limits: SessionLimits;
+  private readonly idleTtlMs: number;
+  private readonly keepaliveMs: number;
+  private readonly maxReaders: number;
+  private readonly readerMaxQueuedBytes: number;
+  private closing = false;
+
+  private constructor(
+    private readonly log: EventLog<LoggedEvent>,
+    private readonly config: EngineConfig,
+  ) {
+    this.clock = config.clock ?? systemClock;
+    this.ids = config.ids ?? randomIds;
+    this.limits = { ...DEFAULT_LIMITS, ...config.limits };
+    this.idleTtlMs = config.sessionIdleTtlMs ?? DEFAULT_SESSION_IDLE_TTL_MS;
+    this.keepaliveMs = config.keepaliveMs ?? LIMITS.keepaliveMs;
+    this.maxReaders = config.maxReadersPerSession ?? LIMITS.maxReadersPerSession;
+    this.readerMaxQueuedBytes = config.readerMaxQueuedBytes ?? LIMITS.readerMaxQueuedBytes;
+    this.epoch = this.ids.token();
+    this.idle = new IdleDeadlines(this.clock, (sessionId) => {
+      void this.run({ type: 'expire', session_id: sessionId, idleTtlMs: this.idleTtlMs, epoch: this.epoch, at: this.clock.now() });
+    });
+  }
+
+  /** Folds the log, starts a new epoch, settles what a crash left pending, and rearms idle deadlines. */
+  static async start(log: EventLog<LoggedEvent>, config: EngineConfig): Promise<Engine> {
+    const engine = new Engine(log, config);
+    for (const { event } of log.read()) engine.fold(event);
+    log.onCommit((events) => engine.act(events));
+    await engine.append([{ type: 'host.started', epoch: engine.epoch, at: engine.clock.now() }]);
+    for (const [session_id, session] of engine.sessions) {
+      if (isEnded(session)) continue;
+      if (Object.keys(session.context.pending).length > 0) {
+        await engine.run({ type: 'interrupt', session_id, epoch: engine.epoch, at: engine.clock.now() });
+      }
+      engine.idle.touch(session_id, session.context.lastActivityAt + engine.idleTtlMs);
+    }
+    return engine;
+  }
+
+  // ---- commands --------------------------------------------------------------------------------
+
+  /** `POST /v1/incoming`: resolves once the task is durably logged (the agent then runs in the background). */
+  async incoming(event: IncomingEvent): Promise<IncomingResult> {
+    const outcome = await this.run({ type: 'incoming', event, generation: this.ids.token(), at: this.clock.now() });
+    return outcome === 'accepted' || outcome === 'duplicate' ? outcome : 'session_ended';
+  }
+
+  /** Ends a session (embedding API): pending tasks settle `session_ended`; streams close after what was sent. */
+  async endSession(sessionId: string, reason: EndReason = 'host'): Promise<boolean> {
+    const outcome = await this.run({ type: 'end', session_id: sessionId, reason, epoch: this.epoch, at: this.clock.now() });
+    return outcome === 'ended';
+  }
+
+  /** A reply from the agent for a task; resolves with what became of it once logged. */
+  async reply(sessionId: string, taskId: string, reply: ReplyBody): Promise<Outcome> {
+    return this.run({ type: 'reply', session_id: sessionId, task_id: taskId, reply, epoch: this.epoch, at: this.clock.now() });
+  }
+
+  // ---- reads -----------------------------------------------------------------------------------
+
+  session(sessionId: string): SessionView | undefined {
+    const session = this.sessions.get(sessionId);
+    return session === undefined ? undefined : sessionView(session, this.readers.get(sessionId)?.size ?? 0);
+  }
+
+  sessionIds(): string[] {
+    return [...this.sessions.keys()];
+  }
+
+  /** Every committed event, as it commits. Returns an unsubscribe function. */
+  subscribeEvents(listener: (event: DomainEvent) => void): () => void {
+    this.listeners.add(listener);
+    return () => this.listeners.delete(listener);
+  }
+
+  /**
+   * Opens a stream reader: replay after the cursor, then the reconciliation frame, then live frames.
+   * Waits until every appended event is committed, so the replay never shows what the log lacks;
+   * `connect` is called only once the reader is accepted, to start the response.
+   */
+  async subscribe(
+    sessionId: string,
+    cursor: EventId | undefined,
+    connect: () => SubscriberTransport,
+  ): Promise<SubscribeResult> {
+    await this.log.settled();
+    const readers = this.readers.get(sessionId) ?? new Set<SubscriptionActor>();
+    if (readers.size >= this.maxReaders) return { kind: 'too_many_readers' };
+    const session = this.sessions.get(sessionId);
+    const plan = resume(session?.context.backlog, cursor);
+    const ended = this.closing || (session !== undefined && isEnded(session));
+    if (ended && plan.replay.length === 0 && (plan.resync === undefined || plan.resync.missed_task_ids.length === 0)) {
+      return { kind: 'ended' };
+    }
+    let replay = '';
+    for (const r of plan.replay) replay += terminalFrame(r.id, r.data);
+    if (plan.resync !== undefined) {
+      const frame: ResyncFrame = { type: 'resync', session_id: sessionId, ...plan.resync, missed_task_ids: [...plan.resync.missed_task_ids] };
+      replay += resyncFrame(JSON.stringify(frame));
+    }
+    const actor = new SubscriptionActor(
+      connect(),
+      this.clock,
+      { keepaliveMs: this.keepaliveMs, maxQueuedBytes: this.readerMaxQueuedBytes },
+      (closed) => {
+        readers.delete(closed);
+        if (readers.size === 0 && this.readers.get(sessionId) === readers) this.readers.delete(sessionId);
+      },
+    );
+    readers.add(actor);
+    this.readers.set(sessionId, readers);
+    actor.open(replay);
+    if (ended) actor.close(this.closing ? 'host_closing' : 'session_ended');
+    return { kind: 'subscribed', actor };
+  }
+
+  /** Stops timers, closes every stream, aborts agent runs, and waits for the log to be committed. */
+  async close(): Promise<void> {
+    if (this.closing) return;
+    this.closing = true;
+    this.idle.stop();
+    for (const readers of this.readers.values()) for (const actor of [...readers]) actor.close('host_closing');
+    for (const runs of this.runs.values()) for (const controller of runs.values()) controller.abort();
+    await this.log.settled();
+  }
+
+  // ---- the decide / evolve / act loop ----------------------------------------------------------
+
+  private async run(command: SessionCommand): Promise<Outcome> {
+    const sessionId = commandSession(command);
+    const decision = decide(command, this.sessions.get(sessionId), {
+      taskKnown: (taskId) => this.taskIds.get(sessionId)?.has(taskId) ?? false,
+    });
+    if (decision.events.length > 0) await this.append(decision.events);
+    return decision.outcome;
+  }
+
+  /** Folds events into memory now (so the next decision sees them) and into the log's current batch. */
+  private async append(events: readonly DomainEvent[]): Promise<void> {
+    let committed: Promise<void> = Promise.resolve();
+    for (const event of events) {
+      this.fold(event);
+      committed = this.log.append({ ...event, stream: streamOf(event) });
+    }
+    try {
+      await committed;
+    } catch (error) {
+      (this.config.onFatal ?? crash)(error);
+      throw error;
+    }
+  }
+
+  /** evolve: the pure fold of one event. */
+  private fold(event: DomainEvent): void {
+    if (event.type === 'host.started') return;
+    if (event.type === 'session.opened') {
+      this.sessions.set(event.session_id, openSession(event, this.limits));
+      this.taskIds.set(event.session_id, new Set());
+      return;
+    }
+    const session = this.sessions.get(event.session_id);
+    if (session === undefined) throw new Error(`event log: ${event.type} for unopened session ${event.session_id}`);
+    this.sessions.set(event.session_id, evolveSession(session, event));
+    if (event.type === 'task.started') this.taskIds.get(event.session_id)!.add(event.task_id);
+  }
+
+  /** Effects of a committed batch. */
+  private act(events: readonly LoggedEvent[]): void {
+    for (const event of events) {
+      if (event.type !== 'host.started') this.effect(event);
+      for (const listener of this.listeners) listener(event);
+    }
+  }
+
+  private effect(event: SessionEvent): void {
+    const { session_id } = event;
+    switch (event.type) {
+      case 'session.opened':
+      case 'reply.dropped':
+        break;
+      case 'task.started':
+        this.startAgent(event);
+        break;
+      case 'task.progressed': {
+        const data = JSON.stringify(event.reply);
+        this.publish(session_id, { kind: 'progress', task_id: event.task_id, text: progressFrame(data), bytes: replyBytes(data) });
+        break;
+      }
+      case 'task.settled': {
+        const generation = this.sessions.get(session_id)!.context.backlog.generation;
+        const id = formatEventId({ epoch: event.epoch, generation, seq: event.seq });
+        this.publish(session_id, { kind: 'terminal', task_id: event.task_id, text: terminalFrame(id, event.data), bytes: replyBytes(event.data) });
+        this.runs.get(session_id)?.delete(event.task_id);
+        break;
+      }
+      case 'session.ended':
+        this.idle.forget(session_id);
+        for (const actor of [...(this.readers.get(session_id) ?? [])]) actor.close('session_ended');
+        for (const controller of this.runs.get(session_id)?.values() ?? []) controller.abort();
+        this.runs.delete(session_id);
+        return;
+    }
+    if (!this.closing) this.idle.touch(session_id, event.at + this.idleTtlMs);
+  }
+
+  private publish(sessionId: string, frame: Frame): void {
+    const readers = this.readers.get(sessionId);
+    if (readers === undefined) return;
+    for (const actor of [...readers]) actor.deliver(frame);
+  }
+
+  // ---- agent runs ------------------------------------------------------------------------------
+
+  private startAgent(event: TaskStarted): void {
+    if (this.closing) return;
+    const session = this.sessions.get(event.session_id)!;
+    const controller = new AbortController();
+    let runs = this.runs.get(event.session_id);
+    if (runs === undefined) this.runs.set(event.session_id, (runs = new Map()));
+    runs.set(event.task_id, controller);
+    const earlier = [];
+    for (const entry of iterate(session.context.memory)) {
+      if (entry.role === 'user' && entry.task_id === event.task_id) break;
+      earlier.push(entry);
+    }
+    const turn: Turn = {
+      session_id: event.session_id,
+      task_id: event.task_id,
+      text: event.text,
+      system_prelude: session.context.prelude,
+      memory: earlier,
+      insights: event.session_id.startsWith(INSIGHTS_PREFIX),
+    };
+    const sink = this.sink(turn, controller.signal);
+    Promise.resolve()
+      .then(() => this.config.agent.respond(turn, sink))
+      .then(
+        () => this.finishRun(turn),
+        (error: unknown) => {
+          if (!controller.signal.aborted) this.config.onAgentError?.(error, turn);
+          this.finishRun(turn);
+        },
+      );
+  }
+
+  /** A run that ends with its task still pending settles it `agent_error`: no task is left pending forever. */
+  private finishRun(turn: Turn): void {
+    const session = this.sessions.get(turn.session_id);
+    if (this.closing || session === undefined || session.context.pending[turn.task_id] === undefined) return;
+    void this.run({ type: 'fail', session_id: turn.session_id, task_id: turn.task_id, cause: 'agent_error', epoch: this.epoch, at: this.clock.now() }).catch(() => {});
+  }
+
+  private sink(turn: Turn, signal: AbortSignal): ReplySink {
+    const { session_id, task_id } = turn;
+    const send = async (body: Record<string, unknown>): Promise<void> => {
+      // Agents are code we do not control: their replies are validated like any other input.
+      const reply = ReplyBody.parse({ session_id, task_id, ...body });
+      await this.reply(session_id, task_id, reply);
+    };
+    return {
+      signal,
+      typing: (label) => send({ status: 'typing', label }),
+      toolCall: (label) => send({ status: 'tool_call', label }),
+      message: (text, options) => send({ status: 'message', message_id: options?.message_id ?? this.ids.uuid(), reply_text: text }),
+      completed: () => send({ status: 'completed' }),
+      silent: () => send({ status: 'silent' }),
+      errored: (code, message) => send({ status: 'errored', error_code: code, error_message: message }),
+      endSession: async () => {
+        await this.endSession(session_id, 'agent');
+      },
+    };
+  }
+}
+
+function crash(error: unknown): void {
+  process.nextTick(() => {
+    throw error;
+  });
+}
+

@@ -1,0 +1,10 @@
+/** The public contract of `assistant-relay`: the embedding API, the agent port, and the wire types. */
+export { createAssistantHost, type AssistantHost, type AssistantHostOptions, type ListenOptions } from './adapters/host.js';
+export { echoAgent, scriptAgent, BUILTIN_AGENTS, type BuiltinAgentName } from './adapters/agents/index.js';
+export type { Agent, ReplySink, Turn, MemoryEntry } from './engine/agent.js';
+export type { Clock, IdSource } from './engine/clock.js';
+export type { SessionView } from './engine/view.js';
+export type { DomainEvent, DomainEventType, EndReason, SettleCause } from './machines/events.js';
+export type { SessionLimits } from './machines/session.js';
+export { SchemaMismatchError } from './storage/event-log.js';
+export * as protocol from './protocol/index.js';

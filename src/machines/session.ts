@@ -1,0 +1,168 @@
+/**
+ * The session lifecycle (3.1 rules 1-3, 4.2): one conversation keyed by session_id, open until the host,
+ * the agent or idleness ends it; ended sessions are remembered so later messages are ignored (4.2 rule 1).
+ * The statechart is the `evolve` half of the session decider: it folds logged events, never decides.
+ *
+ * | State | Event            | Next  | Effect on context                                                 |
+ * |-------|------------------|-------|-------------------------------------------------------------------|
+ * | open  | task.started     | open  | a pending task; the user turn joins memory                        |
+ * | open  | task.progressed  | open  | the task stays pending (live-only progress)                       |
+ * | open  | task.settled     | open  | the task settles; its reply enters the backlog (evicting the oldest) |
+ * | open  | reply.dropped    | open  | nothing: a reply for a settled or unknown task                    |
+ * | open  | session.ended    | ended | (pending tasks were settled first by the decider)                 |
+ * | ended | reply.dropped    | ended | nothing                                                           |
+ */
+import { replyBytes } from '../protocol/index.js';
+import { assign, setup, type SnapshotFrom } from 'xstate';
+import { emptyBacklog, retain, type Backlog, type Retention } from './backlog.js';
+import type { EndReason, SessionEvent, SessionOpened, TaskProgressed, TaskSettled, TaskStarted } from './events.js';
+import { stepper } from './step.js';
+import { emptyWindow, push, type Window } from './window.js';
+import { taskMachine } from './task.js';
+
+const task = stepper(taskMachine);
+
+export type TaskSnapshot = SnapshotFrom<typeof taskMachine>;
+
+/** What the agent sees of earlier turns: user texts and the assistant's messages, oldest first. */
+export interface MemoryEntry {
+  readonly role: 'user' | 'assistant';
+  readonly task_id: string;
+  readonly text: string;
+  readonly at: number;
+}
+
+export interface SessionLimits extends Retention {
+  /** Memory entries kept for the agent (oldest dropped first). */
+  readonly memoryMaxEntries: number;
+}
+
+export interface SessionContext {
+  readonly session_id: string;
+  readonly openedAt: number;
+  /** Last logged activity; the idle deadline is this plus the host's idle TTL. */
+  readonly lastActivityAt: number;
+  readonly backlog: Backlog;
+  /** Tasks not yet settled, by task_id. Settled tasks leave; their replies live in the backlog. */
+  readonly pending: Readonly<Record<string, TaskSnapshot>>;
+  /** The latest `system_prelude` sent on this session: standing context for every later turn. */
+  readonly prelude: string | undefined;
+  readonly memory: Window<MemoryEntry>;
+  readonly endedAt: number | undefined;
+  readonly endReason: EndReason | undefined;
+  readonly limits: SessionLimits;
+}
+
+function started(context: SessionContext, event: TaskStarted): Partial<SessionContext> {
+  const [snapshot] = task.initial({ task_id: event.task_id, at: event.at });
+  return {
+    pending: { ...context.pending, [event.task_id]: snapshot },
+    prelude: event.system_prelude ?? context.prelude,
+    memory: push(
+      context.memory,
+      { role: 'user', task_id: event.task_id, text: event.text, at: event.at },
+      context.limits.memoryMaxEntries,
+    ),
+    lastActivityAt: event.at,
+  };
+}
+
+function progressed(context: SessionContext, event: TaskProgressed): Partial<SessionContext> {
+  const current = context.pending[event.task_id];
+  if (current === undefined) return { lastActivityAt: event.at };
+  const [next] = task.next(current, { type: 'reply.progress', at: event.at });
+  return { pending: { ...context.pending, [event.task_id]: next }, lastActivityAt: event.at };
+}
+
+function settled(context: SessionContext, event: TaskSettled): Partial<SessionContext> {
+  const { [event.task_id]: _settled, ...pending } = context.pending;
+  const reply = { seq: event.seq, id: `${event.epoch}:${context.backlog.generation}:${event.seq}`, task_id: event.task_id, data: event.data, bytes: replyBytes(event.data) };
+  return {
+    pending,
+    backlog: retain(context.backlog, event.epoch, reply, context.limits),
+    memory:
+      event.reply.status === 'message'
+        ? push(
+            context.memory,
+            { role: 'assistant', task_id: event.task_id, text: event.reply.reply_text, at: event.at },
+            context.limits.memoryMaxEntries,
+          )
+        : context.memory,
+    lastActivityAt: event.at,
+  };
+}
+
+function initialContext(opened: SessionOpened, limits: SessionLimits): SessionContext {
+  return {
+    session_id: opened.session_id,
+    openedAt: opened.at,
+    lastActivityAt: opened.at,
+    backlog: emptyBacklog(opened.generation),
+    pending: {},
+    prelude: undefined,
+    memory: emptyWindow(),
+    endedAt: undefined,
+    endReason: undefined,
+    limits,
+  };
+}
+
+const SCRATCH = initialContext(
+  { type: 'session.opened', session_id: '', generation: '0', at: 0 },
+  { maxReplies: 0, maxBytes: 0, ledgerMaxTasks: 0, maxSpans: 0, memoryMaxEntries: 0 },
+);
+
+export const sessionMachine = setup({
+  types: {
+    context: {} as SessionContext,
+    input: {} as { opened: SessionOpened; limits: SessionLimits },
+    events: {} as Exclude<SessionEvent, SessionOpened>,
+  },
+  actions: {
+    startTask: assign(({ context, event }) => started(context, event as TaskStarted)),
+    progressTask: assign(({ context, event }) => progressed(context, event as TaskProgressed)),
+    settleTask: assign(({ context, event }) => settled(context, event as TaskSettled)),
+    end: assign(({ event }) => {
+      const ended = event as Extract<SessionEvent, { type: 'session.ended' }>;
+      return { endedAt: ended.at, endReason: ended.reason, lastActivityAt: ended.at };
+    }),
+  },
+}).createMachine({
+  id: 'session',
+  // `transition()` evaluates this with no input when it builds its scratch actor: keep it total and cheap.
+  context: ({ input }) => (input === undefined ? SCRATCH : initialContext(input.opened, input.limits)),
+  initial: 'open',
+  states: {
+    open: {
+      on: {
+        'task.started': { actions: 'startTask' },
+        'task.progressed': { actions: 'progressTask' },
+        'task.settled': { actions: 'settleTask' },
+        'reply.dropped': {},
+        'session.ended': { target: 'ended', actions: 'end' },
+      },
+    },
+    ended: {
+      on: {
+        'reply.dropped': {},
+      },
+    },
+  },
+});
+
+export type SessionSnapshot = SnapshotFrom<typeof sessionMachine>;
+
+const session = stepper(sessionMachine);
+
+export function openSession(opened: SessionOpened, limits: SessionLimits): SessionSnapshot {
+  return session.initial({ opened, limits })[0];
+}
+
+/** evolve: folds one logged event into the session. */
+export function evolveSession(snapshot: SessionSnapshot, event: Exclude<SessionEvent, SessionOpened>): SessionSnapshot {
+  return session.next(snapshot, event)[0];
+}
+
+export function isEnded(session: SessionSnapshot): boolean {
+  return session.value === 'ended';
+}

@@ -1,0 +1,229 @@
+/**
+ * The subscription lifecycle: one `GET /v1/events` connection (4.2 rules 2-8). Pure: the actor that owns
+ * the socket feeds it frames, write results and clock ticks, and executes the `write`, `end` and
+ * `destroy` actions it returns.
+ *
+ * | State         | Event         | Next          | Effect                                                    |
+ * |---------------|---------------|---------------|-----------------------------------------------------------|
+ * | opening       | open          | replaying     | write `: open`, the replay after the cursor, the resync   |
+ * | replaying     | written       | live.flowing / live.blocked | as the socket took the replay              |
+ * | live.flowing  | frame         | live.flowing  | write it now                                              |
+ * | live.flowing  | written       | live.blocked  | when the socket buffer is full                            |
+ * | live.flowing  | tick          | live.flowing  | `: keep-alive` when idle for keepaliveMs                  |
+ * | live.blocked  | frame         | live.blocked  | queue it; progress replaces the same task's queued progress, a terminal reply drops it |
+ * | live.blocked  | frame         | closed        | more than maxQueuedBytes queued: slow reader, disconnect  |
+ * | live.blocked  | drained       | live.*        | write the queue                                           |
+ * | live.*        | close         | closing/closed| session ended or host closing: flush, then end            |
+ * | any           | disconnected  | closed        | the client left or a write failed                         |
+ */
+import { assign, setup, type SnapshotFrom } from 'xstate';
+import { KEEPALIVE_COMMENT, OPEN_COMMENT } from '../protocol/index.js';
+import { stepper } from './step.js';
+
+export interface Frame {
+  readonly kind: 'terminal' | 'progress' | 'resync';
+  readonly task_id: string;
+  /** The SSE text of the frame. */
+  readonly text: string;
+  readonly bytes: number;
+}
+
+export type CloseReason = 'client_gone' | 'slow_reader' | 'session_ended' | 'host_closing';
+
+export interface SubscriptionContext {
+  readonly keepaliveMs: number;
+  readonly maxQueuedBytes: number;
+  /** Frames not yet handed to the socket, oldest first. */
+  readonly queue: readonly Frame[];
+  readonly queuedBytes: number;
+  /** What the socket still held unsent when it last reported being full. */
+  readonly socketBuffered: number;
+  readonly lastWriteAt: number;
+  readonly closeReason: CloseReason | undefined;
+}
+
+export type SubscriptionEvent =
+  | { type: 'open'; replay: string; at: number }
+  | { type: 'frame'; frame: Frame; at: number }
+  | { type: 'written'; blocked: boolean; buffered: number; at: number }
+  | { type: 'drained'; at: number }
+  | { type: 'tick'; at: number }
+  | { type: 'close'; reason: 'session_ended' | 'host_closing'; at: number }
+  | { type: 'disconnected'; at: number };
+
+export interface SubscriptionInput {
+  readonly keepaliveMs: number;
+  readonly maxQueuedBytes: number;
+  readonly at: number;
+}
+
+/** Queues a frame for a blocked socket: progress is coalesced by task_id so it can never crowd out a terminal reply. */
+export function enqueue(queue: readonly Frame[], frame: Frame): Frame[] {
+  if (frame.kind === 'progress') {
+    const i = queue.findIndex((f) => f.kind === 'progress' && f.task_id === frame.task_id);
+    if (i >= 0) return queue.map((f, j) => (j === i ? frame : f));
+    return [...queue, frame];
+  }
+  if (frame.kind === 'terminal') {
+    // Progress for a task that has now settled is stale.
+    return [...queue.filter((f) => !(f.kind === 'progress' && f.task_id === frame.task_id)), frame];
+  }
+  return [...queue, frame];
+}
+
+function queuedBytes(queue: readonly Frame[]): number {
+  let n = 0;
+  for (const f of queue) n += f.bytes;
+  return n;
+}
+
+const flush = (queue: readonly Frame[]) => queue.map((f) => f.text).join('');
+
+export const subscriptionMachine = setup({
+  types: {
+    context: {} as SubscriptionContext,
+    input: {} as SubscriptionInput,
+    events: {} as SubscriptionEvent,
+  },
+  actions: {
+    write: (_, _params: { chunk: string }) => {},
+    end: () => {},
+    destroy: (_, _params: { reason: CloseReason }) => {},
+  },
+  guards: {
+    socketFull: ({ event }) => event.type === 'written' && event.blocked,
+    idle: ({ context, event }) => event.at - context.lastWriteAt >= context.keepaliveMs,
+    queueEmpty: ({ context }) => context.queue.length === 0,
+    overflows: ({ context, event }) => {
+      if (event.type !== 'frame') return false;
+      const queue = enqueue(context.queue, event.frame);
+      return context.socketBuffered + queuedBytes(queue) > context.maxQueuedBytes;
+    },
+  },
+}).createMachine({
+  id: 'subscription',
+  // `transition()` evaluates this with no input when it builds its scratch actor: keep it total and cheap.
+  context: ({ input }) => ({
+    keepaliveMs: input?.keepaliveMs ?? 0,
+    maxQueuedBytes: input?.maxQueuedBytes ?? 0,
+    queue: [],
+    queuedBytes: 0,
+    socketBuffered: 0,
+    lastWriteAt: input?.at ?? 0,
+    closeReason: undefined,
+  }),
+  initial: 'opening',
+  on: {
+    disconnected: { target: '.closed', actions: assign({ closeReason: 'client_gone', queue: [], queuedBytes: 0 }) },
+  },
+  states: {
+    opening: {
+      on: {
+        open: {
+          target: 'replaying',
+          actions: [
+            { type: 'write', params: ({ event }) => ({ chunk: OPEN_COMMENT + event.replay }) },
+            assign({ lastWriteAt: ({ event }) => event.at }),
+          ],
+        },
+      },
+    },
+    replaying: {
+      on: {
+        written: [
+          { guard: 'socketFull', target: 'live.blocked', actions: assign({ socketBuffered: ({ event }) => event.buffered }) },
+          { target: 'live.flowing' },
+        ],
+      },
+    },
+    live: {
+      initial: 'flowing',
+      states: {
+        flowing: {
+          on: {
+            frame: {
+              actions: [
+                { type: 'write', params: ({ event }) => ({ chunk: event.frame.text }) },
+                assign({ lastWriteAt: ({ event }) => event.at }),
+              ],
+            },
+            written: {
+              guard: 'socketFull',
+              target: 'blocked',
+              actions: assign({ socketBuffered: ({ event }) => event.buffered }),
+            },
+            tick: {
+              guard: 'idle',
+              actions: [{ type: 'write', params: { chunk: KEEPALIVE_COMMENT } }, assign({ lastWriteAt: ({ event }) => event.at })],
+            },
+          },
+        },
+        blocked: {
+          on: {
+            frame: [
+              {
+                guard: 'overflows',
+                target: '#subscription.closed',
+                actions: [assign({ closeReason: 'slow_reader', queue: [], queuedBytes: 0 }), { type: 'destroy', params: { reason: 'slow_reader' } }],
+              },
+              {
+                actions: assign(({ context, event }) => {
+                  const queue = enqueue(context.queue, event.frame);
+                  return { queue, queuedBytes: queuedBytes(queue) };
+                }),
+              },
+            ],
+            drained: [
+              { guard: 'queueEmpty', target: 'flowing', actions: assign({ socketBuffered: 0 }) },
+              {
+                target: 'flushing',
+                actions: [
+                  { type: 'write', params: ({ context }) => ({ chunk: flush(context.queue) }) },
+                  assign({ queue: [], queuedBytes: 0, socketBuffered: 0, lastWriteAt: ({ event }) => event.at }),
+                ],
+              },
+            ],
+          },
+        },
+        /** The queue was just handed to the socket; its answer says whether it is full again. */
+        flushing: {
+          on: {
+            written: [
+              { guard: 'socketFull', target: 'blocked', actions: assign({ socketBuffered: ({ event }) => event.buffered }) },
+              { target: 'flowing' },
+            ],
+          },
+        },
+      },
+      on: {
+        close: [
+          {
+            guard: 'queueEmpty',
+            target: 'closed',
+            actions: [assign({ closeReason: ({ event }) => event.reason }), { type: 'end' }],
+          },
+          { target: 'closing', actions: assign({ closeReason: ({ event }) => event.reason }) },
+        ],
+      },
+    },
+    /** Ending: what is queued still goes out, then the response ends. */
+    closing: {
+      on: {
+        frame: {
+          actions: assign(({ context, event }) => {
+            const queue = enqueue(context.queue, event.frame);
+            return { queue, queuedBytes: queuedBytes(queue) };
+          }),
+        },
+        drained: {
+          target: 'closed',
+          actions: [{ type: 'write', params: ({ context }) => ({ chunk: flush(context.queue) }) }, { type: 'end' }, assign({ queue: [], queuedBytes: 0 })],
+        },
+      },
+    },
+    closed: { type: 'final' },
+  },
+});
+
+export type SubscriptionSnapshot = SnapshotFrom<typeof subscriptionMachine>;
+export const subscription = stepper(subscriptionMachine);

@@ -1,0 +1,36 @@
+/**
+ * The one catalogue of error codes a client can see: HTTP errors (`{error: {code, message}}`) and the
+ * `error_code` values of `errored` replies. PROTOCOL.md lists the same table; add a code here first.
+ */
+export const HTTP_ERRORS = {
+  invalid_json: { status: 400, message: 'the request body is not valid JSON' },
+  invalid_request: { status: 400, message: 'the request body does not match the incoming event schema' },
+  missing_session_id: { status: 400, message: 'the session_id query parameter is required' },
+  invalid_session_id: { status: 400, message: 'session_id must be 1 to 256 characters with no control characters' },
+  invalid_last_event_id: { status: 400, message: 'Last-Event-ID must be {epoch}:{generation}:{seq}' },
+  callback_not_supported: { status: 400, message: 'callback delivery is not available on this host yet' },
+  unauthorized: { status: 401, message: 'a valid Authorization: Bearer token is required' },
+  not_found: { status: 404, message: 'no such route' },
+  session_not_found: { status: 404, message: 'no such session' },
+  body_too_large: { status: 413, message: 'the request body is larger than the host accepts' },
+  unsupported_media_type: { status: 415, message: 'the request body must be application/json' },
+  too_many_readers: { status: 429, message: 'this session already has the maximum number of live readers' },
+  internal_error: { status: 500, message: 'the host failed to handle the request' },
+  shutting_down: { status: 503, message: 'the host is shutting down' },
+} as const satisfies Record<string, { status: number; message: string }>;
+
+export type HttpErrorCode = keyof typeof HTTP_ERRORS;
+
+export function errorBody(code: HttpErrorCode, message: string = HTTP_ERRORS[code].message) {
+  return { error: { code, message } };
+}
+
+/** `error_code` values of `errored` replies that the host itself produces. */
+export const REPLY_ERRORS = {
+  reply_too_large: 'the reply exceeded 256 KiB and was replaced',
+  interrupted: 'the assistant restarted while this task was pending',
+  agent_error: 'the agent failed while handling this task',
+  session_ended: 'the session ended while this task was pending',
+} as const;
+
+export type ReplyErrorCode = keyof typeof REPLY_ERRORS;

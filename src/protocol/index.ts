@@ -1,0 +1,5 @@
+export * from './limits.js';
+export * from './ids.js';
+export * from './wire.js';
+export * from './errors.js';
+export * from './sse.js';

@@ -1,0 +1,179 @@
+/**
+ * The append-only event log: one SQLite table, WAL, the only source of truth. Appends made during one
+ * turn of the event loop commit together in one transaction (group commit) on `setImmediate`, which runs
+ * right after the I/O callbacks of that turn: under load a batch holds many events, and a lone event
+ * waits only for the current turn to end. Listeners see each batch after it is durable, never before.
+ *
+ * Generic over the event type: storage knows rows, not lifecycles.
+ */
+import Database from 'better-sqlite3';
+import { mkdirSync } from 'node:fs';
+import { dirname } from 'node:path';
+
+/** Our files say who they are (`PRAGMA application_id`, "ARLY") and which layout they have. */
+const APPLICATION_ID = 0x41524c59;
+export const SCHEMA_VERSION = 1;
+
+export interface LogRecord {
+  readonly type: string;
+  readonly at: number;
+  /** Which aggregate the event belongs to; '' for host-wide events. */
+  readonly stream: string;
+}
+
+export interface StoredEvent<E> {
+  readonly position: number;
+  readonly event: E;
+}
+
+export interface EventLogOptions {
+  /** A file path (its folder is created), or ':memory:'. */
+  readonly path: string;
+  /**
+   * `normal` (default): a commit survives a crash of this process (SIGKILL included); after a power loss
+   * the last commits may be lost, never corrupted. `full`: fsync on every commit, surviving power loss.
+   */
+  readonly synchronous?: 'normal' | 'full';
+}
+
+export class SchemaMismatchError extends Error {
+  override readonly name = 'SchemaMismatchError';
+}
+
+export class EventLog<E extends LogRecord> {
+  readonly path: string;
+  private readonly db: Database.Database;
+  private readonly insert: Database.Statement<[string, string, number, string]>;
+  private readonly commitBatch: (events: readonly E[]) => void;
+  private batch: E[] = [];
+  private batchDone: Promise<void> | undefined;
+  private settleBatch: { resolve: () => void; reject: (error: unknown) => void } | undefined;
+  private readonly listeners: Array<(events: readonly E[]) => void> = [];
+  private failure: unknown;
+  private closed = false;
+
+  private constructor(options: EventLogOptions) {
+    this.path = options.path;
+    if (options.path !== ':memory:') mkdirSync(dirname(options.path), { recursive: true });
+    this.db = new Database(options.path);
+    try {
+      this.db.pragma('journal_mode = WAL');
+      this.db.pragma(`synchronous = ${options.synchronous === 'full' ? 'FULL' : 'NORMAL'}`);
+      this.prepareSchema();
+    } catch (error) {
+      this.db.close();
+      throw error;
+    }
+    this.insert = this.db.prepare('INSERT INTO events (stream, type, at, data) VALUES (?, ?, ?, ?)');
+    this.commitBatch = this.db.transaction((events: readonly E[]) => {
+      for (const e of events) this.insert.run(e.stream, e.type, e.at, JSON.stringify(e));
+    });
+  }
+
+  static open<E extends LogRecord>(options: EventLogOptions): EventLog<E> {
+    return new EventLog<E>(options);
+  }
+
+  private prepareSchema(): void {
+    const applicationId = this.db.pragma('application_id', { simple: true }) as number;
+    const version = this.db.pragma('user_version', { simple: true }) as number;
+    const tables = this.db.prepare("SELECT count(*) AS n FROM sqlite_schema WHERE type = 'table'").get() as { n: number };
+    if (applicationId === 0 && version === 0 && tables.n === 0) {
+      this.db.exec(`
+        CREATE TABLE events (
+          position INTEGER PRIMARY KEY,
+          stream TEXT NOT NULL,
+          type TEXT NOT NULL,
+          at INTEGER NOT NULL,
+          data TEXT NOT NULL
+        ) STRICT;
+        CREATE TRIGGER events_append_only_update BEFORE UPDATE ON events
+          BEGIN SELECT RAISE(ABORT, 'the event log is append-only'); END;
+        CREATE TRIGGER events_append_only_delete BEFORE DELETE ON events
+          BEGIN SELECT RAISE(ABORT, 'the event log is append-only'); END;
+        PRAGMA application_id = ${APPLICATION_ID};
+        PRAGMA user_version = ${SCHEMA_VERSION};
+      `);
+      return;
+    }
+    if (applicationId !== APPLICATION_ID) {
+      throw new SchemaMismatchError(`${this.path} is not an assistant-relay event log`);
+    }
+    if (version !== SCHEMA_VERSION) {
+      throw new SchemaMismatchError(
+        `${this.path} has event log schema version ${version}; this build reads version ${SCHEMA_VERSION}`,
+      );
+    }
+  }
+
+  /** Every stored event, oldest first. */
+  *read(): IterableIterator<StoredEvent<E>> {
+    const rows = this.db.prepare('SELECT position, data FROM events ORDER BY position').iterate() as IterableIterator<{
+      position: number;
+      data: string;
+    }>;
+    for (const row of rows) yield { position: row.position, event: JSON.parse(row.data) as E };
+  }
+
+  count(): number {
+    return (this.db.prepare('SELECT count(*) AS n FROM events').get() as { n: number }).n;
+  }
+
+  /** Events appended but not yet committed. */
+  get pending(): number {
+    return this.batch.length;
+  }
+
+  /** Queues an event for the current batch; resolves once the batch is committed. */
+  append(event: E): Promise<void> {
+    if (this.failure !== undefined) return Promise.reject(this.failure);
+    if (this.closed) return Promise.reject(new Error('the event log is closed'));
+    this.batch.push(event);
+    if (this.batchDone === undefined) {
+      this.batchDone = new Promise<void>((resolve, reject) => {
+        this.settleBatch = { resolve, reject };
+      });
+      setImmediate(() => this.flush());
+    }
+    return this.batchDone;
+  }
+
+  /** Resolves when nothing appended so far is still uncommitted. */
+  async settled(): Promise<void> {
+    while (this.batchDone !== undefined) await this.batchDone;
+  }
+
+  /** Called with each committed batch, in order, before any `append` promise of that batch resolves. */
+  onCommit(listener: (events: readonly E[]) => void): void {
+    this.listeners.push(listener);
+  }
+
+  private flush(): void {
+    const events = this.batch;
+    const settle = this.settleBatch!;
+    this.batch = [];
+    this.batchDone = undefined;
+    this.settleBatch = undefined;
+    try {
+      this.commitBatch(events);
+    } catch (error) {
+      // Memory already folded these events; the only consistent way on is a restart from the log.
+      this.failure = error;
+      settle.reject(error);
+      return;
+    }
+    try {
+      for (const listener of this.listeners) listener(events);
+    } finally {
+      settle.resolve();
+    }
+  }
+
+  /** Commits what is pending and closes the file. */
+  async close(): Promise<void> {
+    if (this.closed) return;
+    await this.settled().catch(() => {});
+    this.closed = true;
+    this.db.close();
+  }
+}
