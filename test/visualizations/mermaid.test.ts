@@ -1,0 +1,76 @@
+import { readdirSync, readFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import { describe, expect, it } from 'vitest';
+import { setup, type AnyStateNode } from 'xstate';
+import { taskMachine, type TaskMachineEvent } from '../../src/machines/task.js';
+import { toMermaid } from '../../src/visualizations/mermaid.js';
+import { statechartPages } from '../../src/visualizations/statecharts.js';
+
+const DOCS = fileURLToPath(new URL('../../docs/statecharts/', import.meta.url));
+
+// Spelled out because `machine.events` leaves out inert events; `satisfies` keeps the list exhaustive.
+const TASK_EVENTS = {
+  'reply.progress': true,
+  'reply.terminal': true,
+  'resync.missed': true,
+  'resync.unlisted': true,
+} satisfies Record<TaskMachineEvent['type'], true>;
+
+describe('toMermaid', () => {
+  it('draws initial arrows, guards, self-loops, a root transition and a nested compound state with a final state', () => {
+    const tiny = setup({ guards: { ready: () => true } }).createMachine({
+      id: 'tiny',
+      initial: 'idle',
+      on: { reset: '.idle' },
+      states: {
+        idle: { on: { start: { guard: 'ready', target: 'running' }, poke: {} } },
+        running: {
+          initial: 'working',
+          states: {
+            working: { on: { finish: 'done', tick: 'working' } },
+            done: { type: 'final' },
+          },
+        },
+      },
+    });
+    expect(toMermaid(tiny)).toBe(
+      [
+        'stateDiagram-v2',
+        '  [*] --> idle',
+        '  idle',
+        '  state running {',
+        '    [*] --> running_working',
+        '    state "working" as running_working',
+        '    state "done" as running_done',
+        '    running_done --> [*]',
+        '  }',
+        '  idle --> running: start [ready]',
+        '  idle --> idle: poke',
+        '  running_working --> running_done: finish',
+        '  running_working --> running_working: tick',
+        '  idle --> idle: reset',
+        '  running --> idle: reset',
+        '',
+      ].join('\n'),
+    );
+  });
+
+  it('draws every state and every event of the task machine', () => {
+    const diagram = toMermaid(taskMachine);
+    const states = (node: AnyStateNode): AnyStateNode[] => Object.values(node.states).flatMap((s) => [s, ...states(s)]);
+    const keys = states(taskMachine.root).map((s) => s.key);
+    expect(keys).toEqual(['pending', 'settled', 'answered', 'failed']);
+    for (const key of keys) expect(diagram).toMatch(new RegExp(`^\\s*(${key}|state ${key} \\{|state "${key}" as \\w+)$`, 'm'));
+    for (const event of Object.keys(TASK_EVENTS)) {
+      expect(diagram).toMatch(new RegExp(`^\\s*\\w+ --> \\w+: ${event.replaceAll('.', '\\.')}$`, 'm'));
+    }
+  });
+});
+
+describe('docs/statecharts', () => {
+  it('is what `npm run diagrams` generates from the machines now', () => {
+    const pages = statechartPages();
+    expect(readdirSync(DOCS).filter((f) => f.endsWith('.md')).sort()).toEqual(pages.map((p) => p.file).sort());
+    for (const page of pages) expect(readFileSync(DOCS + page.file, 'utf8'), `${page.file}: run npm run diagrams`).toBe(page.text);
+  });
+});
