@@ -34,7 +34,9 @@ export function sessionView(session: SessionSnapshot, readers: number): SessionV
     last_activity_at: context.lastActivityAt,
     ended_at: context.endedAt ?? null,
     end_reason: context.endReason ?? null,
-    pending_task_ids: Object.keys(context.pending),
+    pending_task_ids: Object.values(context.pending)
+      .sort((a, b) => a.context.order - b.context.order)
+      .map((task) => task.context.task_id),
     last_event_id:
       lastSpan === undefined ? null : formatEventId({ epoch: lastSpan.epoch, generation: backlog.generation, seq: backlog.lastSeq }),
     backlog: windowToArray(backlog.replies).map((r) => ({ id: r.id, task_id: r.task_id })),

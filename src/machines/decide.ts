@@ -49,7 +49,7 @@ function settle(
 ): TaskSettled {
   const data = JSON.stringify(reply);
   if (replyBytes(data) > LIMITS.replyMaxBytes) {
-    return settle(session, seq, task_id, hostError(reply.session_id, task_id, 'reply_too_large'), 'reply_too_large', epoch, at);
+    return settle(session, seq, task_id, hostError(session.context.session_id, task_id, 'reply_too_large'), 'reply_too_large', epoch, at);
   }
   return { type: 'task.settled', session_id: session.context.session_id, task_id, epoch, seq, reply, data, cause, at };
 }
@@ -57,7 +57,9 @@ function settle(
 /** Settles every pending task with a host-made errored reply, in task start order. */
 function settleAllPending(session: SessionSnapshot, code: 'interrupted' | 'session_ended', epoch: string, at: number): TaskSettled[] {
   const { session_id } = session.context;
-  return Object.keys(session.context.pending).map((task_id, i) =>
+  // Not Object.keys order: integer-like task ids would come first.
+  const started = Object.values(session.context.pending).sort((a, b) => a.context.order - b.context.order);
+  return started.map(({ context: { task_id } }, i) =>
     settle(session, session.context.backlog.lastSeq + 1 + i, task_id, hostError(session_id, task_id, code), code, epoch, at),
   );
 }

@@ -45,6 +45,8 @@ export interface SessionContext {
   readonly backlog: Backlog;
   /** Tasks not yet settled, by task_id. Settled tasks leave; their replies live in the backlog. */
   readonly pending: Readonly<Record<string, TaskSnapshot>>;
+  /** Tasks ever started here; the next task's `order`. */
+  readonly tasksStarted: number;
   /** The latest `system_prelude` sent on this session: standing context for every later turn. */
   readonly prelude: string | undefined;
   readonly memory: Window<MemoryEntry>;
@@ -54,9 +56,10 @@ export interface SessionContext {
 }
 
 function started(context: SessionContext, event: TaskStarted): Partial<SessionContext> {
-  const [snapshot] = task.initial({ task_id: event.task_id, at: event.at });
+  const [snapshot] = task.initial({ task_id: event.task_id, at: event.at, order: context.tasksStarted });
   return {
     pending: { ...context.pending, [event.task_id]: snapshot },
+    tasksStarted: context.tasksStarted + 1,
     prelude: event.system_prelude ?? context.prelude,
     memory: push(
       context.memory,
@@ -99,6 +102,7 @@ function initialContext(opened: SessionOpened, limits: SessionLimits): SessionCo
     lastActivityAt: opened.at,
     backlog: emptyBacklog(opened.generation),
     pending: {},
+    tasksStarted: 0,
     prelude: undefined,
     memory: emptyWindow(),
     endedAt: undefined,

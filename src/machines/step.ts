@@ -41,6 +41,8 @@ export function stepper<M extends AnyStateMachine>(machine: M): Stepper<M> {
       return [machine.getInitialSnapshot(scope, input) as SnapshotFrom<M>, collected];
     },
     next(snapshot, event) {
+      // A machine that reached a final state takes no more events (as a live actor would not).
+      if ((snapshot as { status: string }).status !== 'active') return [snapshot, []];
       collected = [];
       return [machine.transition(snapshot, event, scope) as SnapshotFrom<M>, collected];
     },

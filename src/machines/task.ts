@@ -15,6 +15,8 @@ import type { TerminalReply } from '../protocol/index.js';
 export interface TaskContext {
   readonly task_id: string;
   readonly startedAt: number;
+  /** Position among the session's tasks: record keys like "10" do not keep insertion order. */
+  readonly order: number;
   readonly settledAt?: number;
   readonly reply?: TerminalReply;
 }
@@ -28,13 +30,13 @@ export type TaskMachineEvent =
 export const taskMachine = setup({
   types: {
     context: {} as TaskContext,
-    input: {} as { task_id: string; at: number },
+    input: {} as { task_id: string; at: number; order: number },
     events: {} as TaskMachineEvent,
   },
 }).createMachine({
   id: 'task',
   // `transition()` evaluates this with no input when it builds its scratch actor: keep it total and cheap.
-  context: ({ input }) => ({ task_id: input?.task_id ?? '', startedAt: input?.at ?? 0 }),
+  context: ({ input }) => ({ task_id: input?.task_id ?? '', startedAt: input?.at ?? 0, order: input?.order ?? 0 }),
   initial: 'pending',
   states: {
     pending: {

@@ -42,8 +42,9 @@ export function push<T>(w: Window<T>, item: T, max: number): Window<T> {
   let items = w.items as T[];
   let start = w.start;
   let end = w.end;
-  // Another snapshot already appended past our end, or the dead prefix has grown: copy our live range.
-  if (w === EMPTY || items.length !== end || start > 64 + max) {
+  // Another snapshot already appended past our end, or the dead prefix outgrew the live range: copy our
+  // live range. Measured against the live range, not `max`, since `dropOldest` evicts under any `max`.
+  if (w === EMPTY || items.length !== end || start > 64 + (end - start)) {
     items = items.slice(start, end);
     end -= start;
     start = 0;

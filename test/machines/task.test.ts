@@ -1,0 +1,88 @@
+import { describe, expect, it } from 'vitest';
+import type { TerminalReply } from '../../src/protocol/index.js';
+import { stepper } from '../../src/machines/step.js';
+import { taskMachine, type TaskMachineEvent } from '../../src/machines/task.js';
+
+const task = stepper(taskMachine);
+
+const answer: TerminalReply = { session_id: 's1', task_id: 't1', status: 'message', message_id: 'm1', reply_text: 'done' };
+const otherAnswer: TerminalReply = { session_id: 's1', task_id: 't1', status: 'completed' };
+
+function started() {
+  return task.initial({ task_id: 't1', at: 100, order: 2 })[0];
+}
+
+describe('task (3.1): a user message starts a pending task', () => {
+  it('(none) + user message -> pending', () => {
+    const [snapshot, actions] = task.initial({ task_id: 't1', at: 100, order: 2 });
+    expect(snapshot.value).toBe('pending');
+    expect(snapshot.context).toStrictEqual({ task_id: 't1', startedAt: 100, order: 2 });
+    expect(actions).toEqual([]);
+  });
+});
+
+describe('task (3.1): the table', () => {
+  it.each<{ event: TaskMachineEvent; value: unknown; context: object }>([
+    { event: { type: 'reply.progress', at: 110 }, value: 'pending', context: { task_id: 't1', startedAt: 100, order: 2 } },
+    { event: { type: 'resync.unlisted', at: 110 }, value: 'pending', context: { task_id: 't1', startedAt: 100, order: 2 } },
+    {
+      event: { type: 'reply.terminal', reply: answer, at: 120 },
+      value: { settled: 'answered' },
+      context: { task_id: 't1', startedAt: 100, order: 2, settledAt: 120, reply: answer },
+    },
+    {
+      event: { type: 'resync.missed', at: 130 },
+      value: { settled: 'failed' },
+      context: { task_id: 't1', startedAt: 100, order: 2, settledAt: 130 },
+    },
+  ])('pending + $event.type -> $value', ({ event, value, context }) => {
+    const [next, actions] = task.next(started(), event);
+    expect(next.value).toEqual(value);
+    expect(next.context).toStrictEqual(context);
+    expect(actions).toEqual([]);
+  });
+
+  it.each<TerminalReply>([
+    answer,
+    { session_id: 's1', task_id: 't1', status: 'completed' },
+    { session_id: 's1', task_id: 't1', status: 'silent' },
+    { session_id: 's1', task_id: 't1', status: 'errored', error_code: 'agent_error', error_message: 'boom' },
+  ])('every terminal status settles it answered: $status', (reply) => {
+    const [next] = task.next(started(), { type: 'reply.terminal', reply, at: 140 });
+    expect(next.value).toEqual({ settled: 'answered' });
+    expect(next.context.reply).toBe(reply);
+  });
+
+  it('progress any number of times keeps it pending and changes nothing', () => {
+    let s = started();
+    for (let at = 101; at <= 105; at += 1) [s] = task.next(s, { type: 'reply.progress', at });
+    expect(s.value).toBe('pending');
+    expect(s.context).toStrictEqual({ task_id: 't1', startedAt: 100, order: 2 });
+  });
+});
+
+describe('task (3.1): a settled task ignores further events', () => {
+  const answered = task.next(started(), { type: 'reply.terminal', reply: answer, at: 120 })[0];
+  const failed = task.next(started(), { type: 'resync.missed', at: 130 })[0];
+
+  const later: TaskMachineEvent[] = [
+    { type: 'reply.progress', at: 200 },
+    { type: 'reply.terminal', reply: otherAnswer, at: 200 },
+    { type: 'resync.missed', at: 200 },
+    { type: 'resync.unlisted', at: 200 },
+  ];
+
+  it.each(later)('settled.answered + $type -> settled.answered, first reply kept', (event) => {
+    const [next, actions] = task.next(answered, event);
+    expect(next.value).toEqual({ settled: 'answered' });
+    expect(next.context).toStrictEqual({ task_id: 't1', startedAt: 100, order: 2, settledAt: 120, reply: answer });
+    expect(actions).toEqual([]);
+  });
+
+  it.each(later)('settled.failed + $type -> settled.failed', (event) => {
+    const [next, actions] = task.next(failed, event);
+    expect(next.value).toEqual({ settled: 'failed' });
+    expect(next.context).toStrictEqual({ task_id: 't1', startedAt: 100, order: 2, settledAt: 130 });
+    expect(actions).toEqual([]);
+  });
+});
