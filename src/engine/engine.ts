@@ -57,6 +57,14 @@ export type SubscribeResult =
   /** The session ended and there is nothing after the cursor: the client should stop reconnecting. */
   | { readonly kind: 'ended' };
 
+/** Thrown by commands once `close()` has begun: nothing new enters the log of a closing host. */
+export class HostClosingError extends Error {
+  override readonly name = 'HostClosingError';
+  constructor() {
+    super('the host is closing');
+  }
+}
+
 export const DEFAULT_SESSION_IDLE_TTL_MS = 24 * 60 * 60 * 1000;
 
 const DEFAULT_LIMITS: SessionLimits = {
@@ -102,7 +110,8 @@ export class Engine {
     this.readerMaxQueuedBytes = config.readerMaxQueuedBytes ?? LIMITS.readerMaxQueuedBytes;
     this.epoch = this.ids.token();
     this.idle = new IdleDeadlines(this.clock, (sessionId) => {
-      void this.run({ type: 'expire', session_id: sessionId, idleTtlMs: this.idleTtlMs, epoch: this.epoch, at: this.clock.now() });
+      // A failed append has already gone to onFatal; closing refuses the command: nothing more to do here.
+      this.run({ type: 'expire', session_id: sessionId, idleTtlMs: this.idleTtlMs, epoch: this.epoch, at: this.clock.now() }).catch(() => {});
     });
   }
 
@@ -212,11 +221,15 @@ export class Engine {
   // ---- the decide / evolve / act loop ----------------------------------------------------------
 
   private async run(command: SessionCommand): Promise<Outcome> {
+    if (this.closing) throw new HostClosingError();
     const sessionId = commandSession(command);
     const decision = decide(command, this.sessions.get(sessionId), {
       taskKnown: (taskId) => this.taskIds.get(sessionId)?.has(taskId) ?? false,
     });
     if (decision.events.length > 0) await this.append(decision.events);
+    // An answer that needs no new event (a duplicate, say) may rest on events still in the batch:
+    // acknowledge only what the log holds.
+    else if (this.log.pending > 0) await this.log.settled();
     return decision.outcome;
   }
 

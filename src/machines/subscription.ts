@@ -13,7 +13,10 @@
  * | live.blocked  | frame         | live.blocked  | queue it; progress replaces the same task's queued progress, a terminal reply drops it |
  * | live.blocked  | frame         | closed        | more than maxQueuedBytes queued: slow reader, disconnect  |
  * | live.blocked  | drained       | live.*        | write the queue                                           |
- * | live.*        | close         | closing/closed| session ended or host closing: flush, then end            |
+ * | live.*        | close         | closed        | nothing queued: end (the socket flushes what it holds)    |
+ * | live.*        | close         | closing       | session ended: what is queued still goes out, then end    |
+ * | live.blocked  | close         | closed        | host closing: destroy; the reader resumes from its cursor |
+ * | closing       | close         | closed        | host closing: destroy                                     |
  * | any           | disconnected  | closed        | the client left or a write failed                         |
  */
 import { assign, setup, type SnapshotFrom } from 'xstate';
@@ -94,6 +97,7 @@ export const subscriptionMachine = setup({
     socketFull: ({ event }) => event.type === 'written' && event.blocked,
     idle: ({ context, event }) => event.at - context.lastWriteAt >= context.keepaliveMs,
     queueEmpty: ({ context }) => context.queue.length === 0,
+    hostClosing: ({ event }) => event.type === 'close' && event.reason === 'host_closing',
     overflows: ({ context, event }) => {
       if (event.type !== 'frame') return false;
       const queue = enqueue(context.queue, event.frame);
@@ -173,6 +177,12 @@ export const subscriptionMachine = setup({
                 }),
               },
             ],
+            // A closing host cannot wait for a stalled reader to drain; the reader loses nothing, it resumes.
+            close: {
+              guard: 'hostClosing',
+              target: '#subscription.closed',
+              actions: [assign({ closeReason: 'host_closing', queue: [], queuedBytes: 0 }), { type: 'destroy', params: { reason: 'host_closing' } }],
+            },
             drained: [
               { guard: 'queueEmpty', target: 'flowing', actions: assign({ socketBuffered: 0 }) },
               {
@@ -214,6 +224,11 @@ export const subscriptionMachine = setup({
             const queue = enqueue(context.queue, event.frame);
             return { queue, queuedBytes: queuedBytes(queue) };
           }),
+        },
+        close: {
+          guard: 'hostClosing',
+          target: 'closed',
+          actions: [assign({ closeReason: 'host_closing', queue: [], queuedBytes: 0 }), { type: 'destroy', params: { reason: 'host_closing' } }],
         },
         drained: {
           target: 'closed',

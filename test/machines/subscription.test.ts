@@ -241,6 +241,17 @@ describe('subscription: close', () => {
     expect(actions).toEqual([{ type: 'write', params: { chunk: '[T b][T a]' } }, { type: 'end' }]);
     expect([s.context.queue, s.context.queuedBytes, s.context.closeReason]).toEqual([[], 0, 'session_ended']);
   });
+
+  // A stalled reader must not hold a closing host open: it is destroyed and resumes from its cursor later.
+  it.each([
+    { state: 'live.blocked, nothing queued', from: () => blocked() },
+    { state: 'live.blocked, with a queue', from: () => run([frame(terminal('a'))], blocked())[0] },
+    { state: 'closing', from: () => run([frame(terminal('a')), close('session_ended')], blocked())[0] },
+  ])('$state + close(host_closing) -> destroy, closed, queue dropped', ({ from }) => {
+    const [s, actions] = run([close('host_closing')], from());
+    expect([s.value, s.status, actions]).toEqual(['closed', 'done', [{ type: 'destroy', params: { reason: 'host_closing' } }]]);
+    expect([s.context.queue, s.context.queuedBytes, s.context.closeReason]).toEqual([[], 0, 'host_closing']);
+  });
 });
 
 describe('subscription: disconnected', () => {
@@ -250,7 +261,7 @@ describe('subscription: disconnected', () => {
     { state: 'live.flowing', from: () => flowing() },
     { state: 'live.blocked (queue)', from: () => run([frame(terminal('a')), frame(progress('b', 1))], blocked())[0] },
     { state: 'live.flushing', from: () => run([frame(terminal('a')), drained()], blocked())[0] },
-    { state: 'closing', from: () => run([frame(terminal('a')), close('host_closing')], blocked())[0] },
+    { state: 'closing', from: () => run([frame(terminal('a')), close('session_ended')], blocked())[0] },
   ])('$state + disconnected -> closed (client_gone), nothing written, queue dropped', ({ from }) => {
     const [s, actions] = run([disconnected()], from());
     expect([s.value, s.status, actions]).toEqual(['closed', 'done', []]);

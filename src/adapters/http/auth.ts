@@ -11,8 +11,9 @@ const digest = (text: string) => createHash('sha256').update(text).digest();
 export function bearerMatcher(token: string): (header: string | undefined) => boolean {
   const expected = digest(token);
   return (header) => {
-    if (header === undefined || !header.startsWith('Bearer ')) return false;
-    return timingSafeEqual(digest(header.slice('Bearer '.length)), expected);
+    // The scheme is case-insensitive (RFC 9110 11.1); the token is not.
+    const match = header === undefined ? null : /^bearer +(.+)$/i.exec(header);
+    return match !== null && timingSafeEqual(digest(match[1]!), expected);
   };
 }
 

@@ -6,6 +6,7 @@
 import type { FastifyError, FastifyInstance, FastifyReply } from 'fastify';
 import fp from 'fastify-plugin';
 import { HTTP_ERRORS, errorBody, type HttpErrorCode } from '../../protocol/index.js';
+import { HostClosingError } from '../../engine/engine.js';
 
 export function sendError(reply: FastifyReply, code: HttpErrorCode, message?: string, headers: Record<string, string> = {}) {
   return reply.code(HTTP_ERRORS[code].status).headers(headers).send(errorBody(code, message));
@@ -21,6 +22,7 @@ const FRAMEWORK_CODES: Record<string, HttpErrorCode> = {
 };
 
 function codeOf(error: FastifyError): HttpErrorCode {
+  if (error instanceof HostClosingError) return 'shutting_down';
   const known = FRAMEWORK_CODES[error.code];
   if (known !== undefined) return known;
   if (error instanceof SyntaxError) return 'invalid_json';

@@ -35,7 +35,8 @@ function streamTransport(reply: FastifyReply): SubscriberTransport {
 }
 
 export function eventsRoute(app: FastifyInstance, engine: Engine, retryAfterSeconds: number): void {
-  app.get('/v1/events', async (request, reply) => {
+  // No HEAD twin: a HEAD response can carry no stream, yet would hold a reader slot and never answer.
+  app.get('/v1/events', { exposeHeadRoute: false }, async (request, reply) => {
     const { session_id: sessionId } = request.query as Record<string, unknown>;
     if (sessionId === undefined || sessionId === '') return sendError(reply, 'missing_session_id');
     if (typeof sessionId !== 'string' || !isSessionId(sessionId)) return sendError(reply, 'invalid_session_id');

@@ -22,11 +22,14 @@ export async function buildServer(engine: Engine, options: HttpOptions): Promise
     // Long enough that an over-long session_id reaches our own check and its coded 400.
     maxParamLength: 4 * LIMITS.sessionIdMaxLength,
     return503OnClosing: true,
-    frameworkErrors: (error, _request, reply) => {
-      void (reply as FastifyReply).code(400).send(errorBody('invalid_request', error.message));
+    frameworkErrors: (_error, _request, reply) => {
+      // fastify's own message quotes the URL back; ours does not.
+      void (reply as FastifyReply).code(400).send(errorBody('invalid_request', 'the request URL is malformed'));
     },
   });
   await app.register(errorsPlugin);
+  // fastify parses text/plain by default; every body here is JSON, so any other type is a 415.
+  app.removeContentTypeParser('text/plain');
   app.get('/healthz', async () => ({ ok: true, epoch: engine.epoch }));
   await app.register(async (scope) => {
     requireBearer(scope, options.token);

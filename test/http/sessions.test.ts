@@ -1,0 +1,69 @@
+/** `GET /v1/sessions/:session_id`: the host's view of one session (our inspection route). */
+import { afterEach, describe, expect, it } from 'vitest';
+import { HTTP_ERRORS } from '../../src/protocol/index.js';
+import { request } from '../support/http.js';
+import { Relay, TOKEN, idOf, stopAll, until } from './fixture.js';
+
+afterEach(stopAll);
+
+const SLEEPING = { sleep: 60_000 };
+
+function view(relay: Relay, sessionId: string) {
+  return request(`${relay.url}/v1/sessions/${encodeURIComponent(sessionId)}`, { token: TOKEN });
+}
+
+describe('GET /v1/sessions/:session_id', () => {
+  it('returns the session view: state, backlog, pending tasks, evictions and live readers', async () => {
+    const relay = await Relay.start({ limits: { maxReplies: 2 } });
+    const session = 'insights:call/7';
+    const stream = await relay.subscribe(session);
+    for (const task of ['t1', 't2', 't3']) {
+      await relay.turn(session, task, { message: `reply ${task}` });
+      await relay.settled(task);
+    }
+    await relay.turn(session, 't4', SLEEPING);
+    await stream.untilReplies(3);
+
+    const response = await view(relay, session);
+    expect(response.status).toBe(200);
+    const body = response.body as Record<string, unknown>;
+    const [, second, third] = stream.replies;
+    expect(body).toEqual({
+      session_id: session,
+      state: 'open',
+      generation: expect.stringMatching(/^[0-9a-z]{1,32}$/),
+      opened_at: expect.any(Number),
+      last_activity_at: expect.any(Number),
+      ended_at: null,
+      end_reason: null,
+      pending_task_ids: ['t4'],
+      last_event_id: idOf(relay, session, 3),
+      backlog: [
+        { id: idOf(relay, session, 2), task_id: 't2' },
+        { id: idOf(relay, session, 3), task_id: 't3' },
+      ],
+      backlog_bytes: Buffer.byteLength(second!.data) + Buffer.byteLength(third!.data),
+      evicted_task_ids: ['t1'],
+      ledger_floor: 0,
+      readers: 1,
+    });
+    expect(body.last_activity_at as number).toBeGreaterThanOrEqual(body.opened_at as number);
+
+    await relay.t.host.endSession(session);
+    await stream.untilEnded();
+    await until(() => relay.readers(session) === 0, 'the reader gone');
+    const ended = (await view(relay, session)).body;
+    expect(ended).toMatchObject({ state: 'ended', end_reason: 'host', ended_at: expect.any(Number), pending_task_ids: [], readers: 0, last_event_id: idOf(relay, session, 4) });
+  });
+
+  it('answers 404 session_not_found for a session the host never saw', async () => {
+    const relay = await Relay.start();
+    // A reader alone does not make a session: only a logged task does.
+    await relay.subscribe('only-read');
+    for (const session of ['unknown', 'only-read']) {
+      const response = await view(relay, session);
+      expect(response.status).toBe(404);
+      expect(response.body).toEqual({ error: { code: 'session_not_found', message: HTTP_ERRORS.session_not_found.message } });
+    }
+  });
+});
