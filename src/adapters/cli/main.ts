@@ -37,6 +37,9 @@ async function serve(argv: readonly string[]): Promise<void> {
     },
     pino.destination({ fd: 2, sync: false }),
   );
+  // Node would print process warnings (deprecations and the like) as plain text on stderr: log them as JSON instead.
+  process.removeAllListeners('warning');
+  process.on('warning', (warning) => logger.warn({ err: warning }, 'process warning'));
   const host = await createAssistantHost({
     db: options.db,
     token,
@@ -54,7 +57,6 @@ async function serve(argv: readonly string[]): Promise<void> {
   });
   const url = await host.listen({ host: options.host, port: options.port });
   logger.info({ url, db: options.db, agent: options.agent, epoch: host.epoch }, 'serving');
-  process.stdout.write(`${JSON.stringify({ listening: url })}\n`);
   let stopping = false;
   const stop = (signal: NodeJS.Signals) => {
     if (stopping) return;
@@ -75,6 +77,8 @@ async function serve(argv: readonly string[]): Promise<void> {
   };
   process.on('SIGTERM', stop);
   process.on('SIGINT', stop);
+  // Only now: a supervisor may signal as soon as it reads this line, and must get a clean close.
+  process.stdout.write(`${JSON.stringify({ listening: url })}\n`);
 }
 
 async function main(argv: readonly string[]): Promise<void> {

@@ -1,0 +1,287 @@
+/**
+ * `assistant-relay serve` as users run it: the built CLI in a child process, a real SQLite file, real
+ * HTTP on 127.0.0.1.
+ */
+import Database from 'better-sqlite3';
+import { existsSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { USAGE, UsageError, parseServeArgs } from '../../src/adapters/cli/args.js';
+import { EventLog } from '../../src/storage/event-log.js';
+import { ServeChild, killChildren, runCli } from '../support/child.js';
+import { tempDir } from '../support/host.js';
+import { post, request, script } from '../support/http.js';
+import { SseConnection } from '../support/sse.js';
+
+const TOKEN = 'cli-test-token-7f3a9c';
+
+let dir: string;
+beforeEach(() => {
+  dir = tempDir();
+});
+afterEach(async () => {
+  await killChildren();
+  rmSync(dir, { recursive: true, force: true });
+});
+
+function serve(args: readonly string[], env: Record<string, string> = {}): Promise<ServeChild> {
+  return ServeChild.start(['--port', '0', ...args], { env });
+}
+
+describe('serve: stdout', () => {
+  it('prints exactly one line, {"listening":"http://127.0.0.1:PORT"}, and nothing else for its whole life', async () => {
+    const child = await serve(['--db', join(dir, 'relay.db'), '--token', TOKEN, '--agent', 'script']);
+    expect(child.url).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
+    expect(Number(new URL(child.url).port)).toBeGreaterThan(0);
+    const stream = await SseConnection.open(`${child.url}/v1/events?session_id=s`, { token: TOKEN });
+    expect((await post(child.url, TOKEN, { session_id: 's', task_id: 't1', text: script({ typing: 'x' }, { message: 'hi' }) })).status).toBe(202);
+    await stream.untilReplies(1);
+    expect(await child.stop('SIGTERM')).toEqual({ code: 0, signal: null });
+    expect(child.stdout).toBe(`${JSON.stringify({ listening: child.url })}\n`);
+  });
+
+  it('answers GET /healthz with 200 without a token', async () => {
+    const child = await serve(['--db', join(dir, 'relay.db'), '--token', TOKEN]);
+    const health = await request(`${child.url}/healthz`);
+    expect(health.status).toBe(200);
+    expect(health.body).toEqual({ ok: true, epoch: expect.stringMatching(/^[0-9a-z]+$/) });
+    // The token guards the protocol routes, not the health check.
+    expect((await request(`${child.url}/v1/sessions/s`)).status).toBe(401);
+  });
+});
+
+describe('serve: configuration', () => {
+  it('reads every setting from ASSISTANT_RELAY_* when no flag is given', async () => {
+    const db = join(dir, 'from-env', 'relay.db');
+    const child = await ServeChild.start([], {
+      env: {
+        ASSISTANT_RELAY_HOST: '127.0.0.1',
+        ASSISTANT_RELAY_PORT: '0',
+        ASSISTANT_RELAY_DB: db,
+        ASSISTANT_RELAY_TOKEN: TOKEN,
+        ASSISTANT_RELAY_AGENT: 'script',
+        ASSISTANT_RELAY_KEEPALIVE_MS: '100',
+        ASSISTANT_RELAY_MAX_READERS: '1',
+        ASSISTANT_RELAY_SESSION_IDLE_TTL: '1500ms',
+      },
+    });
+    expect(existsSync(db)).toBe(true);
+    const stream = await SseConnection.open(`${child.url}/v1/events?session_id=s`, { token: TOKEN });
+    expect(stream.status).toBe(200);
+    // MAX_READERS=1: a second live reader is refused.
+    const second = await SseConnection.open(`${child.url}/v1/events?session_id=s`, { token: TOKEN });
+    expect(second.status).toBe(429);
+    expect(second.headers['retry-after']).toBeDefined();
+    // AGENT=script: the text runs as a script instead of being echoed.
+    await post(child.url, TOKEN, { session_id: 's', task_id: 't1', text: script({ message: 'scripted' }) });
+    await stream.untilReplies(1);
+    expect(stream.replies[0]!.json).toMatchObject({ status: 'message', reply_text: 'scripted' });
+    // KEEPALIVE_MS=100: idle keep-alives arrive well before the 20 s default.
+    await stream.until((c) => c.comments.filter((x) => x === 'keep-alive').length >= 2, 3_000, 'two keep-alives');
+    // SESSION_IDLE_TTL=1500ms: the idle session ends and its stream closes.
+    await stream.untilEnded(5_000);
+    const view = await request(`${child.url}/v1/sessions/s`, { token: TOKEN });
+    expect(view.body).toMatchObject({ state: 'ended', end_reason: 'idle' });
+  });
+
+  it('lets a flag win over its environment variable', async () => {
+    const child = await serve(['--db', join(dir, 'relay.db'), '--token', 'flag-token'], { ASSISTANT_RELAY_TOKEN: 'env-token' });
+    expect((await request(`${child.url}/v1/sessions/s`, { token: 'flag-token' })).status).toBe(404);
+    expect((await request(`${child.url}/v1/sessions/s`, { token: 'env-token' })).status).toBe(401);
+  });
+
+  it('maps each flag to ASSISTANT_RELAY_<FLAG> (argument parsing)', () => {
+    const env = {
+      ASSISTANT_RELAY_HOST: '127.0.0.1',
+      ASSISTANT_RELAY_PORT: '9999',
+      ASSISTANT_RELAY_DB: 'x.db',
+      ASSISTANT_RELAY_TOKEN: 't',
+      ASSISTANT_RELAY_TOKEN_FILE: 'tok',
+      ASSISTANT_RELAY_AGENT: 'script',
+      ASSISTANT_RELAY_KEEPALIVE_MS: '250',
+      ASSISTANT_RELAY_MAX_READERS: '7',
+      ASSISTANT_RELAY_SESSION_IDLE_TTL: '30m',
+      ASSISTANT_RELAY_DURABILITY: 'full',
+    };
+    expect(parseServeArgs([], env)).toEqual({
+      host: '127.0.0.1',
+      port: 9999,
+      db: 'x.db',
+      token: 't',
+      tokenFile: 'tok',
+      agent: 'script',
+      keepaliveMs: 250,
+      maxReaders: 7,
+      sessionIdleTtlMs: 30 * 60_000,
+      synchronous: 'full',
+    });
+  });
+
+  it('rejects every bad flag or environment value with a UsageError naming it (argument parsing)', () => {
+    const cases: Array<{ args: string[]; env?: Record<string, string>; says: RegExp }> = [
+      { args: ['--token', 'x', '--bogus'], says: /bogus/ },
+      { args: ['--token', 'x', '--port', 'http'], says: /--port/ },
+      { args: ['--token', 'x', '--port', '70000'], says: /--port/ },
+      { args: ['--token', 'x', '--agent', 'nope'], says: /--agent/ },
+      { args: [], says: /--token/ },
+      { args: ['--token', ''], says: /--token/ },
+      { args: ['--token', 'x', '--max-readers', '0'], says: /--max-readers/ },
+      { args: ['--token', 'x', '--keepalive-ms', '1.5'], says: /--keepalive-ms/ },
+      { args: ['--token', 'x', '--session-idle-ttl', 'soon'], says: /--session-idle-ttl/ },
+      { args: ['--token', 'x', '--durability', 'eventually'], says: /--durability/ },
+      { args: ['--token', 'x', 'extra'], says: /extra/ },
+      { args: ['--token', 'x'], env: { ASSISTANT_RELAY_PORT: '-1' }, says: /--port/ },
+      { args: ['--token', 'x'], env: { ASSISTANT_RELAY_KEEPALIVE_MS: '0' }, says: /--keepalive-ms/ },
+      { args: ['--token', 'x'], env: { ASSISTANT_RELAY_SESSION_IDLE_TTL: '0s' }, says: /--session-idle-ttl/ },
+      { args: ['--token', 'x'], env: { ASSISTANT_RELAY_DURABILITY: 'eventually' }, says: /--durability/ },
+      { args: ['--token', 'x'], env: { ASSISTANT_RELAY_AGENT: 'nope' }, says: /--agent/ },
+    ];
+    for (const { args, env, says } of cases) {
+      const label = JSON.stringify({ args, env });
+      expect(() => parseServeArgs(args, env ?? {}), label).toThrow(UsageError);
+      expect(() => parseServeArgs(args, env ?? {}), label).toThrow(says);
+    }
+  });
+
+  it('exits 2 with the usage on stderr, and nothing on stdout, for bad flags and bad environment values', async () => {
+    const db = join(dir, 'never.db');
+    const cases: Array<{ args: string[]; env?: Record<string, string>; says: RegExp }> = [
+      { args: ['serve', '--token', 'x', '--bogus'], says: /bogus/ },
+      { args: ['serve'], says: /--token/ },
+      { args: ['serve', '--token', 'x'], env: { ASSISTANT_RELAY_MAX_READERS: 'lots' }, says: /--max-readers/ },
+      { args: ['frobnicate'], says: /frobnicate/ },
+    ];
+    const results = await Promise.all(cases.map((c) => runCli(c.args, { ASSISTANT_RELAY_DB: db, ...c.env })));
+    results.forEach((result, i) => {
+      const { args, env, says } = cases[i]!;
+      const label = JSON.stringify({ args, env });
+      expect(result.code, label).toBe(2);
+      expect(result.stdout, label).toBe('');
+      expect(result.stderr, label).toMatch(says);
+      expect(result.stderr, label).toContain(USAGE);
+    });
+    // Refused before anything was opened.
+    expect(existsSync(db)).toBe(false);
+  });
+
+  it('prints the usage on stdout and exits 0 for --help', async () => {
+    const result = await runCli(['--help']);
+    expect(result).toMatchObject({ code: 0, stderr: '' });
+    expect(result.stdout).toBe(`${USAGE}\n`);
+  });
+
+  it('refuses a --db file that is not an assistant-relay event log, and leaves it untouched', async () => {
+    const db = join(dir, 'notes.db');
+    const other = new Database(db);
+    other.exec("CREATE TABLE notes (body TEXT); INSERT INTO notes VALUES ('keep me')");
+    other.close();
+    const result = await runCli(['serve', '--port', '0', '--db', db, '--token', TOKEN]);
+    expect(result.code).toBe(1);
+    expect(result.stdout).toBe('');
+    expect(result.stderr).toMatch(/not an assistant-relay event log/);
+    const check = new Database(db, { readonly: true });
+    expect(check.prepare("SELECT name FROM sqlite_schema WHERE type = 'table'").all()).toEqual([{ name: 'notes' }]);
+    check.close();
+  });
+});
+
+describe('serve: --token-file', () => {
+  it('creates a 0600 file with a random token when absent, and reuses it afterwards', async () => {
+    const file = join(dir, 'secrets', 'token');
+    const db = join(dir, 'relay.db');
+    const first = await serve(['--db', db, '--token-file', file]);
+    const token = readFileSync(file, 'utf8').trim();
+    expect(token).toMatch(/^[A-Za-z0-9_-]{32}$/);
+    expect(statSync(file).mode & 0o777).toBe(0o600);
+    expect((await request(`${first.url}/v1/sessions/s`, { token })).status).toBe(404);
+    expect(await first.stop('SIGTERM')).toEqual({ code: 0, signal: null });
+
+    // The same file through its environment variable: read, not replaced.
+    const second = await serve(['--db', db], { ASSISTANT_RELAY_TOKEN_FILE: file });
+    expect(readFileSync(file, 'utf8').trim()).toBe(token);
+    expect(statSync(file).mode & 0o777).toBe(0o600);
+    expect((await request(`${second.url}/v1/sessions/s`, { token })).status).toBe(404);
+    expect((await request(`${second.url}/v1/sessions/s`, { token: 'guess' })).status).toBe(401);
+    await second.stop('SIGTERM');
+
+    // Another fresh file gets another token.
+    const otherFile = join(dir, 'other-token');
+    const third = await serve(['--db', db, '--token-file', otherFile]);
+    expect(readFileSync(otherFile, 'utf8').trim()).not.toBe(token);
+    await third.stop('SIGTERM');
+  });
+
+  it('refuses an empty token file with exit 2', async () => {
+    const file = join(dir, 'empty-token');
+    writeFileSync(file, '\n');
+    const result = await runCli(['serve', '--port', '0', '--db', join(dir, 'relay.db'), '--token-file', file]);
+    expect(result.code).toBe(2);
+    expect(result.stderr).toMatch(/empty/);
+  });
+});
+
+describe('serve: logs', () => {
+  it('writes JSON lines to stderr that never contain the token, right or wrong', async () => {
+    const wrong = 'wrong-token-5d1e88';
+    const child = await serve(['--db', join(dir, 'relay.db'), '--token', TOKEN, '--agent', 'script']);
+    await request(`${child.url}/healthz`, { token: TOKEN });
+    expect((await post(child.url, TOKEN, { session_id: 's', task_id: 't1', text: 'hello' })).status).toBe(202);
+    expect((await post(child.url, wrong, { session_id: 's', task_id: 't2', text: 'hello' })).status).toBe(401);
+    expect((await request(`${child.url}/v1/events?session_id=s`, { token: wrong })).status).toBe(401);
+    expect((await request(`${child.url}/v1/events?session_id=s`, { headers: { authorization: TOKEN } })).status).toBe(401);
+    expect((await request(`${child.url}/v1/nowhere`, { token: TOKEN })).status).toBe(404);
+    // A callback token is a secret too: request bodies must not reach the log.
+    await post(child.url, TOKEN, { session_id: 's', task_id: 't3', text: 'x', callback: { url: 'http://127.0.0.1:1/cb', token: wrong } });
+    const stream = await SseConnection.open(`${child.url}/v1/events?session_id=s`, { token: TOKEN });
+    expect(stream.status).toBe(200);
+    expect(await child.stop('SIGTERM')).toEqual({ code: 0, signal: null });
+
+    const lines = child.stderr.split('\n').filter((line) => line.length > 0);
+    const entries = lines.map((line) => {
+      try {
+        return JSON.parse(line) as Record<string, unknown>;
+      } catch {
+        throw new Error(`stderr line is not JSON: ${line}`);
+      }
+    });
+    for (const entry of entries) expect(entry).toMatchObject({ level: expect.any(Number), msg: expect.any(String) });
+    // The requests above were logged (so the absence of the token below means something).
+    expect(entries.some((e) => (e.res as { statusCode?: number } | undefined)?.statusCode === 401)).toBe(true);
+    expect(entries.some((e) => e.msg === 'closed')).toBe(true);
+    expect(child.stderr).not.toContain(TOKEN);
+    expect(child.stderr).not.toContain(wrong);
+  });
+});
+
+describe('serve: SIGTERM', () => {
+  it('ends open streams, exits 0, and leaves a consistent database', async () => {
+    const db = join(dir, 'relay.db');
+    const child = await serve(['--db', db, '--token', TOKEN, '--agent', 'script']);
+    const stream = await SseConnection.open(`${child.url}/v1/events?session_id=s`, { token: TOKEN });
+    await post(child.url, TOKEN, { session_id: 's', task_id: 't1', text: 'first' });
+    await stream.untilReplies(1);
+    // A task still running at SIGTERM: shutdown must not wait for it, nor corrupt anything.
+    await post(child.url, TOKEN, { session_id: 's', task_id: 't2', text: script({ typing: 'long' }, { sleep: 60_000 }, { message: 'late' }) });
+    await stream.until((c) => c.frames.length >= 2, 5_000, 'progress of t2');
+
+    expect(await child.stop('SIGTERM')).toEqual({ code: 0, signal: null });
+    await stream.untilEnded(1_000);
+
+    // A clean close checkpoints the WAL into the file; reopening it finds every event intact.
+    expect(existsSync(`${db}-wal`) ? statSync(`${db}-wal`).size : 0).toBe(0);
+    const check = new Database(db, { readonly: true });
+    expect(check.pragma('integrity_check', { simple: true })).toBe('ok');
+    check.close();
+    const log = EventLog.open<{ type: string; at: number; stream: string; task_id?: string; data?: string }>({ path: db });
+    const events = [...log.read()].map((e) => e.event);
+    await log.close();
+    expect(events.filter((e) => e.type === 'task.started').map((e) => e.task_id)).toEqual(['t1', 't2']);
+    expect(events.filter((e) => e.type === 'task.settled').map((e) => e.data)).toEqual([stream.replies[0]!.data]);
+  });
+
+  it('also closes cleanly on SIGINT', async () => {
+    const child = await serve(['--db', join(dir, 'relay.db'), '--token', TOKEN]);
+    // Sent the moment the listening line is read: the handlers must already be in place.
+    expect(await child.stop('SIGINT')).toEqual({ code: 0, signal: null });
+  });
+});

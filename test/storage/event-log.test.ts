@@ -1,0 +1,224 @@
+/**
+ * The event log on real SQLite files: identity and schema checks on open, append-only enforcement,
+ * group commit per event-loop turn, listener ordering, and durability across a SIGKILL.
+ */
+import Database from 'better-sqlite3';
+import { spawn } from 'node:child_process';
+import { readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { EventLog, SCHEMA_VERSION, SchemaMismatchError, type LogRecord } from '../../src/storage/event-log.js';
+import { tempDir } from '../support/host.js';
+import { countEvents } from '../support/log.js';
+
+interface TestEvent extends LogRecord {
+  readonly type: 'test.appended';
+  readonly n: number;
+  readonly big?: bigint;
+}
+
+const event = (n: number): TestEvent => ({ type: 'test.appended', at: 1_700_000_000_000 + n, stream: `s${n % 3}`, n });
+
+const nextTurn = () => new Promise<void>((resolve) => setImmediate(resolve));
+
+let dir: string;
+let path: string;
+const opened: Array<EventLog<TestEvent>> = [];
+
+function open(file = path): EventLog<TestEvent> {
+  const log = EventLog.open<TestEvent>({ path: file });
+  opened.push(log);
+  return log;
+}
+
+function raw(file = path, readonly = false): Database.Database {
+  return new Database(file, { readonly, fileMustExist: true });
+}
+
+beforeEach(() => {
+  dir = tempDir();
+  path = join(dir, 'nested', 'events.db');
+});
+afterEach(async () => {
+  await Promise.all(opened.splice(0).map((log) => log.close()));
+  rmSync(dir, { recursive: true, force: true });
+});
+
+describe('opening a file', () => {
+  it('creates its folder and stamps a fresh file with our application_id and schema version, in WAL mode', async () => {
+    await open().close();
+    const db = raw(path, true);
+    expect(db.pragma('application_id', { simple: true })).toBe(0x41524c59);
+    expect(db.pragma('user_version', { simple: true })).toBe(SCHEMA_VERSION);
+    expect(db.pragma('journal_mode', { simple: true })).toBe('wal');
+    db.close();
+  });
+
+  it('reopens its own file with everything in it', async () => {
+    const log = open();
+    await Promise.all([event(0), event(1)].map((e) => log.append(e)));
+    await log.close();
+    expect([...open().read()].map((s) => s.event)).toEqual([event(0), event(1)]);
+  });
+
+  it('refuses a file with another schema version, and leaves it as it was', async () => {
+    await open().close();
+    const db = raw();
+    db.pragma(`user_version = ${SCHEMA_VERSION + 1}`);
+    db.close();
+    expect(() => open()).toThrow(SchemaMismatchError);
+    expect(() => open()).toThrow(new RegExp(`schema version ${SCHEMA_VERSION + 1}`));
+    const check = raw(path, true);
+    expect(check.pragma('user_version', { simple: true })).toBe(SCHEMA_VERSION + 1);
+    check.close();
+  });
+
+  it('refuses an SQLite file of another application, and adds nothing to it', () => {
+    const other = join(dir, 'notes.db');
+    const db = new Database(other);
+    db.exec("CREATE TABLE notes (body TEXT); INSERT INTO notes VALUES ('keep me')");
+    db.close();
+    expect(() => open(other)).toThrow(SchemaMismatchError);
+    const check = raw(other, true);
+    expect(check.prepare("SELECT name FROM sqlite_schema WHERE type = 'table'").all()).toEqual([{ name: 'notes' }]);
+    expect(check.pragma('application_id', { simple: true })).toBe(0);
+    check.close();
+  });
+
+  it('refuses a file that is not SQLite at all, and leaves it as it was', () => {
+    const other = join(dir, 'notes.txt');
+    const text = 'not a database, '.repeat(100);
+    writeFileSync(other, text);
+    expect(() => open(other)).toThrow();
+    expect(readFileSync(other, 'utf8')).toBe(text);
+  });
+});
+
+describe('append-only', () => {
+  it('refuses UPDATE and DELETE on events, whoever connects', async () => {
+    const log = open();
+    await log.append(event(0));
+    const db = raw();
+    expect(() => db.prepare("UPDATE events SET type = 'forged'").run()).toThrow(/append-only/);
+    expect(() => db.prepare('DELETE FROM events').run()).toThrow(/append-only/);
+    db.close();
+    expect([...log.read()].map((s) => s.event)).toEqual([event(0)]);
+  });
+});
+
+describe('group commit', () => {
+  it('commits every append of one event-loop turn in one batch, and resolves them together', async () => {
+    const log = open();
+    const batches: number[][] = [];
+    log.onCommit((events) => batches.push(events.map((e) => e.n)));
+    const appends = [0, 1, 2].map((n) => log.append(event(n)));
+    // Microtasks run before the turn ends: these join the same batch.
+    await Promise.resolve();
+    appends.push(log.append(event(3)), log.append(event(4)));
+    expect(log.pending).toBe(5);
+    expect(countEvents(path)).toBe(0);
+
+    let resolved = 0;
+    for (const p of appends) void p.then(() => resolved++);
+    await appends[0];
+    expect(resolved).toBe(5);
+    expect(batches).toEqual([[0, 1, 2, 3, 4]]);
+    expect(countEvents(path)).toBe(5);
+    expect(log.pending).toBe(0);
+
+    // The next turn's appends are the next batch.
+    await Promise.all([log.append(event(5)), log.append(event(6))]);
+    expect(batches).toEqual([[0, 1, 2, 3, 4], [5, 6]]);
+  });
+
+  it('commits a lone append on the next setImmediate, not later', async () => {
+    const log = open();
+    const appended = log.append(event(0));
+    expect(countEvents(path)).toBe(0);
+    // Queued after the log's own setImmediate, so it runs right after the commit.
+    await nextTurn();
+    expect(countEvents(path)).toBe(1);
+    await appended;
+  });
+
+  it('runs onCommit listeners, in registration order, before the append promise resolves', async () => {
+    const log = open();
+    const order: string[] = [];
+    log.onCommit((events) => order.push(`first:${events.length}:${countEvents(path)}`));
+    log.onCommit((events) => order.push(`second:${events.length}`));
+    const appended = log.append(event(0)).then(() => order.push('resolved'));
+    log.append(event(1));
+    await appended;
+    // The listener already sees the batch durable.
+    expect(order).toEqual(['first:2:2', 'second:2', 'resolved']);
+  });
+
+  it('rolls back a batch that fails to commit, rejects its appends, and refuses later ones', async () => {
+    const log = open();
+    await log.append(event(0));
+    const batches: number[] = [];
+    log.onCommit((events) => batches.push(events.length));
+    // A BigInt has no JSON form: the second insert of the batch throws.
+    const results = await Promise.allSettled([log.append(event(1)), log.append({ ...event(2), big: 1n }), log.append(event(3))]);
+    expect(results.map((r) => r.status)).toEqual(['rejected', 'rejected', 'rejected']);
+    expect(batches).toEqual([]);
+    expect(countEvents(path)).toBe(1);
+    await expect(log.append(event(4))).rejects.toThrow(/BigInt/);
+  });
+});
+
+describe('reading and closing', () => {
+  it('reads every event back in append order, with increasing positions, across batches', async () => {
+    const log = open();
+    for (let batch = 0; batch < 4; batch++) await Promise.all([0, 1, 2].map((i) => log.append(event(batch * 3 + i))));
+    const stored = [...log.read()];
+    expect(stored.map((s) => s.event)).toEqual(Array.from({ length: 12 }, (_, n) => event(n)));
+    expect(stored.map((s) => s.position)).toEqual([...stored.map((s) => s.position)].sort((a, b) => a - b));
+    expect(new Set(stored.map((s) => s.position)).size).toBe(12);
+    expect(log.count()).toBe(12);
+  });
+
+  it('commits what is pending on close, then refuses appends; closing twice is harmless', async () => {
+    const log = open();
+    const appended = log.append(event(0));
+    await log.close();
+    await appended;
+    await log.close();
+    await expect(log.append(event(1))).rejects.toThrow(/closed/);
+    expect(countEvents(path)).toBe(1);
+  });
+});
+
+describe('durability', () => {
+  it('keeps every awaited append, whole batches only, when the appending process is SIGKILLed', async () => {
+    const batch = 7;
+    const child = spawn(process.execPath, [fileURLToPath(new URL('../support/append-child.mjs', import.meta.url)), path, String(batch)], {
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let stderr = '';
+    child.stderr.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk));
+    const exited = new Promise<NodeJS.Signals | null>((resolve) => child.on('close', (_code, signal) => resolve(signal)));
+    // The child prints a count only after those appends resolved: each is a promise of durability.
+    const confirmed = await new Promise<number>((resolve, reject) => {
+      let out = '';
+      child.stdout.setEncoding('utf8').on('data', (chunk: string) => {
+        out += chunk;
+        const lines = out.split('\n');
+        lines.pop(); // the piece after the last newline may be a partial count
+        const last = Number(lines.at(-1) ?? 0);
+        if (last >= 50 * batch) {
+          child.kill('SIGKILL');
+          resolve(last);
+        }
+      });
+      void exited.then(() => reject(new Error(`append child exited early: ${stderr}`)));
+    });
+    expect(await exited).toBe('SIGKILL');
+
+    const stored = [...open().read()].map((s) => s.event.n);
+    expect(stored.length).toBeGreaterThanOrEqual(confirmed);
+    expect(stored.length % batch).toBe(0);
+    expect(stored).toEqual(Array.from({ length: stored.length }, (_, n) => n));
+  });
+});

@@ -1,0 +1,116 @@
+/**
+ * The built CLI as a real child process, for tests: `serve` waits for its one stdout line
+ * `{"listening":"http://H:PORT"}`, collects stdout and stderr, and can signal it and wait for its exit.
+ * Children still running when a test ends are SIGKILLed by `killChildren()` (call it in `afterEach`), so
+ * a failed test never leaves a server behind.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+
+const CLI = fileURLToPath(new URL('../../dist/adapters/cli/main.js', import.meta.url));
+
+export interface Exit {
+  readonly code: number | null;
+  readonly signal: NodeJS.Signals | null;
+}
+
+export interface CliResult extends Exit {
+  readonly stdout: string;
+  readonly stderr: string;
+}
+
+const live = new Set<ChildProcess>();
+
+/** The test runner's environment without ASSISTANT_RELAY_* (so only what a test sets reaches the CLI). */
+function childEnv(extra: Record<string, string>): NodeJS.ProcessEnv {
+  const env: NodeJS.ProcessEnv = {};
+  for (const [key, value] of Object.entries(process.env)) if (!key.startsWith('ASSISTANT_RELAY_')) env[key] = value;
+  return { ...env, ...extra };
+}
+
+function start(args: readonly string[], env: Record<string, string>) {
+  const child = spawn(process.execPath, [CLI, ...args], { env: childEnv(env), stdio: ['ignore', 'pipe', 'pipe'] });
+  live.add(child);
+  const output = { stdout: '', stderr: '' };
+  child.stdout!.setEncoding('utf8').on('data', (chunk: string) => (output.stdout += chunk));
+  child.stderr!.setEncoding('utf8').on('data', (chunk: string) => (output.stderr += chunk));
+  // 'close' (not 'exit'): by then both pipes are drained, so the output is complete.
+  const exited = new Promise<Exit>((resolve) => {
+    child.on('close', (code, signal) => {
+      live.delete(child);
+      resolve({ code, signal });
+    });
+  });
+  return { child, output, exited };
+}
+
+/** Runs the CLI to its end, e.g. to see how it refuses bad flags. */
+export async function runCli(args: readonly string[], env: Record<string, string> = {}): Promise<CliResult> {
+  const { output, exited } = start(args, env);
+  const exit = await exited;
+  return { ...exit, ...output };
+}
+
+export class ServeChild {
+  private constructor(
+    readonly url: string,
+    private readonly child: ChildProcess,
+    private readonly output: { stdout: string; stderr: string },
+    /** Resolves when the process has exited and its output is read. */
+    readonly exited: Promise<Exit>,
+  ) {}
+
+  get stdout(): string {
+    return this.output.stdout;
+  }
+
+  get stderr(): string {
+    return this.output.stderr;
+  }
+
+  /** Sends `signal` and waits for the exit. */
+  async stop(signal: 'SIGTERM' | 'SIGKILL' | 'SIGINT'): Promise<Exit> {
+    this.child.kill(signal);
+    return this.exited;
+  }
+
+  /** Starts `assistant-relay serve ARGS` and resolves once it has printed where it listens. */
+  static async start(args: readonly string[], options: { env?: Record<string, string> } = {}): Promise<ServeChild> {
+    const { child, output, exited } = start(['serve', ...args], options.env ?? {});
+    const url = await new Promise<string>((resolve, reject) => {
+      let settled = false;
+      const fail = (why: string) => {
+        if (settled) return;
+        settled = true;
+        clearTimeout(timer);
+        child.kill('SIGKILL');
+        reject(new Error(`serve ${why}; stdout ${JSON.stringify(output.stdout)}; stderr ${output.stderr.slice(0, 4000)}`));
+      };
+      const timer = setTimeout(() => fail('did not print its listening line in time'), 10_000);
+      const onData = () => {
+        const end = output.stdout.indexOf('\n');
+        if (end < 0 || settled) return;
+        let listening: unknown;
+        try {
+          listening = (JSON.parse(output.stdout.slice(0, end)) as { listening?: unknown }).listening;
+        } catch {
+          listening = undefined;
+        }
+        if (typeof listening !== 'string') return fail('printed something other than its listening line');
+        settled = true;
+        clearTimeout(timer);
+        resolve(listening);
+      };
+      child.stdout!.on('data', onData);
+      void exited.then((exit) => fail(`exited (${exit.code ?? exit.signal}) before listening`));
+    });
+    return new ServeChild(url, child, output, exited);
+  }
+}
+
+/** SIGKILLs every child a test started and left running, and waits until they are gone. */
+export async function killChildren(): Promise<void> {
+  const running = [...live];
+  for (const child of running) child.kill('SIGKILL');
+  await Promise.all(running.map((child) => new Promise((resolve) => child.once('close', resolve))));
+}
