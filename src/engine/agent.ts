@@ -21,7 +21,7 @@ export interface Turn {
 }
 
 export interface ReplySink {
-  /** Live-only progress; the task stays pending. */
+  /** Live-only progress; the task stays pending. Resolves once queued for the log, not committed. */
   typing(label: string): Promise<void>;
   toolCall(label: string): Promise<void>;
   /** The answer. The first terminal reply settles the task; later ones are dropped (and logged as dropped). */

@@ -22,7 +22,7 @@ import type { DomainEvent, EndReason, SessionEvent, TaskStarted } from '../machi
 import { resume } from '../machines/backlog.js';
 import { evolveSession, isEnded, openSession, type SessionLimits, type SessionSnapshot } from '../machines/session.js';
 import type { Frame } from '../machines/subscription.js';
-import { iterate } from '../machines/window.js';
+import { windowToArray } from '../machines/window.js';
 import type { EventLog } from '../storage/event-log.js';
 import type { Agent, ReplySink, Turn } from './agent.js';
 import { randomIds, systemClock, type Clock, type IdSource } from './clock.js';
@@ -135,7 +135,9 @@ export class Engine {
 
   /** `POST /v1/incoming`: resolves once the task is durably logged (the agent then runs in the background). */
   async incoming(event: IncomingEvent): Promise<IncomingResult> {
-    const outcome = await this.run({ type: 'incoming', event, generation: this.ids.token(), at: this.clock.now() });
+    // A generation is drawn only for a session that does not exist yet.
+    const generation = this.sessions.has(event.session_id) ? {} : { generation: this.ids.token() };
+    const outcome = await this.run({ type: 'incoming', event, ...generation, at: this.clock.now() });
     return outcome === 'accepted' || outcome === 'duplicate' ? outcome : 'session_ended';
   }
 
@@ -316,11 +318,9 @@ export class Engine {
     let runs = this.runs.get(event.session_id);
     if (runs === undefined) this.runs.set(event.session_id, (runs = new Map()));
     runs.set(event.task_id, controller);
-    const earlier = [];
-    for (const entry of iterate(session.context.memory)) {
-      if (entry.role === 'user' && entry.task_id === event.task_id) break;
-      earlier.push(entry);
-    }
+    const memory = windowToArray(session.context.memory);
+    const cut = memory.findIndex((entry) => entry.role === 'user' && entry.task_id === event.task_id);
+    const earlier = cut < 0 ? memory : memory.slice(0, cut);
     const turn: Turn = {
       session_id: event.session_id,
       task_id: event.task_id,
@@ -350,15 +350,21 @@ export class Engine {
 
   private sink(turn: Turn, signal: AbortSignal): ReplySink {
     const { session_id, task_id } = turn;
+    // Agents are code we do not control: their replies are validated like any other input.
+    const validate = (body: Record<string, unknown>) => ReplyBody.parse({ session_id, task_id, ...body });
     const send = async (body: Record<string, unknown>): Promise<void> => {
-      // Agents are code we do not control: their replies are validated like any other input.
-      const reply = ReplyBody.parse({ session_id, task_id, ...body });
-      await this.reply(session_id, task_id, reply);
+      await this.reply(session_id, task_id, validate(body));
+    };
+    // Progress is live-only: the agent need not wait for its commit, so it shares a batch (and a socket
+    // write) with what the agent says next. Its frame still goes out only once committed; a failed
+    // commit has already gone to onFatal, and a closing host drops progress on purpose.
+    const progress = async (body: Record<string, unknown>): Promise<void> => {
+      this.reply(session_id, task_id, validate(body)).catch(() => {});
     };
     return {
       signal,
-      typing: (label) => send({ status: 'typing', label }),
-      toolCall: (label) => send({ status: 'tool_call', label }),
+      typing: (label) => progress({ status: 'typing', label }),
+      toolCall: (label) => progress({ status: 'tool_call', label }),
       message: (text, options) => send({ status: 'message', message_id: options?.message_id ?? this.ids.uuid(), reply_text: text }),
       completed: () => send({ status: 'completed' }),
       silent: () => send({ status: 'silent' }),

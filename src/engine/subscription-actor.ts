@@ -1,5 +1,5 @@
 /**
- * Runs one subscription statechart against a real connection: feeds it frames, write results and
+ * Runs one subscription statechart against a real connection: feeds it frames, full-socket reports and
  * keep-alive ticks, and carries out the writes, ends and destroys it decides.
  */
 import type { Frame } from '../machines/subscription.js';
@@ -70,8 +70,7 @@ export class SubscriptionActor {
             return;
           }
           const { chunk } = action.params as { chunk: string };
-          const flowing = this.transport.write(chunk);
-          this.send({ type: 'written', blocked: !flowing, buffered: this.transport.buffered, at: this.clock.now() });
+          if (!this.transport.write(chunk)) this.send({ type: 'blocked', buffered: this.transport.buffered, at: this.clock.now() });
           break;
         }
         case 'end':

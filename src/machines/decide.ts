@@ -7,7 +7,8 @@ import type { EndReason, SessionEvent, SettleCause, TaskSettled } from './events
 import { isEnded, type SessionSnapshot } from './session.js';
 
 export type SessionCommand =
-  | { readonly type: 'incoming'; readonly event: IncomingEvent; readonly generation: string; readonly at: number }
+  /** `generation` is needed (and drawn by the caller) only when the session does not exist yet. */
+  | { readonly type: 'incoming'; readonly event: IncomingEvent; readonly generation?: string; readonly at: number }
   | { readonly type: 'reply'; readonly session_id: string; readonly task_id: string; readonly reply: ReplyBody; readonly epoch: string; readonly at: number }
   | { readonly type: 'fail'; readonly session_id: string; readonly task_id: string; readonly cause: 'agent_error'; readonly epoch: string; readonly at: number }
   | { readonly type: 'end'; readonly session_id: string; readonly reason: EndReason; readonly epoch: string; readonly at: number }
@@ -81,6 +82,7 @@ export function decide(command: SessionCommand, session: SessionSnapshot | undef
       if (session !== undefined && ctx.taskKnown(event.task_id)) return { events: [], outcome: 'duplicate' };
       const events: SessionEvent[] = [];
       if (session === undefined) {
+        if (command.generation === undefined) throw new TypeError('opening a session needs a generation');
         events.push({ type: 'session.opened', session_id: event.session_id, generation: command.generation, at });
       }
       events.push({

@@ -1,18 +1,18 @@
 /**
  * The subscription lifecycle: one `GET /v1/events` connection (4.2 rules 2-8). Pure: the actor that owns
- * the socket feeds it frames, write results and clock ticks, and executes the `write`, `end` and
- * `destroy` actions it returns.
+ * the socket feeds it frames, full-socket reports and clock ticks, and executes the `write`, `end` and
+ * `destroy` actions it returns. A write that the socket takes needs no report: one step per frame.
  *
  * | State         | Event         | Next          | Effect                                                    |
  * |---------------|---------------|---------------|-----------------------------------------------------------|
  * | opening       | open          | replaying     | write `: open`, the replay after the cursor, the resync   |
- * | replaying     | written       | live.flowing / live.blocked | as the socket took the replay              |
+ * | replaying     | (always)      | live.flowing  | live frames follow the replay                             |
  * | live.flowing  | frame         | live.flowing  | write it now                                              |
- * | live.flowing  | written       | live.blocked  | when the socket buffer is full                            |
+ * | live.flowing  | blocked       | live.blocked  | the last write left the socket buffer full                |
  * | live.flowing  | tick          | live.flowing  | `: keep-alive` when idle for keepaliveMs                  |
  * | live.blocked  | frame         | live.blocked  | queue it; progress replaces the same task's queued progress, a terminal reply drops it |
  * | live.blocked  | frame         | closed        | more than maxQueuedBytes queued: slow reader, disconnect  |
- * | live.blocked  | drained       | live.*        | write the queue                                           |
+ * | live.blocked  | drained       | live.flowing  | write the queue (a full socket reports `blocked` again)   |
  * | live.*        | close         | closed        | nothing queued: end (the socket flushes what it holds)    |
  * | live.*        | close         | closing       | session ended: what is queued still goes out, then end    |
  * | live.blocked  | close         | closed        | host closing: destroy; the reader resumes from its cursor |
@@ -48,7 +48,8 @@ export interface SubscriptionContext {
 export type SubscriptionEvent =
   | { type: 'open'; replay: string; at: number }
   | { type: 'frame'; frame: Frame; at: number }
-  | { type: 'written'; blocked: boolean; buffered: number; at: number }
+  /** Reported right after a write that left the socket buffer full, with what it holds unsent. */
+  | { type: 'blocked'; buffered: number; at: number }
   | { type: 'drained'; at: number }
   | { type: 'tick'; at: number }
   | { type: 'close'; reason: 'session_ended' | 'host_closing'; at: number }
@@ -94,7 +95,6 @@ export const subscriptionMachine = setup({
     destroy: (_, _params: { reason: CloseReason }) => {},
   },
   guards: {
-    socketFull: ({ event }) => event.type === 'written' && event.blocked,
     idle: ({ context, event }) => event.at - context.lastWriteAt >= context.keepaliveMs,
     queueEmpty: ({ context }) => context.queue.length === 0,
     hostClosing: ({ event }) => event.type === 'close' && event.reason === 'host_closing',
@@ -132,13 +132,9 @@ export const subscriptionMachine = setup({
         },
       },
     },
+    /** The replay is written in the same step as `: open`, so live frames can only come after it. */
     replaying: {
-      on: {
-        written: [
-          { guard: 'socketFull', target: 'live.blocked', actions: assign({ socketBuffered: ({ event }) => event.buffered }) },
-          { target: 'live.flowing' },
-        ],
-      },
+      always: 'live.flowing',
     },
     live: {
       initial: 'flowing',
@@ -151,8 +147,7 @@ export const subscriptionMachine = setup({
                 assign({ lastWriteAt: ({ event }) => event.at }),
               ],
             },
-            written: {
-              guard: 'socketFull',
+            blocked: {
               target: 'blocked',
               actions: assign({ socketBuffered: ({ event }) => event.buffered }),
             },
@@ -186,21 +181,12 @@ export const subscriptionMachine = setup({
             drained: [
               { guard: 'queueEmpty', target: 'flowing', actions: assign({ socketBuffered: 0 }) },
               {
-                target: 'flushing',
+                target: 'flowing',
                 actions: [
                   { type: 'write', params: ({ context }) => ({ chunk: flush(context.queue) }) },
                   assign({ queue: [], queuedBytes: 0, socketBuffered: 0, lastWriteAt: ({ event }) => event.at }),
                 ],
               },
-            ],
-          },
-        },
-        /** The queue was just handed to the socket; its answer says whether it is full again. */
-        flushing: {
-          on: {
-            written: [
-              { guard: 'socketFull', target: 'blocked', actions: assign({ socketBuffered: ({ event }) => event.buffered }) },
-              { target: 'flowing' },
             ],
           },
         },

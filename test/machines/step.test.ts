@@ -70,11 +70,10 @@ describe('stepper', () => {
   it("agrees with xstate's transition() on the subscription machine", () => {
     const events: SubscriptionEvent[] = [
       { type: 'open', replay: 'id: e:g:1\ndata: {}\n\n', at: 1 },
-      { type: 'written', blocked: true, buffered: 10, at: 2 },
+      { type: 'blocked', buffered: 10, at: 2 },
       { type: 'frame', frame: { kind: 'progress', task_id: 'a', text: 'P', bytes: 1 }, at: 3 },
       { type: 'frame', frame: { kind: 'terminal', task_id: 'a', text: 'T', bytes: 1 }, at: 4 },
       { type: 'drained', at: 5 },
-      { type: 'written', blocked: false, buffered: 0, at: 6 },
       { type: 'tick', at: 30_000 },
       { type: 'close', reason: 'host_closing', at: 30_001 },
     ];

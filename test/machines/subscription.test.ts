@@ -27,7 +27,7 @@ function run(events: readonly SubscriptionEvent[], from?: SubscriptionSnapshot):
 }
 
 const open = (at = 1_000): SubscriptionEvent => ({ type: 'open', replay: '', at });
-const written = (blocked: boolean, buffered = 0, at = 1_001): SubscriptionEvent => ({ type: 'written', blocked, buffered, at });
+const full = (buffered = 0, at = 1_001): SubscriptionEvent => ({ type: 'blocked', buffered, at });
 const frame = (f: Frame, at = 1_002): SubscriptionEvent => ({ type: 'frame', frame: f, at });
 const drained = (at = 2_000): SubscriptionEvent => ({ type: 'drained', at });
 const tick = (at: number): SubscriptionEvent => ({ type: 'tick', at });
@@ -35,9 +35,9 @@ const close = (reason: 'session_ended' | 'host_closing', at = 3_000): Subscripti
 const disconnected = (at = 4_000): SubscriptionEvent => ({ type: 'disconnected', at });
 
 /** Opened at 1000, the replay taken: flowing. */
-const flowing = () => run([open(), written(false)])[0];
+const flowing = () => run([open()])[0];
 /** Opened at 1000, the socket full with 40 bytes unsent: blocked. */
-const blocked = (buffered = 40) => run([open(), written(true, buffered)])[0];
+const blocked = (buffered = 40) => run([open(), full(buffered)])[0];
 const queueOf = (s: SubscriptionSnapshot) => s.context.queue.map((f) => f.text);
 
 describe('subscription: opening and replay', () => {
@@ -61,21 +61,16 @@ describe('subscription: opening and replay', () => {
       replay: 'id: e:g:4\ndata: {"n":4}\n\nevent: resync\ndata: {}\n\n',
       chunk: ': open\n\nid: e:g:4\ndata: {"n":4}\n\nevent: resync\ndata: {}\n\n',
     },
-  ])('opening + open -> replaying, one write of `: open` then the replay', ({ replay, chunk }) => {
+  ])('opening + open -> replaying -> live.flowing, one write of `: open` then the replay', ({ replay, chunk }) => {
     const [s, actions] = run([{ type: 'open', replay, at: 1_000 }]);
-    expect(s.value).toBe('replaying');
+    expect(s.value).toEqual({ live: 'flowing' });
     expect(actions).toEqual([{ type: 'write', params: { chunk } }]);
     expect(s.context.lastWriteAt).toBe(1_000);
   });
 
-  it.each([
-    { blocked: false, buffered: 0, value: { live: 'flowing' }, socketBuffered: 0 },
-    { blocked: true, buffered: 64, value: { live: 'blocked' }, socketBuffered: 64 },
-  ])('replaying + written(blocked=$blocked) -> $value', ({ blocked: full, buffered, value, socketBuffered }) => {
-    const [s, actions] = run([open(), written(full, buffered)]);
-    expect(s.value).toEqual(value);
-    expect(actions).toEqual([]);
-    expect(s.context.socketBuffered).toBe(socketBuffered);
+  it('a replay that fills the socket -> blocked', () => {
+    const [s, actions] = run([open(), full(64)]);
+    expect([s.value, actions, s.context.socketBuffered]).toEqual([{ live: 'blocked' }, [], 64]);
   });
 });
 
@@ -87,12 +82,9 @@ describe('subscription: live.flowing', () => {
     expect([s.context.lastWriteAt, s.context.queue]).toEqual([1_500, []]);
   });
 
-  it.each([
-    { blocked: false, buffered: 0, value: { live: 'flowing' }, socketBuffered: 0 },
-    { blocked: true, buffered: 70, value: { live: 'blocked' }, socketBuffered: 70 },
-  ])('written(blocked=$blocked) -> $value', ({ blocked: full, buffered, value, socketBuffered }) => {
-    const [s, actions] = run([frame(terminal('a')), written(full, buffered)], flowing());
-    expect([s.value, actions, s.context.socketBuffered]).toEqual([value, [], socketBuffered]);
+  it('a write that fills the socket -> blocked', () => {
+    const [s, actions] = run([frame(terminal('a')), full(70)], flowing());
+    expect([s.value, actions, s.context.socketBuffered]).toEqual([{ live: 'blocked' }, [], 70]);
   });
 });
 
@@ -124,7 +116,6 @@ describe('subscription: keep-alive', () => {
 
   it.each([
     { state: 'opening', at: () => run([])[0] },
-    { state: 'replaying', at: () => run([open()])[0] },
     { state: 'live.blocked', at: () => blocked() },
     { state: 'closing', at: () => run([frame(terminal('a')), close('session_ended')], blocked())[0] },
   ])('$state + tick long idle -> nothing written', ({ at }) => {
@@ -204,19 +195,16 @@ describe('subscription: drained', () => {
     expect([s.value, actions, s.context.socketBuffered]).toEqual([{ live: 'flowing' }, [], 0]);
   });
 
-  it('blocked + drained with a queue -> flushing, one write of the whole queue', () => {
+  it('blocked + drained with a queue -> flowing, one write of the whole queue', () => {
     const [s, actions] = run([frame(terminal('a')), frame(progress('b', 1)), frame(terminal('c')), drained(2_500)], blocked(40));
-    expect(s.value).toEqual({ live: 'flushing' });
+    expect(s.value).toEqual({ live: 'flowing' });
     expect(actions).toEqual([{ type: 'write', params: { chunk: '[T a][p b1][T c]' } }]);
     expect(s.context).toMatchObject({ queue: [], queuedBytes: 0, socketBuffered: 0, lastWriteAt: 2_500 });
   });
 
-  it.each([
-    { blocked: false, buffered: 0, value: { live: 'flowing' }, socketBuffered: 0 },
-    { blocked: true, buffered: 25, value: { live: 'blocked' }, socketBuffered: 25 },
-  ])('flushing + written(blocked=$blocked) -> $value', ({ blocked: full, buffered, value, socketBuffered }) => {
-    const [s, actions] = run([frame(terminal('a')), drained(), written(full, buffered)], blocked(40));
-    expect([s.value, actions, s.context.socketBuffered]).toEqual([value, [], socketBuffered]);
+  it('a flush that fills the socket again -> blocked', () => {
+    const [s, actions] = run([frame(terminal('a')), drained(), full(25)], blocked(40));
+    expect([s.value, actions, s.context.socketBuffered]).toEqual([{ live: 'blocked' }, [], 25]);
   });
 });
 
@@ -225,7 +213,6 @@ describe('subscription: close', () => {
     { state: 'live.flowing', reason: 'session_ended' as const, from: () => flowing() },
     { state: 'live.flowing', reason: 'host_closing' as const, from: () => flowing() },
     { state: 'live.blocked', reason: 'session_ended' as const, from: () => blocked() },
-    { state: 'live.flushing', reason: 'host_closing' as const, from: () => run([frame(terminal('a')), drained()], blocked())[0] },
   ])('$state + close($reason) with nothing queued -> end, closed', ({ reason, from }) => {
     const [s, actions] = run([close(reason)], from());
     expect([s.value, s.status, actions, s.context.closeReason]).toEqual(['closed', 'done', [{ type: 'end' }], reason]);
@@ -257,10 +244,8 @@ describe('subscription: close', () => {
 describe('subscription: disconnected', () => {
   it.each([
     { state: 'opening', from: () => run([])[0] },
-    { state: 'replaying', from: () => run([open()])[0] },
     { state: 'live.flowing', from: () => flowing() },
     { state: 'live.blocked (queue)', from: () => run([frame(terminal('a')), frame(progress('b', 1))], blocked())[0] },
-    { state: 'live.flushing', from: () => run([frame(terminal('a')), drained()], blocked())[0] },
     { state: 'closing', from: () => run([frame(terminal('a')), close('session_ended')], blocked())[0] },
   ])('$state + disconnected -> closed (client_gone), nothing written, queue dropped', ({ from }) => {
     const [s, actions] = run([disconnected()], from());
@@ -270,7 +255,7 @@ describe('subscription: disconnected', () => {
 
   it.each<{ name: string; event: SubscriptionEvent }>([
     { name: 'frame', event: frame(terminal('z'), 5_000) },
-    { name: 'written', event: written(true, 99, 5_000) },
+    { name: 'blocked', event: full(99, 5_000) },
     { name: 'drained', event: drained(5_000) },
     { name: 'tick', event: tick(1_000_000) },
     { name: 'close', event: close('host_closing', 5_000) },

@@ -102,6 +102,7 @@ describe('serve: configuration', () => {
       ASSISTANT_RELAY_MAX_READERS: '7',
       ASSISTANT_RELAY_SESSION_IDLE_TTL: '30m',
       ASSISTANT_RELAY_DURABILITY: 'full',
+      ASSISTANT_RELAY_LOG_LEVEL: 'warn',
     };
     expect(parseServeArgs([], env)).toEqual({
       host: '127.0.0.1',
@@ -114,6 +115,7 @@ describe('serve: configuration', () => {
       maxReaders: 7,
       sessionIdleTtlMs: 30 * 60_000,
       synchronous: 'full',
+      logLevel: 'warn',
     });
   });
 
@@ -223,7 +225,8 @@ describe('serve: --token-file', () => {
 describe('serve: logs', () => {
   it('writes JSON lines to stderr that never contain the token, right or wrong', async () => {
     const wrong = 'wrong-token-5d1e88';
-    const child = await serve(['--db', join(dir, 'relay.db'), '--token', TOKEN, '--agent', 'script']);
+    // debug: one line per request, so that the requests below reach the log with their headers' context.
+    const child = await serve(['--db', join(dir, 'relay.db'), '--token', TOKEN, '--agent', 'script', '--log-level', 'debug']);
     await request(`${child.url}/healthz`, { token: TOKEN });
     expect((await post(child.url, TOKEN, { session_id: 's', task_id: 't1', text: 'hello' })).status).toBe(202);
     expect((await post(child.url, wrong, { session_id: 's', task_id: 't2', text: 'hello' })).status).toBe(401);

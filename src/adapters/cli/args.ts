@@ -16,7 +16,11 @@ export interface ServeOptions {
   readonly maxReaders: number | undefined;
   readonly sessionIdleTtlMs: number | undefined;
   readonly synchronous: 'normal' | 'full';
+  readonly logLevel: LogLevel;
 }
+
+export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
+export type LogLevel = (typeof LOG_LEVELS)[number];
 
 export class UsageError extends Error {
   override readonly name = 'UsageError';
@@ -33,6 +37,7 @@ export const USAGE = `usage: assistant-relay serve [options]
   --max-readers N          live readers per session before 429 (default 4)
   --session-idle-ttl D     end sessions idle this long: 500ms, 90s, 30m, 24h (default 24h)
   --durability normal|full fsync every commit with full (default normal)
+  --log-level L            fatal, error, warn, info, debug (one line per request), trace, silent (default info)
 Each flag may also be set as ASSISTANT_RELAY_<FLAG>, e.g. ASSISTANT_RELAY_MAX_READERS=8.`;
 
 const FLAGS = {
@@ -46,6 +51,7 @@ const FLAGS = {
   'max-readers': { type: 'string' },
   'session-idle-ttl': { type: 'string' },
   durability: { type: 'string' },
+  'log-level': { type: 'string' },
 } as const;
 
 type Flag = keyof typeof FLAGS;
@@ -81,6 +87,8 @@ export function parseServeArgs(argv: readonly string[], env: NodeJS.ProcessEnv):
   if (!(agent in BUILTIN_AGENTS)) throw new UsageError(`--agent must be one of ${Object.keys(BUILTIN_AGENTS).join(', ')}`);
   const durability = get('durability') ?? 'normal';
   if (durability !== 'normal' && durability !== 'full') throw new UsageError('--durability must be normal or full');
+  const logLevel = get('log-level') ?? 'info';
+  if (!(LOG_LEVELS as readonly string[]).includes(logLevel)) throw new UsageError(`--log-level must be one of ${LOG_LEVELS.join(', ')}`);
   const token = get('token');
   const tokenFile = get('token-file');
   if (token === undefined && tokenFile === undefined) throw new UsageError('--token or --token-file is required');
@@ -99,5 +107,6 @@ export function parseServeArgs(argv: readonly string[], env: NodeJS.ProcessEnv):
     maxReaders: maxReaders === undefined ? undefined : integer('max-readers', maxReaders, 1, 10_000),
     sessionIdleTtlMs: ttl === undefined ? undefined : parseDuration('session-idle-ttl', ttl),
     synchronous: durability,
+    logLevel: logLevel as LogLevel,
   };
 }

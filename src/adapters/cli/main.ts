@@ -33,6 +33,7 @@ async function serve(argv: readonly string[]): Promise<void> {
   const logger = pino(
     {
       name: 'assistant-relay',
+      level: options.logLevel,
       redact: { paths: ['req.headers.authorization', 'token', '*.token', 'callback.token'], censor: '[redacted]' },
     },
     pino.destination({ fd: 2, sync: false }),
