@@ -264,15 +264,17 @@ export class Engine {
     if (event.type === 'task.started') this.taskIds.get(event.session_id)!.add(event.task_id);
   }
 
-  /** Effects of a committed batch. */
+  /** Effects of a committed batch. Each reader gets the batch's frames for its session in one delivery. */
   private act(events: readonly LoggedEvent[]): void {
+    const frames = new Map<string, Frame[]>();
     for (const event of events) {
-      if (event.type !== 'host.started') this.effect(event);
+      if (event.type !== 'host.started') this.effect(event, frames);
       for (const listener of this.listeners) listener(event);
     }
+    for (const [sessionId, batch] of frames) this.deliver(sessionId, batch);
   }
 
-  private effect(event: SessionEvent): void {
+  private effect(event: SessionEvent, frames: Map<string, Frame[]>): void {
     const { session_id } = event;
     switch (event.type) {
       case 'session.opened':
@@ -283,18 +285,21 @@ export class Engine {
         break;
       case 'task.progressed': {
         const data = JSON.stringify(event.reply);
-        this.publish(session_id, { kind: 'progress', task_id: event.task_id, text: progressFrame(data), bytes: replyBytes(data) });
+        this.queueFrame(frames, session_id, { kind: 'progress', task_id: event.task_id, text: progressFrame(data), bytes: replyBytes(data) });
         break;
       }
       case 'task.settled': {
         const generation = this.sessions.get(session_id)!.context.backlog.generation;
         const id = formatEventId({ epoch: event.epoch, generation, seq: event.seq });
-        this.publish(session_id, { kind: 'terminal', task_id: event.task_id, text: terminalFrame(id, event.data), bytes: replyBytes(event.data) });
+        this.queueFrame(frames, session_id, { kind: 'terminal', task_id: event.task_id, text: terminalFrame(id, event.data), bytes: replyBytes(event.data) });
         this.runs.get(session_id)?.delete(event.task_id);
         break;
       }
       case 'session.ended':
         this.idle.forget(session_id);
+        // What the session said before it ended goes out before its streams close.
+        this.deliver(session_id, frames.get(session_id) ?? []);
+        frames.delete(session_id);
         for (const actor of [...(this.readers.get(session_id) ?? [])]) actor.close('session_ended');
         for (const controller of this.runs.get(session_id)?.values() ?? []) controller.abort();
         this.runs.delete(session_id);
@@ -303,10 +308,17 @@ export class Engine {
     if (!this.closing) this.idle.touch(session_id, event.at + this.idleTtlMs);
   }
 
-  private publish(sessionId: string, frame: Frame): void {
+  private queueFrame(frames: Map<string, Frame[]>, sessionId: string, frame: Frame): void {
+    if (!this.readers.has(sessionId)) return;
+    const batch = frames.get(sessionId);
+    if (batch === undefined) frames.set(sessionId, [frame]);
+    else batch.push(frame);
+  }
+
+  private deliver(sessionId: string, batch: readonly Frame[]): void {
     const readers = this.readers.get(sessionId);
-    if (readers === undefined) return;
-    for (const actor of [...readers]) actor.deliver(frame);
+    if (readers === undefined || batch.length === 0) return;
+    for (const actor of [...readers]) actor.deliver(batch);
   }
 
   // ---- agent runs ------------------------------------------------------------------------------
@@ -319,7 +331,8 @@ export class Engine {
     if (runs === undefined) this.runs.set(event.session_id, (runs = new Map()));
     runs.set(event.task_id, controller);
     const memory = windowToArray(session.context.memory);
-    const cut = memory.findIndex((entry) => entry.role === 'user' && entry.task_id === event.task_id);
+    // This task's own entry is nearly always the newest user entry: look from the end.
+    const cut = memory.findLastIndex((entry) => entry.role === 'user' && entry.task_id === event.task_id);
     const earlier = cut < 0 ? memory : memory.slice(0, cut);
     const turn: Turn = {
       session_id: event.session_id,

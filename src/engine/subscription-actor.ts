@@ -49,8 +49,9 @@ export class SubscriptionActor {
     this.scheduleKeepalive();
   }
 
-  deliver(frame: Frame): void {
-    this.send({ type: 'frame', frame, at: this.clock.now() });
+  /** The frames of one committed batch, in order. */
+  deliver(frames: readonly Frame[]): void {
+    this.send({ type: 'frames', frames, at: this.clock.now() });
   }
 
   close(reason: 'session_ended' | 'host_closing'): void {

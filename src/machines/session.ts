@@ -70,11 +70,9 @@ function started(context: SessionContext, event: TaskStarted): Partial<SessionCo
   };
 }
 
-function progressed(context: SessionContext, event: TaskProgressed): Partial<SessionContext> {
-  const current = context.pending[event.task_id];
-  if (current === undefined) return { lastActivityAt: event.at };
-  const [next] = task.next(current, { type: 'reply.progress', at: event.at });
-  return { pending: { ...context.pending, [event.task_id]: next }, lastActivityAt: event.at };
+/** Progress is the task table's self-loop (pending stays pending, nothing changes): only activity moves. */
+function progressed(event: TaskProgressed): Partial<SessionContext> {
+  return { lastActivityAt: event.at };
 }
 
 function settled(context: SessionContext, event: TaskSettled): Partial<SessionContext> {
@@ -124,7 +122,7 @@ export const sessionMachine = setup({
   },
   actions: {
     startTask: assign(({ context, event }) => started(context, event as TaskStarted)),
-    progressTask: assign(({ context, event }) => progressed(context, event as TaskProgressed)),
+    progressTask: assign(({ event }) => progressed(event as TaskProgressed)),
     settleTask: assign(({ context, event }) => settled(context, event as TaskSettled)),
     end: assign(({ event }) => {
       const ended = event as Extract<SessionEvent, { type: 'session.ended' }>;

@@ -1,17 +1,18 @@
 /**
  * The subscription lifecycle: one `GET /v1/events` connection (4.2 rules 2-8). Pure: the actor that owns
  * the socket feeds it frames, full-socket reports and clock ticks, and executes the `write`, `end` and
- * `destroy` actions it returns. A write that the socket takes needs no report: one step per frame.
+ * `destroy` actions it returns. Frames come a committed batch at a time, and a write that the socket takes
+ * needs no report: one step, and one write, per batch.
  *
  * | State         | Event         | Next          | Effect                                                    |
  * |---------------|---------------|---------------|-----------------------------------------------------------|
  * | opening       | open          | replaying     | write `: open`, the replay after the cursor, the resync   |
  * | replaying     | (always)      | live.flowing  | live frames follow the replay                             |
- * | live.flowing  | frame         | live.flowing  | write it now                                              |
+ * | live.flowing  | frames        | live.flowing  | write them now, in one write                              |
  * | live.flowing  | blocked       | live.blocked  | the last write left the socket buffer full                |
  * | live.flowing  | tick          | live.flowing  | `: keep-alive` when idle for keepaliveMs                  |
- * | live.blocked  | frame         | live.blocked  | queue it; progress replaces the same task's queued progress, a terminal reply drops it |
- * | live.blocked  | frame         | closed        | more than maxQueuedBytes queued: slow reader, disconnect  |
+ * | live.blocked  | frames        | live.blocked  | queue them; progress replaces the same task's queued progress, a terminal reply drops it |
+ * | live.blocked  | frames        | closed        | more than maxQueuedBytes queued: slow reader, disconnect  |
  * | live.blocked  | drained       | live.flowing  | write the queue (a full socket reports `blocked` again)   |
  * | live.*        | close         | closed        | nothing queued: end (the socket flushes what it holds)    |
  * | live.*        | close         | closing       | session ended: what is queued still goes out, then end    |
@@ -47,7 +48,7 @@ export interface SubscriptionContext {
 
 export type SubscriptionEvent =
   | { type: 'open'; replay: string; at: number }
-  | { type: 'frame'; frame: Frame; at: number }
+  | { type: 'frames'; frames: readonly Frame[]; at: number }
   /** Reported right after a write that left the socket buffer full, with what it holds unsent. */
   | { type: 'blocked'; buffered: number; at: number }
   | { type: 'drained'; at: number }
@@ -75,6 +76,10 @@ export function enqueue(queue: readonly Frame[], frame: Frame): Frame[] {
   return [...queue, frame];
 }
 
+function enqueueAll(queue: readonly Frame[], frames: readonly Frame[]): readonly Frame[] {
+  return frames.reduce<readonly Frame[]>(enqueue, queue);
+}
+
 function queuedBytes(queue: readonly Frame[]): number {
   let n = 0;
   for (const f of queue) n += f.bytes;
@@ -99,8 +104,8 @@ export const subscriptionMachine = setup({
     queueEmpty: ({ context }) => context.queue.length === 0,
     hostClosing: ({ event }) => event.type === 'close' && event.reason === 'host_closing',
     overflows: ({ context, event }) => {
-      if (event.type !== 'frame') return false;
-      const queue = enqueue(context.queue, event.frame);
+      if (event.type !== 'frames') return false;
+      const queue = enqueueAll(context.queue, event.frames);
       return context.socketBuffered + queuedBytes(queue) > context.maxQueuedBytes;
     },
   },
@@ -141,9 +146,9 @@ export const subscriptionMachine = setup({
       states: {
         flowing: {
           on: {
-            frame: {
+            frames: {
               actions: [
-                { type: 'write', params: ({ event }) => ({ chunk: event.frame.text }) },
+                { type: 'write', params: ({ event }) => ({ chunk: flush(event.frames) }) },
                 assign({ lastWriteAt: ({ event }) => event.at }),
               ],
             },
@@ -159,7 +164,7 @@ export const subscriptionMachine = setup({
         },
         blocked: {
           on: {
-            frame: [
+            frames: [
               {
                 guard: 'overflows',
                 target: '#subscription.closed',
@@ -167,7 +172,7 @@ export const subscriptionMachine = setup({
               },
               {
                 actions: assign(({ context, event }) => {
-                  const queue = enqueue(context.queue, event.frame);
+                  const queue = enqueueAll(context.queue, event.frames);
                   return { queue, queuedBytes: queuedBytes(queue) };
                 }),
               },
@@ -205,9 +210,9 @@ export const subscriptionMachine = setup({
     /** Ending: what is queued still goes out, then the response ends. */
     closing: {
       on: {
-        frame: {
+        frames: {
           actions: assign(({ context, event }) => {
-            const queue = enqueue(context.queue, event.frame);
+            const queue = enqueueAll(context.queue, event.frames);
             return { queue, queuedBytes: queuedBytes(queue) };
           }),
         },

@@ -28,7 +28,9 @@ function run(events: readonly SubscriptionEvent[], from?: SubscriptionSnapshot):
 
 const open = (at = 1_000): SubscriptionEvent => ({ type: 'open', replay: '', at });
 const full = (buffered = 0, at = 1_001): SubscriptionEvent => ({ type: 'blocked', buffered, at });
-const frame = (f: Frame, at = 1_002): SubscriptionEvent => ({ type: 'frame', frame: f, at });
+/** A committed batch of one frame; `batch` for several. */
+const frame = (f: Frame, at = 1_002): SubscriptionEvent => ({ type: 'frames', frames: [f], at });
+const batch = (frames: Frame[], at = 1_002): SubscriptionEvent => ({ type: 'frames', frames, at });
 const drained = (at = 2_000): SubscriptionEvent => ({ type: 'drained', at });
 const tick = (at: number): SubscriptionEvent => ({ type: 'tick', at });
 const close = (reason: 'session_ended' | 'host_closing', at = 3_000): SubscriptionEvent => ({ type: 'close', reason, at });
@@ -85,6 +87,23 @@ describe('subscription: live.flowing', () => {
   it('a write that fills the socket -> blocked', () => {
     const [s, actions] = run([frame(terminal('a')), full(70)], flowing());
     expect([s.value, actions, s.context.socketBuffered]).toEqual([{ live: 'blocked' }, [], 70]);
+  });
+});
+
+describe('subscription: a committed batch of frames', () => {
+  it('flowing: the whole batch in one write, in order', () => {
+    const [s, actions] = run([batch([progress('a', 1), terminal('a'), terminal('b')], 1_500)], flowing());
+    expect([s.value, actions, s.context.lastWriteAt]).toEqual([{ live: 'flowing' }, [{ type: 'write', params: { chunk: '[p a1][T a][T b]' } }], 1_500]);
+  });
+
+  it('blocked: the batch is queued frame by frame, coalescing within the batch too', () => {
+    const [s, actions] = run([batch([progress('a', 1), progress('b', 1), progress('a', 2), terminal('b')])], blocked(0));
+    expect([s.value, actions, queueOf(s)]).toEqual([{ live: 'blocked' }, [], ['[p a2]', '[T b]']]);
+  });
+
+  it('blocked: a batch that would overflow disconnects the reader', () => {
+    const [s, actions] = run([batch([terminal('a', 50), terminal('b', 50)])], blocked(1));
+    expect([s.value, actions, s.context.closeReason]).toEqual(['closed', [{ type: 'destroy', params: { reason: 'slow_reader' } }], 'slow_reader']);
   });
 });
 
