@@ -4,6 +4,7 @@
  * pushes frames to subscribers, closes streams. On start it folds the whole log, so a restart rebuilds
  * every session, task and backlog exactly; tasks that a crash left pending are settled `interrupted`.
  */
+import { setMaxListeners } from 'node:events';
 import {
   INSIGHTS_PREFIX,
   LIMITS,
@@ -85,7 +86,8 @@ export class Engine {
   /** Every task_id each session ever started: the idempotency index for retried POSTs. */
   private readonly taskIds = new Map<string, Set<string>>();
   private readonly readers = new Map<string, Set<SubscriptionActor>>();
-  private readonly runs = new Map<string, Map<string, AbortController>>();
+  /** One abort signal per session with agent runs: aborted when the session ends or the host closes. */
+  private readonly runs = new Map<string, AbortController>();
   private readonly listeners = new Set<(event: DomainEvent) => void>();
   private readonly idle: IdleDeadlines;
   private readonly clock: Clock;
@@ -216,7 +218,7 @@ export class Engine {
     this.closing = true;
     this.idle.stop();
     for (const readers of this.readers.values()) for (const actor of [...readers]) actor.close('host_closing');
-    for (const runs of this.runs.values()) for (const controller of runs.values()) controller.abort();
+    for (const controller of this.runs.values()) controller.abort();
     await this.log.settled();
   }
 
@@ -292,7 +294,6 @@ export class Engine {
         const generation = this.sessions.get(session_id)!.context.backlog.generation;
         const id = formatEventId({ epoch: event.epoch, generation, seq: event.seq });
         this.queueFrame(frames, session_id, { kind: 'terminal', task_id: event.task_id, text: terminalFrame(id, event.data), bytes: replyBytes(event.data) });
-        this.runs.get(session_id)?.delete(event.task_id);
         break;
       }
       case 'session.ended':
@@ -301,7 +302,7 @@ export class Engine {
         this.deliver(session_id, frames.get(session_id) ?? []);
         frames.delete(session_id);
         for (const actor of [...(this.readers.get(session_id) ?? [])]) actor.close('session_ended');
-        for (const controller of this.runs.get(session_id)?.values() ?? []) controller.abort();
+        this.runs.get(session_id)?.abort();
         this.runs.delete(session_id);
         return;
     }
@@ -326,10 +327,12 @@ export class Engine {
   private startAgent(event: TaskStarted): void {
     if (this.closing) return;
     const session = this.sessions.get(event.session_id)!;
-    const controller = new AbortController();
-    let runs = this.runs.get(event.session_id);
-    if (runs === undefined) this.runs.set(event.session_id, (runs = new Map()));
-    runs.set(event.task_id, controller);
+    let controller = this.runs.get(event.session_id);
+    if (controller === undefined) {
+      this.runs.set(event.session_id, (controller = new AbortController()));
+      // Every pending task of the session may listen to it: many at once is normal, not a leak.
+      setMaxListeners(0, controller.signal);
+    }
     const memory = windowToArray(session.context.memory);
     // This task's own entry is nearly always the newest user entry: look from the end.
     const cut = memory.findLastIndex((entry) => entry.role === 'user' && entry.task_id === event.task_id);
