@@ -84,6 +84,7 @@ export async function createAssistantHost(options: AssistantHostOptions): Promis
       ...(options.limits ? { limits: options.limits } : {}),
       ...(options.onFatal ? { onFatal: options.onFatal } : {}),
       onAgentError: (error, turn) => options.logger?.error({ err: error, session_id: turn.session_id, task_id: turn.task_id }, 'agent failed'),
+      onListenerError: (error) => options.logger?.error({ err: error }, 'an onEvent listener threw'),
     });
   } catch (error) {
     await log.close();

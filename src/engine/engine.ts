@@ -48,6 +48,8 @@ export interface EngineConfig {
   /** Called when the log cannot be written: memory and log have diverged, so the process must restart. */
   readonly onFatal?: (error: unknown) => void;
   readonly onAgentError?: (error: unknown, turn: Turn) => void;
+  /** A listener given to `subscribeEvents` threw. */
+  readonly onListenerError?: (error: unknown) => void;
 }
 
 export type IncomingResult = 'accepted' | 'duplicate' | 'session_ended';
@@ -156,9 +158,16 @@ export class Engine {
 
   // ---- reads -----------------------------------------------------------------------------------
 
+  /** The session as folded in memory, which may run a batch ahead of the log. */
   session(sessionId: string): SessionView | undefined {
     const session = this.sessions.get(sessionId);
     return session === undefined ? undefined : sessionView(session, this.readers.get(sessionId)?.size ?? 0);
+  }
+
+  /** The session as the log holds it: waits for what is appended to be committed. */
+  async committedSession(sessionId: string): Promise<SessionView | undefined> {
+    await this.log.settled();
+    return this.session(sessionId);
   }
 
   sessionIds(): string[] {
@@ -271,7 +280,15 @@ export class Engine {
     const frames = new Map<string, Frame[]>();
     for (const event of events) {
       if (event.type !== 'host.started') this.effect(event, frames);
-      for (const listener of this.listeners) listener(event);
+      const { stream: _stream, ...domain } = event;
+      for (const listener of this.listeners) {
+        // A listener is the host's code: its failure must not stop our effects or other listeners.
+        try {
+          listener(domain as DomainEvent);
+        } catch (error) {
+          this.config.onListenerError?.(error);
+        }
+      }
     }
     for (const [sessionId, batch] of frames) this.deliver(sessionId, batch);
   }

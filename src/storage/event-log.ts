@@ -79,7 +79,9 @@ export class EventLog<E extends LogRecord> {
     const version = this.db.pragma('user_version', { simple: true }) as number;
     const tables = this.db.prepare("SELECT count(*) AS n FROM sqlite_schema WHERE type = 'table'").get() as { n: number };
     if (applicationId === 0 && version === 0 && tables.n === 0) {
+      // One transaction: a crash half way must not leave a file that is neither empty nor ours.
       this.db.exec(`
+        BEGIN;
         CREATE TABLE events (
           position INTEGER PRIMARY KEY,
           stream TEXT NOT NULL,
@@ -93,6 +95,7 @@ export class EventLog<E extends LogRecord> {
           BEGIN SELECT RAISE(ABORT, 'the event log is append-only'); END;
         PRAGMA application_id = ${APPLICATION_ID};
         PRAGMA user_version = ${SCHEMA_VERSION};
+        COMMIT;
       `);
       return;
     }

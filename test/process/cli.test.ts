@@ -181,6 +181,8 @@ describe('serve: configuration', () => {
     expect(result.code).toBe(1);
     expect(result.stdout).toBe('');
     expect(result.stderr).toMatch(/not an assistant-relay event log/);
+    // Still a JSON log line, like everything else on stderr.
+    expect(JSON.parse(result.stderr.trim())).toMatchObject({ level: 60, msg: 'failed to start', err: { type: 'SchemaMismatchError' } });
     const check = new Database(db, { readonly: true });
     expect(check.prepare("SELECT name FROM sqlite_schema WHERE type = 'table'").all()).toEqual([{ name: 'notes' }]);
     check.close();

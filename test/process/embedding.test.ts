@@ -114,6 +114,21 @@ describe('createAssistantHost', () => {
     stream.close();
   });
 
+  it('keeps serving when an onEvent listener throws, and hands listeners events without storage fields', async () => {
+    const t = await start();
+    const seen: DomainEvent[] = [];
+    t.host.onEvent(() => {
+      throw new Error('a broken listener');
+    });
+    t.host.onEvent((event) => seen.push(event));
+    const stream = await SseConnection.open(`${t.url}/v1/events?session_id=l`, { token: TOKEN });
+    await turn(t, stream, { session_id: 'l', task_id: 't1', text: 'still here?' });
+    expect(stream.replies.map((r) => r.json.reply_text)).toEqual(['still here?']);
+    expect(seen.map((e) => e.type)).toEqual(['session.opened', 'task.started', 'task.progressed', 'task.settled']);
+    for (const event of seen) expect(event).not.toHaveProperty('stream');
+    stream.close();
+  });
+
   it('ends a session: its pending task settles, its streams close, later messages are ignored', async () => {
     const t = await start();
     const stream = await SseConnection.open(`${t.url}/v1/events?session_id=x`, { token: TOKEN });

@@ -97,6 +97,8 @@ main(process.argv.slice(2)).catch((error: unknown) => {
     process.stderr.write(`assistant-relay: ${error.message}\n${USAGE}\n`);
     process.exit(2);
   }
-  process.stderr.write(`assistant-relay: ${(error as Error).stack ?? String(error)}\n`);
+  // Same shape as the logger's lines (pino, level 60 = fatal): stderr stays JSON lines.
+  const err = error instanceof Error ? { type: error.name, message: error.message, stack: error.stack } : { message: String(error) };
+  process.stderr.write(`${JSON.stringify({ level: 60, time: Date.now(), name: 'assistant-relay', err, msg: 'failed to start' })}\n`);
   process.exit(1);
 });

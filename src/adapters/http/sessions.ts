@@ -8,7 +8,7 @@ export function sessionsRoute(app: FastifyInstance, engine: Engine): void {
   app.get('/v1/sessions/:session_id', async (request, reply) => {
     const { session_id: sessionId } = request.params as { session_id: string };
     if (!isSessionId(sessionId)) return sendError(reply, 'invalid_session_id');
-    const view = engine.session(sessionId);
+    const view = await engine.committedSession(sessionId);
     return view === undefined ? sendError(reply, 'session_not_found') : view;
   });
 }
