@@ -3,26 +3,18 @@
  * HTTP on 127.0.0.1.
  */
 import Database from 'better-sqlite3';
-import { existsSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { USAGE, UsageError, parseServeArgs } from '../../src/adapters/cli/args.js';
 import { EventLog } from '../../src/storage/event-log.js';
-import { ServeChild, killChildren, runCli } from '../support/child.js';
-import { tempDir } from '../support/host.js';
+import { ServeChild, runCli, useChildFolder } from '../support/child.js';
 import { post, request, script } from '../support/http.js';
 import { SseConnection } from '../support/sse.js';
 
 const TOKEN = 'cli-test-token-7f3a9c';
 
-let dir: string;
-beforeEach(() => {
-  dir = tempDir();
-});
-afterEach(async () => {
-  await killChildren();
-  rmSync(dir, { recursive: true, force: true });
-});
+const folder = useChildFolder();
 
 function serve(args: readonly string[], env: Record<string, string> = {}): Promise<ServeChild> {
   return ServeChild.start(['--port', '0', ...args], { env });
@@ -30,7 +22,7 @@ function serve(args: readonly string[], env: Record<string, string> = {}): Promi
 
 describe('serve: stdout', () => {
   it('prints exactly one line, {"listening":"http://127.0.0.1:PORT"}, and nothing else for its whole life', async () => {
-    const child = await serve(['--db', join(dir, 'relay.db'), '--token', TOKEN, '--agent', 'script']);
+    const child = await serve(['--db', join(folder(), 'relay.db'), '--token', TOKEN, '--agent', 'script']);
     expect(child.url).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
     expect(Number(new URL(child.url).port)).toBeGreaterThan(0);
     const stream = await SseConnection.open(`${child.url}/v1/events?session_id=s`, { token: TOKEN });
@@ -41,7 +33,7 @@ describe('serve: stdout', () => {
   });
 
   it('answers GET /healthz with 200 without a token', async () => {
-    const child = await serve(['--db', join(dir, 'relay.db'), '--token', TOKEN]);
+    const child = await serve(['--db', join(folder(), 'relay.db'), '--token', TOKEN]);
     const health = await request(`${child.url}/healthz`);
     expect(health.status).toBe(200);
     expect(health.body).toEqual({ ok: true, epoch: expect.stringMatching(/^[0-9a-z]+$/) });
@@ -52,7 +44,7 @@ describe('serve: stdout', () => {
 
 describe('serve: configuration', () => {
   it('reads every setting from ASSISTANT_RELAY_* when no flag is given', async () => {
-    const db = join(dir, 'from-env', 'relay.db');
+    const db = join(folder(), 'from-env', 'relay.db');
     const child = await ServeChild.start([], {
       env: {
         ASSISTANT_RELAY_HOST: '127.0.0.1',
@@ -85,7 +77,7 @@ describe('serve: configuration', () => {
   });
 
   it('lets a flag win over its environment variable', async () => {
-    const child = await serve(['--db', join(dir, 'relay.db'), '--token', 'flag-token'], { ASSISTANT_RELAY_TOKEN: 'env-token' });
+    const child = await serve(['--db', join(folder(), 'relay.db'), '--token', 'flag-token'], { ASSISTANT_RELAY_TOKEN: 'env-token' });
     expect((await request(`${child.url}/v1/sessions/s`, { token: 'flag-token' })).status).toBe(404);
     expect((await request(`${child.url}/v1/sessions/s`, { token: 'env-token' })).status).toBe(401);
   });
@@ -146,7 +138,7 @@ describe('serve: configuration', () => {
   });
 
   it('exits 2 with the usage on stderr, and nothing on stdout, for bad flags and bad environment values', async () => {
-    const db = join(dir, 'never.db');
+    const db = join(folder(), 'never.db');
     const cases: Array<{ args: string[]; env?: Record<string, string>; says: RegExp }> = [
       { args: ['serve', '--token', 'x', '--bogus'], says: /bogus/ },
       { args: ['serve'], says: /--token/ },
@@ -173,7 +165,7 @@ describe('serve: configuration', () => {
   });
 
   it('refuses a --db file that is not an assistant-relay event log, and leaves it untouched', async () => {
-    const db = join(dir, 'notes.db');
+    const db = join(folder(), 'notes.db');
     const other = new Database(db);
     other.exec("CREATE TABLE notes (body TEXT); INSERT INTO notes VALUES ('keep me')");
     other.close();
@@ -191,8 +183,8 @@ describe('serve: configuration', () => {
 
 describe('serve: --token-file', () => {
   it('creates a 0600 file with a random token when absent, and reuses it afterwards', async () => {
-    const file = join(dir, 'secrets', 'token');
-    const db = join(dir, 'relay.db');
+    const file = join(folder(), 'secrets', 'token');
+    const db = join(folder(), 'relay.db');
     const first = await serve(['--db', db, '--token-file', file]);
     const token = readFileSync(file, 'utf8').trim();
     expect(token).toMatch(/^[A-Za-z0-9_-]{32}$/);
@@ -209,16 +201,16 @@ describe('serve: --token-file', () => {
     await second.stop('SIGTERM');
 
     // Another fresh file gets another token.
-    const otherFile = join(dir, 'other-token');
+    const otherFile = join(folder(), 'other-token');
     const third = await serve(['--db', db, '--token-file', otherFile]);
     expect(readFileSync(otherFile, 'utf8').trim()).not.toBe(token);
     await third.stop('SIGTERM');
   });
 
   it('refuses an empty token file with exit 2', async () => {
-    const file = join(dir, 'empty-token');
+    const file = join(folder(), 'empty-token');
     writeFileSync(file, '\n');
-    const result = await runCli(['serve', '--port', '0', '--db', join(dir, 'relay.db'), '--token-file', file]);
+    const result = await runCli(['serve', '--port', '0', '--db', join(folder(), 'relay.db'), '--token-file', file]);
     expect(result.code).toBe(2);
     expect(result.stderr).toMatch(/empty/);
   });
@@ -228,7 +220,7 @@ describe('serve: logs', () => {
   it('writes JSON lines to stderr that never contain the token, right or wrong', async () => {
     const wrong = 'wrong-token-5d1e88';
     // debug: one line per request, so that the requests below reach the log with their headers' context.
-    const child = await serve(['--db', join(dir, 'relay.db'), '--token', TOKEN, '--agent', 'script', '--log-level', 'debug']);
+    const child = await serve(['--db', join(folder(), 'relay.db'), '--token', TOKEN, '--agent', 'script', '--log-level', 'debug']);
     await request(`${child.url}/healthz`, { token: TOKEN });
     expect((await post(child.url, TOKEN, { session_id: 's', task_id: 't1', text: 'hello' })).status).toBe(202);
     expect((await post(child.url, wrong, { session_id: 's', task_id: 't2', text: 'hello' })).status).toBe(401);
@@ -260,7 +252,7 @@ describe('serve: logs', () => {
 
 describe('serve: SIGTERM', () => {
   it('ends open streams, exits 0, and leaves a consistent database', async () => {
-    const db = join(dir, 'relay.db');
+    const db = join(folder(), 'relay.db');
     const child = await serve(['--db', db, '--token', TOKEN, '--agent', 'script']);
     const stream = await SseConnection.open(`${child.url}/v1/events?session_id=s`, { token: TOKEN });
     await post(child.url, TOKEN, { session_id: 's', task_id: 't1', text: 'first' });
@@ -285,7 +277,7 @@ describe('serve: SIGTERM', () => {
   });
 
   it('also closes cleanly on SIGINT', async () => {
-    const child = await serve(['--db', join(dir, 'relay.db'), '--token', TOKEN]);
+    const child = await serve(['--db', join(folder(), 'relay.db'), '--token', TOKEN]);
     // Sent the moment the listening line is read: the handlers must already be in place.
     expect(await child.stop('SIGINT')).toEqual({ code: 0, signal: null });
   });

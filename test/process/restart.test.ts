@@ -6,12 +6,10 @@
  * log says happened rather than against a fixed script of outcomes; only what the test waited for before
  * the kill (or what cannot finish before it) is asserted as fixed.
  */
-import { rmSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterEach, beforeEach, expect, it } from 'vitest';
+import { expect, it } from 'vitest';
 import type { SessionView } from '../../src/engine/view.js';
-import { ServeChild, killChildren } from '../support/child.js';
-import { tempDir } from '../support/host.js';
+import { ServeChild, useChildFolder } from '../support/child.js';
 import { post, request, script } from '../support/http.js';
 import { readEvents } from '../support/log.js';
 import { SseConnection, type SseFrame } from '../support/sse.js';
@@ -33,14 +31,7 @@ interface Settled {
 
 type LogEvent = ReturnType<typeof readEvents>[number];
 
-let dir: string;
-beforeEach(() => {
-  dir = tempDir();
-});
-afterEach(async () => {
-  await killChildren();
-  rmSync(dir, { recursive: true, force: true });
-});
+const folder = useChildFolder();
 
 async function views(url: string): Promise<Record<Session, SessionView>> {
   const entries = await Promise.all(
@@ -80,7 +71,7 @@ async function resume(url: string, session: string, lastEventId: string): Promis
 }
 
 it('after a SIGKILL mid-burst, a restart resumes every client exactly, settles pending tasks interrupted, and folds to the same state', async () => {
-  const db = join(dir, 'relay.db');
+  const db = join(folder(), 'relay.db');
   const args = ['--port', '0', '--db', db, '--token', TOKEN, '--agent', 'script'];
   const first = await ServeChild.start(args);
   const url = first.url;

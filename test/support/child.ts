@@ -5,7 +5,10 @@
  * a failed test never leaves a server behind.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
+import { rmSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
+import { afterEach, beforeEach } from 'vitest';
+import { tempDir } from './host.js';
 
 const CLI = fileURLToPath(new URL('../../dist/adapters/cli/main.js', import.meta.url));
 
@@ -113,4 +116,20 @@ export async function killChildren(): Promise<void> {
   const running = [...live];
   for (const child of running) child.kill('SIGKILL');
   await Promise.all(running.map((child) => new Promise((resolve) => child.once('close', resolve))));
+}
+
+/**
+ * For a test file whose tests start children: a fresh folder per test, and afterwards every child
+ * killed and the folder removed. Returns the current test's folder.
+ */
+export function useChildFolder(): () => string {
+  let dir: string | undefined;
+  beforeEach(() => {
+    dir = tempDir();
+  });
+  afterEach(async () => {
+    await killChildren();
+    if (dir !== undefined) rmSync(dir, { recursive: true, force: true });
+  });
+  return () => dir!;
 }
