@@ -7,7 +7,7 @@
 import type { FastifyBaseLogger, FastifyInstance } from 'fastify';
 import type { Agent } from '../engine/agent.js';
 import type { Clock, IdSource } from '../engine/clock.js';
-import { Engine, type LoggedEvent } from '../engine/engine.js';
+import { Engine, streamOf } from '../engine/engine.js';
 import type { SessionView } from '../engine/view.js';
 import type { DomainEvent } from '../machines/events.js';
 import type { SessionLimits } from '../machines/session.js';
@@ -70,7 +70,11 @@ export interface AssistantHost {
 export async function createAssistantHost(options: AssistantHostOptions): Promise<AssistantHost> {
   const agent = typeof options.agent === 'string' ? BUILTIN_AGENTS[options.agent] : options.agent;
   if (agent === undefined) throw new TypeError(`unknown agent ${String(options.agent)}`);
-  const log = EventLog.open<LoggedEvent>({ path: options.db, ...(options.synchronous ? { synchronous: options.synchronous } : {}) });
+  const log = EventLog.open<DomainEvent>({
+    path: options.db,
+    streamOf,
+    ...(options.synchronous ? { synchronous: options.synchronous } : {}),
+  });
   let engine: Engine;
   try {
     engine = await Engine.start(log, {

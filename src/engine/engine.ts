@@ -31,8 +31,6 @@ import { IdleDeadlines } from './idle.js';
 import { SubscriptionActor, type SubscriberTransport } from './subscription-actor.js';
 import { sessionView, type SessionView } from './view.js';
 
-/** A logged event as the storage layer sees it. */
-export type LoggedEvent = DomainEvent & { readonly stream: string };
 
 export interface EngineConfig {
   readonly agent: Agent;
@@ -78,7 +76,8 @@ const DEFAULT_LIMITS: SessionLimits = {
   memoryMaxEntries: 200,
 };
 
-function streamOf(event: DomainEvent): string {
+/** The log's stream of an event: its session, or '' for host-wide events. */
+export function streamOf(event: DomainEvent): string {
   return event.type === 'host.started' ? '' : event.session_id;
 }
 
@@ -102,7 +101,7 @@ export class Engine {
   private closing = false;
 
   private constructor(
-    private readonly log: EventLog<LoggedEvent>,
+    private readonly log: EventLog<DomainEvent>,
     private readonly config: EngineConfig,
   ) {
     this.clock = config.clock ?? systemClock;
@@ -120,7 +119,7 @@ export class Engine {
   }
 
   /** Folds the log, starts a new epoch, settles what a crash left pending, and rearms idle deadlines. */
-  static async start(log: EventLog<LoggedEvent>, config: EngineConfig): Promise<Engine> {
+  static async start(log: EventLog<DomainEvent>, config: EngineConfig): Promise<Engine> {
     const engine = new Engine(log, config);
     for (const { event } of log.read()) engine.fold(event);
     log.onCommit((events) => engine.act(events));
@@ -251,7 +250,7 @@ export class Engine {
     let committed: Promise<void> = Promise.resolve();
     for (const event of events) {
       this.fold(event);
-      committed = this.log.append({ ...event, stream: streamOf(event) });
+      committed = this.log.append(event);
     }
     try {
       await committed;
@@ -276,15 +275,14 @@ export class Engine {
   }
 
   /** Effects of a committed batch. Each reader gets the batch's frames for its session in one delivery. */
-  private act(events: readonly LoggedEvent[]): void {
+  private act(events: readonly DomainEvent[]): void {
     const frames = new Map<string, Frame[]>();
     for (const event of events) {
       if (event.type !== 'host.started') this.effect(event, frames);
-      const { stream: _stream, ...domain } = event;
       for (const listener of this.listeners) {
         // A listener is the host's code: its failure must not stop our effects or other listeners.
         try {
-          listener(domain as DomainEvent);
+          listener(event);
         } catch (error) {
           this.config.onListenerError?.(error);
         }

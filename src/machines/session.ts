@@ -18,9 +18,7 @@ import { emptyBacklog, retain, type Backlog, type Retention } from './backlog.js
 import type { EndReason, SessionEvent, SessionOpened, TaskProgressed, TaskSettled, TaskStarted } from './events.js';
 import { stepper } from './step.js';
 import { emptyWindow, push, type Window } from './window.js';
-import { taskMachine } from './task.js';
-
-const task = stepper(taskMachine);
+import { pendingTask, type taskMachine } from './task.js';
 
 export type TaskSnapshot = SnapshotFrom<typeof taskMachine>;
 
@@ -56,9 +54,8 @@ export interface SessionContext {
 }
 
 function started(context: SessionContext, event: TaskStarted): Partial<SessionContext> {
-  const [snapshot] = task.initial({ task_id: event.task_id, at: event.at, order: context.tasksStarted });
   return {
-    pending: { ...context.pending, [event.task_id]: snapshot },
+    pending: { ...context.pending, [event.task_id]: pendingTask({ task_id: event.task_id, at: event.at, order: context.tasksStarted }) },
     tasksStarted: context.tasksStarted + 1,
     prelude: event.system_prelude ?? context.prelude,
     memory: push(

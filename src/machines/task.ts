@@ -9,7 +9,7 @@
  * | pending | resync.missed   | settled.failed  | task_id listed in missed_task_ids: reply evicted  |
  * | pending | resync.unlisted | pending         | unnamed tasks are never inferred lost             |
  */
-import { assign, setup } from 'xstate';
+import { assign, setup, type SnapshotFrom } from 'xstate';
 import type { TerminalReply } from '../protocol/index.js';
 
 export interface TaskContext {
@@ -27,16 +27,26 @@ export type TaskMachineEvent =
   | { type: 'resync.missed'; at: number }
   | { type: 'resync.unlisted'; at: number };
 
+export interface TaskInput {
+  readonly task_id: string;
+  readonly at: number;
+  readonly order: number;
+}
+
+function initialContext(input: TaskInput | undefined): TaskContext {
+  return { task_id: input?.task_id ?? '', startedAt: input?.at ?? 0, order: input?.order ?? 0 };
+}
+
 export const taskMachine = setup({
   types: {
     context: {} as TaskContext,
-    input: {} as { task_id: string; at: number; order: number },
+    input: {} as TaskInput,
     events: {} as TaskMachineEvent,
   },
 }).createMachine({
   id: 'task',
   // `transition()` evaluates this with no input when it builds its scratch actor: keep it total and cheap.
-  context: ({ input }) => ({ task_id: input?.task_id ?? '', startedAt: input?.at ?? 0, order: input?.order ?? 0 }),
+  context: ({ input }) => initialContext(input),
   initial: 'pending',
   states: {
     pending: {
@@ -59,3 +69,11 @@ export const taskMachine = setup({
     },
   },
 });
+
+/**
+ * A task just started: the machine's initial snapshot, resolved directly rather than by running the
+ * initial transition (which has no actions here), at a fifth of the cost; a test keeps the two equal.
+ */
+export function pendingTask(input: TaskInput): SnapshotFrom<typeof taskMachine> {
+  return taskMachine.resolveState({ value: 'pending', context: initialContext(input) });
+}

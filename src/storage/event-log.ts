@@ -17,8 +17,6 @@ export const SCHEMA_VERSION = 1;
 export interface LogRecord {
   readonly type: string;
   readonly at: number;
-  /** Which aggregate the event belongs to; '' for host-wide events. */
-  readonly stream: string;
 }
 
 export interface StoredEvent<E> {
@@ -26,9 +24,11 @@ export interface StoredEvent<E> {
   readonly event: E;
 }
 
-export interface EventLogOptions {
+export interface EventLogOptions<E> {
   /** A file path (its folder is created), or ':memory:'. */
   readonly path: string;
+  /** Which aggregate an event belongs to ('' for none): the `stream` column, for reading one aggregate's history. */
+  readonly streamOf: (event: E) => string;
   /**
    * `normal` (default): a commit survives a crash of this process (SIGKILL included); after a power loss
    * the last commits may be lost, never corrupted. `full`: fsync on every commit, surviving power loss.
@@ -44,6 +44,7 @@ export class EventLog<E extends LogRecord> {
   readonly path: string;
   private readonly db: Database.Database;
   private readonly insert: Database.Statement<[string, string, number, string]>;
+  private readonly streamOf: (event: E) => string;
   private readonly commitBatch: (events: readonly E[]) => void;
   private batch: E[] = [];
   private batchDone: Promise<void> | undefined;
@@ -52,8 +53,9 @@ export class EventLog<E extends LogRecord> {
   private failure: unknown;
   private closed = false;
 
-  private constructor(options: EventLogOptions) {
+  private constructor(options: EventLogOptions<E>) {
     this.path = options.path;
+    this.streamOf = options.streamOf;
     if (options.path !== ':memory:') mkdirSync(dirname(options.path), { recursive: true });
     this.db = new Database(options.path);
     try {
@@ -66,11 +68,11 @@ export class EventLog<E extends LogRecord> {
     }
     this.insert = this.db.prepare('INSERT INTO events (stream, type, at, data) VALUES (?, ?, ?, ?)');
     this.commitBatch = this.db.transaction((events: readonly E[]) => {
-      for (const e of events) this.insert.run(e.stream, e.type, e.at, JSON.stringify(e));
+      for (const e of events) this.insert.run(this.streamOf(e), e.type, e.at, JSON.stringify(e));
     });
   }
 
-  static open<E extends LogRecord>(options: EventLogOptions): EventLog<E> {
+  static open<E extends LogRecord>(options: EventLogOptions<E>): EventLog<E> {
     return new EventLog<E>(options);
   }
 

@@ -24,16 +24,15 @@ describe('POST /v1/incoming', () => {
     const first = await relay.post({ session_id: 's', task_id: 't1', text: script(SLEEP_FOREVER) });
     expect(first.status).toBe(202);
     expect(first.body).toEqual({ ok: true, session_id: 's', task_id: 't1' });
-    expect(readEvents(relay.db).filter((e) => e.stream === 's')).toEqual([
-      { type: 'session.opened', stream: 's', session_id: 's', generation: relay.t.host.session('s')!.generation, at: expect.any(Number) },
-      { type: 'task.started', stream: 's', session_id: 's', task_id: 't1', text: script(SLEEP_FOREVER), at: expect.any(Number) },
+    expect(readEvents(relay.db).filter((e) => e.session_id === 's')).toEqual([
+      { type: 'session.opened', session_id: 's', generation: relay.t.host.session('s')!.generation, at: expect.any(Number) },
+      { type: 'task.started', session_id: 's', task_id: 't1', text: script(SLEEP_FOREVER), at: expect.any(Number) },
     ]);
 
     const second = await relay.post({ session_id: 's', task_id: 't2', text: 'hello', system_prelude: 'standing context' });
     expect(second.status).toBe(202);
     expect(readEvents(relay.db).filter((e) => e.type === 'task.started').at(-1)).toEqual({
       type: 'task.started',
-      stream: 's',
       session_id: 's',
       task_id: 't2',
       text: 'hello',
@@ -129,9 +128,9 @@ describe('ended sessions', () => {
     expect(later.body).toEqual(ignored);
     const retried = await relay.post({ session_id: 's', task_id: 't1', text: 'again' });
     expect(retried.body).toEqual(ignored);
-    const log = readEvents(relay.db).filter((e) => e.stream === 's');
+    const log = readEvents(relay.db).filter((e) => e.session_id === 's');
     expect(log.filter((e) => e.type === 'session.ended')).toEqual([
-      { type: 'session.ended', stream: 's', session_id: 's', reason: 'host', at: expect.any(Number) },
+      { type: 'session.ended', session_id: 's', reason: 'host', at: expect.any(Number) },
     ]);
     expect(log.at(-1)!.type).toBe('session.ended');
     expect(log.filter((e) => e.type === 'task.started').map((e) => e.task_id)).toEqual(['t0', 't1']);

@@ -61,7 +61,6 @@ describe('replies', () => {
     expect(dropped).toEqual(
       ['typing', 'message', 'completed'].map((status) => ({
         type: 'reply.dropped',
-        stream: 's',
         session_id: 's',
         task_id: 't1',
         status,

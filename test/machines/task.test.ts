@@ -1,7 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import type { TerminalReply } from '../../src/protocol/index.js';
 import { stepper } from '../../src/machines/step.js';
-import { taskMachine, type TaskMachineEvent } from '../../src/machines/task.js';
+import { initialTransition, transition } from 'xstate';
+import { pendingTask, taskMachine, type TaskMachineEvent } from '../../src/machines/task.js';
 
 const task = stepper(taskMachine);
 
@@ -84,5 +85,20 @@ describe('task (3.1): a settled task ignores further events', () => {
     expect(next.value).toEqual({ settled: 'failed' });
     expect(next.context).toStrictEqual({ task_id: 't1', startedAt: 100, order: 2, settledAt: 130 });
     expect(actions).toEqual([]);
+  });
+});
+
+describe('pendingTask', () => {
+  it("is the machine's own initial snapshot, resolved without running the initial transition", () => {
+    const input = { task_id: 't-7', at: 1_234, order: 7 };
+    const [initial, actions] = initialTransition(taskMachine, input);
+    const resolved = pendingTask(input);
+    expect(actions).toEqual([]);
+    expect([resolved.value, resolved.status, resolved.context]).toEqual([initial.value, initial.status, initial.context]);
+    // And it moves on like the initial snapshot does.
+    const reply = { session_id: 's', task_id: 't-7', status: 'completed' as const };
+    const [a] = transition(taskMachine, resolved, { type: 'reply.terminal', reply, at: 2_000 });
+    const [b] = transition(taskMachine, initial, { type: 'reply.terminal', reply, at: 2_000 });
+    expect([a.value, a.context]).toEqual([b.value, b.context]);
   });
 });

@@ -269,7 +269,7 @@ describe('serve: SIGTERM', () => {
     const check = new Database(db, { readonly: true });
     expect(check.pragma('integrity_check', { simple: true })).toBe('ok');
     check.close();
-    const log = EventLog.open<{ type: string; at: number; stream: string; task_id?: string; data?: string }>({ path: db });
+    const log = EventLog.open<{ type: string; at: number; stream: string; task_id?: string; data?: string }>({ path: db, streamOf: (e) => e.stream });
     const events = [...log.read()].map((e) => e.event);
     await log.close();
     expect(events.filter((e) => e.type === 'task.started').map((e) => e.task_id)).toEqual(['t1', 't2']);

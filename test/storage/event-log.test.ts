@@ -14,6 +14,7 @@ import { countEvents } from '../support/log.js';
 
 interface TestEvent extends LogRecord {
   readonly type: 'test.appended';
+  readonly stream: string;
   readonly n: number;
   readonly big?: bigint;
 }
@@ -27,7 +28,7 @@ let path: string;
 const opened: Array<EventLog<TestEvent>> = [];
 
 function open(file = path): EventLog<TestEvent> {
-  const log = EventLog.open<TestEvent>({ path: file });
+  const log = EventLog.open<TestEvent>({ path: file, streamOf: (e) => e.stream });
   opened.push(log);
   return log;
 }
@@ -177,6 +178,19 @@ describe('reading and closing', () => {
     expect(stored.map((s) => s.position)).toEqual([...stored.map((s) => s.position)].sort((a, b) => a - b));
     expect(new Set(stored.map((s) => s.position)).size).toBe(12);
     expect(log.count()).toBe(12);
+  });
+
+  it('files each event under the stream its streamOf names, with its type and time as columns', async () => {
+    const log = open();
+    await Promise.all([0, 1, 2, 3].map((n) => log.append(event(n))));
+    const db = raw(path, true);
+    try {
+      expect(db.prepare('SELECT stream, type, at FROM events ORDER BY position').all()).toEqual(
+        [0, 1, 2, 3].map((n) => ({ stream: `s${n % 3}`, type: 'test.appended', at: event(n).at })),
+      );
+    } finally {
+      db.close();
+    }
   });
 
   it('commits what is pending on close, then refuses appends; closing twice is harmless', async () => {

@@ -6,7 +6,7 @@
 import { EventLog } from '../../dist/storage/event-log.js';
 
 const [path, size] = process.argv.slice(2);
-const log = EventLog.open({ path });
+const log = EventLog.open({ path, streamOf: (e) => e.stream });
 let n = 0;
 for (;;) {
   const batch = [];
