@@ -74,6 +74,7 @@ const DEFAULT_LIMITS: SessionLimits = {
   ledgerMaxTasks: LIMITS.ledgerMaxTasks,
   maxSpans: 64,
   memoryMaxEntries: 200,
+  memoryMaxChars: 1024 * 1024,
 };
 
 /** The log's stream of an event: its session, or '' for host-wide events. */
@@ -321,7 +322,8 @@ export class Engine {
         this.runs.delete(session_id);
         return;
     }
-    if (!this.closing) this.idle.touch(session_id, event.at + this.idleTtlMs);
+    // From the fold, not the event: a restart must arrive at the same deadline.
+    if (!this.closing) this.idle.touch(session_id, this.sessions.get(session_id)!.context.lastActivityAt + this.idleTtlMs);
   }
 
   private queueFrame(frames: Map<string, Frame[]>, sessionId: string, frame: Frame): void {

@@ -17,7 +17,7 @@ import { assign, setup, type SnapshotFrom } from 'xstate';
 import { emptyBacklog, retain, type Backlog, type Retention } from './backlog.js';
 import type { EndReason, SessionEvent, SessionOpened, TaskProgressed, TaskSettled, TaskStarted } from './events.js';
 import { stepper } from './step.js';
-import { emptyWindow, push, type Window } from './window.js';
+import { dropOldest, emptyWindow, oldest, push, windowSize, type Window } from './window.js';
 import { pendingTask, type taskMachine } from './task.js';
 
 export type TaskSnapshot = SnapshotFrom<typeof taskMachine>;
@@ -31,8 +31,10 @@ export interface MemoryEntry {
 }
 
 export interface SessionLimits extends Retention {
-  /** Memory entries kept for the agent (oldest dropped first). */
+  /** Memory kept for the agent: at most this many entries... (oldest dropped first) */
   readonly memoryMaxEntries: number;
+  /** ...and at most this many characters of text, the newest entry always kept. */
+  readonly memoryMaxChars: number;
 }
 
 export interface SessionContext {
@@ -48,9 +50,28 @@ export interface SessionContext {
   /** The latest `system_prelude` sent on this session: standing context for every later turn. */
   readonly prelude: string | undefined;
   readonly memory: Window<MemoryEntry>;
+  /** Characters of text in `memory`. */
+  readonly memoryChars: number;
   readonly endedAt: number | undefined;
   readonly endReason: EndReason | undefined;
   readonly limits: SessionLimits;
+}
+
+/** Adds to the agent's memory within both bounds: one client must not pin unbounded text in memory. */
+function remember(context: SessionContext, entry: MemoryEntry): Pick<SessionContext, 'memory' | 'memoryChars'> {
+  const { memoryMaxEntries, memoryMaxChars } = context.limits;
+  let memory = context.memory;
+  let chars = context.memoryChars + entry.text.length;
+  if (windowSize(memory) >= memoryMaxEntries) {
+    chars -= oldest(memory)!.text.length;
+    memory = dropOldest(memory, 1);
+  }
+  memory = push(memory, entry, Number.MAX_SAFE_INTEGER);
+  while (windowSize(memory) > 1 && chars > memoryMaxChars) {
+    chars -= oldest(memory)!.text.length;
+    memory = dropOldest(memory, 1);
+  }
+  return { memory, memoryChars: chars };
 }
 
 function started(context: SessionContext, event: TaskStarted): Partial<SessionContext> {
@@ -58,11 +79,7 @@ function started(context: SessionContext, event: TaskStarted): Partial<SessionCo
     pending: { ...context.pending, [event.task_id]: pendingTask({ task_id: event.task_id, at: event.at, order: context.tasksStarted }) },
     tasksStarted: context.tasksStarted + 1,
     prelude: event.system_prelude ?? context.prelude,
-    memory: push(
-      context.memory,
-      { role: 'user', task_id: event.task_id, text: event.text, at: event.at },
-      context.limits.memoryMaxEntries,
-    ),
+    ...remember(context, { role: 'user', task_id: event.task_id, text: event.text, at: event.at }),
     lastActivityAt: event.at,
   };
 }
@@ -78,14 +95,9 @@ function settled(context: SessionContext, event: TaskSettled): Partial<SessionCo
   return {
     pending,
     backlog: retain(context.backlog, event.epoch, reply, context.limits),
-    memory:
-      event.reply.status === 'message'
-        ? push(
-            context.memory,
-            { role: 'assistant', task_id: event.task_id, text: event.reply.reply_text, at: event.at },
-            context.limits.memoryMaxEntries,
-          )
-        : context.memory,
+    ...(event.reply.status === 'message'
+      ? remember(context, { role: 'assistant', task_id: event.task_id, text: event.reply.reply_text, at: event.at })
+      : {}),
     lastActivityAt: event.at,
   };
 }
@@ -100,6 +112,7 @@ function initialContext(opened: SessionOpened, limits: SessionLimits): SessionCo
     tasksStarted: 0,
     prelude: undefined,
     memory: emptyWindow(),
+    memoryChars: 0,
     endedAt: undefined,
     endReason: undefined,
     limits,
@@ -108,7 +121,7 @@ function initialContext(opened: SessionOpened, limits: SessionLimits): SessionCo
 
 const SCRATCH = initialContext(
   { type: 'session.opened', session_id: '', generation: '0', at: 0 },
-  { maxReplies: 0, maxBytes: 0, ledgerMaxTasks: 0, maxSpans: 0, memoryMaxEntries: 0 },
+  { maxReplies: 0, maxBytes: 0, ledgerMaxTasks: 0, maxSpans: 0, memoryMaxEntries: 0, memoryMaxChars: 0 },
 );
 
 export const sessionMachine = setup({

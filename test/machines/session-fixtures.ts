@@ -10,6 +10,7 @@ export const LIMITS_SPEC: SessionLimits = {
   ledgerMaxTasks: 1024,
   maxSpans: 64,
   memoryMaxEntries: 200,
+  memoryMaxChars: 1024 * 1024,
 };
 
 /** Folds logged events as the engine does: `session.opened` opens, the rest evolve. */

@@ -63,6 +63,7 @@ describe('openSession', () => {
       tasksStarted: 0,
       prelude: undefined,
       memory: emptyWindow(),
+      memoryChars: 0,
       endedAt: undefined,
       endReason: undefined,
       limits: LIMITS_SPEC,
@@ -183,6 +184,26 @@ describe('evolveSession: memory', () => {
       { role: 'assistant', task_id: 't2', text: 'dos', at: 1_021 },
       { role: 'user', task_id: 't3', text: 'three', at: 1_030 },
     ]);
+  });
+
+  it.each([
+    // 'one' 3 + 'uno' 3 + 'two' 3 + 'dos' 3 + 'three' 5 = 17 characters in all.
+    { maxChars: 17, kept: ['one', 'uno', 'two', 'dos', 'three'], chars: 17 },
+    { maxChars: 16, kept: ['uno', 'two', 'dos', 'three'], chars: 14 },
+    { maxChars: 11, kept: ['two', 'dos', 'three'], chars: 11 },
+    // The newest entry stays even when it alone is over the bound.
+    { maxChars: 2, kept: ['three'], chars: 5 },
+  ])('is bounded by memoryMaxChars ($maxChars): oldest dropped first, the newest always kept', ({ maxChars, kept, chars }) => {
+    const events = [
+      started('t1', 'one', 1_010),
+      settled('t1', 1, message('t1', 'uno'), 1_011),
+      started('t2', 'two', 1_020),
+      settled('t2', 2, message('t2', 'dos'), 1_021),
+      started('t3', 'three', 1_030),
+    ];
+    const s = fold([opened, ...events], { ...LIMITS_SPEC, memoryMaxChars: maxChars })!;
+    expect(windowToArray(s.context.memory).map((e) => e.text)).toEqual(kept);
+    expect(s.context.memoryChars).toBe(chars);
   });
 });
 
