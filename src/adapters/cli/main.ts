@@ -60,7 +60,12 @@ async function serve(argv: readonly string[]): Promise<void> {
   logger.info({ url, db: options.db, agent: options.agent, epoch: host.epoch }, 'serving');
   let stopping = false;
   const stop = (signal: NodeJS.Signals) => {
-    if (stopping) return;
+    if (stopping) {
+      // A second signal means "now": the log's committed batches are safe whatever happens next.
+      logger.warn({ signal }, 'second signal: exiting without waiting for close');
+      logger.flush();
+      process.exit(1);
+    }
     stopping = true;
     logger.info({ signal }, 'closing');
     host.close().then(
