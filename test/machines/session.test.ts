@@ -171,15 +171,16 @@ describe('evolveSession: memory', () => {
     expect(memory([started('t1', 'hi', 1_010), progressed('t1', 1_011)])).toStrictEqual([{ role: 'user', task_id: 't1', text: 'hi', at: 1_010 }]);
   });
 
+  const threeTurns = [
+    started('t1', 'one', 1_010),
+    settled('t1', 1, message('t1', 'uno'), 1_011),
+    started('t2', 'two', 1_020),
+    settled('t2', 2, message('t2', 'dos'), 1_021),
+    started('t3', 'three', 1_030),
+  ];
+
   it('is bounded by memoryMaxEntries, oldest dropped first', () => {
-    const events = [
-      started('t1', 'one', 1_010),
-      settled('t1', 1, message('t1', 'uno'), 1_011),
-      started('t2', 'two', 1_020),
-      settled('t2', 2, message('t2', 'dos'), 1_021),
-      started('t3', 'three', 1_030),
-    ];
-    expect(memory(events, { ...LIMITS_SPEC, memoryMaxEntries: 3 })).toStrictEqual([
+    expect(memory(threeTurns, { ...LIMITS_SPEC, memoryMaxEntries: 3 })).toStrictEqual([
       { role: 'user', task_id: 't2', text: 'two', at: 1_020 },
       { role: 'assistant', task_id: 't2', text: 'dos', at: 1_021 },
       { role: 'user', task_id: 't3', text: 'three', at: 1_030 },
@@ -194,14 +195,7 @@ describe('evolveSession: memory', () => {
     // The newest entry stays even when it alone is over the bound.
     { maxChars: 2, kept: ['three'], chars: 5 },
   ])('is bounded by memoryMaxChars ($maxChars): oldest dropped first, the newest always kept', ({ maxChars, kept, chars }) => {
-    const events = [
-      started('t1', 'one', 1_010),
-      settled('t1', 1, message('t1', 'uno'), 1_011),
-      started('t2', 'two', 1_020),
-      settled('t2', 2, message('t2', 'dos'), 1_021),
-      started('t3', 'three', 1_030),
-    ];
-    const s = fold([opened, ...events], { ...LIMITS_SPEC, memoryMaxChars: maxChars })!;
+    const s = fold([opened, ...threeTurns], { ...LIMITS_SPEC, memoryMaxChars: maxChars })!;
     expect(windowToArray(s.context.memory).map((e) => e.text)).toEqual(kept);
     expect(s.context.memoryChars).toBe(chars);
   });
