@@ -1,6 +1,6 @@
 /** A read-only, JSON-ready picture of one session for the embedding API and the inspection route. */
 import { formatEventId } from '../protocol/index.js';
-import { isEnded, type SessionSnapshot } from '../machines/session.js';
+import { isEnded, pendingInOrder, type SessionSnapshot } from '../machines/session.js';
 import { newest, windowToArray } from '../machines/window.js';
 
 export interface SessionView {
@@ -34,9 +34,7 @@ export function sessionView(session: SessionSnapshot, readers: number): SessionV
     last_activity_at: context.lastActivityAt,
     ended_at: context.endedAt ?? null,
     end_reason: context.endReason ?? null,
-    pending_task_ids: Object.values(context.pending)
-      .sort((a, b) => a.context.order - b.context.order)
-      .map((task) => task.context.task_id),
+    pending_task_ids: pendingInOrder(session).map((task) => task.context.task_id),
     last_event_id:
       lastSpan === undefined ? null : formatEventId({ epoch: lastSpan.epoch, generation: backlog.generation, seq: backlog.lastSeq }),
     backlog: windowToArray(backlog.replies).map((r) => ({ id: r.id, task_id: r.task_id })),

@@ -4,7 +4,7 @@
  */
 import { LIMITS, REPLY_ERRORS, replyBytes, type IncomingEvent, type ReplyBody, type TerminalReply } from '../protocol/index.js';
 import type { EndReason, SessionEvent, SettleCause, TaskSettled } from './events.js';
-import { isEnded, type SessionSnapshot } from './session.js';
+import { isEnded, pendingInOrder, type SessionSnapshot } from './session.js';
 
 export type SessionCommand =
   /** `generation` is needed (and drawn by the caller) only when the session does not exist yet. */
@@ -58,9 +58,7 @@ function settle(
 /** Settles every pending task with a host-made errored reply, in task start order. */
 function settleAllPending(session: SessionSnapshot, code: 'interrupted' | 'session_ended', epoch: string, at: number): TaskSettled[] {
   const { session_id } = session.context;
-  // Not Object.keys order: integer-like task ids would come first.
-  const started = Object.values(session.context.pending).sort((a, b) => a.context.order - b.context.order);
-  return started.map(({ context: { task_id } }, i) =>
+  return pendingInOrder(session).map(({ context: { task_id } }, i) =>
     settle(session, session.context.backlog.lastSeq + 1 + i, task_id, hostError(session_id, task_id, code), code, epoch, at),
   );
 }

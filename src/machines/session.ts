@@ -175,6 +175,11 @@ export function evolveSession(snapshot: SessionSnapshot, event: Exclude<SessionE
   return session.next(snapshot, event)[0];
 }
 
+/** The session's pending tasks in the order they started (record keys like "10" would sort first). */
+export function pendingInOrder(session: SessionSnapshot): TaskSnapshot[] {
+  return Object.values(session.context.pending).sort((a, b) => a.context.order - b.context.order);
+}
+
 export function isEnded(session: SessionSnapshot): boolean {
   return session.value === 'ended';
 }
