@@ -39,7 +39,6 @@ export interface SubscriptionContext {
   readonly maxQueuedBytes: number;
   /** Frames not yet handed to the socket, oldest first. */
   readonly queue: readonly Frame[];
-  readonly queuedBytes: number;
   /** What the socket still held unsent when it last reported being full. */
   readonly socketBuffered: number;
   readonly lastWriteAt: number;
@@ -80,13 +79,21 @@ function enqueueAll(queue: readonly Frame[], frames: readonly Frame[]): readonly
   return frames.reduce<readonly Frame[]>(enqueue, queue);
 }
 
-function queuedBytes(queue: readonly Frame[]): number {
+/** Bytes waiting in a queue: derived, never stored, so it cannot drift from the queue. */
+export function queuedBytes(queue: readonly Frame[]): number {
   let n = 0;
   for (const f of queue) n += f.bytes;
   return n;
 }
 
 const flush = (queue: readonly Frame[]) => queue.map((f) => f.text).join('');
+
+/** Gives up on a reader: what is queued is dropped (it resumes from its cursor) and the socket destroyed. */
+const abandon = (reason: 'slow_reader' | 'host_closing') =>
+  [
+    assign<SubscriptionContext, SubscriptionEvent, undefined, SubscriptionEvent, never>({ closeReason: reason, queue: [] }),
+    { type: 'destroy', params: { reason } },
+  ] as const;
 
 export const subscriptionMachine = setup({
   types: {
@@ -116,14 +123,13 @@ export const subscriptionMachine = setup({
     keepaliveMs: input?.keepaliveMs ?? 0,
     maxQueuedBytes: input?.maxQueuedBytes ?? 0,
     queue: [],
-    queuedBytes: 0,
     socketBuffered: 0,
     lastWriteAt: input?.at ?? 0,
     closeReason: undefined,
   }),
   initial: 'opening',
   on: {
-    disconnected: { target: '.closed', actions: assign({ closeReason: 'client_gone', queue: [], queuedBytes: 0 }) },
+    disconnected: { target: '.closed', actions: assign({ closeReason: 'client_gone', queue: [] }) },
   },
   states: {
     opening: {
@@ -168,20 +174,17 @@ export const subscriptionMachine = setup({
               {
                 guard: 'overflows',
                 target: '#subscription.closed',
-                actions: [assign({ closeReason: 'slow_reader', queue: [], queuedBytes: 0 }), { type: 'destroy', params: { reason: 'slow_reader' } }],
+                actions: abandon('slow_reader'),
               },
               {
-                actions: assign(({ context, event }) => {
-                  const queue = enqueueAll(context.queue, event.frames);
-                  return { queue, queuedBytes: queuedBytes(queue) };
-                }),
+                actions: assign({ queue: ({ context, event }) => enqueueAll(context.queue, event.frames) }),
               },
             ],
             // A closing host cannot wait for a stalled reader to drain; the reader loses nothing, it resumes.
             close: {
               guard: 'hostClosing',
               target: '#subscription.closed',
-              actions: [assign({ closeReason: 'host_closing', queue: [], queuedBytes: 0 }), { type: 'destroy', params: { reason: 'host_closing' } }],
+              actions: abandon('host_closing'),
             },
             drained: [
               { guard: 'queueEmpty', target: 'flowing', actions: assign({ socketBuffered: 0 }) },
@@ -189,7 +192,7 @@ export const subscriptionMachine = setup({
                 target: 'flowing',
                 actions: [
                   { type: 'write', params: ({ context }) => ({ chunk: flush(context.queue) }) },
-                  assign({ queue: [], queuedBytes: 0, socketBuffered: 0, lastWriteAt: ({ event }) => event.at }),
+                  assign({ queue: [], socketBuffered: 0, lastWriteAt: ({ event }) => event.at }),
                 ],
               },
             ],
@@ -211,19 +214,16 @@ export const subscriptionMachine = setup({
     closing: {
       on: {
         frames: {
-          actions: assign(({ context, event }) => {
-            const queue = enqueueAll(context.queue, event.frames);
-            return { queue, queuedBytes: queuedBytes(queue) };
-          }),
+          actions: assign({ queue: ({ context, event }) => enqueueAll(context.queue, event.frames) }),
         },
         close: {
           guard: 'hostClosing',
           target: 'closed',
-          actions: [assign({ closeReason: 'host_closing', queue: [], queuedBytes: 0 }), { type: 'destroy', params: { reason: 'host_closing' } }],
+          actions: abandon('host_closing'),
         },
         drained: {
           target: 'closed',
-          actions: [{ type: 'write', params: ({ context }) => ({ chunk: flush(context.queue) }) }, { type: 'end' }, assign({ queue: [], queuedBytes: 0 })],
+          actions: [{ type: 'write', params: ({ context }) => ({ chunk: flush(context.queue) }) }, { type: 'end' }, assign({ queue: [] })],
         },
       },
     },

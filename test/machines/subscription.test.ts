@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import {
   enqueue,
+  queuedBytes,
   subscription,
   type Frame,
   type SubscriptionEvent,
@@ -50,7 +51,6 @@ describe('subscription: opening and replay', () => {
       keepaliveMs: KEEPALIVE,
       maxQueuedBytes: MAX_QUEUED,
       queue: [],
-      queuedBytes: 0,
       socketBuffered: 0,
       lastWriteAt: 7,
       closeReason: undefined,
@@ -165,7 +165,7 @@ describe('subscription: live.blocked queues, coalescing progress by task_id', ()
     expect(s.value).toEqual({ live: 'blocked' });
     expect(actions).toEqual([]);
     expect(queueOf(s)).toEqual(queue);
-    expect(s.context.queuedBytes).toBe(queue.length * 10);
+    expect(queuedBytes(s.context.queue)).toBe(queue.length * 10);
   });
 
   it('enqueue is pure', () => {
@@ -193,12 +193,12 @@ describe('subscription: slow reader overflow', () => {
     const [s] = run([frame(terminal('a', 60)), frame(terminal('b', 1))], blocked(40));
     expect(s.value).toBe('closed');
     expect(s.status).toBe('done');
-    expect([s.context.closeReason, s.context.queue, s.context.queuedBytes]).toEqual(['slow_reader', [], 0]);
+    expect([s.context.closeReason, s.context.queue, queuedBytes(s.context.queue)]).toEqual(['slow_reader', [], 0]);
   });
 
   it('coalesced progress is counted once', () => {
     const [s, actions] = run([frame(progress('a', 1)), frame(progress('a', 2)), frame(progress('a', 3))], blocked(90));
-    expect([s.value, actions, queueOf(s), s.context.queuedBytes]).toEqual([{ live: 'blocked' }, [], ['[p a3]'], 10]);
+    expect([s.value, actions, queueOf(s), queuedBytes(s.context.queue)]).toEqual([{ live: 'blocked' }, [], ['[p a3]'], 10]);
     expect(run([frame(progress('b', 1))], s)).toEqual([expect.objectContaining({ value: 'closed' }), [{ type: 'destroy', params: { reason: 'slow_reader' } }]]);
   });
 
@@ -218,7 +218,7 @@ describe('subscription: drained', () => {
     const [s, actions] = run([frame(terminal('a')), frame(progress('b', 1)), frame(terminal('c')), drained(2_500)], blocked(40));
     expect(s.value).toEqual({ live: 'flowing' });
     expect(actions).toEqual([{ type: 'write', params: { chunk: '[T a][p b1][T c]' } }]);
-    expect(s.context).toMatchObject({ queue: [], queuedBytes: 0, socketBuffered: 0, lastWriteAt: 2_500 });
+    expect(s.context).toMatchObject({ queue: [], socketBuffered: 0, lastWriteAt: 2_500 });
   });
 
   it('a flush that fills the socket again -> blocked', () => {
@@ -245,7 +245,7 @@ describe('subscription: close', () => {
     [s, actions] = run([drained()], s);
     expect(s.value).toBe('closed');
     expect(actions).toEqual([{ type: 'write', params: { chunk: '[T b][T a]' } }, { type: 'end' }]);
-    expect([s.context.queue, s.context.queuedBytes, s.context.closeReason]).toEqual([[], 0, 'session_ended']);
+    expect([s.context.queue, queuedBytes(s.context.queue), s.context.closeReason]).toEqual([[], 0, 'session_ended']);
   });
 
   // A stalled reader must not hold a closing host open: it is destroyed and resumes from its cursor later.
@@ -256,7 +256,7 @@ describe('subscription: close', () => {
   ])('$state + close(host_closing) -> destroy, closed, queue dropped', ({ from }) => {
     const [s, actions] = run([close('host_closing')], from());
     expect([s.value, s.status, actions]).toEqual(['closed', 'done', [{ type: 'destroy', params: { reason: 'host_closing' } }]]);
-    expect([s.context.queue, s.context.queuedBytes, s.context.closeReason]).toEqual([[], 0, 'host_closing']);
+    expect([s.context.queue, queuedBytes(s.context.queue), s.context.closeReason]).toEqual([[], 0, 'host_closing']);
   });
 });
 
@@ -269,7 +269,7 @@ describe('subscription: disconnected', () => {
   ])('$state + disconnected -> closed (client_gone), nothing written, queue dropped', ({ from }) => {
     const [s, actions] = run([disconnected()], from());
     expect([s.value, s.status, actions]).toEqual(['closed', 'done', []]);
-    expect([s.context.closeReason, s.context.queue, s.context.queuedBytes]).toEqual(['client_gone', [], 0]);
+    expect([s.context.closeReason, s.context.queue, queuedBytes(s.context.queue)]).toEqual(['client_gone', [], 0]);
   });
 
   it.each<{ name: string; event: SubscriptionEvent }>([
