@@ -7,7 +7,7 @@
 import type { FastifyBaseLogger, FastifyInstance } from 'fastify';
 import type { Agent } from '../engine/agent.js';
 import type { Clock, IdSource } from '../engine/clock.js';
-import { Engine, streamOf } from '../engine/engine.js';
+import { Engine, isUrgent, streamOf } from '../engine/engine.js';
 import type { SessionView } from '../engine/view.js';
 import type { DomainEvent } from '../machines/events.js';
 import type { SessionLimits } from '../machines/session.js';
@@ -73,6 +73,7 @@ export async function createAssistantHost(options: AssistantHostOptions): Promis
   const log = EventLog.open<DomainEvent>({
     path: options.db,
     streamOf,
+    urgent: isUrgent,
     ...(options.synchronous ? { synchronous: options.synchronous } : {}),
   });
   let engine: Engine;

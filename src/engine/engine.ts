@@ -82,6 +82,14 @@ export function streamOf(event: DomainEvent): string {
   return event.type === 'host.started' ? '' : event.session_id;
 }
 
+/**
+ * Whether someone waits on the event's commit (a 202, a terminal frame, an agent's send). Progress is
+ * live-only and nobody awaits it: it can wait for its batch, and usually shares the answer's.
+ */
+export function isUrgent(event: DomainEvent): boolean {
+  return event.type !== 'task.progressed';
+}
+
 export class Engine {
   readonly epoch: string;
   private readonly sessions = new Map<string, SessionSnapshot>();

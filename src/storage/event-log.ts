@@ -1,8 +1,13 @@
 /**
- * The append-only event log: one SQLite table, WAL, the only source of truth. Appends made during one
- * turn of the event loop commit together in one transaction (group commit) on `setImmediate`, which runs
- * right after the I/O callbacks of that turn: under load a batch holds many events, and a lone event
- * waits only for the current turn to end. Listeners see each batch after it is durable, never before.
+ * The append-only event log: one SQLite table, WAL, the only source of truth. Listeners see each batch
+ * after it is durable, never before.
+ *
+ * Group commit: appends join one batch, committed in one transaction. The batch commits at the end of
+ * the event-loop turn (`setImmediate`, right after that turn's I/O callbacks), so under load one
+ * commit carries many events. An urgent append (one a client waits on) commits sooner, as soon as the
+ * microtasks already queued have run, while the turn has made fewer than `EARLY_COMMITS_PER_TURN`
+ * early commits: a lone request, and its agent's immediate answer, pay for no wait at all, yet a busy
+ * turn still ends in one batch.
  *
  * Generic over the event type: storage knows rows, not lifecycles.
  */
@@ -13,6 +18,8 @@ import { dirname } from 'node:path';
 /** Our files say who they are (`PRAGMA application_id`, "ARLY") and which layout they have. */
 const APPLICATION_ID = 0x41524c59;
 export const SCHEMA_VERSION = 1;
+/** A request and its agent's immediate answer: the two commits a lone turn needs. */
+export const EARLY_COMMITS_PER_TURN = 2;
 
 export interface LogRecord {
   readonly type: string;
@@ -29,6 +36,8 @@ export interface EventLogOptions<E> {
   readonly path: string;
   /** Which aggregate an event belongs to ('' for none): the `stream` column, for reading one aggregate's history. */
   readonly streamOf: (event: E) => string;
+  /** Whether someone waits on the event's commit (default: every event); others wait for the turn's end. */
+  readonly urgent?: (event: E) => boolean;
   /**
    * `normal` (default): a commit survives a crash of this process (SIGKILL included); after a power loss
    * the last commits may be lost, never corrupted. `full`: fsync on every commit, surviving power loss.
@@ -45,10 +54,14 @@ export class EventLog<E extends LogRecord> {
   private readonly db: Database.Database;
   private readonly insert: Database.Statement<[string, string, number, string]>;
   private readonly streamOf: (event: E) => string;
+  private readonly urgent: (event: E) => boolean;
   private readonly commitBatch: (events: readonly E[]) => void;
   private batch: E[] = [];
   private batchDone: Promise<void> | undefined;
   private settleBatch: { resolve: () => void; reject: (error: unknown) => void } | undefined;
+  private turnEndScheduled = false;
+  private earlyCommitQueued = false;
+  private earlyCommits = 0;
   private readonly listeners: Array<(events: readonly E[]) => void> = [];
   private failure: unknown;
   private closed = false;
@@ -56,6 +69,7 @@ export class EventLog<E extends LogRecord> {
   private constructor(options: EventLogOptions<E>) {
     this.path = options.path;
     this.streamOf = options.streamOf;
+    this.urgent = options.urgent ?? (() => true);
     if (options.path !== ':memory:') mkdirSync(dirname(options.path), { recursive: true });
     this.db = new Database(options.path);
     try {
@@ -134,11 +148,20 @@ export class EventLog<E extends LogRecord> {
     if (this.failure !== undefined) return Promise.reject(this.failure);
     if (this.closed) return Promise.reject(new Error('the event log is closed'));
     this.batch.push(event);
-    if (this.batchDone === undefined) {
-      this.batchDone = new Promise<void>((resolve, reject) => {
-        this.settleBatch = { resolve, reject };
+    this.batchDone ??= new Promise<void>((resolve, reject) => {
+      this.settleBatch = { resolve, reject };
+    });
+    if (!this.turnEndScheduled) {
+      this.turnEndScheduled = true;
+      setImmediate(() => this.endTurn());
+    }
+    if (!this.earlyCommitQueued && this.earlyCommits < EARLY_COMMITS_PER_TURN && this.urgent(event)) {
+      this.earlyCommitQueued = true;
+      this.earlyCommits += 1;
+      queueMicrotask(() => {
+        this.earlyCommitQueued = false;
+        this.flush();
       });
-      setImmediate(() => this.flush());
     }
     return this.batchDone;
   }
@@ -153,7 +176,14 @@ export class EventLog<E extends LogRecord> {
     this.listeners.push(listener);
   }
 
+  private endTurn(): void {
+    this.turnEndScheduled = false;
+    this.earlyCommits = 0;
+    this.flush();
+  }
+
   private flush(): void {
+    if (this.batch.length === 0) return;
     const events = this.batch;
     const settle = this.settleBatch!;
     this.batch = [];

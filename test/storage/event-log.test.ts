@@ -1,6 +1,7 @@
 /**
  * The event log on real SQLite files: identity and schema checks on open, append-only enforcement,
- * group commit per event-loop turn, listener ordering, and durability across a SIGKILL.
+ * group commit per event-loop turn with early commits for urgent appends, listener ordering, and
+ * durability across a SIGKILL.
  */
 import Database from 'better-sqlite3';
 import { spawn } from 'node:child_process';
@@ -8,7 +9,7 @@ import { readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { EventLog, SCHEMA_VERSION, SchemaMismatchError, type LogRecord } from '../../src/storage/event-log.js';
+import { EARLY_COMMITS_PER_TURN, EventLog, SCHEMA_VERSION, SchemaMismatchError, type LogRecord } from '../../src/storage/event-log.js';
 import { tempDir } from '../support/host.js';
 import { countEvents } from '../support/log.js';
 
@@ -17,6 +18,7 @@ interface TestEvent extends LogRecord {
   readonly stream: string;
   readonly n: number;
   readonly big?: bigint;
+  readonly urgent?: boolean;
 }
 
 const event = (n: number): TestEvent => ({ type: 'test.appended', at: 1_700_000_000_000 + n, stream: `s${n % 3}`, n });
@@ -27,8 +29,9 @@ let dir: string;
 let path: string;
 const opened: Array<EventLog<TestEvent>> = [];
 
-function open(file = path): EventLog<TestEvent> {
-  const log = EventLog.open<TestEvent>({ path: file, streamOf: (e) => e.stream });
+/** Every event is urgent (the log's default) unless `urgent` says otherwise. */
+function open(file = path, urgent?: (e: TestEvent) => boolean): EventLog<TestEvent> {
+  const log = EventLog.open<TestEvent>({ path: file, streamOf: (e) => e.stream, ...(urgent ? { urgent } : {}) });
   opened.push(log);
   return log;
 }
@@ -110,7 +113,7 @@ describe('append-only', () => {
 
 describe('group commit', () => {
   it('commits every append of one event-loop turn in one batch, and resolves them together', async () => {
-    const log = open();
+    const log = open(path, () => false);
     const batches: number[][] = [];
     log.onCommit((events) => batches.push(events.map((e) => e.n)));
     const appends = [0, 1, 2].map((n) => log.append(event(n)));
@@ -134,13 +137,52 @@ describe('group commit', () => {
   });
 
   it('commits a lone append on the next setImmediate, not later', async () => {
-    const log = open();
+    const log = open(path, () => false);
     const appended = log.append(event(0));
     expect(countEvents(path)).toBe(0);
     // Queued after the log's own setImmediate, so it runs right after the commit.
     await nextTurn();
     expect(countEvents(path)).toBe(1);
     await appended;
+  });
+
+  it('commits an urgent append, with the batch so far, once the microtasks queued before it have run', async () => {
+    const log = open(path, (e) => e.urgent === true);
+    const batches: number[][] = [];
+    log.onCommit((events) => batches.push(events.map((e) => e.n)));
+    void log.append(event(0));
+    const urgent = log.append({ ...event(1), urgent: true });
+    // Appended in the same synchronous run: it still joins the urgent append's batch.
+    void log.append(event(2));
+    await Promise.resolve();
+    expect(batches).toEqual([[0, 1, 2]]);
+    expect(countEvents(path)).toBe(3);
+    // A later non-urgent append of the same turn waits for the turn's end.
+    const later = log.append(event(3));
+    await Promise.resolve();
+    expect(log.pending).toBe(1);
+    await Promise.all([urgent, later]);
+    expect(batches).toEqual([[0, 1, 2], [3]]);
+  });
+
+  it(`commits early at most ${EARLY_COMMITS_PER_TURN} times a turn; later urgent appends of the turn share its last batch`, async () => {
+    const log = open();
+    const batches: number[][] = [];
+    log.onCommit((events) => batches.push(events.map((e) => e.n)));
+    const appends: Array<Promise<void>> = [];
+    // One urgent append per microtask, as separate requests of one busy turn would make them.
+    for (let n = 0; n < EARLY_COMMITS_PER_TURN + 4; n++) {
+      appends.push(log.append(event(n)));
+      await Promise.resolve();
+    }
+    expect(batches.length).toBe(EARLY_COMMITS_PER_TURN);
+    await Promise.all(appends);
+    expect(batches).toEqual([...Array.from({ length: EARLY_COMMITS_PER_TURN }, (_, n) => [n]), [0, 1, 2, 3].map((i) => EARLY_COMMITS_PER_TURN + i)]);
+    // The next turn may commit early again.
+    await nextTurn();
+    void log.append(event(6));
+    await Promise.resolve();
+    expect(batches.at(-1)).toEqual([6]);
   });
 
   it('runs onCommit listeners, in registration order, before the append promise resolves', async () => {

@@ -20,7 +20,13 @@ function streamTransport(reply: FastifyReply): SubscriberTransport {
     'x-accel-buffering': 'no',
   });
   return {
-    write: (chunk) => res.write(chunk),
+    write: (chunk) => {
+      const ok = res.write(chunk);
+      // http corks the socket on a write and uncorks it on the next tick, to merge small writes. A
+      // committed batch is already one write: send it now, not after every microtask queued behind it.
+      res.socket?.uncork();
+      return ok;
+    },
     get buffered() {
       return res.writableLength;
     },
