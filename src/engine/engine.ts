@@ -135,7 +135,7 @@ export class Engine {
     await engine.append([{ type: 'host.started', epoch: engine.epoch, at: engine.clock.now() }]);
     for (const [session_id, session] of engine.sessions) {
       if (isEnded(session)) continue;
-      if (Object.keys(session.context.pending).length > 0) {
+      if (session.context.pending.size > 0) {
         await engine.run({ type: 'interrupt', session_id, epoch: engine.epoch, at: engine.clock.now() });
       }
       engine.idle.touch(session_id, session.context.lastActivityAt + engine.idleTtlMs);
@@ -385,7 +385,7 @@ export class Engine {
   /** A run that ends with its task still pending settles it `agent_error`: no task is left pending forever. */
   private finishRun(turn: Turn): void {
     const session = this.sessions.get(turn.session_id);
-    if (this.closing || session === undefined || session.context.pending[turn.task_id] === undefined) return;
+    if (this.closing || session === undefined || !session.context.pending.has(turn.task_id)) return;
     void this.run({ type: 'fail', session_id: turn.session_id, task_id: turn.task_id, cause: 'agent_error', epoch: this.epoch, at: this.clock.now() }).catch(() => {});
   }
 

@@ -103,7 +103,7 @@ export function decide(command: SessionCommand, session: SessionSnapshot | undef
       });
       if (session === undefined) return dropped('task_unknown');
       if (isEnded(session)) return dropped('session_ended');
-      if (session.context.pending[task_id] === undefined) {
+      if (!session.context.pending.has(task_id)) {
         return dropped(ctx.taskKnown(task_id) ? 'task_settled' : 'task_unknown');
       }
       const seq = session.context.backlog.lastSeq + 1;

@@ -43,10 +43,11 @@ export interface SessionContext {
   /** Last logged activity; the idle deadline is this plus the host's idle TTL. */
   readonly lastActivityAt: number;
   readonly backlog: Backlog;
-  /** Tasks not yet settled, by task_id. Settled tasks leave; their replies live in the backlog. */
-  readonly pending: Readonly<Record<string, TaskSnapshot>>;
-  /** Tasks ever started here; the next task's `order`. */
-  readonly tasksStarted: number;
+  /**
+   * Tasks not yet settled, by task_id, in the order they started. Settled tasks leave; their replies
+   * live in the backlog. A Map, not a record: task ids are arbitrary keys, not fields of a shape.
+   */
+  readonly pending: ReadonlyMap<string, TaskSnapshot>;
   /** The latest `system_prelude` sent on this session: standing context for every later turn. */
   readonly prelude: string | undefined;
   readonly memory: Window<MemoryEntry>;
@@ -76,8 +77,7 @@ function remember(context: SessionContext, entry: MemoryEntry): Pick<SessionCont
 
 function started(context: SessionContext, event: TaskStarted): Partial<SessionContext> {
   return {
-    pending: { ...context.pending, [event.task_id]: pendingTask({ task_id: event.task_id, at: event.at, order: context.tasksStarted }) },
-    tasksStarted: context.tasksStarted + 1,
+    pending: new Map(context.pending).set(event.task_id, pendingTask({ task_id: event.task_id, at: event.at })),
     prelude: event.system_prelude ?? context.prelude,
     ...remember(context, { role: 'user', task_id: event.task_id, text: event.text, at: event.at }),
     lastActivityAt: event.at,
@@ -90,7 +90,8 @@ function progressed(event: TaskProgressed): Partial<SessionContext> {
 }
 
 function settled(context: SessionContext, event: TaskSettled): Partial<SessionContext> {
-  const { [event.task_id]: _settled, ...pending } = context.pending;
+  const pending = new Map(context.pending);
+  pending.delete(event.task_id);
   const reply = { seq: event.seq, id: `${event.epoch}:${context.backlog.generation}:${event.seq}`, task_id: event.task_id, data: event.data, bytes: replyBytes(event.data) };
   return {
     pending,
@@ -108,8 +109,7 @@ function initialContext(opened: SessionOpened, limits: SessionLimits): SessionCo
     openedAt: opened.at,
     lastActivityAt: opened.at,
     backlog: emptyBacklog(opened.generation),
-    pending: {},
-    tasksStarted: 0,
+    pending: new Map(),
     prelude: undefined,
     memory: emptyWindow(),
     memoryChars: 0,
@@ -175,9 +175,9 @@ export function evolveSession(snapshot: SessionSnapshot, event: Exclude<SessionE
   return session.next(snapshot, event)[0];
 }
 
-/** The session's pending tasks in the order they started (record keys like "10" would sort first). */
+/** The session's pending tasks in the order they started. */
 export function pendingInOrder(session: SessionSnapshot): TaskSnapshot[] {
-  return Object.values(session.context.pending).sort((a, b) => a.context.order - b.context.order);
+  return [...session.context.pending.values()];
 }
 
 export function isEnded(session: SessionSnapshot): boolean {

@@ -15,8 +15,6 @@ import type { TerminalReply } from '../protocol/index.js';
 export interface TaskContext {
   readonly task_id: string;
   readonly startedAt: number;
-  /** Position among the session's tasks: record keys like "10" do not keep insertion order. */
-  readonly order: number;
   readonly settledAt?: number;
   readonly reply?: TerminalReply;
 }
@@ -30,11 +28,10 @@ export type TaskMachineEvent =
 export interface TaskInput {
   readonly task_id: string;
   readonly at: number;
-  readonly order: number;
 }
 
 function initialContext(input: TaskInput | undefined): TaskContext {
-  return { task_id: input?.task_id ?? '', startedAt: input?.at ?? 0, order: input?.order ?? 0 };
+  return { task_id: input?.task_id ?? '', startedAt: input?.at ?? 0 };
 }
 
 export const taskMachine = setup({

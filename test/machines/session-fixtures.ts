@@ -46,7 +46,7 @@ export class Harness {
   }
 
   get pendingIds(): string[] {
-    return Object.keys(this.context.pending);
+    return [...this.context.pending.keys()];
   }
 
   get backlogIds(): string[] {

@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import type { TerminalReply } from '../../src/protocol/index.js';
 import { emptyBacklog } from '../../src/machines/backlog.js';
 import type { SessionEvent, SessionOpened, TaskSettled } from '../../src/machines/events.js';
-import { evolveSession, isEnded, openSession, type SessionLimits } from '../../src/machines/session.js';
+import { evolveSession, isEnded, openSession, pendingInOrder, type SessionLimits } from '../../src/machines/session.js';
 import { emptyWindow, windowToArray } from '../../src/machines/window.js';
 import { LIMITS_SPEC, fold } from './session-fixtures.js';
 
@@ -43,7 +43,7 @@ function summary(events: readonly SessionEvent[], limits: SessionLimits = LIMITS
   const s = fold([opened, ...events], limits)!;
   return {
     value: s.value,
-    pending: Object.keys(s.context.pending),
+    pending: [...s.context.pending.keys()],
     lastActivityAt: s.context.lastActivityAt,
     backlog: windowToArray(s.context.backlog.replies).map((r) => r.id),
   };
@@ -59,8 +59,7 @@ describe('openSession', () => {
       openedAt: 1_000,
       lastActivityAt: 1_000,
       backlog: emptyBacklog('g1'),
-      pending: {},
-      tasksStarted: 0,
+      pending: new Map(),
       prelude: undefined,
       memory: emptyWindow(),
       memoryChars: 0,
@@ -113,19 +112,15 @@ describe('evolveSession: the session table', () => {
     expect(summary(events)).toEqual(expected);
   });
 
-  it('task.started numbers tasks in start order, settled ones included', () => {
-    const s = fold([opened, started('b', 'x', 1_010), settled('b', 1, message('b', 'y'), 1_011), started('10', 'x', 1_020), started('2', 'x', 1_030)])!;
-    expect(s.context.tasksStarted).toBe(3);
-    expect(Object.values(s.context.pending).map((t) => [t.context.task_id, t.context.order])).toEqual([
-      ['2', 2],
-      ['10', 1],
-    ]);
+  it('keeps pending tasks in start order, whatever their ids (a record would put "10" before "b")', () => {
+    const s = fold([opened, started('b', 'x', 1_010), started('10', 'x', 1_020), started('2', 'x', 1_030), settled('10', 1, message('10', 'y'), 1_031)])!;
+    expect(pendingInOrder(s).map((t) => t.context.task_id)).toEqual(['b', '2']);
   });
 
   it('task.progressed keeps the task pending', () => {
     const s = fold([opened, started('t1', 'hi', 1_010), progressed('t1', 1_015)])!;
-    expect(s.context.pending['t1']!.value).toBe('pending');
-    expect(s.context.pending['t1']!.context).toStrictEqual({ task_id: 't1', startedAt: 1_010, order: 0 });
+    expect(s.context.pending.get('t1')!.value).toBe('pending');
+    expect(s.context.pending.get('t1')!.context).toStrictEqual({ task_id: 't1', startedAt: 1_010 });
   });
 
   it('task.settled retains the reply with its id, its data and its UTF-8 size', () => {

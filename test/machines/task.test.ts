@@ -10,31 +10,31 @@ const answer: TerminalReply = { session_id: 's1', task_id: 't1', status: 'messag
 const otherAnswer: TerminalReply = { session_id: 's1', task_id: 't1', status: 'completed' };
 
 function started() {
-  return task.initial({ task_id: 't1', at: 100, order: 2 })[0];
+  return task.initial({ task_id: 't1', at: 100 })[0];
 }
 
 describe('task (3.1): a user message starts a pending task', () => {
   it('(none) + user message -> pending', () => {
-    const [snapshot, actions] = task.initial({ task_id: 't1', at: 100, order: 2 });
+    const [snapshot, actions] = task.initial({ task_id: 't1', at: 100 });
     expect(snapshot.value).toBe('pending');
-    expect(snapshot.context).toStrictEqual({ task_id: 't1', startedAt: 100, order: 2 });
+    expect(snapshot.context).toStrictEqual({ task_id: 't1', startedAt: 100 });
     expect(actions).toEqual([]);
   });
 });
 
 describe('task (3.1): the table', () => {
   it.each<{ event: TaskMachineEvent; value: unknown; context: object }>([
-    { event: { type: 'reply.progress', at: 110 }, value: 'pending', context: { task_id: 't1', startedAt: 100, order: 2 } },
-    { event: { type: 'resync.unlisted', at: 110 }, value: 'pending', context: { task_id: 't1', startedAt: 100, order: 2 } },
+    { event: { type: 'reply.progress', at: 110 }, value: 'pending', context: { task_id: 't1', startedAt: 100 } },
+    { event: { type: 'resync.unlisted', at: 110 }, value: 'pending', context: { task_id: 't1', startedAt: 100 } },
     {
       event: { type: 'reply.terminal', reply: answer, at: 120 },
       value: { settled: 'answered' },
-      context: { task_id: 't1', startedAt: 100, order: 2, settledAt: 120, reply: answer },
+      context: { task_id: 't1', startedAt: 100, settledAt: 120, reply: answer },
     },
     {
       event: { type: 'resync.missed', at: 130 },
       value: { settled: 'failed' },
-      context: { task_id: 't1', startedAt: 100, order: 2, settledAt: 130 },
+      context: { task_id: 't1', startedAt: 100, settledAt: 130 },
     },
   ])('pending + $event.type -> $value', ({ event, value, context }) => {
     const [next, actions] = task.next(started(), event);
@@ -58,7 +58,7 @@ describe('task (3.1): the table', () => {
     let s = started();
     for (let at = 101; at <= 105; at += 1) [s] = task.next(s, { type: 'reply.progress', at });
     expect(s.value).toBe('pending');
-    expect(s.context).toStrictEqual({ task_id: 't1', startedAt: 100, order: 2 });
+    expect(s.context).toStrictEqual({ task_id: 't1', startedAt: 100 });
   });
 });
 
@@ -76,21 +76,21 @@ describe('task (3.1): a settled task ignores further events', () => {
   it.each(later)('settled.answered + $type -> settled.answered, first reply kept', (event) => {
     const [next, actions] = task.next(answered, event);
     expect(next.value).toEqual({ settled: 'answered' });
-    expect(next.context).toStrictEqual({ task_id: 't1', startedAt: 100, order: 2, settledAt: 120, reply: answer });
+    expect(next.context).toStrictEqual({ task_id: 't1', startedAt: 100, settledAt: 120, reply: answer });
     expect(actions).toEqual([]);
   });
 
   it.each(later)('settled.failed + $type -> settled.failed', (event) => {
     const [next, actions] = task.next(failed, event);
     expect(next.value).toEqual({ settled: 'failed' });
-    expect(next.context).toStrictEqual({ task_id: 't1', startedAt: 100, order: 2, settledAt: 130 });
+    expect(next.context).toStrictEqual({ task_id: 't1', startedAt: 100, settledAt: 130 });
     expect(actions).toEqual([]);
   });
 });
 
 describe('pendingTask', () => {
   it("is the machine's own initial snapshot, resolved without running the initial transition", () => {
-    const input = { task_id: 't-7', at: 1_234, order: 7 };
+    const input = { task_id: 't-7', at: 1_234 };
     const [initial, actions] = initialTransition(taskMachine, input);
     const resolved = pendingTask(input);
     expect(actions).toEqual([]);
