@@ -21,7 +21,7 @@ import {
 import { commandSession, decide, type Outcome, type SessionCommand } from '../machines/decide.js';
 import type { DomainEvent, EndReason, SessionEvent, TaskStarted } from '../machines/events.js';
 import { resume } from '../machines/backlog.js';
-import { evolveSession, isEnded, openSession, type SessionLimits, type SessionSnapshot } from '../machines/session.js';
+import { evolveSession, isEnded, openSession, type MemoryEntry, type SessionLimits, type SessionSnapshot } from '../machines/session.js';
 import type { Frame } from '../machines/subscription.js';
 import { windowToArray } from '../machines/window.js';
 import type { EventLog } from '../storage/event-log.js';
@@ -358,16 +358,24 @@ export class Engine {
       // Every pending task of the session may listen to it: many at once is normal, not a leak.
       setMaxListeners(0, controller.signal);
     }
-    const memory = windowToArray(session.context.memory);
-    // This task's own entry is nearly always the newest user entry: look from the end.
-    const cut = memory.findLastIndex((entry) => entry.role === 'user' && entry.task_id === event.task_id);
-    const earlier = cut < 0 ? memory : memory.slice(0, cut);
+    const window = session.context.memory;
+    let memory: readonly MemoryEntry[] | undefined;
     const turn: Turn = {
       session_id: event.session_id,
       task_id: event.task_id,
       text: event.text,
       system_prelude: session.context.prelude,
-      memory: earlier,
+      // Built on first read, from this fold's window (later pushes never change it): it copies up to
+      // the memory bound, and many agents never look.
+      get memory() {
+        if (memory === undefined) {
+          const entries = windowToArray(window);
+          // This task's own entry is nearly always the newest user entry: look from the end.
+          const cut = entries.findLastIndex((entry) => entry.role === 'user' && entry.task_id === event.task_id);
+          memory = cut < 0 ? entries : entries.slice(0, cut);
+        }
+        return memory;
+      },
       insights: event.session_id.startsWith(INSIGHTS_PREFIX),
     };
     const sink = this.sink(turn, controller.signal);
