@@ -74,7 +74,6 @@ export async function createAssistantHost(options: AssistantHostOptions): Promis
     path: options.db,
     streamOf,
     urgent: isUrgent,
-    onCheckpointError: (message) => options.logger?.warn({ error: message }, 'WAL checkpoint failed; will retry'),
     ...(options.synchronous ? { synchronous: options.synchronous } : {}),
   });
   let engine: Engine;

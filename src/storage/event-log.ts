@@ -14,7 +14,6 @@
 import Database from 'better-sqlite3';
 import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
-import { Checkpointer } from './checkpointer.js';
 
 /** Our files say who they are (`PRAGMA application_id`, "ARLY") and which layout they have. */
 const APPLICATION_ID = 0x41524c59;
@@ -44,10 +43,6 @@ export interface EventLogOptions<E> {
    * the last commits may be lost, never corrupted. `full`: fsync on every commit, surviving power loss.
    */
   readonly synchronous?: 'normal' | 'full';
-  /** Pages committed between two WAL checkpoints (default SQLite's 1,000). */
-  readonly checkpointEveryPages?: number;
-  /** A WAL checkpoint failed. Nothing is lost (the WAL keeps it all) and the next one retries, but the WAL grows. */
-  readonly onCheckpointError?: (message: string) => void;
 }
 
 export class SchemaMismatchError extends Error {
@@ -60,10 +55,7 @@ export class EventLog<E extends LogRecord> {
   private readonly insert: Database.Statement<[string, string, number, string]>;
   private readonly streamOf: (event: E) => string;
   private readonly urgent: (event: E) => boolean;
-  /** Commits a batch; returns the bytes of event data it wrote. */
-  private readonly commitBatch: (events: readonly E[]) => number;
-  private readonly checkpointer: Checkpointer | undefined;
-  private readonly pageSize: number;
+  private readonly commitBatch: (events: readonly E[]) => void;
   private batch: E[] = [];
   private batchDone: Promise<void> | undefined;
   private settleBatch: { resolve: () => void; reject: (error: unknown) => void } | undefined;
@@ -82,28 +74,15 @@ export class EventLog<E extends LogRecord> {
     this.db = new Database(options.path);
     try {
       this.db.pragma('journal_mode = WAL');
-      const synchronous = options.synchronous === 'full' ? 'FULL' : 'NORMAL';
-      this.db.pragma(`synchronous = ${synchronous}`);
+      this.db.pragma(`synchronous = ${options.synchronous === 'full' ? 'FULL' : 'NORMAL'}`);
       this.prepareSchema();
-      if (options.path !== ':memory:') {
-        // Checkpoints happen on a worker thread (see checkpointer.ts), never inside one of our commits.
-        this.db.pragma('wal_autocheckpoint = 0');
-        this.checkpointer = new Checkpointer(options.path, synchronous, options.checkpointEveryPages, options.onCheckpointError);
-      }
     } catch (error) {
       this.db.close();
       throw error;
     }
     this.insert = this.db.prepare('INSERT INTO events (stream, type, at, data) VALUES (?, ?, ?, ?)');
-    this.pageSize = this.db.pragma('page_size', { simple: true }) as number;
     this.commitBatch = this.db.transaction((events: readonly E[]) => {
-      let bytes = 0;
-      for (const e of events) {
-        const data = JSON.stringify(e);
-        bytes += data.length;
-        this.insert.run(this.streamOf(e), e.type, e.at, data);
-      }
-      return bytes;
+      for (const e of events) this.insert.run(this.streamOf(e), e.type, e.at, JSON.stringify(e));
     });
   }
 
@@ -210,16 +189,14 @@ export class EventLog<E extends LogRecord> {
     this.batch = [];
     this.batchDone = undefined;
     this.settleBatch = undefined;
-    let bytes: number;
     try {
-      bytes = this.commitBatch(events);
+      this.commitBatch(events);
     } catch (error) {
       // Memory already folded these events; the only consistent way on is a restart from the log.
       this.failure = error;
       settle.reject(error);
       return;
     }
-    this.checkpointer?.committed(1 + Math.floor(bytes / this.pageSize));
     try {
       for (const listener of this.listeners) listener(events);
     } finally {
@@ -232,8 +209,6 @@ export class EventLog<E extends LogRecord> {
     if (this.closed) return;
     await this.settled().catch(() => {});
     this.closed = true;
-    // The writer closes last, so its close checkpoints what is left and removes the WAL.
-    await this.checkpointer?.close();
     this.db.close();
   }
 }

@@ -5,7 +5,7 @@
  */
 import Database from 'better-sqlite3';
 import { spawn } from 'node:child_process';
-import { existsSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
@@ -19,7 +19,6 @@ interface TestEvent extends LogRecord {
   readonly n: number;
   readonly big?: bigint;
   readonly urgent?: boolean;
-  readonly pad?: string;
 }
 
 const event = (n: number): TestEvent => ({ type: 'test.appended', at: 1_700_000_000_000 + n, stream: `s${n % 3}`, n });
@@ -31,13 +30,8 @@ let path: string;
 const opened: Array<EventLog<TestEvent>> = [];
 
 /** Every event is urgent (the log's default) unless `urgent` says otherwise. */
-function open(file = path, urgent?: (e: TestEvent) => boolean, checkpointEveryPages?: number): EventLog<TestEvent> {
-  const log = EventLog.open<TestEvent>({
-    path: file,
-    streamOf: (e) => e.stream,
-    ...(urgent ? { urgent } : {}),
-    ...(checkpointEveryPages ? { checkpointEveryPages } : {}),
-  });
+function open(file = path, urgent?: (e: TestEvent) => boolean): EventLog<TestEvent> {
+  const log = EventLog.open<TestEvent>({ path: file, streamOf: (e) => e.stream, ...(urgent ? { urgent } : {}) });
   opened.push(log);
   return log;
 }
@@ -214,35 +208,6 @@ describe('group commit', () => {
     expect(batches).toEqual([]);
     expect(countEvents(path)).toBe(1);
     await expect(log.append(event(4))).rejects.toThrow(/BigInt/);
-  });
-});
-
-describe('WAL checkpoints', () => {
-  /** Commits `batches` batches of about two pages of event data each. */
-  async function fill(log: EventLog<TestEvent>, batches: number): Promise<void> {
-    for (let n = 0; n < batches; n++) await log.append({ ...event(n), pad: 'x'.repeat(8_000) });
-  }
-
-  it("never run inside a commit: past SQLite's own 1,000-page threshold, the database file has not grown", async () => {
-    const log = open(path, undefined, 1_000_000);
-    const before = statSync(path).size;
-    await fill(log, 600);
-    expect(statSync(`${path}-wal`).size).toBeGreaterThan(1_000 * 4_096);
-    expect(statSync(path).size).toBe(before);
-  });
-
-  it('copy the WAL into the database on a worker thread, every checkpointEveryPages pages', async () => {
-    const log = open(path, undefined, 20);
-    const before = statSync(path).size;
-    await fill(log, 30);
-    for (let i = 0; i < 200 && statSync(path).size === before; i++) await new Promise((resolve) => setTimeout(resolve, 10));
-    expect(statSync(path).size).toBeGreaterThan(before);
-    await fill(log, 5);
-    expect(countEvents(path)).toBe(35);
-    await log.close();
-    // The writer closed last: everything is in the database and the WAL is gone.
-    expect(existsSync(`${path}-wal`)).toBe(false);
-    expect(countEvents(path)).toBe(35);
   });
 });
 
