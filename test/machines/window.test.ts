@@ -19,6 +19,11 @@ function read<T>(w: Window<T>) {
   return { items: windowToArray(w), size: windowSize(w), oldest: oldest(w), newest: newest(w), iterated: [...iterate(w)] };
 }
 
+/** What `read` gives for a window holding exactly `items`, oldest first. */
+function holding<T>(items: readonly T[]) {
+  return { items, size: items.length, oldest: items[0], newest: items.at(-1), iterated: items };
+}
+
 describe('window: push keeps the newest `max` items', () => {
   it.each([
     { pushed: [], max: 3, expected: [] },
@@ -29,13 +34,7 @@ describe('window: push keeps the newest `max` items', () => {
     { pushed: ['a', 'b', 'c'], max: 1, expected: ['c'] },
   ])('push $pushed with max $max reads $expected', ({ pushed, max, expected }) => {
     const w = pushAll(emptyWindow<string>(), pushed, max);
-    expect(read(w)).toEqual({
-      items: expected,
-      size: expected.length,
-      oldest: expected[0],
-      newest: expected[expected.length - 1],
-      iterated: expected,
-    });
+    expect(read(w)).toEqual(holding(expected));
   });
 });
 
@@ -50,13 +49,7 @@ describe('window: dropOldest', () => {
     { n: 9, expected: [] },
   ])('dropOldest($n) of [a b c d] reads $expected', ({ n, expected }) => {
     const w = dropOldest(abcd, n);
-    expect(read(w)).toEqual({
-      items: expected,
-      size: expected.length,
-      oldest: expected[0],
-      newest: expected[expected.length - 1],
-      iterated: expected,
-    });
+    expect(read(w)).toEqual(holding(expected));
     expect(windowToArray(abcd)).toEqual(['a', 'b', 'c', 'd']);
   });
 
@@ -142,13 +135,7 @@ describe('window: the shared empty window', () => {
   });
 
   it('dropOldest on the empty window is still empty', () => {
-    expect(read(dropOldest(emptyWindow<string>(), 3))).toEqual({
-      items: [],
-      size: 0,
-      oldest: undefined,
-      newest: undefined,
-      iterated: [],
-    });
+    expect(read(dropOldest(emptyWindow<string>(), 3))).toEqual(holding([]));
   });
 });
 
