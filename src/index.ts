@@ -3,7 +3,7 @@ export { createAssistantHost, type AssistantHost, type AssistantHostOptions, typ
 export { echoAgent, scriptAgent, BUILTIN_AGENTS, type BuiltinAgentName } from './adapters/agents/index.js';
 export type { Agent, ReplySink, Turn, MemoryEntry } from './engine/agent.js';
 export type { Clock, IdSource } from './engine/clock.js';
-export type { SessionView } from './engine/view.js';
+export type { ConversationView, DeliveryStats, SessionView, TaskSessionView } from './engine/view.js';
 export type { DomainEvent, DomainEventType, EndReason, SettleCause } from './machines/events.js';
 export type { SessionLimits } from './machines/session.js';
 export { SchemaMismatchError } from './storage/event-log.js';

@@ -1,15 +1,19 @@
 /**
- * The embedding API: an assistant host process gets a running Form A relay in a few lines.
+ * The embedding API: an assistant host process gets a running relay in a few lines.
  *
  *   const host = await createAssistantHost({ db: './data/relay.db', token, agent });
  *   const url = await host.listen({ port: 8787 });
  */
 import type { FastifyBaseLogger, FastifyInstance } from 'fastify';
 import type { Agent } from '../engine/agent.js';
+import type { CallbackTransport } from '../engine/callback.js';
 import type { Clock, IdSource } from '../engine/clock.js';
 import { Engine, isUrgent, streamOf } from '../engine/engine.js';
-import type { SessionView } from '../engine/view.js';
-import type { DomainEvent } from '../machines/events.js';
+import type { DeliveryStats, SessionView } from '../engine/view.js';
+import type { Outcome } from '../machines/decide.js';
+import type { DomainEvent, Form } from '../machines/events.js';
+import { CallbackPolicy, type Resolver } from './callback/policy.js';
+import { httpCallbackTransport } from './callback/transport.js';
 import type { SessionLimits } from '../machines/session.js';
 import { EventLog } from '../storage/event-log.js';
 import { BUILTIN_AGENTS, type BuiltinAgentName } from './agents/index.js';
@@ -22,6 +26,16 @@ export interface AssistantHostOptions {
   readonly token: string;
   /** Your agent, or the name of a built-in one. */
   readonly agent: Agent | BuiltinAgentName;
+  /** The form new sessions take: A (tasks, a reply stream; the default) or B (a conversation over callbacks). */
+  readonly form?: Form;
+  /** Callback origins allowed besides loopback, e.g. `https://desktop.example.com`. */
+  readonly callbackAllowlist?: readonly string[];
+  /** How callback host names are resolved (default: the system resolver). For tests and custom DNS. */
+  readonly resolve?: Resolver;
+  /** Each callback attempt's timeout. Default 5 s (Part 8). */
+  readonly callbackTimeoutMs?: number;
+  /** Replaces the HTTP callback transport entirely (its URL checks included): for a host with its own egress. */
+  readonly callbackTransport?: CallbackTransport;
   /** `normal` (default) survives a process crash; `full` also a power loss, at an fsync per commit. */
   readonly synchronous?: 'normal' | 'full';
   /** End a session after this long without activity. Default 24 h. */
@@ -58,8 +72,15 @@ export interface AssistantHost {
   listen(options?: ListenOptions): Promise<string>;
   /** Ends a session: pending tasks settle `errored`/`session_ended`; its streams close; later messages are ignored. */
   endSession(sessionId: string): Promise<boolean>;
+  /**
+   * Adds a message of the agent's own to a Form B conversation, posted to `{callback}/tasks/{a fresh UUID}`.
+   * Resolves `queued` once it is in the outbox, or `dropped` for a Form A or ended session.
+   */
+  message(sessionId: string, text: string, options?: { readonly message_id?: string }): Promise<Outcome>;
   /** What the host knows of a session, or undefined if it never saw it. */
   session(sessionId: string): SessionView | undefined;
+  /** Callback deliveries of all sessions: queued, succeeded, abandoned. */
+  deliveryStats(): DeliveryStats;
   sessionIds(): string[];
   /** Every event as it is committed to the log. Returns an unsubscribe function. */
   onEvent(listener: (event: DomainEvent) => void): () => void;
@@ -77,9 +98,20 @@ export async function createAssistantHost(options: AssistantHostOptions): Promis
     ...(options.synchronous ? { synchronous: options.synchronous } : {}),
   });
   let engine: Engine;
+  let callbacks: CallbackPolicy;
   try {
+    callbacks = new CallbackPolicy({ allowlist: options.callbackAllowlist ?? [], ...(options.resolve ? { resolve: options.resolve } : {}) });
+    const transport =
+      options.callbackTransport ??
+      httpCallbackTransport({
+        policy: callbacks,
+        ...(options.callbackTimeoutMs !== undefined ? { timeoutMs: options.callbackTimeoutMs } : {}),
+        ...(options.clock ? { clock: options.clock } : {}),
+      });
     engine = await Engine.start(log, {
       agent,
+      transport,
+      ...(options.form ? { form: options.form } : {}),
       ...(options.clock ? { clock: options.clock } : {}),
       ...(options.ids ? { ids: options.ids } : {}),
       ...(options.sessionIdleTtlMs !== undefined ? { sessionIdleTtlMs: options.sessionIdleTtlMs } : {}),
@@ -88,14 +120,18 @@ export async function createAssistantHost(options: AssistantHostOptions): Promis
       ...(options.readerMaxQueuedBytes !== undefined ? { readerMaxQueuedBytes: options.readerMaxQueuedBytes } : {}),
       ...(options.limits ? { limits: options.limits } : {}),
       ...(options.onFatal ? { onFatal: options.onFatal } : {}),
-      onAgentError: (error, turn) => options.logger?.error({ err: error, session_id: turn.session_id, task_id: turn.task_id }, 'agent failed'),
-      onListenerError: (error) => options.logger?.error({ err: error }, 'an onEvent listener threw'),
+      onAgentError: (error, turn) => { options.logger?.error({ err: error, session_id: turn.session_id, task_id: turn.task_id }, 'agent failed'); },
+      onListenerError: (error) => { options.logger?.error({ err: error }, 'an onEvent listener threw'); },
+      onDeliveryAbandoned: (event) => {
+        const { session_id, n, attempts, reason, outcome } = event;
+        options.logger?.warn({ session_id, delivery: n, attempts, reason, outcome }, 'callback delivery abandoned');
+      },
     });
   } catch (error) {
     await log.close();
     throw error;
   }
-  const server = await buildServer(engine, { token: options.token, ...(options.logger ? { logger: options.logger } : {}) });
+  const server = await buildServer(engine, { token: options.token, callbacks, ...(options.logger ? { logger: options.logger } : {}) });
   let closed: Promise<void> | undefined;
   return {
     epoch: engine.epoch,
@@ -104,7 +140,9 @@ export async function createAssistantHost(options: AssistantHostOptions): Promis
       return server.listen({ host: listen.host ?? '127.0.0.1', port: listen.port ?? 0 });
     },
     endSession: (sessionId) => engine.endSession(sessionId),
+    message: (sessionId, text, messageOptions) => engine.message(sessionId, text, messageOptions),
     session: (sessionId) => engine.session(sessionId),
+    deliveryStats: () => engine.deliveryStats(),
     sessionIds: () => engine.sessionIds(),
     onEvent: (listener) => engine.subscribeEvents(listener),
     close() {

@@ -1,16 +1,30 @@
 /**
- * The session decider: `decide(command, state) → events`. Pure: the caller brings time, fresh ids and the
- * epoch as data, and folds the returned events through `evolveSession` before acting on them.
+ * The session decider (Form A): `decide(command, state) → events`. Pure: the caller brings time, fresh
+ * ids and the epoch as data, and folds the returned events through `evolveSession` before acting on
+ * them. The commands are shared with the Form B decider (conversation-decide.ts).
  */
-import { LIMITS, REPLY_ERRORS, replyBytes, type IncomingEvent, type ReplyBody, type TerminalReply } from '../protocol/index.js';
+import {
+  LIMITS,
+  REPLY_ERRORS,
+  callbackBody,
+  isInsightsSession,
+  replyBytes,
+  type IncomingEvent,
+  type ReplyBody,
+  type TerminalReply,
+} from '../protocol/index.js';
 import type { EndReason, SessionEvent, SettleCause, TaskSettled } from './events.js';
+import { asInsight } from './insights.js';
 import { isEnded, pendingInOrder, type SessionSnapshot } from './session.js';
+import type { TaskContext } from './task.js';
 
 export type SessionCommand =
   /** `generation` is needed (and drawn by the caller) only when the session does not exist yet. */
   | { readonly type: 'incoming'; readonly event: IncomingEvent; readonly generation?: string; readonly at: number }
+  /** The agent says something about a task (Form A) or in the conversation (Form B; `task_id` is the path handle). */
   | { readonly type: 'reply'; readonly session_id: string; readonly task_id: string; readonly reply: ReplyBody; readonly epoch: string; readonly at: number }
-  | { readonly type: 'fail'; readonly session_id: string; readonly task_id: string; readonly cause: 'agent_error'; readonly epoch: string; readonly at: number }
+  /** The agent's run for a user message ended; `failed`: it threw rather than returned. */
+  | { readonly type: 'finish'; readonly session_id: string; readonly task_id: string; readonly failed: boolean; readonly epoch: string; readonly at: number }
   | { readonly type: 'end'; readonly session_id: string; readonly reason: EndReason; readonly epoch: string; readonly at: number }
   | { readonly type: 'expire'; readonly session_id: string; readonly idleTtlMs: number; readonly epoch: string; readonly at: number }
   | { readonly type: 'interrupt'; readonly session_id: string; readonly epoch: string; readonly at: number };
@@ -19,14 +33,18 @@ export type Outcome =
   | 'accepted'
   | 'duplicate'
   | 'session_ended'
+  /** Form B: the session has no callback yet and this message advertised none. */
+  | 'callback_required'
   | 'progressed'
   | 'settled'
+  /** Form B: the reply is in the outbox. */
+  | 'queued'
   | 'dropped'
   | 'ended'
   | 'unchanged';
 
-export interface Decision {
-  readonly events: readonly SessionEvent[];
+export interface Decision<E = SessionEvent> {
+  readonly events: readonly E[];
   readonly outcome: Outcome;
 }
 
@@ -39,27 +57,29 @@ function hostError(session_id: string, task_id: string, code: keyof typeof REPLY
   return { session_id, task_id, status: 'errored', error_code: code, error_message: REPLY_ERRORS[code] };
 }
 
-function settle(
-  session: SessionSnapshot,
-  seq: number,
-  task_id: string,
-  reply: TerminalReply,
-  cause: SettleCause,
-  epoch: string,
-  at: number,
-): TaskSettled {
+/**
+ * Settles a task. On the stream the reply takes the next seq; for a task with a callback it is queued as
+ * the session's next delivery. `next` is that number. A reply over the size cap is replaced.
+ */
+function settle(session_id: string, task: TaskContext, next: number, reply: TerminalReply, cause: SettleCause, epoch: string, at: number): TaskSettled {
+  const { task_id, callback } = task;
   const data = JSON.stringify(reply);
-  if (replyBytes(data) > LIMITS.replyMaxBytes) {
-    return settle(session, seq, task_id, hostError(session.context.session_id, task_id, 'reply_too_large'), 'reply_too_large', epoch, at);
+  if (replyBytes(callback === undefined ? data : callbackBody(reply)) > LIMITS.replyMaxBytes) {
+    return settle(session_id, task, next, hostError(session_id, task_id, 'reply_too_large'), 'reply_too_large', epoch, at);
   }
-  return { type: 'task.settled', session_id: session.context.session_id, task_id, epoch, seq, reply, data, cause, at };
+  const base = { type: 'task.settled', session_id, task_id, reply, cause, at } as const;
+  return callback === undefined
+    ? { ...base, epoch, seq: next, data }
+    : { ...base, delivery: { n: next, url: callback.url, token: callback.token, task_id } };
 }
 
 /** Settles every pending task with a host-made errored reply, in task start order. */
 function settleAllPending(session: SessionSnapshot, code: 'interrupted' | 'session_ended', epoch: string, at: number): TaskSettled[] {
-  const { session_id } = session.context;
-  return pendingInOrder(session).map(({ context: { task_id } }, i) =>
-    settle(session, session.context.backlog.lastSeq + 1 + i, task_id, hostError(session_id, task_id, code), code, epoch, at),
+  const { session_id, backlog, deliveries } = session.context;
+  let seq = backlog.lastSeq;
+  let n = deliveries;
+  return pendingInOrder(session).map(({ context: task }) =>
+    settle(session_id, task, task.callback === undefined ? ++seq : ++n, hostError(session_id, task.task_id, code), code, epoch, at),
   );
 }
 
@@ -81,7 +101,7 @@ export function decide(command: SessionCommand, session: SessionSnapshot | undef
       const events: SessionEvent[] = [];
       if (session === undefined) {
         if (command.generation === undefined) throw new TypeError('opening a session needs a generation');
-        events.push({ type: 'session.opened', session_id: event.session_id, generation: command.generation, at });
+        events.push({ type: 'session.opened', session_id: event.session_id, generation: command.generation, form: 'A', at });
       }
       events.push({
         type: 'task.started',
@@ -89,32 +109,41 @@ export function decide(command: SessionCommand, session: SessionSnapshot | undef
         task_id: event.task_id,
         text: event.text,
         ...(event.system_prelude === undefined ? {} : { system_prelude: event.system_prelude }),
+        ...(event.callback === undefined ? {} : { callback: event.callback }),
         at,
       });
       return { events, outcome: 'accepted' };
     }
-    case 'reply':
-    case 'fail': {
+    case 'reply': {
       const { session_id, task_id, at } = command;
-      const status = command.type === 'reply' ? command.reply.status : 'errored';
       const dropped = (reason: 'task_settled' | 'task_unknown' | 'session_ended'): Decision => ({
-        events: [{ type: 'reply.dropped', session_id, task_id, status, reason, at }],
+        events: [{ type: 'reply.dropped', session_id, task_id, status: command.reply.status, reason, at }],
         outcome: 'dropped',
       });
       if (session === undefined) return dropped('task_unknown');
       if (isEnded(session)) return dropped('session_ended');
-      if (!session.context.pending.has(task_id)) {
-        return dropped(ctx.taskKnown(task_id) ? 'task_settled' : 'task_unknown');
-      }
-      const seq = session.context.backlog.lastSeq + 1;
-      if (command.type === 'fail') {
-        return { events: [settle(session, seq, task_id, hostError(session_id, task_id, 'agent_error'), 'agent_error', command.epoch, at)], outcome: 'settled' };
-      }
-      const { reply } = command;
+      const task = session.context.pending.get(task_id)?.context;
+      if (task === undefined) return dropped(ctx.taskKnown(task_id) ? 'task_settled' : 'task_unknown');
+      const reply = isInsightsSession(session_id) ? asInsight(command.reply) : command.reply;
+      const { deliveries } = session.context;
       if (reply.status === 'typing' || reply.status === 'tool_call') {
-        return { events: [{ type: 'task.progressed', session_id, task_id, reply, at }], outcome: 'progressed' };
+        const { callback } = task;
+        const delivery = callback === undefined ? {} : { delivery: { n: deliveries + 1, url: callback.url, token: callback.token, task_id } };
+        return { events: [{ type: 'task.progressed', session_id, task_id, reply, ...delivery, at }], outcome: 'progressed' };
       }
-      return { events: [settle(session, seq, task_id, reply, 'agent', command.epoch, at)], outcome: 'settled' };
+      const next = task.callback === undefined ? session.context.backlog.lastSeq + 1 : deliveries + 1;
+      return { events: [settle(session_id, task, next, reply, 'agent', command.epoch, at)], outcome: 'settled' };
+    }
+    case 'finish': {
+      // A run that ends with its task still pending settles it: no task is left pending forever.
+      const task = session === undefined || isEnded(session) ? undefined : session.context.pending.get(command.task_id)?.context;
+      if (session === undefined || task === undefined) return { events: [], outcome: 'unchanged' };
+      const { session_id, backlog, deliveries } = session.context;
+      const next = task.callback === undefined ? backlog.lastSeq + 1 : deliveries + 1;
+      return {
+        events: [settle(session_id, task, next, hostError(session_id, task.task_id, 'agent_error'), 'agent_error', command.epoch, command.at)],
+        outcome: 'settled',
+      };
     }
     case 'end': {
       if (session === undefined || isEnded(session)) return { events: [], outcome: 'unchanged' };

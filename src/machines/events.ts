@@ -2,16 +2,22 @@
  * The domain events: exactly what the event log stores, one type per fact. Every lifecycle's state is
  * the fold of these; nothing else is a source of truth. Time (`at`, epoch ms) and ids arrive as data.
  */
-import type { ProgressReply, TerminalReply } from '../protocol/index.js';
+import type { CallbackBlock, ProgressReply, ReplyBody, TerminalReply } from '../protocol/index.js';
 
 /** Why a task settled: the agent's own terminal reply, or one the host put in its place. */
 export type SettleCause = 'agent' | 'reply_too_large' | 'interrupted' | 'agent_error' | 'session_ended';
-export type EndReason = 'host' | 'agent' | 'idle';
+/** `client`: a callback answered `{ok: true, ignored: true, reason: "session_ended"}`. */
+export type EndReason = 'host' | 'agent' | 'idle' | 'client';
 export type DropReason = 'task_settled' | 'task_unknown' | 'session_ended';
+
+/** Which form of the chat channel (1.6): A, tasks and a reply stream; B, an append-only conversation over callbacks. */
+export type Form = 'A' | 'B';
 
 export interface HostStarted {
   readonly type: 'host.started';
   readonly epoch: string;
+  /** The form new sessions take (`serve --form`). */
+  readonly form: Form;
   readonly at: number;
 }
 
@@ -19,7 +25,23 @@ export interface SessionOpened {
   readonly type: 'session.opened';
   readonly session_id: string;
   readonly generation: string;
+  /** A session keeps the form it was opened in, whatever form the host runs later. */
+  readonly form: Form;
   readonly at: number;
+}
+
+/**
+ * A reply queued for callback delivery (4.3): this makes the reply's event an outbox entry, durable
+ * before the first attempt. The body POSTed is the reply without `task_id` (`callbackBody`).
+ */
+export interface Delivery {
+  /** Counts the session's deliveries from 1: the outbox key, and the order of delivery. */
+  readonly n: number;
+  readonly url: string;
+  /** The callback's Bearer credential. Kept in the log so a restart can deliver; never in process logs. */
+  readonly token: string;
+  /** The POST goes to `{url}/tasks/{task_id}`. */
+  readonly task_id: string;
 }
 
 export interface TaskStarted {
@@ -28,6 +50,8 @@ export interface TaskStarted {
   readonly task_id: string;
   readonly text: string;
   readonly system_prelude?: string;
+  /** Form A callback block (4.3 rule 1): this task's replies go there instead of the stream. */
+  readonly callback?: CallbackBlock;
   readonly at: number;
 }
 
@@ -37,22 +61,33 @@ export interface TaskProgressed {
   readonly session_id: string;
   readonly task_id: string;
   readonly reply: ProgressReply;
+  /** Set for a task with a callback: the progress is POSTed there (durably), not framed. */
+  readonly delivery?: Delivery;
   readonly at: number;
 }
 
-/** A terminal reply took its event id and entered the backlog; the task is settled. */
-export interface TaskSettled {
+interface TaskSettledBase {
   readonly type: 'task.settled';
   readonly session_id: string;
   readonly task_id: string;
-  readonly epoch: string;
-  readonly seq: number;
   readonly reply: TerminalReply;
-  /** The reply's compact JSON, exactly as the stream carries it. */
-  readonly data: string;
   readonly cause: SettleCause;
   readonly at: number;
 }
+
+/**
+ * The task is settled by its first terminal reply. On the stream, the reply took its event id and
+ * entered the backlog; for a task with a callback, it went to the outbox instead (no id, no backlog).
+ */
+export type TaskSettled =
+  | (TaskSettledBase & {
+      readonly epoch: string;
+      readonly seq: number;
+      /** The reply's compact JSON, exactly as the stream carries it. */
+      readonly data: string;
+      readonly delivery?: undefined;
+    })
+  | (TaskSettledBase & { readonly delivery: Delivery; readonly epoch?: undefined; readonly seq?: undefined; readonly data?: undefined });
 
 export interface ReplyDropped {
   readonly type: 'reply.dropped';
@@ -70,6 +105,101 @@ export interface SessionEnded {
   readonly at: number;
 }
 
+// ---- Form B: the conversation (3.2) ------------------------------------------------------------
+
+/** A user message (Form B). Its `task_id` (a UUID) is only a correlation handle (4.3 rule 3). */
+export interface MessageReceived {
+  readonly type: 'message.received';
+  readonly session_id: string;
+  readonly task_id: string;
+  readonly text: string;
+  readonly system_prelude?: string;
+  /** The callback this message advertised: from now on, where the session's replies go. */
+  readonly callback?: CallbackBlock;
+  readonly at: number;
+}
+
+/** Why the host queued a reply: the agent said it, or the host put an error in the conversation. */
+export type ReplyCause = 'agent' | 'reply_too_large' | 'interrupted' | 'agent_error';
+
+/** Something the assistant adds to the conversation (Form B), queued for its callback. */
+export interface ReplyQueued {
+  readonly type: 'reply.queued';
+  readonly session_id: string;
+  readonly reply: ReplyBody;
+  readonly cause: ReplyCause;
+  readonly delivery: Delivery;
+  readonly at: number;
+}
+
+/** The agent's run for a user message ended (Form B): nothing to interrupt on restart. */
+export interface TurnFinished {
+  readonly type: 'turn.finished';
+  readonly session_id: string;
+  readonly task_id: string;
+  readonly at: number;
+}
+
+// ---- callback delivery (4.3, 8): every attempt and its outcome ---------------------------------
+
+export interface DeliveryAttempted {
+  readonly type: 'delivery.attempted';
+  readonly session_id: string;
+  readonly n: number;
+  /** 1 to 4. */
+  readonly attempt: number;
+  readonly at: number;
+}
+
+/** A retryable failure: the next attempt is due at `retry_at`. */
+export interface DeliveryFailed {
+  readonly type: 'delivery.failed';
+  readonly session_id: string;
+  readonly n: number;
+  readonly attempt: number;
+  /** What happened, for people: `status 503`, `timeout`, `ECONNREFUSED`. */
+  readonly outcome: string;
+  readonly retry_at: number;
+  readonly at: number;
+}
+
+export interface DeliverySucceeded {
+  readonly type: 'delivery.succeeded';
+  readonly session_id: string;
+  readonly n: number;
+  readonly attempt: number;
+  readonly status: number;
+  readonly at: number;
+}
+
+export type AbandonReason = 'permanent' | 'attempts_exhausted' | 'session_ended';
+
+export interface DeliveryAbandoned {
+  readonly type: 'delivery.abandoned';
+  readonly session_id: string;
+  readonly n: number;
+  /** Attempts made (0 when abandoned before the first). */
+  readonly attempts: number;
+  readonly reason: AbandonReason;
+  /** The last attempt's outcome, when there was one. */
+  readonly outcome?: string;
+  readonly at: number;
+}
+
+/** An attempt the host's restart cut off: its outcome is unknown, so it is made again (not counted). */
+export interface DeliveryInterrupted {
+  readonly type: 'delivery.interrupted';
+  readonly session_id: string;
+  readonly n: number;
+  readonly attempt: number;
+  readonly at: number;
+}
+
+export type DeliveryEvent = DeliveryAttempted | DeliveryFailed | DeliverySucceeded | DeliveryAbandoned | DeliveryInterrupted;
+
+/** Events of a Form A session (the session statechart folds these). */
 export type SessionEvent = SessionOpened | TaskStarted | TaskProgressed | TaskSettled | ReplyDropped | SessionEnded;
-export type DomainEvent = HostStarted | SessionEvent;
+/** Events of a Form B conversation (the conversation statechart folds these). */
+export type ConversationEvent = SessionOpened | MessageReceived | ReplyQueued | TurnFinished | ReplyDropped | SessionEnded;
+export type DomainEvent = HostStarted | SessionEvent | ConversationEvent | DeliveryEvent;
 export type DomainEventType = DomainEvent['type'];

@@ -6,8 +6,8 @@
  * | State | Event            | Next  | Effect on context                                                 |
  * |-------|------------------|-------|-------------------------------------------------------------------|
  * | open  | task.started     | open  | a pending task; the user turn joins memory                        |
- * | open  | task.progressed  | open  | the task stays pending (live-only progress)                       |
- * | open  | task.settled     | open  | the task settles; its reply enters the backlog (evicting the oldest) |
+ * | open  | task.progressed  | open  | the task stays pending (live-only progress, or queued for its callback) |
+ * | open  | task.settled     | open  | the task settles; its reply enters the backlog (evicting the oldest), or the outbox for a task with a callback |
  * | open  | reply.dropped    | open  | nothing: a reply for a settled or unknown task                    |
  * | open  | session.ended    | ended | (pending tasks were settled first by the decider)                 |
  * | ended | reply.dropped    | ended | nothing                                                           |
@@ -17,25 +17,15 @@ import { assign, setup, type SnapshotFrom } from 'xstate';
 import { emptyBacklog, retain, type Backlog, type Retention } from './backlog.js';
 import type { EndReason, SessionEvent, SessionOpened, TaskProgressed, TaskSettled, TaskStarted } from './events.js';
 import { stepper } from './step.js';
-import { dropOldest, emptyWindow, oldest, push, windowSize, type Window } from './window.js';
+import { remember, type MemoryEntry, type MemoryLimits } from './memory.js';
+import { emptyWindow, type Window } from './window.js';
 import { pendingTask, type taskMachine } from './task.js';
+
+export type { MemoryEntry };
 
 export type TaskSnapshot = SnapshotFrom<typeof taskMachine>;
 
-/** What the agent sees of earlier turns: user texts and the assistant's messages, oldest first. */
-export interface MemoryEntry {
-  readonly role: 'user' | 'assistant';
-  readonly task_id: string;
-  readonly text: string;
-  readonly at: number;
-}
-
-export interface SessionLimits extends Retention {
-  /** Memory kept for the agent: at most this many entries... (oldest dropped first) */
-  readonly memoryMaxEntries: number;
-  /** ...and at most this many characters of text, the newest entry always kept. */
-  readonly memoryMaxChars: number;
-}
+export interface SessionLimits extends Retention, MemoryLimits {}
 
 export interface SessionContext {
   readonly session_id: string;
@@ -55,49 +45,47 @@ export interface SessionContext {
   readonly memoryChars: number;
   readonly endedAt: number | undefined;
   readonly endReason: EndReason | undefined;
+  /** Callback deliveries queued so far (tasks with a callback block): the next one is numbered one more. */
+  readonly deliveries: number;
   readonly limits: SessionLimits;
-}
-
-/** Adds to the agent's memory within both bounds: one client must not pin unbounded text in memory. */
-function remember(context: SessionContext, entry: MemoryEntry): Pick<SessionContext, 'memory' | 'memoryChars'> {
-  const { memoryMaxEntries, memoryMaxChars } = context.limits;
-  let memory = context.memory;
-  let chars = context.memoryChars + entry.text.length;
-  if (windowSize(memory) >= memoryMaxEntries) {
-    chars -= oldest(memory)!.text.length;
-    memory = dropOldest(memory, 1);
-  }
-  memory = push(memory, entry, Number.MAX_SAFE_INTEGER);
-  while (windowSize(memory) > 1 && chars > memoryMaxChars) {
-    chars -= oldest(memory)!.text.length;
-    memory = dropOldest(memory, 1);
-  }
-  return { memory, memoryChars: chars };
 }
 
 function started(context: SessionContext, event: TaskStarted): Partial<SessionContext> {
   return {
-    pending: new Map(context.pending).set(event.task_id, pendingTask({ task_id: event.task_id, at: event.at })),
+    pending: new Map(context.pending).set(
+      event.task_id,
+      pendingTask({ task_id: event.task_id, at: event.at, ...(event.callback === undefined ? {} : { callback: event.callback }) }),
+    ),
     prelude: event.system_prelude ?? context.prelude,
-    ...remember(context, { role: 'user', task_id: event.task_id, text: event.text, at: event.at }),
+    ...remember(context, { role: 'user', task_id: event.task_id, text: event.text, at: event.at }, context.limits),
     lastActivityAt: event.at,
   };
 }
 
-/** Progress is the task table's self-loop (pending stays pending, nothing changes): only activity moves. */
+/** Progress is the task table's self-loop (pending stays pending): only activity moves, and a callback task's progress is queued. */
 function progressed(event: TaskProgressed): Partial<SessionContext> {
-  return { lastActivityAt: event.at };
+  return event.delivery === undefined ? { lastActivityAt: event.at } : { lastActivityAt: event.at, deliveries: event.delivery.n };
 }
 
 function settled(context: SessionContext, event: TaskSettled): Partial<SessionContext> {
   const pending = new Map(context.pending);
   pending.delete(event.task_id);
-  const reply = { seq: event.seq, id: `${event.epoch}:${context.backlog.generation}:${event.seq}`, task_id: event.task_id, data: event.data, bytes: replyBytes(event.data) };
+  const route: Partial<SessionContext> =
+    event.delivery === undefined
+      ? {
+          backlog: retain(
+            context.backlog,
+            event.epoch,
+            { seq: event.seq, id: `${event.epoch}:${context.backlog.generation}:${event.seq}`, task_id: event.task_id, data: event.data, bytes: replyBytes(event.data) },
+            context.limits,
+          ),
+        }
+      : { deliveries: event.delivery.n };
   return {
     pending,
-    backlog: retain(context.backlog, event.epoch, reply, context.limits),
+    ...route,
     ...(event.reply.status === 'message'
-      ? remember(context, { role: 'assistant', task_id: event.task_id, text: event.reply.reply_text, at: event.at })
+      ? remember(context, { role: 'assistant', task_id: event.task_id, text: event.reply.reply_text, at: event.at }, context.limits)
       : {}),
     lastActivityAt: event.at,
   };
@@ -115,12 +103,13 @@ function initialContext(opened: SessionOpened, limits: SessionLimits): SessionCo
     memoryChars: 0,
     endedAt: undefined,
     endReason: undefined,
+    deliveries: 0,
     limits,
   };
 }
 
 const SCRATCH = initialContext(
-  { type: 'session.opened', session_id: '', generation: '0', at: 0 },
+  { type: 'session.opened', session_id: '', generation: '0', form: 'A', at: 0 },
   { maxReplies: 0, maxBytes: 0, ledgerMaxTasks: 0, maxSpans: 0, memoryMaxEntries: 0, memoryMaxChars: 0 },
 );
 

@@ -10,11 +10,13 @@
  * | pending | resync.unlisted | pending         | unnamed tasks are never inferred lost             |
  */
 import { assign, setup, type SnapshotFrom } from 'xstate';
-import type { TerminalReply } from '../protocol/index.js';
+import type { CallbackBlock, TerminalReply } from '../protocol/index.js';
 
 export interface TaskContext {
   readonly task_id: string;
   readonly startedAt: number;
+  /** Where this task's replies go instead of the stream (4.3 rule 1), if its incoming event said. */
+  readonly callback?: CallbackBlock;
   readonly settledAt?: number;
   readonly reply?: TerminalReply;
 }
@@ -28,10 +30,12 @@ export type TaskMachineEvent =
 export interface TaskInput {
   readonly task_id: string;
   readonly at: number;
+  readonly callback?: CallbackBlock;
 }
 
 function initialContext(input: TaskInput | undefined): TaskContext {
-  return { task_id: input?.task_id ?? '', startedAt: input?.at ?? 0 };
+  const context = { task_id: input?.task_id ?? '', startedAt: input?.at ?? 0 };
+  return input?.callback === undefined ? context : { ...context, callback: input.callback };
 }
 
 export const taskMachine = setup({

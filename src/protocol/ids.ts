@@ -43,6 +43,13 @@ export function isTaskId(text: string): boolean {
   return TASK_ID.test(text);
 }
 
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+/** Form B's task ids (2.10): a UUID in its canonical 8-4-4-4-12 hex form, any case. */
+export function isUuid(text: string): boolean {
+  return UUID.test(text);
+}
+
 /** `insights:<call-session>` routes replies to the Insights tab (1.7, 4.4). */
 export const INSIGHTS_PREFIX = 'insights:';
 

@@ -19,4 +19,12 @@ export const LIMITS = {
   /** Identifier lengths (our choice; see PROTOCOL.md). */
   sessionIdMaxLength: 256,
   taskIdMaxLength: 128,
+  /** Callback delivery (4.3, 8): attempts in all, per-attempt timeout, and the first backoff (it doubles). */
+  callbackAttempts: 4,
+  callbackTimeoutMs: 5_000,
+  callbackBackoffMs: 250,
+  /** A receiver's `Retry-After` is honoured up to this (our choice): one slow receiver cannot park a session's outbox for long. */
+  callbackRetryAfterMaxMs: 10_000,
+  /** An Insights reply is one sentence of at most this many characters (4.4 rule 3; the cap is our choice). */
+  insightsReplyMaxChars: 200,
 } as const;

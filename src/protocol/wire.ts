@@ -13,7 +13,8 @@ export const TaskId = z
 /** The optional callback block (2.8): replies go to `{url}/tasks/{task_id}` with `Authorization: Bearer {token}`. */
 export const CallbackBlock = z.object({
   url: z.string().min(1).max(2048),
-  token: z.string().min(1).max(4096),
+  // Sent as a header value: visible ASCII only, so no token can break or smuggle a header.
+  token: z.string().min(1).max(4096).regex(/^[\x21-\x7e]+$/, { message: 'callback.token must be visible ASCII characters' }),
 });
 export type CallbackBlock = z.infer<typeof CallbackBlock>;
 
@@ -110,4 +111,10 @@ export type ErrorBody = z.infer<typeof ErrorBody>;
 /** Size of a reply as the stream carries it: its compact JSON in UTF-8. The 256 KiB cap applies to this. */
 export function replyBytes(json: string): number {
   return Buffer.byteLength(json, 'utf8');
+}
+
+/** A reply as POSTed to a callback (4.3): the body without `task_id`, which the URL path carries instead. */
+export function callbackBody(reply: ReplyBody): string {
+  const { task_id: _carriedByPath, ...body } = reply;
+  return JSON.stringify(body);
 }

@@ -1,5 +1,7 @@
 /** The generated statechart pages, docs/statecharts/<name>.md: one per machine in src/machines/. */
 import type { AnyStateMachine } from 'xstate';
+import { conversationMachine } from '../machines/conversation.js';
+import { deliveryMachine } from '../machines/delivery.js';
 import { sessionMachine } from '../machines/session.js';
 import { subscriptionMachine } from '../machines/subscription.js';
 import { taskMachine } from '../machines/task.js';
@@ -15,6 +17,8 @@ const MACHINES: ReadonlyArray<{ name: string; title: string; machine: AnyStateMa
   { name: 'task', title: 'Task', machine: taskMachine },
   { name: 'session', title: 'Session', machine: sessionMachine },
   { name: 'subscription', title: 'Subscription', machine: subscriptionMachine },
+  { name: 'conversation', title: 'Conversation (Form B)', machine: conversationMachine },
+  { name: 'delivery', title: 'Callback delivery', machine: deliveryMachine },
 ];
 
 export function statechartPages(): StatechartPage[] {

@@ -5,7 +5,7 @@
 import * as http from 'node:http';
 import type { Socket } from 'node:net';
 import { expect } from 'vitest';
-import type { AssistantHostOptions, DomainEvent } from '../../src/index.js';
+import type { AssistantHostOptions, DomainEvent, TaskSessionView } from '../../src/index.js';
 import { post, script, type JsonResponse } from '../support/http.js';
 import { TOKEN, startHost, type TestHost } from '../support/host.js';
 import { SseConnection, type OpenOptions } from '../support/sse.js';
@@ -95,7 +95,14 @@ export class Relay {
   }
 
   readers(sessionId: string): number {
-    return this.t.host.session(sessionId)?.readers ?? 0;
+    return this.t.host.session(sessionId) === undefined ? 0 : this.taskSession(sessionId).readers;
+  }
+
+  /** The host's view of a Form A session (fails the test for a Form B one or an unknown one). */
+  taskSession(sessionId: string): TaskSessionView {
+    const view = this.t.host.session(sessionId);
+    if (view?.form !== 'A') throw new Error(`${sessionId} is not a Form A session`);
+    return view;
   }
 
   /**
@@ -130,9 +137,7 @@ export async function stopAll(): Promise<void> {
 
 /** The id a stream frame carries for `seq` in this session (epoch and generation as the host reports them). */
 export function idOf(relay: Relay, sessionId: string, seq: number): string {
-  const view = relay.t.host.session(sessionId);
-  if (view === undefined) throw new Error(`no session ${sessionId}`);
-  return `${relay.epoch}:${view.generation}:${seq}`;
+  return `${relay.epoch}:${relay.taskSession(sessionId).generation}:${seq}`;
 }
 
 export interface RawResponse {

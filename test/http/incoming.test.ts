@@ -25,7 +25,7 @@ describe('POST /v1/incoming', () => {
     expect(first.status).toBe(202);
     expect(first.body).toEqual({ ok: true, session_id: 's', task_id: 't1' });
     expect(readEvents(relay.db).filter((e) => e.session_id === 's')).toEqual([
-      { type: 'session.opened', session_id: 's', generation: relay.t.host.session('s')!.generation, at: expect.any(Number) },
+      { type: 'session.opened', session_id: 's', generation: relay.taskSession('s').generation, form: 'A', at: expect.any(Number) },
       { type: 'task.started', session_id: 's', task_id: 't1', text: script(SLEEP_FOREVER), at: expect.any(Number) },
     ]);
 
@@ -55,7 +55,7 @@ describe('POST /v1/incoming', () => {
     const stream = await relay.subscribe('s');
     const accepted = await relay.post({ session_id: 's', task_id: 't1', text: 'work' });
     expect(accepted.status).toBe(202);
-    expect(relay.t.host.session('s')!.pending_task_ids).toEqual(['t1']);
+    expect(relay.taskSession('s').pending_task_ids).toEqual(['t1']);
     expect(readEvents(relay.db).filter((e) => e.type === 'task.settled')).toEqual([]);
     expect(stream.frames).toEqual([]);
 

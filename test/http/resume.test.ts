@@ -146,7 +146,7 @@ describe('resume with Last-Event-ID', () => {
       const relay = await Relay.start({ limits });
       const replies = await turns(relay, 's', 10);
       const [other] = await turns(relay, 'other', 1);
-      const generation = relay.t.host.session('s')!.generation;
+      const generation = relay.taskSession('s').generation;
       const wrongEpoch = relay.epoch === 'zzz' ? 'yyy' : 'zzz';
       const cursors = [
         other!.id!, // another session's real id

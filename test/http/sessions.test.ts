@@ -30,7 +30,9 @@ describe('GET /v1/sessions/:session_id', () => {
     const [, second, third] = stream.replies;
     expect(body).toEqual({
       session_id: session,
+      form: 'A',
       state: 'open',
+      callbacks: { queued: 0, succeeded: 0, abandoned: 0 },
       generation: expect.stringMatching(/^[0-9a-z]{1,32}$/),
       opened_at: expect.any(Number),
       last_activity_at: expect.any(Number),

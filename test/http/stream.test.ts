@@ -47,7 +47,7 @@ describe('GET /v1/events', () => {
   it('frames each terminal reply with the next id and compact JSON echoing session_id and task_id exactly', async () => {
     const relay = await Relay.start();
     // Any character but a control character is allowed in a session_id; it must come back byte for byte.
-    const session = 'insights:call 42/ü?&=%20"quoted"';
+    const session = 'call 42/ü?&=%20"quoted":insights:';
     const stream = await relay.subscribe(session);
     const tasks: Array<[string, unknown[]]> = [
       ['task.1_a:b-c', [{ typing: 'thinking' }, { tool_call: 'search' }, { message: 'line one\nline two' }]],

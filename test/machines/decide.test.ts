@@ -17,7 +17,7 @@ const incoming = (task_id: string, text: string, at: number, extra: Partial<Inco
   at,
 });
 const reply = (task_id: string, body: ReplyBody, at: number, epoch = E): SessionCommand => ({ type: 'reply', session_id: S, task_id, reply: body, epoch, at });
-const fail = (task_id: string, at: number): SessionCommand => ({ type: 'fail', session_id: S, task_id, cause: 'agent_error', epoch: E, at });
+const finish = (task_id: string, at: number, failed = false): SessionCommand => ({ type: 'finish', session_id: S, task_id, failed, epoch: E, at });
 const end = (at: number, reason: 'host' | 'agent' | 'idle' = 'host'): SessionCommand => ({ type: 'end', session_id: S, reason, epoch: E, at });
 const expire = (at: number, idleTtlMs: number): SessionCommand => ({ type: 'expire', session_id: S, idleTtlMs, epoch: E, at });
 const interrupt = (at: number, epoch = E): SessionCommand => ({ type: 'interrupt', session_id: S, epoch, at });
@@ -66,7 +66,7 @@ describe('decide: incoming', () => {
     expect(d).toStrictEqual({
       outcome: 'accepted',
       events: [
-        { type: 'session.opened', session_id: S, generation: 'g1', at: 10 },
+        { type: 'session.opened', session_id: S, generation: 'g1', form: 'A', at: 10 },
         { type: 'task.started', session_id: S, task_id: 't1', text: 'hello', at: 10 },
       ],
     });
@@ -127,7 +127,6 @@ describe('decide: replies', () => {
   it.each<{ name: string; second: SessionCommand; status: string }>([
     { name: 'a second terminal', second: reply('t1', message('t1', 'again'), 600), status: 'message' },
     { name: 'progress', second: reply('t1', typing('t1'), 600), status: 'typing' },
-    { name: 'a failure', second: fail('t1', 600), status: 'errored' },
   ])('$name after the task settled -> reply.dropped task_settled', ({ second, status }) => {
     const h = withTasks(['t1'], 1);
     const before = h.session;
@@ -163,13 +162,18 @@ describe('decide: replies', () => {
     });
   });
 
-  it("'fail' settles the pending task errored/agent_error", () => {
+  it.each([false, true])("'finish' (failed: %s) settles a still-pending task errored/agent_error", (failed) => {
     const h = withTasks(['t1', 't2'], 1);
-    expect(h.run(fail('t2', 400))).toStrictEqual({
+    expect(h.run(finish('t2', 400, failed))).toStrictEqual({
       outcome: 'settled',
       events: [settledEvent('t2', 2, hostError('t2', 'agent_error'), 'agent_error', 400)],
     });
     expect(h.pendingIds).toEqual([]);
+  });
+
+  it("'finish' after the task settled changes nothing", () => {
+    const h = withTasks(['t1'], 1);
+    expect(h.run(finish('t1', 600, true))).toStrictEqual({ outcome: 'unchanged', events: [] });
   });
 });
 
@@ -188,7 +192,7 @@ describe('decide: reply size cap (256 KiB of compact JSON, UTF-8)', () => {
       ? settledEvent('t1', 1, hostError('t1', 'reply_too_large'), 'reply_too_large', 50)
       : settledEvent('t1', 1, body, 'agent', 50);
     expect(d).toStrictEqual({ outcome: 'settled', events: [expected] });
-    expect(windowToArray(h.context.backlog.replies).map((r) => [r.id, r.bytes])).toEqual([['e1:g1:1', Buffer.byteLength(expected.data)]]);
+    expect(windowToArray(h.context.backlog.replies).map((r) => [r.id, r.bytes])).toEqual([['e1:g1:1', Buffer.byteLength(expected.data!)]]);
   });
 
   it('the replacement is the exact errored body the stream will carry', () => {
@@ -365,7 +369,7 @@ describe('commandSession', () => {
   it.each<{ command: SessionCommand }>([
     { command: incoming('t1', 'x', 1) },
     { command: reply('t1', typing('t1'), 1) },
-    { command: fail('t1', 1) },
+    { command: finish('t1', 1) },
     { command: end(1) },
     { command: expire(1, 1) },
     { command: interrupt(1) },

@@ -7,7 +7,7 @@ import { emptyWindow, windowToArray } from '../../src/machines/window.js';
 import { LIMITS_SPEC, fold } from './session-fixtures.js';
 
 const S = 's1';
-const opened: SessionOpened = { type: 'session.opened', session_id: S, generation: 'g1', at: 1_000 };
+const opened: SessionOpened = { type: 'session.opened', session_id: S, generation: 'g1', form: 'A', at: 1_000 };
 
 const started = (task_id: string, text: string, at: number, system_prelude?: string): SessionEvent => ({
   type: 'task.started',
@@ -65,6 +65,7 @@ describe('openSession', () => {
       memoryChars: 0,
       endedAt: undefined,
       endReason: undefined,
+      deliveries: 0,
       limits: LIMITS_SPEC,
     });
   });

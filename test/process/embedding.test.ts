@@ -160,7 +160,9 @@ describe('createAssistantHost', () => {
     expect(t.host.sessionIds()).toEqual(['v']);
     expect(t.host.session('v')).toEqual({
       session_id: 'v',
+      form: 'A',
       state: 'open',
+      callbacks: { queued: 0, succeeded: 0, abandoned: 0 },
       generation,
       opened_at: expect.any(Number),
       last_activity_at: expect.any(Number),

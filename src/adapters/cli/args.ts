@@ -3,6 +3,8 @@
  * underscores, upper case); a flag on the command line wins.
  */
 import { parseArgs } from 'node:util';
+import { parseAllowlist } from '../../protocol/callback-url.js';
+import type { Form } from '../../machines/events.js';
 import { BUILTIN_AGENTS, type BuiltinAgentName } from '../agents/index.js';
 
 export interface ServeOptions {
@@ -12,6 +14,8 @@ export interface ServeOptions {
   readonly token: string | undefined;
   readonly tokenFile: string | undefined;
   readonly agent: BuiltinAgentName;
+  readonly form: Form;
+  readonly callbackAllowlist: readonly string[];
   readonly keepaliveMs: number | undefined;
   readonly maxReaders: number | undefined;
   readonly sessionIdleTtlMs: number | undefined;
@@ -33,6 +37,10 @@ export const USAGE = `usage: assistant-relay serve [options]
   --token T                bearer token clients must present
   --token-file FILE        read the token from FILE, creating it with a random token if absent
   --agent echo|script      built-in agent (default echo)
+  --form A|B               chat channel form of new sessions: A, tasks and a reply stream;
+                           B, a conversation posted to the client's callback (default A)
+  --callback-allowlist O   callback origins allowed besides loopback, comma-separated,
+                           e.g. https://desktop.example.com,http://10.1.2.3:8080
   --keepalive-ms N         keep-alive comment interval on idle streams (default 20000)
   --max-readers N          live readers per session before 429 (default 4)
   --session-idle-ttl D     end sessions idle this long: 500ms, 90s, 30m, 24h (default 24h)
@@ -47,6 +55,8 @@ const FLAGS = {
   token: { type: 'string' },
   'token-file': { type: 'string' },
   agent: { type: 'string' },
+  form: { type: 'string' },
+  'callback-allowlist': { type: 'string' },
   'keepalive-ms': { type: 'string' },
   'max-readers': { type: 'string' },
   'session-idle-ttl': { type: 'string' },
@@ -85,6 +95,14 @@ export function parseServeArgs(argv: readonly string[], env: NodeJS.ProcessEnv):
     values[flag] ?? env[`ASSISTANT_RELAY_${flag.toUpperCase().replaceAll('-', '_')}`];
   const agent = get('agent') ?? 'echo';
   if (!(agent in BUILTIN_AGENTS)) throw new UsageError(`--agent must be one of ${Object.keys(BUILTIN_AGENTS).join(', ')}`);
+  const form = get('form') ?? 'A';
+  if (form !== 'A' && form !== 'B') throw new UsageError('--form must be A or B');
+  let callbackAllowlist: string[];
+  try {
+    callbackAllowlist = parseAllowlist(get('callback-allowlist') ?? '');
+  } catch (error) {
+    throw new UsageError(`--callback-allowlist: ${(error as Error).message}`);
+  }
   const durability = get('durability') ?? 'normal';
   if (durability !== 'normal' && durability !== 'full') throw new UsageError('--durability must be normal or full');
   const logLevel = get('log-level') ?? 'info';
@@ -103,6 +121,8 @@ export function parseServeArgs(argv: readonly string[], env: NodeJS.ProcessEnv):
     token,
     tokenFile,
     agent: agent as BuiltinAgentName,
+    form,
+    callbackAllowlist,
     keepaliveMs: keepalive === undefined ? undefined : integer('keepalive-ms', keepalive, 1, 3_600_000),
     maxReaders: maxReaders === undefined ? undefined : integer('max-readers', maxReaders, 1, 10_000),
     sessionIdleTtlMs: ttl === undefined ? undefined : parseDuration('session-idle-ttl', ttl),

@@ -45,6 +45,8 @@ async function serve(argv: readonly string[]): Promise<void> {
     db: options.db,
     token,
     agent: options.agent,
+    form: options.form,
+    callbackAllowlist: options.callbackAllowlist,
     synchronous: options.synchronous,
     logger,
     ...(options.keepaliveMs !== undefined ? { keepaliveMs: options.keepaliveMs } : {}),
@@ -57,7 +59,7 @@ async function serve(argv: readonly string[]): Promise<void> {
     },
   });
   const url = await host.listen({ host: options.host, port: options.port });
-  logger.info({ url, db: options.db, agent: options.agent, epoch: host.epoch }, 'serving');
+  logger.info({ url, db: options.db, agent: options.agent, form: options.form, callback_allowlist: options.callbackAllowlist, epoch: host.epoch }, 'serving');
   let stopping = false;
   const stop = (signal: NodeJS.Signals) => {
     if (stopping) {

@@ -57,6 +57,7 @@ export function eventsRoute(app: FastifyInstance, engine: Engine, retryAfterSeco
       return sendError(reply, 'too_many_readers', undefined, { 'retry-after': String(retryAfterSeconds) });
     }
     if (result.kind === 'ended') return reply.code(204).send();
+    if (result.kind === 'no_stream') return sendError(reply, 'stream_not_available');
     return reply;
   });
 }

@@ -1,17 +1,25 @@
-/** `POST /v1/incoming` (4.2): the client adds a user message; answered once it is durably logged. */
+/** `POST /v1/incoming` (4.2, 4.3): the client adds a user message; answered once it is durably logged. */
 import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
-import { IncomingEvent, type IncomingAccepted, type IncomingIgnored } from '../../protocol/index.js';
+import { IncomingEvent, isUuid, type IncomingAccepted, type IncomingIgnored } from '../../protocol/index.js';
 import type { Engine } from '../../engine/engine.js';
+import type { CallbackPolicy } from '../callback/policy.js';
 import { sendError } from './errors.js';
 
-export function incomingRoute(app: FastifyInstance, engine: Engine): void {
+export function incomingRoute(app: FastifyInstance, engine: Engine, callbacks: CallbackPolicy): void {
   app.post('/v1/incoming', async (request, reply) => {
     const parsed = IncomingEvent.safeParse(request.body);
     if (!parsed.success) return sendError(reply, 'invalid_request', z.prettifyError(parsed.error));
     const event = parsed.data;
-    if (event.callback !== undefined) return sendError(reply, 'callback_not_supported');
+    if (engine.formOf(event.session_id) === 'B' && !isUuid(event.task_id)) return sendError(reply, 'invalid_task_id');
+    if (event.callback !== undefined) {
+      // Checked before anything is logged (and again before every attempt): a refused URL never enters the log.
+      // A name that does not resolve yet is not refused: each attempt looks it up again.
+      const check = await callbacks.check(event.callback.url);
+      if (check.kind === 'refused') return sendError(reply, 'callback_not_allowed', check.message);
+    }
     const result = await engine.incoming(event);
+    if (result === 'callback_required') return sendError(reply, 'callback_required');
     if (result === 'session_ended') {
       const ignored: IncomingIgnored = { ok: true, ignored: true, reason: 'session_ended' };
       return reply.code(200).send(ignored);

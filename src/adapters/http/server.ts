@@ -2,6 +2,7 @@
 import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyReply } from 'fastify';
 import { LIMITS, errorBody } from '../../protocol/index.js';
 import type { Engine } from '../../engine/engine.js';
+import type { CallbackPolicy } from '../callback/policy.js';
 import { requireBearer } from './auth.js';
 import { errorsPlugin } from './errors.js';
 import { eventsRoute } from './events.js';
@@ -11,6 +12,8 @@ import { sessionsRoute } from './sessions.js';
 
 export interface HttpOptions {
   readonly token: string;
+  /** Judges the callback URLs incoming events advertise. */
+  readonly callbacks: CallbackPolicy;
   readonly logger?: FastifyBaseLogger;
   /** `Retry-After` on a 429 from the reader cap. */
   readonly retryAfterSeconds?: number;
@@ -35,7 +38,7 @@ export async function buildServer(engine: Engine, options: HttpOptions): Promise
   app.get('/healthz', async () => ({ ok: true, epoch: engine.epoch }));
   await app.register(async (scope) => {
     requireBearer(scope, options.token);
-    incomingRoute(scope, engine);
+    incomingRoute(scope, engine, options.callbacks);
     eventsRoute(scope, engine, options.retryAfterSeconds ?? 1);
     sessionsRoute(scope, engine);
   });

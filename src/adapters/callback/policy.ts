@@ -1,0 +1,71 @@
+/**
+ * The connect-time callback check (4.3 rule 6): the URL rules of protocol/callback-url, then, for an
+ * allowlisted host name, ONE lookup whose every address must pass. The transport dials only the addresses
+ * of that answer, so a second lookup that says something else (DNS rebinding) is never asked.
+ * Loopback and IP-literal URLs are judged without any lookup, cheaply enough to run on `POST /v1/incoming`.
+ */
+import { lookup } from 'node:dns/promises';
+import {
+  checkCallbackUrl,
+  judgeResolved,
+  parseAllowedOrigin,
+  type CallbackConnectable,
+  type CallbackRefusal,
+} from '../../protocol/callback-url.js';
+
+/** Answers IP addresses, as `dns.lookup` does; anything else makes `check` reject. */
+export type Resolver = (hostname: string) => Promise<ReadonlyArray<{ address: string; family: 4 | 6 }>>;
+
+/** The system resolver, answers in its own order (`verbatim`), as a connect would try them. */
+export const systemResolver: Resolver = async (hostname) =>
+  (await lookup(hostname, { all: true, verbatim: true })).map(({ address, family }) => ({
+    address,
+    family: family === 6 ? 6 : 4,
+  }));
+
+/**
+ * What a check came to. `unresolved`: the allowlisted name did not resolve (`code`: e.g. ENOTFOUND);
+ * nothing was judged, and the next attempt looks again.
+ */
+export type CallbackCheck = CallbackConnectable | CallbackRefusal | { readonly kind: 'unresolved'; readonly code: string };
+
+export interface CallbackPolicyOptions {
+  /** Allowed origins; each is validated and normalized as `parseAllowedOrigin` does (throws on a bad one). */
+  readonly allowlist: readonly string[];
+  readonly resolve?: Resolver;
+}
+
+export class CallbackPolicy {
+  private readonly allowlist: readonly string[];
+  private readonly resolve: Resolver;
+
+  constructor(options: CallbackPolicyOptions) {
+    this.allowlist = options.allowlist.map(parseAllowedOrigin);
+    this.resolve = options.resolve ?? systemResolver;
+  }
+
+  async check(url: string): Promise<CallbackCheck> {
+    const verdict = checkCallbackUrl(url, this.allowlist);
+    if (verdict.kind === 'refused') return verdict;
+    const { target, connect } = verdict;
+    if (connect.kind === 'pinned') return { kind: 'accepted', target, addresses: connect.addresses };
+    let answers: Awaited<ReturnType<Resolver>>;
+    try {
+      answers = await this.resolve(connect.hostname);
+    } catch (error) {
+      return { kind: 'unresolved', code: failureCode(error) };
+    }
+    const [first, ...rest] = answers.map((answer) => answer.address);
+    if (first === undefined) return { kind: 'unresolved', code: 'ENOTFOUND' };
+    return judgeResolved(target, connect.hostname, [first, ...rest], this.allowlist);
+  }
+}
+
+/**
+ * An error's `code` when it is an identifier (ECONNREFUSED, UND_ERR_SOCKET...), else `UNKNOWN`. Only the
+ * code is ever reported: a message could quote a URL or a header, and so a credential.
+ */
+export function failureCode(error: unknown): string {
+  const code = typeof error === 'object' && error !== null && 'code' in error ? error.code : undefined;
+  return typeof code === 'string' && /^[A-Z][A-Z0-9_]{0,63}$/.test(code) ? code : 'UNKNOWN';
+}

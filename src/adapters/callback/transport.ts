@@ -1,0 +1,168 @@
+/**
+ * Callback delivery over HTTP (4.3): one POST of a reply to `{url}/tasks/{task_id}`, reported as a
+ * CallbackOutcome without judging it. The attempt dials only the addresses its own policy check returned,
+ * never follows a redirect, and is bounded as a whole (check, connect, answer, body) by one timeout.
+ */
+// undici, not node:http: its `connect` hook is the one place a socket opens, so pinning to checked addresses is one function.
+import { isIP, connect as connectTcp } from 'node:net';
+import { connect as connectTls } from 'node:tls';
+import { Client, type buildConnector } from 'undici';
+import type { CallbackOutcome, CallbackRequest, CallbackTransport } from '../../engine/callback.js';
+import { systemClock, type Clock } from '../../engine/clock.js';
+import type { Addresses, CallbackConnectable } from '../../protocol/callback-url.js';
+import { IncomingIgnored, LIMITS } from '../../protocol/index.js';
+import { failureCode, type CallbackPolicy } from './policy.js';
+
+export interface HttpCallbackTransportOptions {
+  readonly policy: CallbackPolicy;
+  /** The whole attempt; Part 8's 5 seconds by default. */
+  readonly timeoutMs?: number;
+  /** How much of an answer is read: enough to recognise the session_ended body, never a flood. */
+  readonly maxResponseBytes?: number;
+  /** Reads `Retry-After` dates. */
+  readonly clock?: Clock;
+}
+
+export function httpCallbackTransport(options: HttpCallbackTransportOptions): CallbackTransport {
+  const { policy, timeoutMs = LIMITS.callbackTimeoutMs, maxResponseBytes = 64 * 1024, clock = systemClock } = options;
+  return {
+    async post(request) {
+      if (request.signal.aborted) return { kind: 'aborted' };
+      // Ends at the deadline or when the host closes, whichever comes first; `request.signal` tells which.
+      // (Not AbortSignal.any: on Node 20 it can keep every attempt's signal alive as long as the host's.)
+      const ended = new AbortController();
+      const end = () => ended.abort();
+      const timer = setTimeout(end, timeoutMs);
+      request.signal.addEventListener('abort', end, { once: true });
+      try {
+        const check = await untilAborted(policy.check(request.url), ended.signal);
+        if (check.kind === 'refused') return { kind: 'refused', reason: check.reason };
+        if (check.kind === 'unresolved') return { kind: 'connection_failed', code: check.code };
+        return await send(check, request, ended.signal, maxResponseBytes, clock);
+      } catch (error) {
+        if (request.signal.aborted) return { kind: 'aborted' };
+        if (ended.signal.aborted) return { kind: 'timeout' };
+        return { kind: 'connection_failed', code: failureCode(error) };
+      } finally {
+        clearTimeout(timer);
+        request.signal.removeEventListener('abort', end);
+      }
+    },
+  };
+}
+
+async function send(
+  check: CallbackConnectable,
+  request: CallbackRequest,
+  signal: AbortSignal,
+  maxResponseBytes: number,
+  clock: Clock,
+): Promise<CallbackOutcome> {
+  // A client per attempt: its one connection goes to this check's addresses, and nothing is pooled across checks.
+  const client = new Client(check.target.origin, { connect: pinnedConnector(check.addresses, signal) });
+  try {
+    const response = await client.request({
+      method: 'POST',
+      path: `${check.target.basePath}/tasks/${encodeURIComponent(request.task_id)}`,
+      headers: {
+        'content-type': 'application/json',
+        authorization: `Bearer ${request.token}`,
+        'user-agent': 'assistant-relay',
+      },
+      body: request.body,
+      signal,
+    });
+    const body = await peek(response.body, maxResponseBytes);
+    const retryAfterMs = parseRetryAfter(response.headers['retry-after'], clock.now());
+    return {
+      kind: 'answered',
+      status: response.statusCode,
+      sessionEnded: isSessionEnded(body),
+      ...(retryAfterMs === undefined ? {} : { retryAfterMs }),
+    };
+  } finally {
+    await client.destroy();
+  }
+}
+
+/**
+ * Opens the connection to the checked addresses only, in order, moving on when one fails to connect. TLS
+ * still sends the URL's name as SNI and verifies the certificate against it. A socket still connecting
+ * when the attempt ends is destroyed, so an unreachable receiver cannot hold the process open.
+ */
+function pinnedConnector(addresses: Addresses, signal: AbortSignal): buildConnector.connector {
+  return ({ hostname, protocol, port }, callback) => {
+    const tls = protocol === 'https:';
+    const attempt = ([address, ...rest]: Addresses): void => {
+      const to = { host: address, port: Number(port) || (tls ? 443 : 80) };
+      // SNI carries names only; for an IP-literal URL the certificate is checked against the address.
+      const socket = tls
+        ? connectTls({ ...to, ALPNProtocols: ['http/1.1'], ...(isIP(hostname) ? {} : { servername: hostname }) })
+        : connectTcp(to);
+      const settle = () => {
+        signal.removeEventListener('abort', abandon);
+        socket.off(tls ? 'secureConnect' : 'connect', connected).off('error', failed);
+      };
+      const abandon = () => socket.destroy(Object.assign(new Error('callback attempt ended'), { code: 'ABORT_ERR' }));
+      const connected = () => {
+        settle();
+        callback(null, socket.setNoDelay(true));
+      };
+      const failed = (error: Error) => {
+        settle();
+        const [next, ...later] = rest;
+        if (next !== undefined && !signal.aborted) attempt([next, ...later]);
+        else callback(error, null);
+      };
+      signal.addEventListener('abort', abandon, { once: true });
+      socket.once(tls ? 'secureConnect' : 'connect', connected).once('error', failed);
+    };
+    attempt(addresses);
+  };
+}
+
+/** The answer's text, or `undefined` past `limit` bytes (then the rest is not read). */
+async function peek(body: AsyncIterable<Buffer>, limit: number): Promise<string | undefined> {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of body) {
+    size += chunk.length;
+    if (size > limit) return undefined;
+    chunks.push(chunk);
+  }
+  return Buffer.concat(chunks).toString('utf8');
+}
+
+/** `{ok: true, ignored: true, reason: "session_ended"}` with those literal values (4.2, rules for POST /v1/incoming). */
+function isSessionEnded(text: string | undefined): boolean {
+  if (text === undefined) return false;
+  try {
+    return IncomingIgnored.safeParse(JSON.parse(text)).success;
+  } catch {
+    return false;
+  }
+}
+
+// All three HTTP-date formats (RFC 9110 5.6.7) start with a day name; anything else is not a date.
+const HTTP_DATE = /^(Mon|Tue|Wed|Thu|Fri|Sat|Sun)/;
+
+/** `Retry-After` as ms from `now`: delta-seconds or an HTTP-date; `undefined` when absent, repeated or unreadable. */
+function parseRetryAfter(value: string | string[] | undefined, now: number): number | undefined {
+  if (typeof value !== 'string') return undefined;
+  const text = value.trim();
+  if (/^\d+$/.test(text)) {
+    const seconds = Number(text);
+    return Number.isSafeInteger(seconds) ? seconds * 1000 : undefined;
+  }
+  const at = HTTP_DATE.test(text) ? Date.parse(text) : Number.NaN;
+  return Number.isNaN(at) ? undefined : Math.max(0, at - now);
+}
+
+/** `promise`, or a rejection as soon as `signal` aborts: a slow lookup must not outlive the attempt. */
+function untilAborted<T>(promise: Promise<T>, signal: AbortSignal): Promise<T> {
+  return new Promise<T>((resolve, reject) => {
+    const onAbort = () => reject(signal.reason);
+    signal.addEventListener('abort', onAbort, { once: true });
+    promise.then(resolve, reject).finally(() => signal.removeEventListener('abort', onAbort));
+  });
+}

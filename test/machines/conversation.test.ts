@@ -1,0 +1,167 @@
+import { describe, expect, it } from 'vitest';
+import { decideConversation } from '../../src/machines/conversation-decide.js';
+import { evolveConversation, isConversationEnded, openConversation, type ConversationSnapshot } from '../../src/machines/conversation.js';
+import type { Decision, SessionCommand } from '../../src/machines/decide.js';
+import type { ConversationEvent, ReplyQueued } from '../../src/machines/events.js';
+import { windowToArray } from '../../src/machines/window.js';
+import type { IncomingEvent, ReplyBody } from '../../src/protocol/index.js';
+
+const S = 's1';
+const U1 = '11111111-1111-4111-8111-111111111111';
+const U2 = '22222222-2222-4222-8222-222222222222';
+const CB = { url: 'http://127.0.0.1:9/cb', token: 'cb-token' };
+const LIMITS = { memoryMaxEntries: 200, memoryMaxChars: 1024 * 1024 };
+
+/** One conversation as the engine drives it: decide, then fold what was decided. */
+class Harness {
+  conversation: ConversationSnapshot | undefined;
+  readonly log: ConversationEvent[] = [];
+  private readonly known = new Set<string>();
+
+  run(command: SessionCommand): Decision<ConversationEvent> {
+    const decision = decideConversation(command, this.conversation, { taskKnown: (id) => this.known.has(id) });
+    for (const event of decision.events) {
+      if (event.type === 'session.opened') this.conversation = openConversation(event, LIMITS);
+      else this.conversation = evolveConversation(this.conversation!, event);
+      if (event.type === 'message.received') this.known.add(event.task_id);
+      this.log.push(event);
+    }
+    return decision;
+  }
+
+  get context() {
+    return this.conversation!.context;
+  }
+
+  get queued(): ReplyQueued[] {
+    return this.log.filter((e): e is ReplyQueued => e.type === 'reply.queued');
+  }
+}
+
+const incoming = (task_id: string, text: string, at: number, extra: Partial<IncomingEvent> = { callback: CB }): SessionCommand => ({
+  type: 'incoming',
+  event: { session_id: S, task_id, text, ...extra },
+  generation: 'g1',
+  at,
+});
+const reply = (task_id: string, body: Partial<ReplyBody> & { status: ReplyBody['status'] }, at: number): SessionCommand => ({
+  type: 'reply',
+  session_id: S,
+  task_id,
+  reply: { session_id: S, task_id, ...body } as ReplyBody,
+  epoch: 'e1',
+  at,
+});
+const say = (task_id: string, text: string, at: number) => reply(task_id, { status: 'message', message_id: `m-${text}`, reply_text: text }, at);
+const expire = (at: number, idleTtlMs: number): SessionCommand => ({ type: 'expire', session_id: S, idleTtlMs, epoch: 'e1', at });
+
+describe('the conversation (Form B, 3.2)', () => {
+  it('a user message opens the conversation with its callback; the first one must carry a callback', () => {
+    const h = new Harness();
+    expect(h.run(incoming(U1, 'hi', 10, {}))).toEqual({ events: [], outcome: 'callback_required' });
+    expect(h.run(incoming(U1, 'hi', 10)).outcome).toBe('accepted');
+    expect(h.log.map((e) => e.type)).toEqual(['session.opened', 'message.received']);
+    expect(h.log[0]).toMatchObject({ form: 'B' });
+    expect([h.context.callback, [...h.context.running]]).toEqual([CB, [U1]]);
+    expect(h.run(incoming(U2, 'again', 20, {})).outcome).toBe('accepted');
+  });
+
+  it('several messages for one user message, in order, each queued as the next delivery; nothing closes', () => {
+    const h = new Harness();
+    h.run(incoming(U1, 'hi', 10));
+    for (const [i, text] of ['one', 'two', 'three'].entries()) expect(h.run(say(U1, text, 20 + i)).outcome).toBe('queued');
+    expect(h.queued.map((e) => [e.delivery.n, e.delivery.task_id, e.reply.status === 'message' && e.reply.reply_text])).toEqual([
+      [1, U1, 'one'],
+      [2, U1, 'two'],
+      [3, U1, 'three'],
+    ]);
+    expect(h.conversation!.value).toBe('open');
+  });
+
+  it('a message with no user message before it goes out on its own path', () => {
+    const h = new Harness();
+    h.run(incoming(U1, 'hi', 10));
+    h.run({ type: 'finish', session_id: S, task_id: U1, failed: false, epoch: 'e1', at: 11 });
+    expect(h.run(say(U2, 'by the way', 50)).outcome).toBe('queued');
+    expect(h.queued.at(-1)).toMatchObject({ delivery: { n: 1, task_id: U2, url: CB.url, token: CB.token }, cause: 'agent' });
+  });
+
+  it('replies go to the latest callback advertised', () => {
+    const h = new Harness();
+    h.run(incoming(U1, 'hi', 10));
+    const moved = { url: 'http://127.0.0.1:10/cb', token: 'new' };
+    h.run(incoming(U2, 'moved', 20, { callback: moved }));
+    h.run(say(U2, 'answer', 30));
+    expect(h.queued.at(-1)!.delivery).toMatchObject({ url: moved.url, token: 'new' });
+  });
+
+  it('typing is scoped to its user message and resets the inactivity timer', () => {
+    const h = new Harness();
+    h.run(incoming(U1, 'hi', 10));
+    h.run(reply(U1, { status: 'typing', label: 'thinking' }, 5_000));
+    expect(h.queued.at(-1)!.reply).toMatchObject({ status: 'typing', user_message_id: U1 });
+    expect(h.context.lastActivityAt).toBe(5_000);
+  });
+
+  it('a slow multi-step turn is not killed: activity keeps moving the idle deadline', () => {
+    const h = new Harness();
+    const ttl = 1_000;
+    h.run(incoming(U1, 'long job', 0));
+    for (let at = 900; at <= 9_000; at += 900) {
+      expect(h.run(expire(at, ttl)).outcome).toBe('unchanged');
+      h.run(reply(U1, { status: 'typing', label: `step ${at}` }, at));
+    }
+    h.run(say(U1, 'done at last', 9_500));
+    expect(isConversationEnded(h.conversation!)).toBe(false);
+    expect(h.run(expire(10_499, ttl)).outcome).toBe('unchanged');
+    expect(h.run(expire(10_500, ttl)).outcome).toBe('ended');
+  });
+
+  it('older statuses (completed, silent, tool_call) are carried through unchanged', () => {
+    const h = new Harness();
+    h.run(incoming(U1, 'hi', 10));
+    h.run(reply(U1, { status: 'tool_call', label: 'search' }, 11));
+    h.run(reply(U1, { status: 'completed' }, 12));
+    h.run(reply(U1, { status: 'silent' }, 13));
+    expect(h.queued.map((e) => e.reply.status)).toEqual(['tool_call', 'completed', 'silent']);
+  });
+
+  it('memory holds user and assistant messages in order', () => {
+    const h = new Harness();
+    h.run(incoming(U1, 'hi', 10));
+    h.run(say(U1, 'hello', 11));
+    h.run(say(U1, 'anything else?', 12));
+    expect(windowToArray(h.context.memory).map((m) => [m.role, m.text])).toEqual([
+      ['user', 'hi'],
+      ['assistant', 'hello'],
+      ['assistant', 'anything else?'],
+    ]);
+  });
+
+  it('a failed run shows an error; a restart interrupts runs that had not finished', () => {
+    const h = new Harness();
+    h.run(incoming(U1, 'a', 10));
+    h.run(incoming(U2, 'b', 11));
+    h.run({ type: 'finish', session_id: S, task_id: U1, failed: true, epoch: 'e1', at: 12 });
+    expect(h.queued.at(-1)).toMatchObject({ cause: 'agent_error', reply: { status: 'errored', error_code: 'agent_error' } });
+    h.run({ type: 'interrupt', session_id: S, epoch: 'e2', at: 20 });
+    expect(h.queued.at(-1)).toMatchObject({ cause: 'interrupted', delivery: { task_id: U2 }, reply: { error_code: 'interrupted' } });
+    expect([...h.context.running]).toEqual([]);
+  });
+
+  it('a retried user message is a duplicate; after the end, messages are ignored and replies dropped', () => {
+    const h = new Harness();
+    h.run(incoming(U1, 'hi', 10));
+    expect(h.run(incoming(U1, 'hi', 11))).toEqual({ events: [], outcome: 'duplicate' });
+    h.run({ type: 'end', session_id: S, reason: 'client', epoch: 'e1', at: 12 });
+    expect(h.run(incoming(U2, 'late', 13)).outcome).toBe('session_ended');
+    expect(h.run(say(U1, 'late', 14))).toMatchObject({ outcome: 'dropped', events: [{ type: 'reply.dropped', reason: 'session_ended' }] });
+  });
+
+  it('a reply over 256 KiB is replaced by errored/reply_too_large', () => {
+    const h = new Harness();
+    h.run(incoming(U1, 'hi', 10));
+    h.run(say(U1, 'x'.repeat(256 * 1024), 11));
+    expect(h.queued.at(-1)).toMatchObject({ cause: 'reply_too_large', reply: { status: 'errored', error_code: 'reply_too_large' } });
+  });
+});
