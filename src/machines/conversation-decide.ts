@@ -7,7 +7,7 @@
 import { LIMITS, REPLY_ERRORS, callbackBody, isInsightsSession, replyBytes, type ReplyBody } from '../protocol/index.js';
 import type { ConversationEvent, ReplyCause, ReplyQueued } from './events.js';
 import { isConversationEnded, type ConversationContext, type ConversationSnapshot } from './conversation.js';
-import type { Decision, DecisionContext, SessionCommand } from './decide.js';
+import { arrival, type Decision, type DecisionContext, type SessionCommand } from './decide.js';
 import { asInsight } from './insights.js';
 
 function hostError(context: ConversationContext, task_id: string, code: 'reply_too_large' | 'interrupted' | 'agent_error'): ReplyBody {
@@ -42,25 +42,13 @@ export function decideConversation(
   const ended = conversation !== undefined && isConversationEnded(conversation);
   switch (command.type) {
     case 'incoming': {
-      const { event, at } = command;
+      const { event } = command;
       if (ended) return { events: [], outcome: 'session_ended' };
       if (conversation !== undefined && ctx.taskKnown(event.task_id)) return { events: [], outcome: 'duplicate' };
       if (event.callback === undefined && conversation?.context.callback === undefined) return { events: [], outcome: 'callback_required' };
-      const events: ConversationEvent[] = [];
-      if (conversation === undefined) {
-        if (command.generation === undefined) throw new TypeError('opening a session needs a generation');
-        events.push({ type: 'session.opened', session_id: event.session_id, generation: command.generation, form: 'B', at });
-      }
-      events.push({
-        type: 'message.received',
-        session_id: event.session_id,
-        task_id: event.task_id,
-        text: event.text,
-        ...(event.system_prelude === undefined ? {} : { system_prelude: event.system_prelude }),
-        ...(event.callback === undefined ? {} : { callback: event.callback }),
-        at,
-      });
-      return { events, outcome: 'accepted' };
+      const { opened, message } = arrival(command, conversation === undefined ? 'B' : undefined);
+      const received: ConversationEvent = { type: 'message.received', ...message };
+      return { events: opened === undefined ? [received] : [opened, received], outcome: 'accepted' };
     }
     case 'reply': {
       const { session_id, task_id, at } = command;

@@ -13,7 +13,7 @@ import {
   type ReplyBody,
   type TerminalReply,
 } from '../protocol/index.js';
-import type { EndReason, SessionEvent, SettleCause, TaskSettled } from './events.js';
+import type { EndReason, Form, SessionEvent, SessionOpened, SettleCause, TaskSettled, UserMessage } from './events.js';
 import { asInsight } from './insights.js';
 import { isEnded, pendingInOrder, type SessionSnapshot } from './session.js';
 import type { TaskContext } from './task.js';
@@ -87,6 +87,31 @@ function endSession(session: SessionSnapshot, reason: EndReason, epoch: string, 
   return [...settleAllPending(session, 'session_ended', epoch, at), { type: 'session.ended', session_id: session.context.session_id, reason, at }];
 }
 
+/**
+ * An accepted user message, in either form: the session's opening if it is new (with the generation the
+ * caller drew), and the message's own fields, which each form logs as its own event type.
+ */
+export function arrival(
+  command: Extract<SessionCommand, { type: 'incoming' }>,
+  opening: Form | undefined,
+): { readonly opened: SessionOpened | undefined; readonly message: UserMessage } {
+  const { event, at } = command;
+  let opened: SessionOpened | undefined;
+  if (opening !== undefined) {
+    if (command.generation === undefined) throw new TypeError('opening a session needs a generation');
+    opened = { type: 'session.opened', session_id: event.session_id, generation: command.generation, form: opening, at };
+  }
+  const message: UserMessage = {
+    session_id: event.session_id,
+    task_id: event.task_id,
+    text: event.text,
+    ...(event.system_prelude === undefined ? {} : { system_prelude: event.system_prelude }),
+    ...(event.callback === undefined ? {} : { callback: event.callback }),
+    at,
+  };
+  return { opened, message };
+}
+
 /** The session a command is about. */
 export function commandSession(command: SessionCommand): string {
   return command.type === 'incoming' ? command.event.session_id : command.session_id;
@@ -95,24 +120,11 @@ export function commandSession(command: SessionCommand): string {
 export function decide(command: SessionCommand, session: SessionSnapshot | undefined, ctx: DecisionContext): Decision {
   switch (command.type) {
     case 'incoming': {
-      const { event, at } = command;
       if (session !== undefined && isEnded(session)) return { events: [], outcome: 'session_ended' };
-      if (session !== undefined && ctx.taskKnown(event.task_id)) return { events: [], outcome: 'duplicate' };
-      const events: SessionEvent[] = [];
-      if (session === undefined) {
-        if (command.generation === undefined) throw new TypeError('opening a session needs a generation');
-        events.push({ type: 'session.opened', session_id: event.session_id, generation: command.generation, form: 'A', at });
-      }
-      events.push({
-        type: 'task.started',
-        session_id: event.session_id,
-        task_id: event.task_id,
-        text: event.text,
-        ...(event.system_prelude === undefined ? {} : { system_prelude: event.system_prelude }),
-        ...(event.callback === undefined ? {} : { callback: event.callback }),
-        at,
-      });
-      return { events, outcome: 'accepted' };
+      if (session !== undefined && ctx.taskKnown(command.event.task_id)) return { events: [], outcome: 'duplicate' };
+      const { opened, message } = arrival(command, session === undefined ? 'A' : undefined);
+      const started: SessionEvent = { type: 'task.started', ...message };
+      return { events: opened === undefined ? [started] : [opened, started], outcome: 'accepted' };
     }
     case 'reply': {
       const { session_id, task_id, at } = command;

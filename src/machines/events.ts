@@ -44,15 +44,20 @@ export interface Delivery {
   readonly task_id: string;
 }
 
-export interface TaskStarted {
-  readonly type: 'task.started';
+/** What a user message brings, in either form: the incoming event (2.9) as logged. */
+export interface UserMessage {
   readonly session_id: string;
   readonly task_id: string;
   readonly text: string;
   readonly system_prelude?: string;
-  /** Form A callback block (4.3 rule 1): this task's replies go there instead of the stream. */
+  /** Form A: this task's replies go there instead of the stream (4.3 rule 1). Form B: where the session's replies go from now on. */
   readonly callback?: CallbackBlock;
   readonly at: number;
+}
+
+/** A user message starts a task (Form A). */
+export interface TaskStarted extends UserMessage {
+  readonly type: 'task.started';
 }
 
 /** `typing` / `tool_call`: live-only on the stream, logged so that nothing is sent that the log lacks. */
@@ -107,16 +112,9 @@ export interface SessionEnded {
 
 // ---- Form B: the conversation (3.2) ------------------------------------------------------------
 
-/** A user message (Form B). Its `task_id` (a UUID) is only a correlation handle (4.3 rule 3). */
-export interface MessageReceived {
+/** A user message joins the conversation (Form B). Its `task_id` (a UUID) is only a correlation handle (4.3 rule 3). */
+export interface MessageReceived extends UserMessage {
   readonly type: 'message.received';
-  readonly session_id: string;
-  readonly task_id: string;
-  readonly text: string;
-  readonly system_prelude?: string;
-  /** The callback this message advertised: from now on, where the session's replies go. */
-  readonly callback?: CallbackBlock;
-  readonly at: number;
 }
 
 /** Why the host queued a reply: the agent said it, or the host put an error in the conversation. */
