@@ -8,10 +8,10 @@ import type { FastifyBaseLogger, FastifyInstance } from 'fastify';
 import type { Agent } from '../engine/agent.js';
 import type { CallbackTransport } from '../engine/callback.js';
 import type { Clock, IdSource } from '../engine/clock.js';
-import { Engine, isUrgent, streamOf } from '../engine/engine.js';
+import { Engine } from '../engine/engine.js';
 import type { DeliveryStats, SessionView } from '../engine/view.js';
-import type { Outcome } from '../machines/decide.js';
-import type { DomainEvent, Form } from '../machines/events.js';
+import type { Outcome } from '../machines/commands.js';
+import { isUrgent, streamOf, type DomainEvent, type Form } from '../machines/events.js';
 import { CallbackPolicy, type Resolver } from './callback/policy.js';
 import { httpCallbackTransport } from './callback/transport.js';
 import type { SessionLimits } from '../machines/session.js';
@@ -121,7 +121,9 @@ export async function createAssistantHost(options: AssistantHostOptions): Promis
       ...(options.limits ? { limits: options.limits } : {}),
       ...(options.onFatal ? { onFatal: options.onFatal } : {}),
       onAgentError: (error, turn) => { options.logger?.error({ err: error, session_id: turn.session_id, task_id: turn.task_id }, 'agent failed'); },
-      onListenerError: (error) => { options.logger?.error({ err: error }, 'an onEvent listener threw'); },
+      onError: (error, { what, event, session_id }) => {
+        options.logger?.error({ err: error, session_id: session_id ?? (event && 'session_id' in event ? event.session_id : undefined), event: event?.type }, `${what} failed`);
+      },
       onDeliveryAbandoned: (event) => {
         const { session_id, n, attempts, reason, outcome } = event;
         options.logger?.warn({ session_id, delivery: n, attempts, reason, outcome }, 'callback delivery abandoned');

@@ -1,8 +1,19 @@
-/** Where time and fresh ids come from. The engine passes them to the pure machines as data. */
+/**
+ * Where time and fresh ids come from. The engine passes them to the pure machines as data, and every
+ * timer it arms goes through the clock (as XState's own does), so a test can drive time with a simulated
+ * clock instead of waiting for it.
+ */
 import { randomBytes, randomUUID } from 'node:crypto';
+
+/** What `setTimeout` returned; only ever given back to the same clock's `clearTimeout`. */
+export type TimerHandle = unknown;
 
 export interface Clock {
   now(): number;
+  /** Calls `fn` once `ms` have passed. A relay's timer never keeps its process alive on its own. */
+  setTimeout(fn: () => void, ms: number): TimerHandle;
+  /** Cancels a timer; `undefined` or a timer that already fired is a no-op. */
+  clearTimeout(handle: TimerHandle): void;
 }
 
 export interface IdSource {
@@ -12,7 +23,14 @@ export interface IdSource {
   uuid(): string;
 }
 
-export const systemClock: Clock = { now: () => Date.now() };
+/** setTimeout's ceiling (~24.8 days): a longer wait fires early, and its owner re-arms from its deadline. */
+export const MAX_TIMER_MS = 2 ** 31 - 1;
+
+export const systemClock: Clock = {
+  now: () => Date.now(),
+  setTimeout: (fn, ms) => setTimeout(fn, Math.min(MAX_TIMER_MS, Math.max(0, ms))).unref(),
+  clearTimeout: (handle) => clearTimeout(handle as NodeJS.Timeout | undefined),
+};
 
 export const randomIds: IdSource = {
   token: () => BigInt(`0x${randomBytes(8).toString('hex')}`).toString(36),

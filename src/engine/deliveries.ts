@@ -1,20 +1,20 @@
 /**
  * The effects of callback delivery: each session's retry timer, and the POSTs in flight. It decides
- * nothing: the engine tells it when a session's outbox head is due and which attempt to make (each one
- * already logged as `delivery.attempted`), and gets back what the transport reported.
+ * nothing: the outbox pump tells it when a session's outbox head is due and which attempt to make (each
+ * one already logged as `delivery.attempted`), and gets back what the transport reported.
  */
 import type { DeliveryContext } from '../machines/delivery.js';
 import type { CallbackOutcome, CallbackTransport } from './callback.js';
-import type { Clock } from './clock.js';
+import type { Clock, TimerHandle } from './clock.js';
 
 export interface DeliveryHandlers {
-  /** The session's outbox head is due: the engine may attempt it now. */
+  /** The session's outbox head is due: it may be attempted now. */
   due(sessionId: string): void;
   answered(sessionId: string, n: number, outcome: CallbackOutcome): void;
 }
 
 export class DeliveryEffects {
-  private readonly timers = new Map<string, { readonly at: number; readonly timer: NodeJS.Timeout }>();
+  private readonly timers = new Map<string, { readonly at: number; readonly timer: TimerHandle }>();
   private readonly stopping = new AbortController();
 
   constructor(
@@ -23,17 +23,17 @@ export class DeliveryEffects {
     private readonly handlers: DeliveryHandlers,
   ) {}
 
-  /** Wakes the engine for the session at `dueAt`; `undefined` cancels. Deadlines come from the log, so a restart re-arms them. */
+  /** Wakes the pump for the session at `dueAt`; `undefined` cancels. Deadlines come from the log, so a restart re-arms them. */
   wakeAt(sessionId: string, dueAt: number | undefined): void {
     const armed = this.timers.get(sessionId);
     if (armed !== undefined && armed.at === dueAt) return;
-    clearTimeout(armed?.timer);
+    this.clock.clearTimeout(armed?.timer);
     this.timers.delete(sessionId);
     if (dueAt === undefined || this.stopping.signal.aborted) return;
-    const timer = setTimeout(() => {
+    const timer = this.clock.setTimeout(() => {
       this.timers.delete(sessionId);
       this.handlers.due(sessionId);
-    }, Math.max(0, dueAt - this.clock.now()));
+    }, dueAt - this.clock.now());
     this.timers.set(sessionId, { at: dueAt, timer });
   }
 
@@ -50,7 +50,7 @@ export class DeliveryEffects {
   /** Stops every timer and aborts what is in flight; those attempts are interrupted on the next start. */
   stop(): void {
     this.stopping.abort();
-    for (const { timer } of this.timers.values()) clearTimeout(timer);
+    for (const { timer } of this.timers.values()) this.clock.clearTimeout(timer);
     this.timers.clear();
   }
 }

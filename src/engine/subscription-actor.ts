@@ -2,9 +2,8 @@
  * Runs one subscription statechart against a real connection: feeds it frames, full-socket reports and
  * keep-alive ticks, and carries out the writes, ends and destroys it decides.
  */
-import type { Frame } from '../machines/subscription.js';
-import { subscription, type SubscriptionEvent, type SubscriptionSnapshot } from '../machines/subscription.js';
-import type { Clock } from './clock.js';
+import { initialSubscription, subscription, type Frame, type SubscriptionEvent, type SubscriptionSnapshot } from '../machines/subscription.js';
+import type { Clock, TimerHandle } from './clock.js';
 
 /** The connection as the engine needs it; the HTTP adapter implements it over a raw response. */
 export interface SubscriberTransport {
@@ -26,7 +25,7 @@ export interface SubscriptionOptions {
 
 export class SubscriptionActor {
   private snapshot: SubscriptionSnapshot;
-  private timer: NodeJS.Timeout | undefined;
+  private timer: TimerHandle;
   private done = false;
 
   constructor(
@@ -35,7 +34,7 @@ export class SubscriptionActor {
     options: SubscriptionOptions,
     private readonly onClosed: (actor: SubscriptionActor) => void,
   ) {
-    [this.snapshot] = subscription.initial({ ...options, at: clock.now() });
+    this.snapshot = initialSubscription({ ...options, at: clock.now() });
     transport.onDrain(() => this.send({ type: 'drained', at: this.clock.now() }));
     transport.onClose(() => this.send({ type: 'disconnected', at: this.clock.now() }));
   }
@@ -50,7 +49,7 @@ export class SubscriptionActor {
   }
 
   /** The frames of one committed batch, in order. */
-  deliver(frames: readonly Frame[]): void {
+  push(frames: readonly Frame[]): void {
     this.send({ type: 'frames', frames, at: this.clock.now() });
   }
 
@@ -84,7 +83,7 @@ export class SubscriptionActor {
     }
     if (this.snapshot.status === 'done' && !this.done) {
       this.done = true;
-      clearTimeout(this.timer);
+      this.clock.clearTimeout(this.timer);
       this.onClosed(this);
     }
   }
@@ -93,10 +92,9 @@ export class SubscriptionActor {
     if (this.done) return;
     const { keepaliveMs, lastWriteAt } = this.snapshot.context;
     const delay = Math.max(1, lastWriteAt + keepaliveMs - this.clock.now());
-    this.timer = setTimeout(() => {
+    this.timer = this.clock.setTimeout(() => {
       this.send({ type: 'tick', at: this.clock.now() });
       this.scheduleKeepalive();
     }, delay);
-    this.timer.unref();
   }
 }

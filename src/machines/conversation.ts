@@ -10,15 +10,18 @@
  * | open  | reply.queued     | open  | queued for the callback; a `message` joins memory; activity (`typing` resets the inactivity timer) |
  * | open  | turn.finished    | open  | the agent's run for that message ended                              |
  * | open  | reply.dropped    | open  | nothing                                                             |
- * | open  | session.ended    | ended |                                                                     |
+ * | open  | session.ended    | ended | memory, prelude, task ids and runs go                               |
  * | ended | reply.dropped    | ended | nothing: the agent spoke after the end                              |
  */
 import { assign, setup, type SnapshotFrom } from 'xstate';
 import type { CallbackBlock } from '../protocol/index.js';
-import type { ConversationEvent, EndReason, MessageReceived, ReplyQueued, SessionOpened } from './events.js';
+import type { ConversationEvent, EndReason, MessageReceived, ReplyQueued, SessionEnded, SessionOpened, TurnFinished } from './events.js';
 import { remember, type MemoryEntry, type MemoryLimits } from './memory.js';
 import { stepper } from './step.js';
+import { rememberTaskId, type TaskIdLimits } from './task-ids.js';
 import { emptyWindow, type Window } from './window.js';
+
+export interface ConversationLimits extends MemoryLimits, TaskIdLimits {}
 
 export interface ConversationContext {
   readonly session_id: string;
@@ -33,11 +36,13 @@ export interface ConversationContext {
   readonly memoryChars: number;
   /** User messages whose agent run has not finished, in arrival order: a restart interrupts these. */
   readonly running: ReadonlySet<string>;
+  /** The newest user message ids: the duplicate check for retried POSTs. */
+  readonly taskIds: Window<string>;
   /** Callback deliveries queued so far: the next one is numbered one more. */
   readonly deliveries: number;
   readonly endedAt: number | undefined;
   readonly endReason: EndReason | undefined;
-  readonly limits: MemoryLimits;
+  readonly limits: ConversationLimits;
 }
 
 function received(context: ConversationContext, event: MessageReceived): Partial<ConversationContext> {
@@ -46,6 +51,7 @@ function received(context: ConversationContext, event: MessageReceived): Partial
     prelude: event.system_prelude ?? context.prelude,
     ...remember(context, { role: 'user', task_id: event.task_id, text: event.text, at: event.at }, context.limits),
     running: new Set(context.running).add(event.task_id),
+    taskIds: rememberTaskId(context.taskIds, event.task_id, context.limits),
     lastActivityAt: event.at,
   };
 }
@@ -61,7 +67,27 @@ function queued(context: ConversationContext, event: ReplyQueued): Partial<Conve
   };
 }
 
-function initialContext(opened: SessionOpened, limits: MemoryLimits): ConversationContext {
+function finished(context: ConversationContext, event: TurnFinished): Partial<ConversationContext> {
+  const running = new Set(context.running);
+  running.delete(event.task_id);
+  return { running };
+}
+
+/** An ended conversation only answers "ended": what fed the agent and the duplicate check goes. */
+function ended(event: SessionEnded): Partial<ConversationContext> {
+  return {
+    endedAt: event.at,
+    endReason: event.reason,
+    lastActivityAt: event.at,
+    prelude: undefined,
+    memory: emptyWindow(),
+    memoryChars: 0,
+    running: new Set(),
+    taskIds: emptyWindow(),
+  };
+}
+
+function initialContext(opened: SessionOpened, limits: ConversationLimits): ConversationContext {
   return {
     session_id: opened.session_id,
     openedAt: opened.at,
@@ -71,6 +97,7 @@ function initialContext(opened: SessionOpened, limits: MemoryLimits): Conversati
     memory: emptyWindow(),
     memoryChars: 0,
     running: new Set(),
+    taskIds: emptyWindow(),
     deliveries: 0,
     endedAt: undefined,
     endReason: undefined,
@@ -80,27 +107,20 @@ function initialContext(opened: SessionOpened, limits: MemoryLimits): Conversati
 
 const SCRATCH = initialContext(
   { type: 'session.opened', session_id: '', generation: '0', form: 'B', at: 0 },
-  { memoryMaxEntries: 0, memoryMaxChars: 0 },
+  { memoryMaxEntries: 0, memoryMaxChars: 0, taskIdWindow: 0 },
 );
 
 export const conversationMachine = setup({
   types: {
     context: {} as ConversationContext,
-    input: {} as { opened: SessionOpened; limits: MemoryLimits },
+    input: {} as { opened: SessionOpened; limits: ConversationLimits },
     events: {} as Exclude<ConversationEvent, SessionOpened>,
   },
   actions: {
-    receive: assign(({ context, event }) => received(context, event as MessageReceived)),
-    queue: assign(({ context, event }) => queued(context, event as ReplyQueued)),
-    finishTurn: assign(({ context, event }) => {
-      const running = new Set(context.running);
-      running.delete((event as Extract<ConversationEvent, { type: 'turn.finished' }>).task_id);
-      return { running };
-    }),
-    end: assign(({ event }) => {
-      const ended = event as Extract<ConversationEvent, { type: 'session.ended' }>;
-      return { endedAt: ended.at, endReason: ended.reason, lastActivityAt: ended.at };
-    }),
+    receive: assign(({ context }, event: MessageReceived) => received(context, event)),
+    queue: assign(({ context }, event: ReplyQueued) => queued(context, event)),
+    finishTurn: assign(({ context }, event: TurnFinished) => finished(context, event)),
+    end: assign((_, event: SessionEnded) => ended(event)),
   },
 }).createMachine({
   id: 'conversation',
@@ -110,11 +130,11 @@ export const conversationMachine = setup({
   states: {
     open: {
       on: {
-        'message.received': { actions: 'receive' },
-        'reply.queued': { actions: 'queue' },
-        'turn.finished': { actions: 'finishTurn' },
+        'message.received': { actions: { type: 'receive', params: ({ event }) => event } },
+        'reply.queued': { actions: { type: 'queue', params: ({ event }) => event } },
+        'turn.finished': { actions: { type: 'finishTurn', params: ({ event }) => event } },
         'reply.dropped': {},
-        'session.ended': { target: 'ended', actions: 'end' },
+        'session.ended': { target: 'ended', actions: { type: 'end', params: ({ event }) => event } },
       },
     },
     ended: {
@@ -129,11 +149,11 @@ export type ConversationSnapshot = SnapshotFrom<typeof conversationMachine>;
 
 const conversation = stepper(conversationMachine);
 
-export function openConversation(opened: SessionOpened, limits: MemoryLimits): ConversationSnapshot {
+export function initialConversation(opened: SessionOpened, limits: ConversationLimits): ConversationSnapshot {
   return conversation.initial({ opened, limits })[0];
 }
 
-/** evolve: folds one logged event into the conversation. */
+/** Folds one logged event into the conversation. */
 export function evolveConversation(snapshot: ConversationSnapshot, event: Exclude<ConversationEvent, SessionOpened>): ConversationSnapshot {
   return conversation.next(snapshot, event)[0];
 }

@@ -13,7 +13,14 @@
  */
 import { assign, setup, type SnapshotFrom } from 'xstate';
 import { LIMITS } from '../protocol/index.js';
-import type { Delivery, DeliveryEvent } from './events.js';
+import type {
+  Delivery,
+  DeliveryAbandoned,
+  DeliveryAttempted,
+  DeliveryEvent,
+  DeliveryFailed,
+  DeliveryInterrupted,
+} from './events.js';
 import { stepper } from './step.js';
 
 /** What one attempt came to, as a transport reports it (without judging it). */
@@ -34,6 +41,8 @@ export interface DeliveryContext {
   readonly delivery: Delivery;
   /** Exactly what is POSTed: the reply without `task_id` (`callbackBody`). */
   readonly body: string;
+  /** `typing` or `tool_call`: coalesced by task while it waits (outbox.ts). */
+  readonly progress: boolean;
   /** Attempts made so far (the one in flight included). */
   readonly attempts: number;
   /** When the next attempt may start. */
@@ -45,6 +54,7 @@ export interface DeliveryInput {
   readonly session_id: string;
   readonly delivery: Delivery;
   readonly body: string;
+  readonly progress: boolean;
   readonly at: number;
 }
 
@@ -52,6 +62,7 @@ const SCRATCH: DeliveryContext = {
   session_id: '',
   delivery: { n: 0, url: '', token: '', task_id: '' },
   body: '',
+  progress: false,
   attempts: 0,
   dueAt: 0,
   lastOutcome: undefined,
@@ -64,13 +75,10 @@ export const deliveryMachine = setup({
     events: {} as DeliveryEvent,
   },
   actions: {
-    attempt: assign(({ event }) => ({ attempts: (event as Extract<DeliveryEvent, { type: 'delivery.attempted' }>).attempt })),
-    retryLater: assign(({ event }) => {
-      const failed = event as Extract<DeliveryEvent, { type: 'delivery.failed' }>;
-      return { dueAt: failed.retry_at, lastOutcome: failed.outcome };
-    }),
-    uncount: assign(({ event }) => ({ attempts: (event as Extract<DeliveryEvent, { type: 'delivery.interrupted' }>).attempt - 1, dueAt: event.at })),
-    note: assign(({ context, event }) => ({ lastOutcome: (event as Extract<DeliveryEvent, { type: 'delivery.abandoned' }>).outcome ?? context.lastOutcome })),
+    attempt: assign((_, event: DeliveryAttempted) => ({ attempts: event.attempt })),
+    retryLater: assign((_, event: DeliveryFailed) => ({ dueAt: event.retry_at, lastOutcome: event.outcome })),
+    uncount: assign((_, event: DeliveryInterrupted) => ({ attempts: event.attempt - 1, dueAt: event.at })),
+    note: assign(({ context }, event: DeliveryAbandoned) => ({ lastOutcome: event.outcome ?? context.lastOutcome })),
   },
 }).createMachine({
   id: 'delivery',
@@ -78,21 +86,21 @@ export const deliveryMachine = setup({
   context: ({ input }) =>
     input === undefined
       ? SCRATCH
-      : { session_id: input.session_id, delivery: input.delivery, body: input.body, attempts: 0, dueAt: input.at, lastOutcome: undefined },
+      : { ...input, attempts: 0, dueAt: input.at, lastOutcome: undefined },
   initial: 'waiting',
   states: {
     waiting: {
       on: {
-        'delivery.attempted': { target: 'attempting', actions: 'attempt' },
-        'delivery.abandoned': { target: 'abandoned', actions: 'note' },
+        'delivery.attempted': { target: 'attempting', actions: { type: 'attempt', params: ({ event }) => event } },
+        'delivery.abandoned': { target: 'abandoned', actions: { type: 'note', params: ({ event }) => event } },
       },
     },
     attempting: {
       on: {
-        'delivery.failed': { target: 'waiting', actions: 'retryLater' },
+        'delivery.failed': { target: 'waiting', actions: { type: 'retryLater', params: ({ event }) => event } },
         'delivery.succeeded': { target: 'succeeded' },
-        'delivery.abandoned': { target: 'abandoned', actions: 'note' },
-        'delivery.interrupted': { target: 'waiting', actions: 'uncount' },
+        'delivery.abandoned': { target: 'abandoned', actions: { type: 'note', params: ({ event }) => event } },
+        'delivery.interrupted': { target: 'waiting', actions: { type: 'uncount', params: ({ event }) => event } },
       },
     },
     succeeded: { type: 'final' },
@@ -104,7 +112,7 @@ export type DeliverySnapshot = SnapshotFrom<typeof deliveryMachine>;
 
 const delivery = stepper(deliveryMachine);
 
-export function queuedDelivery(input: DeliveryInput): DeliverySnapshot {
+export function initialDelivery(input: DeliveryInput): DeliverySnapshot {
   return delivery.initial(input)[0];
 }
 

@@ -201,3 +201,20 @@ export type SessionEvent = SessionOpened | TaskStarted | TaskProgressed | TaskSe
 export type ConversationEvent = SessionOpened | MessageReceived | ReplyQueued | TurnFinished | ReplyDropped | SessionEnded;
 export type DomainEvent = HostStarted | SessionEvent | ConversationEvent | DeliveryEvent;
 export type DomainEventType = DomainEvent['type'];
+
+/** The log's stream of an event: its session, or '' for host-wide events. */
+export function streamOf(event: DomainEvent): string {
+  return event.type === 'host.started' ? '' : event.session_id;
+}
+
+/**
+ * Whether someone waits on the event's commit (a 202, a terminal frame, an agent's send). Progress is
+ * live-only and nobody awaits it: it can wait for its batch, and usually shares the answer's.
+ */
+export function isUrgent(event: DomainEvent): boolean {
+  return event.type !== 'task.progressed';
+}
+
+export function isDeliveryEvent(event: DomainEvent): event is DeliveryEvent {
+  return event.type.startsWith('delivery.');
+}

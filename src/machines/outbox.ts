@@ -1,11 +1,18 @@
 /**
- * A session's outbox: its callback deliveries not yet succeeded or abandoned, in the order they were
- * queued. Only the head is ever attempted, so a later reply is never POSTed before an earlier one is
- * delivered or abandoned (4.3). Finished deliveries leave the outbox and are counted.
+ * A session's outbox, and its decider: its callback deliveries not yet succeeded or abandoned, in the order
+ * they were queued. Only the head is ever attempted, so a later reply is never POSTed before an earlier one
+ * is delivered or abandoned (4.3). Finished deliveries leave the outbox and are counted.
+ *
+ * Queued progress is coalesced by task, as on the stream (4.2 rule 4): when a reply is queued for a task,
+ * that task's progress waiting behind the head (queued while an earlier delivery was on its way) leaves
+ * the outbox, unsent and uncounted, so a slow receiver gets the latest `typing`, not every one. The head
+ * itself is never dropped: it is what goes out next, as a frame already written would. The fold does this
+ * from the queued event alone, so it needs no event of its own.
  */
-import { callbackBody, type ReplyBody } from '../protocol/index.js';
-import { evolveDelivery, queuedDelivery, type DeliverySnapshot } from './delivery.js';
-import type { Delivery, DeliveryEvent } from './events.js';
+import { callbackBody } from '../protocol/index.js';
+import type { Decider, Decision } from './decider.js';
+import { decideDelivery, evolveDelivery, initialDelivery, type CallbackOutcome, type DeliverySnapshot } from './delivery.js';
+import { isDeliveryEvent, type DeliveryEvent, type ReplyQueued, type TaskProgressed, type TaskSettled } from './events.js';
 
 export interface Outbox {
   /** By delivery number, oldest first. */
@@ -14,14 +21,40 @@ export interface Outbox {
   readonly abandoned: number;
 }
 
-export const EMPTY_OUTBOX: Outbox = { queue: new Map(), succeeded: 0, abandoned: 0 };
+/** An event that may queue a reply: it does when it carries a `delivery`. */
+export type QueuingEvent = TaskProgressed | TaskSettled | ReplyQueued;
 
-export function enqueue(outbox: Outbox, session_id: string, delivery: Delivery, reply: ReplyBody, at: number): Outbox {
-  const entry = queuedDelivery({ session_id, delivery, body: callbackBody(reply), at });
-  return { ...outbox, queue: new Map(outbox.queue).set(delivery.n, entry) };
+export type OutboxEvent = QueuingEvent | DeliveryEvent;
+
+export type OutboxCommand =
+  /** Attempt the head, if it is due. */
+  | { readonly type: 'attempt'; readonly at: number }
+  /** What the transport reported for attempt of delivery `n`. */
+  | { readonly type: 'outcome'; readonly n: number; readonly outcome: CallbackOutcome; readonly at: number }
+  /** A restart: the head's attempt in flight, if any, was cut off. */
+  | { readonly type: 'interrupt'; readonly at: number }
+  /** The client said the session ended: everything waiting is given up. */
+  | { readonly type: 'abandon'; readonly at: number };
+
+/** `session_ended`: the receiver answered `{ok: true, ignored: true, reason: "session_ended"}` (4.2). */
+export type OutboxOutcome = 'recorded' | 'unchanged' | 'session_ended';
+
+export const emptyOutbox: Outbox = { queue: new Map(), succeeded: 0, abandoned: 0 };
+
+function enqueue(outbox: Outbox, event: QueuingEvent): Outbox {
+  const { delivery } = event;
+  if (delivery === undefined) return outbox;
+  const queue = new Map(outbox.queue);
+  const first = head(outbox);
+  for (const [n, queued] of queue) {
+    if (queued !== first && queued.context.progress && queued.context.delivery.task_id === delivery.task_id) queue.delete(n);
+  }
+  const progress = event.reply.status === 'typing' || event.reply.status === 'tool_call';
+  const entry = initialDelivery({ session_id: event.session_id, delivery, body: callbackBody(event.reply), progress, at: event.at });
+  return { ...outbox, queue: queue.set(delivery.n, entry) };
 }
 
-export function evolveOutbox(outbox: Outbox, event: DeliveryEvent): Outbox {
+function step(outbox: Outbox, event: DeliveryEvent): Outbox {
   const entry = outbox.queue.get(event.n);
   if (entry === undefined) throw new Error(`event log: ${event.type} for delivery ${event.n} not in ${event.session_id}'s outbox`);
   const next = evolveDelivery(entry, event);
@@ -37,3 +70,31 @@ export function evolveOutbox(outbox: Outbox, event: DeliveryEvent): Outbox {
 export function head(outbox: Outbox): DeliverySnapshot | undefined {
   return outbox.queue.values().next().value;
 }
+
+function recorded(events: DeliveryEvent[], outcome: OutboxOutcome = 'recorded'): Decision<DeliveryEvent, OutboxOutcome> {
+  return events.length === 0 ? { events, outcome: 'unchanged' } : { events, outcome };
+}
+
+function decide(command: OutboxCommand, outbox: Outbox): Decision<DeliveryEvent, OutboxOutcome> {
+  switch (command.type) {
+    case 'attempt':
+    case 'interrupt': {
+      const first = head(outbox);
+      return recorded(first === undefined ? [] : decideDelivery(command, first));
+    }
+    case 'outcome': {
+      const delivery = outbox.queue.get(command.n);
+      const events = delivery === undefined ? [] : decideDelivery(command, delivery);
+      const ended = command.outcome.kind === 'answered' && command.outcome.sessionEnded && events[0]?.type === 'delivery.succeeded';
+      return recorded(events, ended ? 'session_ended' : 'recorded');
+    }
+    case 'abandon':
+      return recorded([...outbox.queue.values()].flatMap((delivery) => decideDelivery(command, delivery)));
+  }
+}
+
+export const outboxDecider: Decider<Outbox, OutboxCommand, OutboxEvent, OutboxOutcome, DeliveryEvent> = {
+  decide,
+  evolve: (outbox, event) => (isDeliveryEvent(event) ? step(outbox, event) : enqueue(outbox, event)),
+  initialState: emptyOutbox,
+};

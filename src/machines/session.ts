@@ -9,23 +9,24 @@
  * | open  | task.progressed  | open  | the task stays pending (live-only progress, or queued for its callback) |
  * | open  | task.settled     | open  | the task settles; its reply enters the backlog (evicting the oldest), or the outbox for a task with a callback |
  * | open  | reply.dropped    | open  | nothing: a reply for a settled or unknown task                    |
- * | open  | session.ended    | ended | (pending tasks were settled first by the decider)                 |
+ * | open  | session.ended    | ended | memory, prelude and task ids go (pending tasks were settled first by the decider) |
  * | ended | reply.dropped    | ended | nothing                                                           |
  */
 import { replyBytes } from '../protocol/index.js';
 import { assign, setup, type SnapshotFrom } from 'xstate';
 import { emptyBacklog, retain, type Backlog, type Retention } from './backlog.js';
-import type { EndReason, SessionEvent, SessionOpened, TaskProgressed, TaskSettled, TaskStarted } from './events.js';
+import type { EndReason, SessionEnded, SessionEvent, SessionOpened, TaskProgressed, TaskSettled, TaskStarted } from './events.js';
 import { stepper } from './step.js';
 import { remember, type MemoryEntry, type MemoryLimits } from './memory.js';
+import { rememberTaskId, type TaskIdLimits } from './task-ids.js';
 import { emptyWindow, type Window } from './window.js';
-import { pendingTask, type taskMachine } from './task.js';
+import { initialTask, type taskMachine } from './task.js';
 
 export type { MemoryEntry };
 
 export type TaskSnapshot = SnapshotFrom<typeof taskMachine>;
 
-export interface SessionLimits extends Retention, MemoryLimits {}
+export interface SessionLimits extends Retention, MemoryLimits, TaskIdLimits {}
 
 export interface SessionContext {
   readonly session_id: string;
@@ -38,6 +39,8 @@ export interface SessionContext {
    * live in the backlog. A Map, not a record: task ids are arbitrary keys, not fields of a shape.
    */
   readonly pending: ReadonlyMap<string, TaskSnapshot>;
+  /** The newest task ids started here: the duplicate check for retried POSTs. */
+  readonly taskIds: Window<string>;
   /** The latest `system_prelude` sent on this session: standing context for every later turn. */
   readonly prelude: string | undefined;
   readonly memory: Window<MemoryEntry>;
@@ -54,8 +57,9 @@ function started(context: SessionContext, event: TaskStarted): Partial<SessionCo
   return {
     pending: new Map(context.pending).set(
       event.task_id,
-      pendingTask({ task_id: event.task_id, at: event.at, ...(event.callback === undefined ? {} : { callback: event.callback }) }),
+      initialTask({ task_id: event.task_id, at: event.at, ...(event.callback === undefined ? {} : { callback: event.callback }) }),
     ),
+    taskIds: rememberTaskId(context.taskIds, event.task_id, context.limits),
     prelude: event.system_prelude ?? context.prelude,
     ...remember(context, { role: 'user', task_id: event.task_id, text: event.text, at: event.at }, context.limits),
     lastActivityAt: event.at,
@@ -91,6 +95,19 @@ function settled(context: SessionContext, event: TaskSettled): Partial<SessionCo
   };
 }
 
+/** An ended session answers only "ended" and its stream's last replies: what fed the agent and the duplicate check goes. */
+function ended(event: SessionEnded): Partial<SessionContext> {
+  return {
+    endedAt: event.at,
+    endReason: event.reason,
+    lastActivityAt: event.at,
+    taskIds: emptyWindow(),
+    prelude: undefined,
+    memory: emptyWindow(),
+    memoryChars: 0,
+  };
+}
+
 function initialContext(opened: SessionOpened, limits: SessionLimits): SessionContext {
   return {
     session_id: opened.session_id,
@@ -98,6 +115,7 @@ function initialContext(opened: SessionOpened, limits: SessionLimits): SessionCo
     lastActivityAt: opened.at,
     backlog: emptyBacklog(opened.generation),
     pending: new Map(),
+    taskIds: emptyWindow(),
     prelude: undefined,
     memory: emptyWindow(),
     memoryChars: 0,
@@ -110,7 +128,7 @@ function initialContext(opened: SessionOpened, limits: SessionLimits): SessionCo
 
 const SCRATCH = initialContext(
   { type: 'session.opened', session_id: '', generation: '0', form: 'A', at: 0 },
-  { maxReplies: 0, maxBytes: 0, ledgerMaxTasks: 0, maxSpans: 0, memoryMaxEntries: 0, memoryMaxChars: 0 },
+  { maxReplies: 0, maxBytes: 0, ledgerMaxTasks: 0, maxSpans: 0, memoryMaxEntries: 0, memoryMaxChars: 0, taskIdWindow: 0 },
 );
 
 export const sessionMachine = setup({
@@ -120,13 +138,10 @@ export const sessionMachine = setup({
     events: {} as Exclude<SessionEvent, SessionOpened>,
   },
   actions: {
-    startTask: assign(({ context, event }) => started(context, event as TaskStarted)),
-    progressTask: assign(({ event }) => progressed(event as TaskProgressed)),
-    settleTask: assign(({ context, event }) => settled(context, event as TaskSettled)),
-    end: assign(({ event }) => {
-      const ended = event as Extract<SessionEvent, { type: 'session.ended' }>;
-      return { endedAt: ended.at, endReason: ended.reason, lastActivityAt: ended.at };
-    }),
+    startTask: assign(({ context }, event: TaskStarted) => started(context, event)),
+    progressTask: assign((_, event: TaskProgressed) => progressed(event)),
+    settleTask: assign(({ context }, event: TaskSettled) => settled(context, event)),
+    end: assign((_, event: SessionEnded) => ended(event)),
   },
 }).createMachine({
   id: 'session',
@@ -136,11 +151,11 @@ export const sessionMachine = setup({
   states: {
     open: {
       on: {
-        'task.started': { actions: 'startTask' },
-        'task.progressed': { actions: 'progressTask' },
-        'task.settled': { actions: 'settleTask' },
+        'task.started': { actions: { type: 'startTask', params: ({ event }) => event } },
+        'task.progressed': { actions: { type: 'progressTask', params: ({ event }) => event } },
+        'task.settled': { actions: { type: 'settleTask', params: ({ event }) => event } },
         'reply.dropped': {},
-        'session.ended': { target: 'ended', actions: 'end' },
+        'session.ended': { target: 'ended', actions: { type: 'end', params: ({ event }) => event } },
       },
     },
     ended: {
@@ -155,11 +170,11 @@ export type SessionSnapshot = SnapshotFrom<typeof sessionMachine>;
 
 const session = stepper(sessionMachine);
 
-export function openSession(opened: SessionOpened, limits: SessionLimits): SessionSnapshot {
+export function initialSession(opened: SessionOpened, limits: SessionLimits): SessionSnapshot {
   return session.initial({ opened, limits })[0];
 }
 
-/** evolve: folds one logged event into the session. */
+/** Folds one logged event into the session. */
 export function evolveSession(snapshot: SessionSnapshot, event: Exclude<SessionEvent, SessionOpened>): SessionSnapshot {
   return session.next(snapshot, event)[0];
 }

@@ -62,7 +62,7 @@ export interface SubscriptionInput {
 }
 
 /** Queues a frame for a blocked socket: progress is coalesced by task_id so it can never crowd out a terminal reply. */
-export function enqueue(queue: readonly Frame[], frame: Frame): Frame[] {
+export function coalesce(queue: readonly Frame[], frame: Frame): Frame[] {
   if (frame.kind === 'progress') {
     const i = queue.findIndex((f) => f.kind === 'progress' && f.task_id === frame.task_id);
     if (i >= 0) return queue.map((f, j) => (j === i ? frame : f));
@@ -76,7 +76,7 @@ export function enqueue(queue: readonly Frame[], frame: Frame): Frame[] {
 }
 
 function enqueueAll(queue: readonly Frame[], frames: readonly Frame[]): readonly Frame[] {
-  return frames.reduce<readonly Frame[]>(enqueue, queue);
+  return frames.reduce<readonly Frame[]>(coalesce, queue);
 }
 
 /** Bytes waiting in a queue: derived, never stored, so it cannot drift from the queue. */
@@ -233,3 +233,7 @@ export const subscriptionMachine = setup({
 
 export type SubscriptionSnapshot = SnapshotFrom<typeof subscriptionMachine>;
 export const subscription = stepper(subscriptionMachine);
+
+export function initialSubscription(input: SubscriptionInput): SubscriptionSnapshot {
+  return subscription.initial(input)[0];
+}

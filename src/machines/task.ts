@@ -75,6 +75,6 @@ export const taskMachine = setup({
  * A task just started: the machine's initial snapshot, resolved directly rather than by running the
  * initial transition (which has no actions here), at a fifth of the cost; a test keeps the two equal.
  */
-export function pendingTask(input: TaskInput): SnapshotFrom<typeof taskMachine> {
+export function initialTask(input: TaskInput): SnapshotFrom<typeof taskMachine> {
   return taskMachine.resolveState({ value: 'pending', context: initialContext(input) });
 }

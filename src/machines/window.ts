@@ -58,3 +58,9 @@ export function push<T>(w: Window<T>, item: T, max: number): Window<T> {
 export function* iterate<T>(w: Window<T>): IterableIterator<T> {
   for (let i = w.start; i < w.end; i += 1) yield w.items[i]!;
 }
+
+/** Whether the window holds `item` (looked for from the newest, where a retry usually is). */
+export function windowIncludes<T>(w: Window<T>, item: T): boolean {
+  for (let i = w.end - 1; i >= w.start; i -= 1) if (w.items[i] === item) return true;
+  return false;
+}

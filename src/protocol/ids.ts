@@ -27,10 +27,6 @@ export function parseEventId(text: string): EventId | undefined {
   return Number.isSafeInteger(n) ? { epoch, generation, seq: n } : undefined;
 }
 
-export function isToken(text: string): boolean {
-  return TOKEN.test(text);
-}
-
 // Control characters would corrupt logs and SSE lines; the length caps keep one id from costing real memory.
 const CONTROL = /[\u0000-\u001f\u007f]/;
 const TASK_ID = new RegExp(`^[A-Za-z0-9._:-]{1,${LIMITS.taskIdMaxLength}}$`);
@@ -39,8 +35,11 @@ export function isSessionId(text: string): boolean {
   return text.length >= 1 && text.length <= LIMITS.sessionIdMaxLength && !CONTROL.test(text);
 }
 
+/** `.` and `..` are path segments a callback receiver would normalise away (`/tasks/..` is `/`): never task ids. */
+const DOT_SEGMENT = /^\.\.?$/;
+
 export function isTaskId(text: string): boolean {
-  return TASK_ID.test(text);
+  return TASK_ID.test(text) && !DOT_SEGMENT.test(text);
 }
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;

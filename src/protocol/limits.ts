@@ -12,6 +12,8 @@ export const LIMITS = {
   readerMaxQueuedBytes: 1024 * 1024,
   /** Evicted task ids kept for exact reconciliation (our choice; the spec says "bounded"). */
   ledgerMaxTasks: 1024,
+  /** A retried `task_id` is recognised as a duplicate among the session's newest this many (our choice; see PROTOCOL.md). */
+  taskIdWindow: 1024,
   /** Concurrent readers of one session's stream (our choice; the spec leaves it open). */
   maxReadersPerSession: 4,
   /** Request body cap for `POST /v1/incoming` (our choice). */

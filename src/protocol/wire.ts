@@ -8,7 +8,7 @@ export const SessionId = z
 
 export const TaskId = z
   .string()
-  .refine(isTaskId, { message: 'task_id must be 1 to 128 characters of A-Z a-z 0-9 . _ : -' });
+  .refine(isTaskId, { message: 'task_id must be 1 to 128 characters of A-Z a-z 0-9 . _ : -, and not . or ..' });
 
 /** The optional callback block (2.8): replies go to `{url}/tasks/{task_id}` with `Authorization: Bearer {token}`. */
 export const CallbackBlock = z.object({
@@ -66,16 +66,10 @@ export const ReplyBody = z.discriminatedUnion('status', [
 ]);
 
 export type TerminalReply = z.infer<typeof TerminalReply>;
+export type ErroredReply = z.infer<typeof ErroredReply>;
 export type ProgressReply = z.infer<typeof ProgressReply>;
 export type ReplyBody = z.infer<typeof ReplyBody>;
 export type ReplyStatus = ReplyBody['status'];
-
-export const TERMINAL_STATUSES = ['message', 'completed', 'errored', 'silent'] as const;
-export const PROGRESS_STATUSES = ['typing', 'tool_call'] as const;
-
-export function isTerminal(reply: ReplyBody): reply is TerminalReply {
-  return reply.status !== 'typing' && reply.status !== 'tool_call';
-}
 
 /** Reconciliation frame (2.7), sent as `event: resync` with no id. */
 export const ResyncFrame = z.object({

@@ -143,6 +143,11 @@ export class EventLog<E extends LogRecord> {
     return this.batch.length;
   }
 
+  /** The events appended but not yet committed, oldest first. */
+  get uncommitted(): readonly E[] {
+    return this.batch;
+  }
+
   /** Queues an event for the current batch; resolves once the batch is committed. */
   append(event: E): Promise<void> {
     if (this.failure !== undefined) return Promise.reject(this.failure);

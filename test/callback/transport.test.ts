@@ -7,7 +7,7 @@ import { connect, type AddressInfo } from 'node:net';
 import { createSecureContext, createServer as createTlsServer } from 'node:tls';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import type { CallbackOutcome, CallbackRequest } from '../../src/engine/callback.js';
-import type { Clock } from '../../src/engine/clock.js';
+import { systemClock, type Clock } from '../../src/engine/clock.js';
 import { CallbackPolicy, type Resolver } from '../../src/adapters/callback/policy.js';
 import { httpCallbackTransport } from '../../src/adapters/callback/transport.js';
 import {
@@ -87,7 +87,7 @@ describe('a delivered attempt', () => {
   it('reads a Retry-After HTTP-date against the clock', async () => {
     const receiver = await Receiver.start(answer(429, { 'retry-after': 'Wed, 21 Oct 2015 07:28:30 GMT' }));
     const now = Date.parse('Wed, 21 Oct 2015 07:28:00 GMT');
-    expect(await transport({ clock: { now: () => now } }).post(attempt(receiver.url))).toEqual({ kind: 'answered', status: 429, retryAfterMs: 30_000, sessionEnded: false });
+    expect(await transport({ clock: { ...systemClock, now: () => now } }).post(attempt(receiver.url))).toEqual({ kind: 'answered', status: 429, retryAfterMs: 30_000, sessionEnded: false });
   });
 
   it('reports a redirect as answered and does not follow it', async () => {

@@ -3,9 +3,9 @@
  * can fail, so the rule "a reader whose keep-alive write fails is dropped at once" is checked here, where
  * the socket can be made to be gone without having said so.
  */
-import { afterEach, describe, expect, it, vi } from 'vitest';
-import type { Clock } from '../../src/engine/clock.js';
+import { describe, expect, it, vi } from 'vitest';
 import { SubscriptionActor, type SubscriberTransport } from '../../src/engine/subscription-actor.js';
+import { SimulatedClock } from '../support/clock.js';
 
 class FakeSocket implements SubscriberTransport {
   readonly written: string[] = [];
@@ -36,43 +36,37 @@ class FakeSocket implements SubscriberTransport {
   }
 }
 
-const clock: Clock = { now: () => Date.now() };
-
-afterEach(() => {
-  vi.useRealTimers();
-});
-
 describe('subscription actor', () => {
   it('drops a reader at once when its keep-alive write finds the socket gone', () => {
-    vi.useFakeTimers();
+    const clock = new SimulatedClock();
     const socket = new FakeSocket();
     const closed = vi.fn();
     const actor = new SubscriptionActor(socket, clock, { keepaliveMs: 1_000, maxQueuedBytes: 1 << 20 }, closed);
     actor.open('');
-    vi.advanceTimersByTime(1_000);
+    clock.increment(1_000);
     expect(socket.written).toEqual([': open\n\n', ': keep-alive\n\n']);
     expect(closed).not.toHaveBeenCalled();
 
     // The peer is gone but no close event has arrived yet.
     socket.closed = true;
-    vi.advanceTimersByTime(1_000);
+    clock.increment(1_000);
     expect(socket.written).toHaveLength(2);
     expect(closed).toHaveBeenCalledTimes(1);
     expect(actor.state.value).toBe('closed');
     expect(actor.state.context.closeReason).toBe('client_gone');
     // No timer is left behind to write again.
-    expect(vi.getTimerCount()).toBe(0);
+    expect(clock.pending).toBe(0);
   });
 
   it('reports a full socket, queues behind it, and writes the queue in one write on drain', () => {
     const socket = new FakeSocket();
-    const actor = new SubscriptionActor(socket, clock, { keepaliveMs: 60_000, maxQueuedBytes: 1 << 20 }, () => {});
+    const actor = new SubscriptionActor(socket, new SimulatedClock(), { keepaliveMs: 60_000, maxQueuedBytes: 1 << 20 }, () => {});
     actor.open('');
     socket.full = true;
-    actor.deliver([{ kind: 'terminal', task_id: 'a', text: 'A', bytes: 1 }]);
+    actor.push([{ kind: 'terminal', task_id: 'a', text: 'A', bytes: 1 }]);
     expect(actor.state.value).toEqual({ live: 'blocked' });
-    actor.deliver([{ kind: 'terminal', task_id: 'b', text: 'B', bytes: 1 }]);
-    actor.deliver([{ kind: 'terminal', task_id: 'c', text: 'C', bytes: 1 }]);
+    actor.push([{ kind: 'terminal', task_id: 'b', text: 'B', bytes: 1 }]);
+    actor.push([{ kind: 'terminal', task_id: 'c', text: 'C', bytes: 1 }]);
     expect(socket.written).toEqual([': open\n\n', 'A']);
     socket.full = false;
     (socket as unknown as { drain: Array<() => void> }).drain.forEach((listener) => listener());

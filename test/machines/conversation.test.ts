@@ -1,32 +1,34 @@
 import { describe, expect, it } from 'vitest';
-import { decideConversation } from '../../src/machines/conversation-decide.js';
-import { evolveConversation, isConversationEnded, openConversation, type ConversationSnapshot } from '../../src/machines/conversation.js';
-import type { Decision, SessionCommand } from '../../src/machines/decide.js';
+import type { Outcome, SessionCommand } from '../../src/machines/commands.js';
+import { conversationDecider, type ConversationState } from '../../src/machines/conversation-decider.js';
+import { foldEvents, type Decision } from '../../src/machines/decider.js';
 import type { ConversationEvent, ReplyQueued } from '../../src/machines/events.js';
+import { isConversationEnded } from '../../src/machines/conversation.js';
 import { windowToArray } from '../../src/machines/window.js';
 import type { IncomingEvent, ReplyBody } from '../../src/protocol/index.js';
+import { thenOf, type Then } from '../support/decider.js';
 
 const S = 's1';
 const U1 = '11111111-1111-4111-8111-111111111111';
 const U2 = '22222222-2222-4222-8222-222222222222';
 const CB = { url: 'http://127.0.0.1:9/cb', token: 'cb-token' };
-const LIMITS = { memoryMaxEntries: 200, memoryMaxChars: 1024 * 1024 };
+const LIMITS = { memoryMaxEntries: 200, memoryMaxChars: 1024 * 1024, taskIdWindow: 1024 };
+const decider = conversationDecider(LIMITS);
 
-/** One conversation as the engine drives it: decide, then fold what was decided. */
+/** One conversation as the engine drives it, given → when → then: decide against the fold of the log so far, then fold what was decided. */
 class Harness {
-  conversation: ConversationSnapshot | undefined;
+  conversation: ConversationState = decider.initialState;
   readonly log: ConversationEvent[] = [];
-  private readonly known = new Set<string>();
 
-  run(command: SessionCommand): Decision<ConversationEvent> {
-    const decision = decideConversation(command, this.conversation, { taskKnown: (id) => this.known.has(id) });
-    for (const event of decision.events) {
-      if (event.type === 'session.opened') this.conversation = openConversation(event, LIMITS);
-      else this.conversation = evolveConversation(this.conversation!, event);
-      if (event.type === 'message.received') this.known.add(event.task_id);
-      this.log.push(event);
-    }
+  run(command: SessionCommand): Decision<ConversationEvent, Outcome> {
+    const decision = decider.decide(command, this.conversation);
+    this.conversation = foldEvents(decider, decision.events, this.conversation);
+    this.log.push(...decision.events);
     return decision;
+  }
+
+  when(command: SessionCommand): Then<ConversationEvent, Outcome> {
+    return thenOf(this.run(command));
   }
 
   get context() {
@@ -58,7 +60,7 @@ const expire = (at: number, idleTtlMs: number): SessionCommand => ({ type: 'expi
 describe('the conversation (Form B, 3.2)', () => {
   it('a user message opens the conversation with its callback; the first one must carry a callback', () => {
     const h = new Harness();
-    expect(h.run(incoming(U1, 'hi', 10, {}))).toEqual({ events: [], outcome: 'callback_required' });
+    h.when(incoming(U1, 'hi', 10, {})).thenNothing('callback_required');
     expect(h.run(incoming(U1, 'hi', 10)).outcome).toBe('accepted');
     expect(h.log.map((e) => e.type)).toEqual(['session.opened', 'message.received']);
     expect(h.log[0]).toMatchObject({ form: 'B' });
@@ -108,12 +110,12 @@ describe('the conversation (Form B, 3.2)', () => {
     const ttl = 1_000;
     h.run(incoming(U1, 'long job', 0));
     for (let at = 900; at <= 9_000; at += 900) {
-      expect(h.run(expire(at, ttl)).outcome).toBe('unchanged');
+      h.when(expire(at, ttl)).thenNothing('unchanged');
       h.run(reply(U1, { status: 'typing', label: `step ${at}` }, at));
     }
     h.run(say(U1, 'done at last', 9_500));
     expect(isConversationEnded(h.conversation!)).toBe(false);
-    expect(h.run(expire(10_499, ttl)).outcome).toBe('unchanged');
+    h.when(expire(10_499, ttl)).thenNothing('unchanged');
     expect(h.run(expire(10_500, ttl)).outcome).toBe('ended');
   });
 

@@ -4,14 +4,14 @@ import {
   decideDelivery,
   evolveDelivery,
   judge,
-  queuedDelivery,
+  initialDelivery,
   type CallbackOutcome,
   type DeliverySnapshot,
 } from '../../src/machines/delivery.js';
 import type { DeliveryEvent } from '../../src/machines/events.js';
 
 const delivery = { n: 1, url: 'http://127.0.0.1:9/cb', token: 'secret', task_id: 't1' };
-const fresh = () => queuedDelivery({ session_id: 's', delivery, body: '{}', at: 100 });
+const fresh = () => initialDelivery({ session_id: 's', delivery, body: '{}', progress: false, at: 100 });
 const answered = (status: number, extra: { retryAfterMs?: number; sessionEnded?: boolean } = {}): CallbackOutcome => ({
   kind: 'answered',
   status,

@@ -1,8 +1,11 @@
 /** Shared by the session and decider tests: limits, a fold over logged events, and a decide-then-fold loop. */
-import { decide, type Decision, type SessionCommand } from '../../src/machines/decide.js';
+import { foldEvents, type Decision } from '../../src/machines/decider.js';
+import type { Outcome, SessionCommand } from '../../src/machines/commands.js';
 import type { SessionEvent } from '../../src/machines/events.js';
-import { evolveSession, openSession, type SessionLimits, type SessionSnapshot } from '../../src/machines/session.js';
+import { sessionDecider, type SessionState } from '../../src/machines/session-decider.js';
+import type { SessionLimits, SessionSnapshot } from '../../src/machines/session.js';
 import { windowToArray } from '../../src/machines/window.js';
+import { thenOf, type Then } from '../support/decider.js';
 
 export const LIMITS_SPEC: SessionLimits = {
   maxReplies: 64,
@@ -11,33 +14,39 @@ export const LIMITS_SPEC: SessionLimits = {
   maxSpans: 64,
   memoryMaxEntries: 200,
   memoryMaxChars: 1024 * 1024,
+  taskIdWindow: 1024,
 };
 
-/** Folds logged events as the engine does: `session.opened` opens, the rest evolve. */
-export function fold(events: readonly SessionEvent[], limits: SessionLimits = LIMITS_SPEC, from?: SessionSnapshot): SessionSnapshot | undefined {
-  let session = from;
-  for (const event of events) {
-    if (event.type === 'session.opened') session = openSession(event, limits);
-    else if (session === undefined) throw new Error(`${event.type} before session.opened`);
-    else session = evolveSession(session, event);
-  }
-  return session;
+export const decider = sessionDecider(LIMITS_SPEC);
+
+/** Folds logged events as the engine does, with the decider's own `evolve`. */
+export function fold(events: readonly SessionEvent[], limits: SessionLimits = LIMITS_SPEC, from?: SessionSnapshot): SessionState {
+  return foldEvents(sessionDecider(limits), events, from);
 }
 
-/** One session as the engine drives it: decide against the current snapshot, then fold what was decided. */
+/**
+ * One session as the engine drives it, read as given → when → then: the events logged so far are the
+ * given; `when(command)` decides against their fold, checks the decision with `then`, and folds it.
+ */
 export class Harness {
-  session: SessionSnapshot | undefined;
+  session: SessionState;
   readonly log: SessionEvent[] = [];
-  private readonly started = new Set<string>();
+  private readonly decider: ReturnType<typeof sessionDecider>;
 
-  constructor(private readonly limits: SessionLimits = LIMITS_SPEC) {}
+  constructor(limits: SessionLimits = LIMITS_SPEC) {
+    this.decider = sessionDecider(limits);
+    this.session = this.decider.initialState;
+  }
 
-  run(command: SessionCommand): Decision {
-    const decision = decide(command, this.session, { taskKnown: (id) => this.started.has(id) });
-    for (const event of decision.events) if (event.type === 'task.started') this.started.add(event.task_id);
-    this.session = fold(decision.events, this.limits, this.session);
+  run(command: SessionCommand): Decision<SessionEvent, Outcome> {
+    const decision = this.decider.decide(command, this.session);
+    this.session = foldEvents(this.decider, decision.events, this.session);
     this.log.push(...decision.events);
     return decision;
+  }
+
+  when(command: SessionCommand): Then<SessionEvent, Outcome> {
+    return thenOf(this.run(command));
   }
 
   get context() {

@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import type { TerminalReply } from '../../src/protocol/index.js';
 import { emptyBacklog } from '../../src/machines/backlog.js';
 import type { SessionEvent, SessionOpened, TaskSettled } from '../../src/machines/events.js';
-import { evolveSession, isEnded, openSession, pendingInOrder, type SessionLimits } from '../../src/machines/session.js';
+import { evolveSession, isEnded, initialSession, pendingInOrder, type SessionLimits } from '../../src/machines/session.js';
 import { emptyWindow, windowToArray } from '../../src/machines/window.js';
 import { LIMITS_SPEC, fold } from './session-fixtures.js';
 
@@ -49,9 +49,9 @@ function summary(events: readonly SessionEvent[], limits: SessionLimits = LIMITS
   };
 }
 
-describe('openSession', () => {
+describe('initialSession', () => {
   it('session.opened -> open with an empty backlog of that generation', () => {
-    const s = openSession(opened, LIMITS_SPEC);
+    const s = initialSession(opened, LIMITS_SPEC);
     expect(s.value).toBe('open');
     expect(isEnded(s)).toBe(false);
     expect(s.context).toStrictEqual({
@@ -60,6 +60,7 @@ describe('openSession', () => {
       lastActivityAt: 1_000,
       backlog: emptyBacklog('g1'),
       pending: new Map(),
+      taskIds: emptyWindow(),
       prelude: undefined,
       memory: emptyWindow(),
       memoryChars: 0,
@@ -137,6 +138,16 @@ describe('evolveSession: the session table', () => {
     const s = fold([opened, ended(1_040)])!;
     expect(isEnded(s)).toBe(true);
     expect([s.context.endedAt, s.context.endReason, s.context.lastActivityAt]).toEqual([1_040, 'host', 1_040]);
+  });
+
+  it('session.ended lets go of what fed the agent and the duplicate check', () => {
+    const s = fold([opened, started('t1', 'hi', 1_010, 'standing'), settled('t1', 1, message('t1', 'hello'), 1_020), ended(1_040)])!;
+    expect([windowToArray(s.context.memory), s.context.memoryChars, s.context.prelude, windowToArray(s.context.taskIds)]).toEqual([[], 0, undefined, []]);
+  });
+
+  it('remembers the newest taskIdWindow task ids, oldest forgotten first', () => {
+    const s = fold([opened, started('t1', 'a', 1_010), started('t2', 'b', 1_020), started('t3', 'c', 1_030)], { ...LIMITS_SPEC, taskIdWindow: 2 })!;
+    expect(windowToArray(s.context.taskIds)).toEqual(['t2', 't3']);
   });
 
   it('reply.dropped changes nothing', () => {

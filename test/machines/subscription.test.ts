@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import {
-  enqueue,
+  coalesce,
   queuedBytes,
   subscription,
   type Frame,
@@ -168,10 +168,10 @@ describe('subscription: live.blocked queues, coalescing progress by task_id', ()
     expect(queuedBytes(s.context.queue)).toBe(queue.length * 10);
   });
 
-  it('enqueue is pure', () => {
+  it('coalesce is pure', () => {
     const queue: readonly Frame[] = [a1, b1];
-    expect(enqueue(queue, a2).map((f) => f.text)).toEqual(['[p a2]', '[p b1]']);
-    expect(enqueue(queue, terminal('b')).map((f) => f.text)).toEqual(['[p a1]', '[T b]']);
+    expect(coalesce(queue, a2).map((f) => f.text)).toEqual(['[p a2]', '[p b1]']);
+    expect(coalesce(queue, terminal('b')).map((f) => f.text)).toEqual(['[p a1]', '[T b]']);
     expect(queue.map((f) => f.text)).toEqual(['[p a1]', '[p b1]']);
   });
 });

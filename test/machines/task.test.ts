@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import type { TerminalReply } from '../../src/protocol/index.js';
 import { stepper } from '../../src/machines/step.js';
 import { initialTransition, transition } from 'xstate';
-import { pendingTask, taskMachine, type TaskMachineEvent } from '../../src/machines/task.js';
+import { initialTask, taskMachine, type TaskMachineEvent } from '../../src/machines/task.js';
 
 const task = stepper(taskMachine);
 
@@ -88,11 +88,11 @@ describe('task (3.1): a settled task ignores further events', () => {
   });
 });
 
-describe('pendingTask', () => {
+describe('initialTask', () => {
   it("is the machine's own initial snapshot, resolved without running the initial transition", () => {
     const input = { task_id: 't-7', at: 1_234 };
     const [initial, actions] = initialTransition(taskMachine, input);
-    const resolved = pendingTask(input);
+    const resolved = initialTask(input);
     expect(actions).toEqual([]);
     expect([resolved.value, resolved.status, resolved.context]).toEqual([initial.value, initial.status, initial.context]);
     // And it moves on like the initial snapshot does.

@@ -1,10 +1,13 @@
 import { describe, expect, it } from 'vitest';
-import { REPLY_ERRORS, type IncomingEvent, type ReplyBody, type TerminalReply } from '../../src/protocol/index.js';
-import { commandSession, decide, type SessionCommand } from '../../src/machines/decide.js';
+import { REPLY_ERRORS, type IncomingEvent, type ProgressReply, type ReplyBody, type TerminalReply } from '../../src/protocol/index.js';
+import { commandSession, type Outcome, type SessionCommand } from '../../src/machines/commands.js';
 import type { SessionEvent, TaskSettled } from '../../src/machines/events.js';
 import { isEnded } from '../../src/machines/session.js';
 import { windowToArray } from '../../src/machines/window.js';
-import { Harness, LIMITS_SPEC, fold } from './session-fixtures.js';
+import { deciderSpecification } from '../support/decider.js';
+import { Harness, LIMITS_SPEC, decider, fold } from './session-fixtures.js';
+
+const spec = deciderSpecification(decider);
 
 const S = 's1';
 const E = 'e1';
@@ -59,26 +62,22 @@ function messageOfBytes(task_id: string, bytes: number, unit = 'x'): TerminalRep
   return message(task_id, text);
 }
 
-describe('decide: incoming', () => {
+describe('session decider: incoming', () => {
   it('on an unknown session opens it and starts the task', () => {
     const h = new Harness();
-    const d = h.run(incoming('t1', 'hello', 10));
-    expect(d).toStrictEqual({
-      outcome: 'accepted',
-      events: [
+    h.when(incoming('t1', 'hello', 10)).then(
+      [
         { type: 'session.opened', session_id: S, generation: 'g1', form: 'A', at: 10 },
         { type: 'task.started', session_id: S, task_id: 't1', text: 'hello', at: 10 },
       ],
-    });
+      'accepted',
+    );
     expect([h.session!.value, h.pendingIds, h.context.openedAt]).toEqual(['open', ['t1'], 10]);
   });
 
   it('on an open session starts the task only', () => {
     const h = withTasks(['t1'], 1);
-    expect(h.run(incoming('t2', 'more', 200, { system_prelude: 'standing' }))).toStrictEqual({
-      outcome: 'accepted',
-      events: [{ type: 'task.started', session_id: S, task_id: 't2', text: 'more', system_prelude: 'standing', at: 200 }],
-    });
+    h.when(incoming('t2', 'more', 200, { system_prelude: 'standing' })).then([{ type: 'task.started', session_id: S, task_id: 't2', text: 'more', system_prelude: 'standing', at: 200 }], 'accepted');
     expect(h.pendingIds).toEqual(['t2']);
   });
 
@@ -88,28 +87,37 @@ describe('decide: incoming', () => {
   ])('a task_id already started ($name) is a duplicate and changes nothing', ({ answered }) => {
     const h = withTasks(['t1'], answered);
     const before = h.session;
-    expect(h.run(incoming('t1', 'retry', 300))).toStrictEqual({ events: [], outcome: 'duplicate' });
+    h.when(incoming('t1', 'retry', 300)).thenNothing('duplicate');
     expect(h.session).toBe(before);
+  });
+
+  it('a task_id older than the duplicate window starts a new task (the window is bounded)', () => {
+    const h = new Harness({ ...LIMITS_SPEC, taskIdWindow: 2 });
+    for (const [i, id] of ['t1', 't2', 't3'].entries()) h.run(incoming(id, 'q', 10 * (i + 1)));
+    h.run(reply('t2', message('t2', 'b'), 45));
+    h.run(reply('t3', message('t3', 'c'), 46));
+    // The newest two ids are t2 and t3; t1 is older, yet a pending task is always known.
+    h.when(incoming('t1', 'retry', 50)).thenNothing('duplicate');
+    h.when(incoming('t2', 'retry', 51)).thenNothing('duplicate');
+    h.run(incoming('t4', 'q', 52));
+    h.when(incoming('t2', 'much later', 60)).then([{ type: 'task.started', session_id: S, task_id: 't2', text: 'much later', at: 60 }], 'accepted');
   });
 
   it('on an ended session: session_ended, no events (4.2 rule 1)', () => {
     const h = withTasks(['t1'], 1);
     h.run(end(200));
     const before = h.session;
-    expect(h.run(incoming('t2', 'late', 300))).toStrictEqual({ events: [], outcome: 'session_ended' });
-    expect(h.run(incoming('t1', 'late duplicate', 301))).toStrictEqual({ events: [], outcome: 'session_ended' });
+    h.when(incoming('t2', 'late', 300)).thenNothing('session_ended');
+    h.when(incoming('t1', 'late duplicate', 301)).thenNothing('session_ended');
     expect(h.session).toBe(before);
   });
 });
 
-describe('decide: replies', () => {
+describe('session decider: replies', () => {
   it.each<{ status: 'typing' | 'tool_call' }>([{ status: 'typing' }, { status: 'tool_call' }])('$status -> task.progressed, task stays pending, no seq', ({ status }) => {
     const h = withTasks(['t1']);
-    const body: ReplyBody = { session_id: S, task_id: 't1', status, label: 'working' };
-    expect(h.run(reply('t1', body, 50))).toStrictEqual({
-      outcome: 'progressed',
-      events: [{ type: 'task.progressed', session_id: S, task_id: 't1', reply: body, at: 50 }],
-    });
+    const body: ProgressReply = { session_id: S, task_id: 't1', status, label: 'working' };
+    h.when(reply('t1', body, 50)).then([{ type: 'task.progressed', session_id: S, task_id: 't1', reply: body, at: 50 }], 'progressed');
     expect([h.pendingIds, h.context.backlog.lastSeq, h.context.lastActivityAt]).toEqual([['t1'], 0, 50]);
   });
 
@@ -120,7 +128,7 @@ describe('decide: replies', () => {
     { session_id: S, task_id: 't2', status: 'errored', error_code: 'tool_failed', error_message: 'nope' },
   ])('first terminal ($status) settles with seq lastSeq + 1', (body) => {
     const h = withTasks(['t1', 't2', 't3'], 1); // lastSeq is 1
-    expect(h.run(reply('t2', body, 500))).toStrictEqual({ outcome: 'settled', events: [settledEvent('t2', 2, body, 'agent', 500)] });
+    h.when(reply('t2', body, 500)).then([settledEvent('t2', 2, body, 'agent', 500)], 'settled');
     expect([h.pendingIds, h.backlogIds]).toEqual([['t3'], ['e1:g1:1', 'e1:g1:2']]);
   });
 
@@ -130,54 +138,42 @@ describe('decide: replies', () => {
   ])('$name after the task settled -> reply.dropped task_settled', ({ second, status }) => {
     const h = withTasks(['t1'], 1);
     const before = h.session;
-    expect(h.run(second)).toStrictEqual({
-      outcome: 'dropped',
-      events: [{ type: 'reply.dropped', session_id: S, task_id: 't1', status, reason: 'task_settled', at: 600 }],
-    });
+    h.when(second).then([{ type: 'reply.dropped', session_id: S, task_id: 't1', status, reason: 'task_settled', at: 600 }], 'dropped');
     expect(h.context).toStrictEqual(before!.context);
   });
 
   it('a reply for a task never started -> reply.dropped task_unknown', () => {
     const h = withTasks(['t1']);
-    expect(h.run(reply('ghost', message('ghost', 'boo'), 70))).toStrictEqual({
-      outcome: 'dropped',
-      events: [{ type: 'reply.dropped', session_id: S, task_id: 'ghost', status: 'message', reason: 'task_unknown', at: 70 }],
-    });
+    h.when(reply('ghost', message('ghost', 'boo'), 70)).then([{ type: 'reply.dropped', session_id: S, task_id: 'ghost', status: 'message', reason: 'task_unknown', at: 70 }], 'dropped');
     expect(h.pendingIds).toEqual(['t1']);
   });
 
   it('a reply for a session never opened -> reply.dropped task_unknown', () => {
-    expect(decide(reply('t1', message('t1', 'x'), 5), undefined, { taskKnown: () => false })).toStrictEqual({
-      outcome: 'dropped',
-      events: [{ type: 'reply.dropped', session_id: S, task_id: 't1', status: 'message', reason: 'task_unknown', at: 5 }],
-    });
+    spec
+      .given([])
+      .when(reply('t1', message('t1', 'x'), 5))
+      .then([{ type: 'reply.dropped', session_id: S, task_id: 't1', status: 'message', reason: 'task_unknown', at: 5 }], 'dropped');
   });
 
   it('a reply after the session ended -> reply.dropped session_ended', () => {
     const h = withTasks(['t1']);
     h.run(end(200));
-    expect(h.run(reply('t1', message('t1', 'late'), 300))).toStrictEqual({
-      outcome: 'dropped',
-      events: [{ type: 'reply.dropped', session_id: S, task_id: 't1', status: 'message', reason: 'session_ended', at: 300 }],
-    });
+    h.when(reply('t1', message('t1', 'late'), 300)).then([{ type: 'reply.dropped', session_id: S, task_id: 't1', status: 'message', reason: 'session_ended', at: 300 }], 'dropped');
   });
 
   it.each([false, true])("'finish' (failed: %s) settles a still-pending task errored/agent_error", (failed) => {
     const h = withTasks(['t1', 't2'], 1);
-    expect(h.run(finish('t2', 400, failed))).toStrictEqual({
-      outcome: 'settled',
-      events: [settledEvent('t2', 2, hostError('t2', 'agent_error'), 'agent_error', 400)],
-    });
+    h.when(finish('t2', 400, failed)).then([settledEvent('t2', 2, hostError('t2', 'agent_error'), 'agent_error', 400)], 'settled');
     expect(h.pendingIds).toEqual([]);
   });
 
   it("'finish' after the task settled changes nothing", () => {
     const h = withTasks(['t1'], 1);
-    expect(h.run(finish('t1', 600, true))).toStrictEqual({ outcome: 'unchanged', events: [] });
+    h.when(finish('t1', 600, true)).then([], 'unchanged');
   });
 });
 
-describe('decide: reply size cap (256 KiB of compact JSON, UTF-8)', () => {
+describe('session decider: reply size cap (256 KiB of compact JSON, UTF-8)', () => {
   it.each([
     { name: 'exactly 256 KiB', bytes: REPLY_MAX, unit: 'x', replaced: false },
     { name: '256 KiB + 1', bytes: REPLY_MAX + 1, unit: 'x', replaced: true },
@@ -187,11 +183,10 @@ describe('decide: reply size cap (256 KiB of compact JSON, UTF-8)', () => {
     const body = messageOfBytes('t1', bytes, unit);
     expect(Buffer.byteLength(JSON.stringify(body))).toBe(bytes);
     const h = withTasks(['t1']);
-    const d = h.run(reply('t1', body, 50));
     const expected = replaced
       ? settledEvent('t1', 1, hostError('t1', 'reply_too_large'), 'reply_too_large', 50)
       : settledEvent('t1', 1, body, 'agent', 50);
-    expect(d).toStrictEqual({ outcome: 'settled', events: [expected] });
+    h.when(reply('t1', body, 50)).then([expected], 'settled');
     expect(windowToArray(h.context.backlog.replies).map((r) => [r.id, r.bytes])).toEqual([['e1:g1:1', Buffer.byteLength(expected.data!)]]);
   });
 
@@ -204,17 +199,14 @@ describe('decide: reply size cap (256 KiB of compact JSON, UTF-8)', () => {
   });
 });
 
-describe('decide: end, expire, interrupt', () => {
+describe('session decider: end, expire, interrupt', () => {
   it("'end' settles every pending task errored/session_ended in start order, then ends", () => {
     const h = withTasks(['t1', 't2', 't3', 't4'], 2); // t3, t4 pending; lastSeq 2
-    expect(h.run(end(900, 'agent'))).toStrictEqual({
-      outcome: 'ended',
-      events: [
+    h.when(end(900, 'agent')).then([
         settledEvent('t3', 3, hostError('t3', 'session_ended'), 'session_ended', 900),
         settledEvent('t4', 4, hostError('t4', 'session_ended'), 'session_ended', 900),
         { type: 'session.ended', session_id: S, reason: 'agent', at: 900 },
-      ],
-    });
+      ], 'ended');
     expect([isEnded(h.session!), h.pendingIds, h.backlogIds, h.context.endReason]).toEqual([
       true,
       [],
@@ -235,7 +227,7 @@ describe('decide: end, expire, interrupt', () => {
 
   it("'end' with nothing pending only ends", () => {
     const h = withTasks(['t1'], 1);
-    expect(h.run(end(900))).toStrictEqual({ outcome: 'ended', events: [{ type: 'session.ended', session_id: S, reason: 'host', at: 900 }] });
+    h.when(end(900)).then([{ type: 'session.ended', session_id: S, reason: 'host', at: 900 }], 'ended');
   });
 
   it.each([
@@ -244,58 +236,49 @@ describe('decide: end, expire, interrupt', () => {
   ])("'end' on $name is unchanged", ({ ended }) => {
     const h = ended === undefined ? new Harness() : withTasks(['t1']);
     if (ended) h.run(end(900));
-    expect(h.run(end(950))).toStrictEqual({ events: [], outcome: 'unchanged' });
+    h.when(end(950)).thenNothing('unchanged');
   });
 
   // Last activity at 100 (t1's answer); idle TTL 1,000: the deadline is 1,100.
-  it.each([
+  it.each<{ at: number; outcome: Outcome; ends: boolean }>([
     { at: 1_099, outcome: 'unchanged', ends: false },
     { at: 1_100, outcome: 'ended', ends: true },
     { at: 5_000, outcome: 'ended', ends: true },
   ])("'expire' at $at (deadline 1100) -> $outcome", ({ at, outcome, ends }) => {
     const h = withTasks(['t1'], 1);
     expect(h.context.lastActivityAt).toBe(100);
-    expect(h.run(expire(at, 1_000))).toStrictEqual({
-      outcome,
-      events: ends ? [{ type: 'session.ended', session_id: S, reason: 'idle', at }] : [],
-    });
+    h.when(expire(at, 1_000)).then(ends ? [{ type: 'session.ended', session_id: S, reason: 'idle', at }] : [], outcome);
     expect(isEnded(h.session!)).toBe(ends);
   });
 
   it("'expire' settles what is still pending before ending idle", () => {
     const h = withTasks(['t1', 't2'], 1); // t2 pending, last activity 100
-    expect(h.run(expire(2_000, 1_000))).toStrictEqual({
-      outcome: 'ended',
-      events: [
+    h.when(expire(2_000, 1_000)).then([
         settledEvent('t2', 2, hostError('t2', 'session_ended'), 'session_ended', 2_000),
         { type: 'session.ended', session_id: S, reason: 'idle', at: 2_000 },
-      ],
-    });
+      ], 'ended');
   });
 
   it("'expire' counts progress as activity", () => {
     const h = withTasks(['t1']);
     h.run(reply('t1', typing('t1'), 500));
-    expect(h.run(expire(1_499, 1_000))).toStrictEqual({ events: [], outcome: 'unchanged' });
+    h.when(expire(1_499, 1_000)).thenNothing('unchanged');
     expect(h.run(expire(1_500, 1_000)).outcome).toBe('ended');
   });
 
   it("'expire' on an ended or unknown session is unchanged", () => {
     const h = withTasks(['t1'], 1);
     h.run(end(200));
-    expect(h.run(expire(10_000, 1))).toStrictEqual({ events: [], outcome: 'unchanged' });
-    expect(new Harness().run(expire(10_000, 1))).toStrictEqual({ events: [], outcome: 'unchanged' });
+    h.when(expire(10_000, 1)).thenNothing('unchanged');
+    new Harness().when(expire(10_000, 1)).thenNothing('unchanged');
   });
 
   it("'interrupt' settles pending tasks errored/interrupted with increasing seqs in the new epoch", () => {
     const h = withTasks(['t1', 't2', 't3'], 1);
-    expect(h.run(interrupt(700, 'e2'))).toStrictEqual({
-      outcome: 'settled',
-      events: [
+    h.when(interrupt(700, 'e2')).then([
         settledEvent('t2', 2, hostError('t2', 'interrupted'), 'interrupted', 700, 'e2'),
         settledEvent('t3', 3, hostError('t3', 'interrupted'), 'interrupted', 700, 'e2'),
-      ],
-    });
+      ], 'settled');
     expect([h.session!.value, h.pendingIds, h.backlogIds]).toEqual(['open', [], ['e1:g1:1', 'e2:g1:2', 'e2:g1:3']]);
     expect(windowToArray(h.context.backlog.spans)).toEqual([
       { epoch: 'e1', firstSeq: 1 },
@@ -304,12 +287,12 @@ describe('decide: end, expire, interrupt', () => {
   });
 
   it("'interrupt' with nothing pending, or no session, is unchanged", () => {
-    expect(withTasks(['t1'], 1).run(interrupt(700))).toStrictEqual({ events: [], outcome: 'unchanged' });
-    expect(new Harness().run(interrupt(700))).toStrictEqual({ events: [], outcome: 'unchanged' });
+    withTasks(['t1'], 1).when(interrupt(700)).thenNothing('unchanged');
+    new Harness().when(interrupt(700)).thenNothing('unchanged');
   });
 });
 
-describe('decide + evolve: memory', () => {
+describe('session decider + evolve: memory', () => {
   it('holds the user turns and the assistant messages, not progress or other statuses', () => {
     const h = new Harness();
     h.run(incoming('t1', 'hello', 10));
@@ -345,7 +328,7 @@ describe('decide + evolve: memory', () => {
   });
 });
 
-describe('decide + evolve: determinism', () => {
+describe('session decider + evolve: determinism', () => {
   it('folding the same decided events twice gives deep-equal contexts', () => {
     const h = new Harness({ ...LIMITS_SPEC, maxReplies: 4, ledgerMaxTasks: 3, memoryMaxEntries: 5 });
     for (let i = 1; i <= 12; i += 1) {

@@ -2,17 +2,27 @@
  * The conversation decider (Form B, 3.2, 4.3 rule 2, 4.5 rule 3): the same commands as Form A's, with
  * no task to settle. Every reply is queued for the session's latest callback, at
  * `{callback.url}/tasks/{task_id}` where `task_id` is the user message's (or, for a message the agent
- * adds on its own, a fresh UUID the caller brings). Pure, like `decide`.
+ * adds on its own, a fresh UUID the caller brings). Its state is the conversation statechart's snapshot,
+ * or `undefined` for a session the log has not opened.
  */
-import { LIMITS, REPLY_ERRORS, callbackBody, isInsightsSession, replyBytes, type ReplyBody } from '../protocol/index.js';
+import { LIMITS, callbackBody, isInsightsSession, replyBytes, type ReplyBody } from '../protocol/index.js';
+import { arrival, hostError, type Outcome, type SessionCommand } from './commands.js';
+import {
+  evolveConversation,
+  initialConversation,
+  isConversationEnded,
+  type ConversationContext,
+  type ConversationLimits,
+  type ConversationSnapshot,
+} from './conversation.js';
+import type { Decider, Decision } from './decider.js';
 import type { ConversationEvent, ReplyCause, ReplyQueued } from './events.js';
-import { isConversationEnded, type ConversationContext, type ConversationSnapshot } from './conversation.js';
-import { arrival, type Decision, type DecisionContext, type SessionCommand } from './decide.js';
 import { asInsight } from './insights.js';
+import { knowsTaskId } from './task-ids.js';
 
-function hostError(context: ConversationContext, task_id: string, code: 'reply_too_large' | 'interrupted' | 'agent_error'): ReplyBody {
-  return { session_id: context.session_id, task_id, status: 'errored', error_code: code, error_message: REPLY_ERRORS[code] };
-}
+export type ConversationState = ConversationSnapshot | undefined;
+
+export type ConversationDecision = Decision<ConversationEvent, Outcome>;
 
 /** Queues a reply as the conversation's next delivery (`n` counts them). A reply over the size cap is replaced. */
 function queue(context: ConversationContext, n: number, reply: ReplyBody, cause: ReplyCause, at: number): ReplyQueued {
@@ -20,7 +30,7 @@ function queue(context: ConversationContext, n: number, reply: ReplyBody, cause:
   // Every conversation has a callback: its first message could not be accepted without one.
   if (callback === undefined) throw new TypeError(`conversation ${session_id} has no callback`);
   if (replyBytes(callbackBody(reply)) > LIMITS.replyMaxBytes) {
-    return queue(context, n, hostError(context, reply.task_id, 'reply_too_large'), 'reply_too_large', at);
+    return queue(context, n, hostError(session_id, reply.task_id, 'reply_too_large'), 'reply_too_large', at);
   }
   return { type: 'reply.queued', session_id, reply, cause, delivery: { n, url: callback.url, token: callback.token, task_id: reply.task_id }, at };
 }
@@ -34,17 +44,19 @@ function shape(context: ConversationContext, reply: ReplyBody): ReplyBody {
   return isInsightsSession(context.session_id) ? asInsight(scoped) : scoped;
 }
 
-export function decideConversation(
-  command: SessionCommand,
-  conversation: ConversationSnapshot | undefined,
-  ctx: DecisionContext,
-): Decision<ConversationEvent> {
+const UNCHANGED: ConversationDecision = { events: [], outcome: 'unchanged' };
+
+function decide(command: SessionCommand, conversation: ConversationState): ConversationDecision {
   const ended = conversation !== undefined && isConversationEnded(conversation);
   switch (command.type) {
     case 'incoming': {
       const { event } = command;
       if (ended) return { events: [], outcome: 'session_ended' };
-      if (conversation !== undefined && ctx.taskKnown(event.task_id)) return { events: [], outcome: 'duplicate' };
+      // A message whose run is still going is always known; one whose run ended while it is among the newest.
+      const { task_id } = event;
+      if (conversation !== undefined && (conversation.context.running.has(task_id) || knowsTaskId(conversation.context.taskIds, task_id))) {
+        return { events: [], outcome: 'duplicate' };
+      }
       if (event.callback === undefined && conversation?.context.callback === undefined) return { events: [], outcome: 'callback_required' };
       const { opened, message } = arrival(command, conversation === undefined ? 'B' : undefined);
       const received: ConversationEvent = { type: 'message.received', ...message };
@@ -60,33 +72,49 @@ export function decideConversation(
       return { events: [queue(context, context.deliveries + 1, shape(context, command.reply), 'agent', at)], outcome: 'queued' };
     }
     case 'finish': {
-      if (conversation === undefined || ended || !conversation.context.running.has(command.task_id)) return { events: [], outcome: 'unchanged' };
+      if (conversation === undefined || ended || !conversation.context.running.has(command.task_id)) return UNCHANGED;
       const { context } = conversation;
       const { task_id, at } = command;
       const finished: ConversationEvent = { type: 'turn.finished', session_id: context.session_id, task_id, at };
       // A run that failed says so in the conversation ("shows an error", 2.5); one that returned said what it had to.
       if (!command.failed) return { events: [finished], outcome: 'unchanged' };
-      return { events: [queue(context, context.deliveries + 1, hostError(context, task_id, 'agent_error'), 'agent_error', at), finished], outcome: 'queued' };
+      const error = queue(context, context.deliveries + 1, hostError(context.session_id, task_id, 'agent_error'), 'agent_error', at);
+      return { events: [error, finished], outcome: 'queued' };
     }
     case 'end':
     case 'expire': {
-      if (conversation === undefined || ended) return { events: [], outcome: 'unchanged' };
+      if (conversation === undefined || ended) return UNCHANGED;
       const { context } = conversation;
-      if (command.type === 'expire' && command.at < context.lastActivityAt + command.idleTtlMs) return { events: [], outcome: 'unchanged' };
+      if (command.type === 'expire' && command.at < context.lastActivityAt + command.idleTtlMs) return UNCHANGED;
       const reason = command.type === 'end' ? command.reason : 'idle';
       return { events: [{ type: 'session.ended', session_id: context.session_id, reason, at: command.at }], outcome: 'ended' };
     }
     case 'interrupt': {
-      if (conversation === undefined || ended) return { events: [], outcome: 'unchanged' };
+      if (conversation === undefined || ended) return UNCHANGED;
       // A run the restart cut off: the conversation shows an error where its answer would have been.
       const { context } = conversation;
       const events: ConversationEvent[] = [];
       let n = context.deliveries;
       for (const task_id of context.running) {
-        events.push(queue(context, ++n, hostError(context, task_id, 'interrupted'), 'interrupted', command.at));
+        events.push(queue(context, ++n, hostError(context.session_id, task_id, 'interrupted'), 'interrupted', command.at));
         events.push({ type: 'turn.finished', session_id: context.session_id, task_id, at: command.at });
       }
       return { events, outcome: events.length > 0 ? 'queued' : 'unchanged' };
     }
   }
+}
+
+export function conversationDecider(limits: ConversationLimits): Decider<ConversationState, SessionCommand, ConversationEvent, Outcome> {
+  return {
+    decide,
+    evolve(conversation, event) {
+      if (event.type === 'session.opened') {
+        if (conversation !== undefined) throw new Error(`event log: ${event.session_id} opened twice`);
+        return initialConversation(event, limits);
+      }
+      if (conversation === undefined) throw new Error(`event log: ${event.type} for ${event.session_id}, not an open Form B conversation`);
+      return evolveConversation(conversation, event);
+    },
+    initialState: undefined,
+  };
 }

@@ -1,0 +1,41 @@
+/**
+ * Append first, act after. A decision's events are folded into memory at once (so the next decision sees
+ * them: a retried POST is a duplicate even before the first one commits) and queued in the log's current
+ * batch; whoever appends gets to act only once the batch is committed. Generic over the event type, so
+ * any engine over an event log (the host's, the backend's) appends the same way.
+ */
+import type { EventLog, LogRecord } from '../storage/event-log.js';
+import { CommitFailedError } from './failures.js';
+
+export class Appender<E extends LogRecord> {
+  constructor(
+    private readonly log: EventLog<E>,
+    private readonly fold: (event: E) => void,
+    private readonly onFatal: (error: unknown) => void,
+  ) {}
+
+  /** Resolves once every event is committed. A failed commit goes to `onFatal` and rejects with `CommitFailedError`. */
+  async append(events: readonly E[]): Promise<void> {
+    let committed: Promise<void> = Promise.resolve();
+    for (const event of events) {
+      this.fold(event);
+      committed = this.log.append(event);
+    }
+    try {
+      await committed;
+    } catch (error) {
+      this.onFatal(error);
+      throw new CommitFailedError(error);
+    }
+  }
+
+  /** Resolves once nothing appended so far is uncommitted. */
+  settled(): Promise<void> {
+    return this.log.settled();
+  }
+
+  /** Events appended and folded but not yet committed, oldest first. */
+  get uncommitted(): readonly E[] {
+    return this.log.uncommitted;
+  }
+}

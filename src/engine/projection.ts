@@ -1,0 +1,145 @@
+/**
+ * The chat projection: every session's folded state, by form, and its callback outbox, built by folding
+ * logged events through the deciders' `evolve`. No I/O, no clock: a test drives it with events alone, and
+ * the same events always give the same state (so a restart, or a replay, rebuilds it exactly). It also
+ * routes a command to the decider of the session's form, and answers the read-side questions (views).
+ */
+import type { Outcome, SessionCommand } from '../machines/commands.js';
+import { commandSession } from '../machines/commands.js';
+import { conversationDecider } from '../machines/conversation-decider.js';
+import { isConversationEnded, type ConversationContext, type ConversationSnapshot } from '../machines/conversation.js';
+import type { Decision } from '../machines/decider.js';
+import { isDeliveryEvent, type ConversationEvent, type DeliveryEvent, type DomainEvent, type Form, type SessionEvent } from '../machines/events.js';
+import { emptyOutbox, outboxDecider, type Outbox, type OutboxCommand, type OutboxEvent, type OutboxOutcome } from '../machines/outbox.js';
+import { sessionDecider } from '../machines/session-decider.js';
+import { isEnded, type SessionContext, type SessionLimits, type SessionSnapshot } from '../machines/session.js';
+import { conversationView, sessionView, type DeliveryStats, type SessionView } from './view.js';
+
+export class ChatProjection {
+  /** Form A sessions. */
+  private readonly sessions = new Map<string, SessionSnapshot>();
+  /** Form B conversations. A session_id is in one of the two maps, never both. */
+  private readonly conversations = new Map<string, ConversationSnapshot>();
+  /** Callback deliveries per session, for both forms. */
+  private readonly outboxes = new Map<string, Outbox>();
+  private readonly formA: ReturnType<typeof sessionDecider>;
+  private readonly formB: ReturnType<typeof conversationDecider>;
+
+  constructor(limits: SessionLimits) {
+    this.formA = sessionDecider(limits);
+    this.formB = conversationDecider(limits);
+  }
+
+  /** Folds one event. */
+  apply(event: DomainEvent): void {
+    if (isDeliveryEvent(event)) return this.foldOutbox(event);
+    switch (event.type) {
+      case 'host.started':
+        return;
+      case 'session.opened':
+        return event.form === 'A' ? this.foldSession(event) : this.foldConversation(event);
+      case 'task.started':
+        return this.foldSession(event);
+      case 'task.progressed':
+      case 'task.settled':
+        this.foldSession(event);
+        // A reply with a `delivery` is an outbox entry too.
+        if (event.delivery !== undefined) this.foldOutbox(event);
+        return;
+      case 'message.received':
+      case 'turn.finished':
+        return this.foldConversation(event);
+      case 'reply.queued':
+        this.foldConversation(event);
+        return this.foldOutbox(event);
+      case 'reply.dropped':
+      case 'session.ended':
+        return this.sessions.has(event.session_id) ? this.foldSession(event) : this.foldConversation(event);
+    }
+  }
+
+  private foldSession(event: SessionEvent): void {
+    const next = this.formA.evolve(this.sessions.get(event.session_id), event);
+    if (next !== undefined) this.sessions.set(event.session_id, next);
+  }
+
+  private foldConversation(event: ConversationEvent): void {
+    const next = this.formB.evolve(this.conversations.get(event.session_id), event);
+    if (next !== undefined) this.conversations.set(event.session_id, next);
+  }
+
+  private foldOutbox(event: OutboxEvent): void {
+    this.outboxes.set(event.session_id, outboxDecider.evolve(this.outbox(event.session_id), event));
+  }
+
+  /** The form a session was opened in; `undefined` for one the log has not opened. */
+  formOf(sessionId: string): Form | undefined {
+    if (this.sessions.has(sessionId)) return 'A';
+    return this.conversations.has(sessionId) ? 'B' : undefined;
+  }
+
+  /** Decides a command with the decider of the session's form; a new session takes `newForm`. */
+  decide(command: SessionCommand, newForm: Form): Decision<DomainEvent, Outcome> {
+    const sessionId = commandSession(command);
+    return (this.formOf(sessionId) ?? newForm) === 'A'
+      ? this.formA.decide(command, this.sessions.get(sessionId))
+      : this.formB.decide(command, this.conversations.get(sessionId));
+  }
+
+  decideOutbox(sessionId: string, command: OutboxCommand): Decision<DeliveryEvent, OutboxOutcome> {
+    return outboxDecider.decide(command, this.outbox(sessionId));
+  }
+
+  taskSession(sessionId: string): SessionSnapshot | undefined {
+    return this.sessions.get(sessionId);
+  }
+
+  conversation(sessionId: string): ConversationSnapshot | undefined {
+    return this.conversations.get(sessionId);
+  }
+
+  /** What both forms' contexts say alike (memory, prelude, activity), for a session the log opened. */
+  context(sessionId: string): SessionContext | ConversationContext | undefined {
+    return (this.sessions.get(sessionId) ?? this.conversations.get(sessionId))?.context;
+  }
+
+  isEnded(sessionId: string): boolean {
+    const session = this.sessions.get(sessionId);
+    if (session !== undefined) return isEnded(session);
+    const conversation = this.conversations.get(sessionId);
+    return conversation !== undefined && isConversationEnded(conversation);
+  }
+
+  outbox(sessionId: string): Outbox {
+    return this.outboxes.get(sessionId) ?? emptyOutbox;
+  }
+
+  /** Sessions of either form, in the order they opened. */
+  sessionIds(): string[] {
+    return [...this.sessions.keys(), ...this.conversations.keys()];
+  }
+
+  /** Sessions with callback deliveries, delivered or not. */
+  outboxSessionIds(): string[] {
+    return [...this.outboxes.keys()];
+  }
+
+  view(sessionId: string, readers: number): SessionView | undefined {
+    const outbox = this.outbox(sessionId);
+    const session = this.sessions.get(sessionId);
+    if (session !== undefined) return sessionView(session, readers, outbox);
+    const conversation = this.conversations.get(sessionId);
+    return conversation === undefined ? undefined : conversationView(conversation, outbox);
+  }
+
+  /** Callback deliveries of every session: queued now, and how many succeeded or were abandoned. */
+  deliveryStats(): DeliveryStats {
+    const stats = { queued: 0, succeeded: 0, abandoned: 0 };
+    for (const outbox of this.outboxes.values()) {
+      stats.queued += outbox.queue.size;
+      stats.succeeded += outbox.succeeded;
+      stats.abandoned += outbox.abandoned;
+    }
+    return stats;
+  }
+}

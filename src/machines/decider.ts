@@ -1,0 +1,29 @@
+/**
+ * The shape every decider here has, after Emmett's: `decide(command, state)` says what happened as events,
+ * `evolve(state, event)` folds one event, and `initialState` is the state before any event. All three are
+ * pure: time, ids and the epoch arrive on the command. The engine folds the events a decision returns
+ * before it acts on them, so the next decision sees them.
+ */
+export interface Decision<Event, Outcome> {
+  readonly events: readonly Event[];
+  /** What the caller answers with once the events are committed. */
+  readonly outcome: Outcome;
+}
+
+/** `Decided`: the events `decide` emits, when the state also folds events other deciders emit. */
+export interface Decider<State, Command, Event, Outcome, Decided extends Event = Event> {
+  decide(command: Command, state: State): Decision<Decided, Outcome>;
+  evolve(state: State, event: Event): State;
+  readonly initialState: State;
+}
+
+/** Folds events from a state (the decider's initial one by default). */
+export function foldEvents<State, Event>(
+  decider: Pick<Decider<State, never, Event, unknown, never>, 'evolve' | 'initialState'>,
+  events: Iterable<Event>,
+  from: State = decider.initialState,
+): State {
+  let state = from;
+  for (const event of events) state = decider.evolve(state, event);
+  return state;
+}

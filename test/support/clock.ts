@@ -1,0 +1,54 @@
+/**
+ * A clock whose time moves only when a test says so (as XState's SimulatedClock): `now()` is the simulated
+ * time, and timers armed through it run, in due order, when `increment` passes their due time. Tests of
+ * keep-alives, idle deadlines and retry backoffs drive time with it instead of sleeping.
+ */
+import type { Clock, TimerHandle } from '../../src/engine/clock.js';
+
+interface Timer {
+  readonly at: number;
+  readonly fn: () => void;
+}
+
+export class SimulatedClock implements Clock {
+  private time: number;
+  private nextId = 1;
+  private readonly timers = new Map<number, Timer>();
+
+  constructor(start = Date.UTC(2026, 0, 1)) {
+    this.time = start;
+  }
+
+  now(): number {
+    return this.time;
+  }
+
+  setTimeout(fn: () => void, ms: number): TimerHandle {
+    const id = this.nextId++;
+    this.timers.set(id, { at: this.time + Math.max(0, ms), fn });
+    return id;
+  }
+
+  clearTimeout(handle: TimerHandle): void {
+    if (typeof handle === 'number') this.timers.delete(handle);
+  }
+
+  /** Timers armed and not yet run. */
+  get pending(): number {
+    return this.timers.size;
+  }
+
+  /** Moves time on by `ms`, running each timer that falls due at its own time, earliest (then oldest) first. */
+  increment(ms: number): void {
+    const until = this.time + ms;
+    for (;;) {
+      let due: [number, Timer] | undefined;
+      for (const entry of this.timers) if (entry[1].at <= until && (due === undefined || entry[1].at < due[1].at)) due = entry;
+      if (due === undefined) break;
+      this.timers.delete(due[0]);
+      this.time = due[1].at;
+      due[1].fn();
+    }
+    this.time = until;
+  }
+}
