@@ -4,37 +4,9 @@
  * the socket can be made to be gone without having said so.
  */
 import { describe, expect, it, vi } from 'vitest';
-import { SubscriptionActor, type SubscriberTransport } from '../../src/engine/subscription-actor.js';
+import { SubscriptionActor } from '../../src/engine/subscription-actor.js';
 import { SimulatedClock } from '../support/clock.js';
-
-class FakeSocket implements SubscriberTransport {
-  readonly written: string[] = [];
-  closed = false;
-  full = false;
-  ended = false;
-  destroyed = false;
-  private drain: Array<() => void> = [];
-  private close: Array<() => void> = [];
-  get buffered() {
-    return this.full ? 1_000 : 0;
-  }
-  write(chunk: string) {
-    this.written.push(chunk);
-    return !this.full;
-  }
-  end() {
-    this.ended = true;
-  }
-  destroy() {
-    this.destroyed = true;
-  }
-  onDrain(listener: () => void) {
-    this.drain.push(listener);
-  }
-  onClose(listener: () => void) {
-    this.close.push(listener);
-  }
-}
+import { FakeSocket } from '../support/socket.js';
 
 describe('subscription actor', () => {
   it('drops a reader at once when its keep-alive write finds the socket gone', () => {
@@ -69,7 +41,7 @@ describe('subscription actor', () => {
     actor.push([{ kind: 'terminal', task_id: 'c', text: 'C', bytes: 1 }]);
     expect(socket.written).toEqual([': open\n\n', 'A']);
     socket.full = false;
-    (socket as unknown as { drain: Array<() => void> }).drain.forEach((listener) => listener());
+    socket.drained();
     expect(socket.written).toEqual([': open\n\n', 'A', 'BC']);
     expect(actor.state.value).toEqual({ live: 'flowing' });
     actor.close('host_closing');

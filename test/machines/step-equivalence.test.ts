@@ -1,0 +1,177 @@
+/**
+ * `machines/step.ts` steps every statechart with one inert actor scope built from XState's internals,
+ * instead of `xstate`'s own `transition()` (which builds an actor and a system per call). This test is the
+ * licence for that: for every machine, it explores the states reachable through every event type (a few
+ * steps deep) and checks, at every state and for every event, that the stepper and `transition()` agree
+ * on the next state, its context and the actions. An XState upgrade that changes what the stepper relies
+ * on fails here (package.json pins xstate to the minor release this passes on).
+ */
+import { describe, expect, it } from 'vitest';
+import { initialTransition, transition, type AnyStateMachine } from 'xstate';
+import { stepper } from '../../src/machines/step.js';
+import { conversationMachine, type ConversationSnapshot } from '../../src/machines/conversation.js';
+import { deliveryMachine, type DeliverySnapshot } from '../../src/machines/delivery.js';
+import { sessionMachine, type SessionSnapshot } from '../../src/machines/session.js';
+import { subscriptionMachine } from '../../src/machines/subscription.js';
+import { taskMachine } from '../../src/machines/task.js';
+import { windowToArray, type Window } from '../../src/machines/window.js';
+import { LIMITS_SPEC } from './session-fixtures.js';
+
+/** An event to send from a snapshot (payloads that must follow the state, such as seqs, read it). */
+type EventFor = (snapshot: never) => { type: string };
+
+interface Case {
+  readonly name: string;
+  readonly machine: AnyStateMachine;
+  readonly input: unknown;
+  readonly events: readonly EventFor[];
+}
+
+const S = 's';
+const reply = (task_id: string) => ({ session_id: S, task_id, status: 'message' as const, message_id: `m-${task_id}`, reply_text: 'hi' });
+const cb = { url: 'http://127.0.0.1:9/cb', token: 'k' };
+
+const CASES: readonly Case[] = [
+  {
+    name: 'session',
+    machine: sessionMachine,
+    input: { opened: { type: 'session.opened', session_id: S, generation: 'g', form: 'A', at: 1 }, limits: { ...LIMITS_SPEC, maxReplies: 2, ledgerMaxTasks: 2, taskIdWindow: 2 } },
+    events: [
+      () => ({ type: 'task.started', session_id: S, task_id: 't1', text: 'a', system_prelude: 'p', at: 2 }),
+      () => ({ type: 'task.started', session_id: S, task_id: 't2', text: 'b', callback: cb, at: 3 }),
+      () => ({ type: 'task.progressed', session_id: S, task_id: 't1', reply: { session_id: S, task_id: 't1', status: 'typing', label: 'x' }, at: 4 }),
+      (s: SessionSnapshot) => {
+        const seq = s.context.backlog.lastSeq + 1;
+        return { type: 'task.settled', session_id: S, task_id: 't1', reply: reply('t1'), cause: 'agent', epoch: 'e', seq, data: JSON.stringify(reply('t1')), at: 5 };
+      },
+      (s: SessionSnapshot) => ({
+        type: 'task.settled', session_id: S, task_id: 't2', reply: reply('t2'), cause: 'agent', delivery: { n: s.context.deliveries + 1, ...cb, task_id: 't2' }, at: 6,
+      }),
+      () => ({ type: 'reply.dropped', session_id: S, task_id: 't9', status: 'message', reason: 'task_unknown', at: 7 }),
+      () => ({ type: 'session.ended', session_id: S, reason: 'host', at: 8 }),
+    ],
+  },
+  {
+    name: 'conversation',
+    machine: conversationMachine,
+    input: { opened: { type: 'session.opened', session_id: S, generation: 'g', form: 'B', at: 1 }, limits: { memoryMaxEntries: 3, memoryMaxChars: 100, taskIdWindow: 2 } },
+    events: [
+      () => ({ type: 'message.received', session_id: S, task_id: 'u1', text: 'a', callback: cb, at: 2 }),
+      (c: ConversationSnapshot) => ({
+        type: 'reply.queued', session_id: S, reply: reply('u1'), cause: 'agent', delivery: { n: c.context.deliveries + 1, ...cb, task_id: 'u1' }, at: 3,
+      }),
+      () => ({ type: 'turn.finished', session_id: S, task_id: 'u1', at: 4 }),
+      () => ({ type: 'reply.dropped', session_id: S, task_id: 'u9', status: 'message', reason: 'session_ended', at: 5 }),
+      () => ({ type: 'session.ended', session_id: S, reason: 'idle', at: 6 }),
+    ],
+  },
+  {
+    name: 'delivery',
+    machine: deliveryMachine,
+    input: { session_id: S, delivery: { n: 1, ...cb, task_id: 't' }, body: '{}', progress: false, at: 1 },
+    events: [
+      (d: DeliverySnapshot) => ({ type: 'delivery.attempted', session_id: S, n: 1, attempt: d.context.attempts + 1, at: 2 }),
+      (d: DeliverySnapshot) => ({ type: 'delivery.failed', session_id: S, n: 1, attempt: d.context.attempts, outcome: 'status 503', retry_at: 10, at: 3 }),
+      (d: DeliverySnapshot) => ({ type: 'delivery.succeeded', session_id: S, n: 1, attempt: d.context.attempts, status: 200, at: 4 }),
+      (d: DeliverySnapshot) => ({ type: 'delivery.abandoned', session_id: S, n: 1, attempts: d.context.attempts, reason: 'permanent', outcome: 'status 404', at: 5 }),
+      (d: DeliverySnapshot) => ({ type: 'delivery.interrupted', session_id: S, n: 1, attempt: d.context.attempts, at: 6 }),
+    ],
+  },
+  {
+    name: 'task',
+    machine: taskMachine,
+    input: { task_id: 't', at: 1, callback: cb },
+    events: [
+      () => ({ type: 'reply.progress', at: 2 }),
+      () => ({ type: 'reply.terminal', reply: reply('t'), at: 3 }),
+      () => ({ type: 'resync.missed', at: 4 }),
+      () => ({ type: 'resync.unlisted', at: 5 }),
+    ],
+  },
+  {
+    name: 'subscription',
+    machine: subscriptionMachine,
+    input: { keepaliveMs: 100, maxQueuedBytes: 10, at: 0 },
+    events: [
+      () => ({ type: 'open', replay: 'R', at: 1 }),
+      () => ({ type: 'frames', frames: [{ kind: 'progress', task_id: 'a', text: 'p', bytes: 4 }], at: 2 }),
+      () => ({ type: 'frames', frames: [{ kind: 'terminal', task_id: 'a', text: 'T', bytes: 4 }], at: 3 }),
+      () => ({ type: 'blocked', buffered: 3, at: 4 }),
+      () => ({ type: 'drained', at: 5 }),
+      () => ({ type: 'tick', at: 500 }),
+      () => ({ type: 'close', reason: 'session_ended', at: 6 }),
+      () => ({ type: 'close', reason: 'host_closing', at: 7 }),
+      () => ({ type: 'disconnected', at: 8 }),
+    ],
+  },
+];
+
+const DEPTH = 5;
+
+/** Windows (machines/window.ts) share a backing array between snapshots: compare what each one holds. */
+function held(value: unknown): unknown {
+  if (value instanceof Map) return new Map([...value].map(([k, v]) => [k, held(v)]));
+  if (value instanceof Set || value === null || typeof value !== 'object') return value;
+  // A statechart snapshot (a task's, inside a session) is its state and context; the rest is the machine.
+  if ('machine' in value && 'context' in value && 'value' in value) return { value: value.value, context: held(value.context) };
+  if ('items' in value && 'start' in value && 'end' in value) return windowToArray(value as Window<unknown>).map(held);
+  if (Array.isArray(value)) return value.map(held);
+  return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, held(v)]));
+}
+
+const trace = (snapshot: { value: unknown; status: string; context: unknown }, actions: readonly { type: string; params?: unknown }[]) => ({
+  value: snapshot.value,
+  status: snapshot.status,
+  context: held(snapshot.context),
+  actions: actions.map(({ type, params }) => ({ type, params: held(params) })),
+});
+
+describe('stepper equals xstate transition() on every reachable state and event', () => {
+  it.each(CASES)('$name', ({ machine, input, events }) => {
+    const ours = stepper(machine);
+    const [initial, initialActions] = ours.initial(input);
+    const [theirInitial, theirInitialActions] = initialTransition(machine, input);
+    expect(trace(initial, initialActions)).toEqual(trace(theirInitial, theirInitialActions));
+
+    const seen = new Set<string>();
+    const visitedValues = new Set<string>();
+    const eventTypes = new Set<string>();
+    let frontier = [initial];
+    let compared = 0;
+    for (let depth = 0; depth < DEPTH && frontier.length > 0; depth += 1) {
+      const next = [];
+      for (const snapshot of frontier) {
+        visitedValues.add(JSON.stringify(snapshot.value));
+        if (snapshot.status !== 'active') continue;
+        for (const make of events) {
+          const event = make(snapshot as never);
+          eventTypes.add(event.type);
+          const [mine, mineActions] = ours.next(snapshot, event as never);
+          const [theirs, theirActions] = transition(machine, snapshot, event as never);
+          expect(trace(mine, mineActions), `${event.type} from ${JSON.stringify(snapshot.value)}`).toEqual(trace(theirs, theirActions));
+          compared += 1;
+          const key = JSON.stringify([mine.value, mine.status, held(mine.context)], (_, v: unknown) => (v instanceof Map || v instanceof Set ? [...v] : v));
+          if (!seen.has(key)) {
+            seen.add(key);
+            next.push(mine);
+          }
+        }
+      }
+      frontier = next;
+    }
+    // Every resting state of the machine was reached, and every event type it takes was sent from some state.
+    type Node = { states: Record<string, Node>; path: string[]; always?: unknown[] };
+    const leaves = (node: Node): Node[] => {
+      const children = Object.values(node.states);
+      return children.length === 0 ? [node] : children.flatMap(leaves);
+    };
+    const stateValue = (path: string[]): string => JSON.stringify(path.reduceRight<unknown>((inner, key) => (inner === undefined ? key : { [key]: inner }), undefined));
+    for (const node of leaves(machine.root as unknown as Node)) {
+      // A transient state (only `always` out of it) is passed through, never rested in.
+      if ((node.always?.length ?? 0) > 0) continue;
+      expect(visitedValues, `state ${node.path.join('.')} reached`).toContain(stateValue(node.path));
+    }
+    expect([...eventTypes]).toEqual(expect.arrayContaining(machine.events));
+    expect(compared).toBeGreaterThan(events.length);
+  });
+});
