@@ -17,6 +17,8 @@
  * | live.*        | close         | closed        | nothing queued: end (the socket flushes what it holds)    |
  * | live.*        | close         | closing       | session ended: what is queued still goes out, then end    |
  * | live.blocked  | close         | closed        | host closing: destroy; the reader resumes from its cursor |
+ * | closing       | frames        | closing       | queue them behind what is already queued                  |
+ * | closing       | drained       | closed        | write the queue, then end                                 |
  * | closing       | close         | closed        | host closing: destroy                                     |
  * | any           | disconnected  | closed        | the client left or a write failed                         |
  */
