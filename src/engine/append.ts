@@ -34,6 +34,11 @@ export class Appender<E extends LogRecord> {
     return this.log.settled();
   }
 
+  /** The committed events of one stream, oldest first. */
+  *history(stream: string): IterableIterator<E> {
+    for (const { event } of this.log.readStream(stream)) yield event;
+  }
+
   /** Events appended and folded but not yet committed, oldest first. */
   get uncommitted(): readonly E[] {
     return this.log.uncommitted;

@@ -143,3 +143,28 @@ export class ChatProjection {
     return stats;
   }
 }
+
+/**
+ * A Form A session as it stood just before it ended, folded again from its own logged events: an ended
+ * session keeps no replies in memory, so a reconnect after the end replays from this.
+ */
+export function sessionBeforeEnd(limits: SessionLimits, events: Iterable<DomainEvent>): SessionSnapshot | undefined {
+  const decider = sessionDecider(limits);
+  let session = decider.initialState;
+  for (const event of events) {
+    switch (event.type) {
+      case 'session.ended':
+        return session;
+      case 'session.opened':
+      case 'task.started':
+      case 'task.progressed':
+      case 'task.settled':
+      case 'reply.dropped':
+        session = decider.evolve(session, event);
+        break;
+      default:
+        break;
+    }
+  }
+  return session;
+}

@@ -8,6 +8,7 @@
 import { formatEventId, progressFrame, replyBytes, resyncFrame, terminalFrame, type EventId, type ResyncFrame } from '../protocol/index.js';
 import { resume } from '../machines/backlog.js';
 import type { DomainEvent } from '../machines/events.js';
+import { isEnded, type SessionSnapshot } from '../machines/session.js';
 import type { Frame } from '../machines/subscription.js';
 import type { AfterCommitHandler } from './after-commit.js';
 import type { Clock } from './clock.js';
@@ -38,6 +39,8 @@ export class Readers implements AfterCommitHandler<DomainEvent> {
   constructor(
     private readonly projection: ChatProjection,
     private readonly settings: ReaderSettings,
+    /** An ended session as it stood before its end, from the log (it keeps no replies in memory). */
+    private readonly beforeEnd: (sessionId: string) => SessionSnapshot | undefined,
   ) {}
 
   /** Live readers of a session. */
@@ -67,7 +70,9 @@ export class Readers implements AfterCommitHandler<DomainEvent> {
       if (event.type === 'task.settled' && event.seq !== undefined) pendingSeqs.add(event.seq);
       if (event.type === 'session.ended') endPending = true;
     }
-    const session = this.projection.taskSession(sessionId);
+    const current = this.projection.taskSession(sessionId);
+    // The log holds only what is committed, so this replay needs no filtering; it is read only when there is a cursor to resume.
+    const session = current !== undefined && isEnded(current) && cursor !== undefined ? this.beforeEnd(sessionId) : current;
     const plan = resume(session?.context.backlog, cursor);
     const replay = plan.replay.filter((reply) => !pendingSeqs.has(reply.seq));
     const ended = closing || (this.projection.isEnded(sessionId) && !endPending);

@@ -93,6 +93,14 @@ export function retain(backlog: Backlog, epoch: string, reply: RetainedReply, re
   return { generation: backlog.generation, lastSeq: reply.seq, replies, bytes, ledger, ledgerFloor, spans, spansFloor };
 }
 
+/**
+ * What an ended session keeps in memory of its backlog: the ids it issued (generation, last seq, epoch
+ * spans), not the replies. A reconnect after the end replays from the log itself (engine/readers.ts).
+ */
+export function compactBacklog(backlog: Backlog): Backlog {
+  return { ...backlog, replies: emptyWindow(), bytes: 0, ledger: emptyWindow() };
+}
+
 /** Whether this session issued `cursor`: same generation, a seq it reached, in the epoch it was issued in. */
 export function issuedCursor(backlog: Backlog, cursor: EventId): boolean {
   if (cursor.generation !== backlog.generation) return false;

@@ -9,12 +9,12 @@
  * | open  | task.progressed  | open  | the task stays pending (live-only progress, or queued for its callback) |
  * | open  | task.settled     | open  | the task settles; its reply enters the backlog (evicting the oldest), or the outbox for a task with a callback |
  * | open  | reply.dropped    | open  | nothing: a reply for a settled or unknown task                    |
- * | open  | session.ended    | ended | memory, prelude and task ids go (pending tasks were settled first by the decider) |
+ * | open  | session.ended    | ended | memory, prelude, task ids and retained replies go (pending tasks were settled first by the decider) |
  * | ended | reply.dropped    | ended | nothing                                                           |
  */
 import { replyBytes } from '../protocol/index.js';
 import { assign, setup, type SnapshotFrom } from 'xstate';
-import { emptyBacklog, retain, type Backlog, type Retention } from './backlog.js';
+import { compactBacklog, emptyBacklog, retain, type Backlog, type Retention } from './backlog.js';
 import type { EndReason, SessionEnded, SessionEvent, SessionOpened, TaskProgressed, TaskSettled, TaskStarted } from './events.js';
 import { stepper } from './step.js';
 import { remember, type MemoryEntry, type MemoryLimits } from './memory.js';
@@ -95,9 +95,13 @@ function settled(context: SessionContext, event: TaskSettled): Partial<SessionCo
   };
 }
 
-/** An ended session answers only "ended" and its stream's last replies: what fed the agent and the duplicate check goes. */
-function ended(event: SessionEnded): Partial<SessionContext> {
+/**
+ * An ended session answers "ended", and a reconnect replays its last replies from the log: in memory it
+ * keeps only the ids it issued. What fed the agent, the duplicate check and the retained replies go.
+ */
+function ended(context: SessionContext, event: SessionEnded): Partial<SessionContext> {
   return {
+    backlog: compactBacklog(context.backlog),
     endedAt: event.at,
     endReason: event.reason,
     lastActivityAt: event.at,
@@ -141,7 +145,7 @@ export const sessionMachine = setup({
     startTask: assign(({ context }, event: TaskStarted) => started(context, event)),
     progressTask: assign((_, event: TaskProgressed) => progressed(event)),
     settleTask: assign(({ context }, event: TaskSettled) => settled(context, event)),
-    end: assign((_, event: SessionEnded) => ended(event)),
+    end: assign(({ context }, event: SessionEnded) => ended(context, event)),
   },
 }).createMachine({
   id: 'session',

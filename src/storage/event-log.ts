@@ -134,6 +134,15 @@ export class EventLog<E extends LogRecord> {
     for (const row of rows) yield { position: row.position, event: JSON.parse(row.data) as E };
   }
 
+  /** The stored events of one stream (one session), oldest first. */
+  *readStream(stream: string): IterableIterator<StoredEvent<E>> {
+    const rows = this.db.prepare('SELECT position, data FROM events WHERE stream = ? ORDER BY position').iterate(stream) as IterableIterator<{
+      position: number;
+      data: string;
+    }>;
+    for (const row of rows) yield { position: row.position, event: JSON.parse(row.data) as E };
+  }
+
   count(): number {
     return (this.db.prepare('SELECT count(*) AS n FROM events').get() as { n: number }).n;
   }

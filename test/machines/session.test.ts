@@ -102,8 +102,9 @@ describe('evolveSession: the session table', () => {
     },
     {
       name: 'session.ended',
+      // An ended session keeps no replies in memory; a reconnect replays them from the log.
       events: [started('t1', 'hi', 1_010), settled('t1', 1, message('t1', 'hello'), 1_020), ended(1_040)],
-      expected: { value: 'ended', pending: [], lastActivityAt: 1_040, backlog: ['e1:g1:1'] },
+      expected: { value: 'ended', pending: [], lastActivityAt: 1_040, backlog: [] },
     },
     {
       name: 'reply.dropped after session.ended',
@@ -138,6 +139,18 @@ describe('evolveSession: the session table', () => {
     const s = fold([opened, ended(1_040)])!;
     expect(isEnded(s)).toBe(true);
     expect([s.context.endedAt, s.context.endReason, s.context.lastActivityAt]).toEqual([1_040, 'host', 1_040]);
+  });
+
+  it('session.ended keeps the ids the session issued, not its replies', () => {
+    const s = fold([opened, started('t1', 'hi', 1_010), settled('t1', 1, message('t1', 'hello'), 1_020, 'e7'), ended(1_040)])!;
+    const { backlog } = s.context;
+    expect([backlog.generation, backlog.lastSeq, windowToArray(backlog.spans), windowToArray(backlog.replies), backlog.bytes]).toEqual([
+      'g1',
+      1,
+      [{ epoch: 'e7', firstSeq: 1 }],
+      [],
+      0,
+    ]);
   });
 
   it('session.ended lets go of what fed the agent and the duplicate check', () => {
@@ -248,6 +261,6 @@ describe('evolveSession: determinism', () => {
     const b = fold(events, limits)!;
     expect(a.value).toBe(b.value);
     expect(a.context).toStrictEqual(b.context);
-    expect(windowToArray(a.context.backlog.ledger).length).toBe(32);
+    expect(windowToArray(fold(events.slice(0, -1), limits)!.context.backlog.ledger).length).toBe(32);
   });
 });
