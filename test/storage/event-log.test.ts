@@ -4,12 +4,11 @@
  * durability across a SIGKILL.
  */
 import Database from 'better-sqlite3';
-import { spawn } from 'node:child_process';
 import { readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { EARLY_COMMITS_PER_TURN, EventLog, SCHEMA_VERSION, SchemaMismatchError, type LogRecord } from '../../src/storage/event-log.js';
+import { AppendChild, killChildren } from '../support/child.js';
 import { tempDir } from '../support/host.js';
 import { countEvents } from '../support/log.js';
 
@@ -45,6 +44,7 @@ beforeEach(() => {
   path = join(dir, 'nested', 'events.db');
 });
 afterEach(async () => {
+  await killChildren();
   await Promise.all(opened.splice(0).map((log) => log.close()));
   rmSync(dir, { recursive: true, force: true });
 });
@@ -249,28 +249,9 @@ describe('reading and closing', () => {
 describe('durability', () => {
   it('keeps every awaited append, whole batches only, when the appending process is SIGKILLed', async () => {
     const batch = 7;
-    const child = spawn(process.execPath, [fileURLToPath(new URL('../support/append-child.mjs', import.meta.url)), path, String(batch)], {
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    let stderr = '';
-    child.stderr.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk));
-    const exited = new Promise<NodeJS.Signals | null>((resolve) => child.on('close', (_code, signal) => resolve(signal)));
-    // The child prints a count only after those appends resolved: each is a promise of durability.
-    const confirmed = await new Promise<number>((resolve, reject) => {
-      let out = '';
-      child.stdout.setEncoding('utf8').on('data', (chunk: string) => {
-        out += chunk;
-        const lines = out.split('\n');
-        lines.pop(); // the piece after the last newline may be a partial count
-        const last = Number(lines.at(-1) ?? 0);
-        if (last >= 50 * batch) {
-          child.kill('SIGKILL');
-          resolve(last);
-        }
-      });
-      void exited.then(() => reject(new Error(`append child exited early: ${stderr}`)));
-    });
-    expect(await exited).toBe('SIGKILL');
+    const child = AppendChild.start(path, batch);
+    const confirmed = await child.until(50 * batch);
+    expect(await child.kill()).toEqual({ code: null, signal: 'SIGKILL' });
 
     const stored = [...open().read()].map((s) => s.event.n);
     expect(stored.length).toBeGreaterThanOrEqual(confirmed);
