@@ -14,6 +14,6 @@ export {
   EventLogWriteError,
   SchemaMismatchError,
   type EventLogErrorCode,
-  type LockHolder,
 } from './storage/errors.js';
+export type { LockHolder } from './storage/log-lock.js';
 export * as protocol from './protocol/index.js';

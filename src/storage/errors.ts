@@ -4,7 +4,7 @@
  *
  * | code | error | when |
  * |---|---|---|
- * | `event_log_locked` | `EventLogLockedError` | another process has the log open; `holder` says which, if it could be read |
+ * | `event_log_locked` | `EventLogLockedError` | the log is open already, in another process or this one; `holder` says which, if it could be read |
  * | `event_log_schema_mismatch` | `SchemaMismatchError` | the file is not an assistant-relay event log, or has another schema version |
  * | `event_log_permissions` | `EventLogPermissionsError` | the log, its `-wal` or its `-shm` can be accessed by other users |
  * | `event_log_closed` | `EventLogClosedError` | an append after `close()` |
@@ -13,6 +13,7 @@
  * Anything else (a folder that cannot be created, a disk that is gone) is the system's own error, with
  * its own `code` (`EACCES`, `SQLITE_CANTOPEN`, …).
  */
+import type { LockHolder } from './log-lock.js';
 
 export type EventLogErrorCode =
   | 'event_log_locked'
@@ -23,14 +24,6 @@ export type EventLogErrorCode =
 
 export abstract class EventLogError extends Error {
   abstract readonly code: EventLogErrorCode;
-}
-
-/** Who holds a log, as it recorded itself when it took the lock. */
-export interface LockHolder {
-  readonly pid: number;
-  readonly host: string;
-  /** When it took the lock, ISO 8601. */
-  readonly since: string;
 }
 
 export class EventLogLockedError extends EventLogError {
@@ -44,8 +37,8 @@ export class EventLogLockedError extends EventLogError {
   ) {
     super(
       holder === undefined
-        ? `the event log ${path} is in use by another process, which has not recorded itself yet`
-        : `the event log ${path} is in use by another process: pid ${holder.pid} on ${holder.host}, since ${holder.since}`,
+        ? `the event log ${path} is already open, by a process that has not recorded itself yet`
+        : `the event log ${path} is already open, by pid ${holder.pid} on ${holder.host} since ${holder.since}`,
     );
   }
 }

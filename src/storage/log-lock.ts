@@ -22,10 +22,12 @@ import Database from 'better-sqlite3';
 import { readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { z } from 'zod';
-import { EventLogLockedError, type LockHolder } from './errors.js';
+import { EventLogLockedError } from './errors.js';
 import { createPrivateFile } from './private-files.js';
 
-const HolderRecord = z.object({ pid: z.number().int(), host: z.string(), since: z.string() });
+/** Who holds a log, as it recorded itself when it took the lock; `since` is ISO 8601. */
+export const LockHolder = z.object({ pid: z.number().int(), host: z.string(), since: z.string() }).readonly();
+export type LockHolder = z.infer<typeof LockHolder>;
 
 export class LogLock {
   private constructor(
@@ -60,14 +62,17 @@ export class LogLock {
 
   /** Removes the record while still holding the lock (after, it could be the next holder's), then releases it. */
   release(): void {
-    rmSync(this.holderPath, { force: true });
-    this.lock.close();
+    try {
+      rmSync(this.holderPath, { force: true });
+    } finally {
+      this.lock.close();
+    }
   }
 }
 
 function readHolder(holderPath: string): LockHolder | undefined {
   try {
-    return HolderRecord.parse(JSON.parse(readFileSync(holderPath, 'utf8')));
+    return LockHolder.parse(JSON.parse(readFileSync(holderPath, 'utf8')));
   } catch {
     // Not written yet, or half written: the holder is unknown, not an error of ours.
     return undefined;
