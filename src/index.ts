@@ -6,5 +6,14 @@ export type { Clock, IdSource } from './engine/clock.js';
 export type { ConversationView, DeliveryStats, SessionView, TaskSessionView } from './engine/view.js';
 export type { DomainEvent, DomainEventType, EndReason, SettleCause } from './machines/events.js';
 export type { SessionLimits } from './machines/session.js';
-export { SchemaMismatchError } from './storage/event-log.js';
+export {
+  EventLogError,
+  EventLogClosedError,
+  EventLogLockedError,
+  EventLogPermissionsError,
+  EventLogWriteError,
+  SchemaMismatchError,
+  type EventLogErrorCode,
+} from './storage/errors.js';
+export type { LockHolder } from './storage/log-lock.js';
 export * as protocol from './protocol/index.js';

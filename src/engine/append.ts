@@ -5,7 +5,6 @@
  * any engine over an event log (the host's, the backend's) appends the same way.
  */
 import type { EventLog, LogRecord } from '../storage/event-log.js';
-import { CommitFailedError } from './failures.js';
 
 export class Appender<E extends LogRecord> {
   constructor(
@@ -14,7 +13,7 @@ export class Appender<E extends LogRecord> {
     private readonly onFatal: (error: unknown) => void,
   ) {}
 
-  /** Resolves once every event is committed. A failed commit goes to `onFatal` and rejects with `CommitFailedError`. */
+  /** Resolves once every event is committed. A log that cannot take them goes to `onFatal`, and the append rejects with its error. */
   async append(events: readonly E[]): Promise<void> {
     let committed: Promise<void> = Promise.resolve();
     for (const event of events) {
@@ -25,7 +24,7 @@ export class Appender<E extends LogRecord> {
       await committed;
     } catch (error) {
       this.onFatal(error);
-      throw new CommitFailedError(error);
+      throw error;
     }
   }
 

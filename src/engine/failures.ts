@@ -2,6 +2,7 @@
  * The engine's own failures, and how a failure nobody awaits is handled: an expected one is dropped by
  * name, anything else is reported (never swallowed).
  */
+import { EventLogError } from '../storage/errors.js';
 import type { FailureContext } from './config.js';
 
 /** Thrown by commands once `close()` has begun: nothing new enters the log of a closing host. */
@@ -12,20 +13,9 @@ export class HostClosingError extends Error {
   }
 }
 
-/**
- * The log could not commit a batch that memory had already folded. `onFatal` has been told (the process
- * must restart and fold the log again); whoever awaited the append gets this.
- */
-export class CommitFailedError extends Error {
-  override readonly name = 'CommitFailedError';
-  constructor(cause: unknown) {
-    super('the event log could not commit', { cause });
-  }
-}
-
-/** Failures that are part of normal operation: a closing host refuses commands, and a failed commit already went to `onFatal`. */
+/** Failures that are part of normal operation: a closing host refuses commands, and a log that failed already went to `onFatal`. */
 export function isExpected(error: unknown): boolean {
-  return error instanceof HostClosingError || error instanceof CommitFailedError;
+  return error instanceof HostClosingError || error instanceof EventLogError;
 }
 
 export type ReportFailure = (error: unknown, context: FailureContext) => void;

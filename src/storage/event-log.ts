@@ -9,11 +9,22 @@
  * early commits: a lone request, and its agent's immediate answer, pay for no wait at all, yet a busy
  * turn still ends in one batch.
  *
+ * One process at a time (`log-lock.ts`), and only its owner may read it: the log holds callback tokens,
+ * so it is created 0600 in folders created 0700 (`private-files.ts`), and a log that others can access
+ * is refused. Every error of ours has a stable code: the list is in `errors.ts`.
+ *
  * Generic over the event type: storage knows rows, not lifecycles.
  */
 import Database from 'better-sqlite3';
-import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
+import {
+  EventLogClosedError,
+  EventLogPermissionsError,
+  EventLogWriteError,
+  SchemaMismatchError,
+} from './errors.js';
+import { LogLock } from './log-lock.js';
+import { createPrivateFile, exposure, makePrivateFolder } from './private-files.js';
 
 /** Our files say who they are (`PRAGMA application_id`, "ARLY") and which layout they have. */
 const APPLICATION_ID = 0x41524c59;
@@ -32,7 +43,7 @@ export interface StoredEvent<E> {
 }
 
 export interface EventLogOptions<E> {
-  /** A file path (its folder is created), or ':memory:'. */
+  /** A file path (its missing folders are created), or ':memory:'. */
   readonly path: string;
   /** Which aggregate an event belongs to ('' for none): the `stream` column, for reading one aggregate's history. */
   readonly streamOf: (event: E) => string;
@@ -45,13 +56,10 @@ export interface EventLogOptions<E> {
   readonly synchronous?: 'normal' | 'full';
 }
 
-export class SchemaMismatchError extends Error {
-  override readonly name = 'SchemaMismatchError';
-}
-
 export class EventLog<E extends LogRecord> {
   readonly path: string;
   private readonly db: Database.Database;
+  private readonly lock: LogLock | undefined;
   private readonly insert: Database.Statement<[string, string, number, string]>;
   private readonly streamOf: (event: E) => string;
   private readonly urgent: (event: E) => boolean;
@@ -63,21 +71,30 @@ export class EventLog<E extends LogRecord> {
   private earlyCommitQueued = false;
   private earlyCommits = 0;
   private readonly listeners: Array<(events: readonly E[]) => void> = [];
-  private failure: unknown;
+  private failure: EventLogWriteError | undefined;
   private closed = false;
 
   private constructor(options: EventLogOptions<E>) {
     this.path = options.path;
     this.streamOf = options.streamOf;
     this.urgent = options.urgent ?? (() => true);
-    if (options.path !== ':memory:') mkdirSync(dirname(options.path), { recursive: true });
-    this.db = new Database(options.path);
+    if (options.path !== ':memory:') {
+      makePrivateFolder(dirname(options.path));
+      this.lock = LogLock.acquire(options.path);
+    }
     try {
-      this.db.pragma('journal_mode = WAL');
-      this.db.pragma(`synchronous = ${options.synchronous === 'full' ? 'FULL' : 'NORMAL'}`);
-      this.prepareSchema();
+      const fresh = this.lock === undefined || this.inspect();
+      this.db = new Database(options.path);
+      try {
+        this.db.pragma('journal_mode = WAL');
+        this.db.pragma(`synchronous = ${options.synchronous === 'full' ? 'FULL' : 'NORMAL'}`);
+        if (fresh) this.createSchema();
+      } catch (error) {
+        this.db.close();
+        throw error;
+      }
     } catch (error) {
-      this.db.close();
+      this.lock?.release();
       throw error;
     }
     this.insert = this.db.prepare('INSERT INTO events (stream, type, at, data) VALUES (?, ?, ?, ?)');
@@ -90,39 +107,63 @@ export class EventLog<E extends LogRecord> {
     return new EventLog<E>(options);
   }
 
-  private prepareSchema(): void {
-    const applicationId = this.db.pragma('application_id', { simple: true }) as number;
-    const version = this.db.pragma('user_version', { simple: true }) as number;
-    const tables = this.db.prepare("SELECT count(*) AS n FROM sqlite_schema WHERE type = 'table'").get() as { n: number };
-    if (applicationId === 0 && version === 0 && tables.n === 0) {
-      // One transaction: a crash half way must not leave a file that is neither empty nor ours.
-      this.db.exec(`
-        BEGIN;
-        CREATE TABLE events (
-          position INTEGER PRIMARY KEY,
-          stream TEXT NOT NULL,
-          type TEXT NOT NULL,
-          at INTEGER NOT NULL,
-          data TEXT NOT NULL
-        ) STRICT;
-        CREATE TRIGGER events_append_only_update BEFORE UPDATE ON events
-          BEGIN SELECT RAISE(ABORT, 'the event log is append-only'); END;
-        CREATE TRIGGER events_append_only_delete BEFORE DELETE ON events
-          BEGIN SELECT RAISE(ABORT, 'the event log is append-only'); END;
-        PRAGMA application_id = ${APPLICATION_ID};
-        PRAGMA user_version = ${SCHEMA_VERSION};
-        COMMIT;
-      `);
-      return;
+  /**
+   * Creates the file if it is absent, then judges it before anything is written to it: true for an
+   * empty file, which becomes ours; throws for a file that is not a log of ours (or of another
+   * version), then for a log that others can access. The reading connection is read-only because one
+   * that may write checkpoints the -wal into the log and removes it on close: a refused log must be
+   * left as it was.
+   */
+  private inspect(): boolean {
+    createPrivateFile(this.path);
+    const db = new Database(this.path, { readonly: true, fileMustExist: true });
+    let applicationId: number, version: number, tables: number;
+    try {
+      applicationId = db.pragma('application_id', { simple: true }) as number;
+      version = db.pragma('user_version', { simple: true }) as number;
+      tables = (db.prepare("SELECT count(*) AS n FROM sqlite_schema WHERE type = 'table'").get() as { n: number }).n;
+    } catch (error) {
+      if (error instanceof Database.SqliteError && error.code === 'SQLITE_NOTADB') throw this.notOurs();
+      throw error;
+    } finally {
+      db.close();
     }
-    if (applicationId !== APPLICATION_ID) {
-      throw new SchemaMismatchError(`${this.path} is not an assistant-relay event log`);
-    }
-    if (version !== SCHEMA_VERSION) {
+    const fresh = applicationId === 0 && version === 0 && tables === 0;
+    if (!fresh && applicationId !== APPLICATION_ID) throw this.notOurs();
+    if (!fresh && version !== SCHEMA_VERSION) {
       throw new SchemaMismatchError(
         `${this.path} has event log schema version ${version}; this build reads version ${SCHEMA_VERSION}`,
       );
     }
+    // Judged after the read, which may have created a -wal and -shm (with the log's own mode): the advice names every file there is.
+    const exposed = exposure([this.path, `${this.path}-wal`, `${this.path}-shm`]);
+    if (exposed !== undefined) throw new EventLogPermissionsError(`the event log holds callback tokens and is not private: ${exposed}`);
+    return fresh;
+  }
+
+  private notOurs(): SchemaMismatchError {
+    return new SchemaMismatchError(`${this.path} is not an assistant-relay event log`);
+  }
+
+  private createSchema(): void {
+    // One transaction: a crash half way must not leave a file that is neither empty nor ours.
+    this.db.exec(`
+      BEGIN;
+      CREATE TABLE events (
+        position INTEGER PRIMARY KEY,
+        stream TEXT NOT NULL,
+        type TEXT NOT NULL,
+        at INTEGER NOT NULL,
+        data TEXT NOT NULL
+      ) STRICT;
+      CREATE TRIGGER events_append_only_update BEFORE UPDATE ON events
+        BEGIN SELECT RAISE(ABORT, 'the event log is append-only'); END;
+      CREATE TRIGGER events_append_only_delete BEFORE DELETE ON events
+        BEGIN SELECT RAISE(ABORT, 'the event log is append-only'); END;
+      PRAGMA application_id = ${APPLICATION_ID};
+      PRAGMA user_version = ${SCHEMA_VERSION};
+      COMMIT;
+    `);
   }
 
   /** Every stored event, oldest first. */
@@ -160,7 +201,7 @@ export class EventLog<E extends LogRecord> {
   /** Queues an event for the current batch; resolves once the batch is committed. */
   append(event: E): Promise<void> {
     if (this.failure !== undefined) return Promise.reject(this.failure);
-    if (this.closed) return Promise.reject(new Error('the event log is closed'));
+    if (this.closed) return Promise.reject(new EventLogClosedError());
     this.batch.push(event);
     this.batchDone ??= new Promise<void>((resolve, reject) => {
       this.settleBatch = { resolve, reject };
@@ -207,8 +248,8 @@ export class EventLog<E extends LogRecord> {
       this.commitBatch(events);
     } catch (error) {
       // Memory already folded these events; the only consistent way on is a restart from the log.
-      this.failure = error;
-      settle.reject(error);
+      this.failure = new EventLogWriteError(error);
+      settle.reject(this.failure);
       return;
     }
     try {
@@ -224,5 +265,6 @@ export class EventLog<E extends LogRecord> {
     await this.settled().catch(() => {});
     this.closed = true;
     this.db.close();
+    this.lock?.release();
   }
 }

@@ -3,7 +3,7 @@
  * HTTP on 127.0.0.1.
  */
 import Database from 'better-sqlite3';
-import { existsSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { USAGE, UsageError, parseServeArgs } from '../../src/adapters/cli/args.js';
@@ -19,6 +19,14 @@ const folder = useChildFolder();
 function serve(args: readonly string[], env: Record<string, string> = {}): Promise<ServeChild> {
   return ServeChild.start(['--port', '0', ...args], { env });
 }
+
+/** The one JSON line a CLI that failed to start leaves on stderr. */
+function startFailure(result: { stdout: string; stderr: string }): { level: number; msg: string; err: { type: string; code: string; message: string } } {
+  expect(result.stdout).toBe('');
+  return JSON.parse(result.stderr.trim());
+}
+
+const modeOf = (file: string) => statSync(file).mode & 0o777;
 
 describe('serve: stdout', () => {
   it('prints exactly one line, {"listening":"http://127.0.0.1:PORT"}, and nothing else for its whole life', async () => {
@@ -220,6 +228,59 @@ describe('serve: --token-file', () => {
     const result = await runCli(['serve', '--port', '0', '--db', join(folder(), 'relay.db'), '--token-file', file]);
     expect(result.code).toBe(2);
     expect(result.stderr).toMatch(/empty/);
+  });
+});
+
+describe('serve: the event log and its files', () => {
+  it('refuses a second serve on the same --db, naming the first one\'s pid, and starts once the first is killed', async () => {
+    const db = join(folder(), 'relay.db');
+    const first = await serve(['--db', db, '--token', TOKEN]);
+    const second = await runCli(['serve', '--port', '0', '--db', db, '--token', TOKEN]);
+    expect(second.code).toBe(1);
+    expect(startFailure(second)).toMatchObject({
+      level: 60,
+      msg: 'failed to start',
+      err: { type: 'EventLogLockedError', code: 'event_log_locked', message: expect.stringContaining(`pid ${first.pid}`) },
+    });
+    // The first one serves on, and still writes its log.
+    expect((await post(first.url, TOKEN, { session_id: 's', task_id: 't1', text: 'still here' })).status).toBe(202);
+
+    expect(await first.stop('SIGKILL')).toEqual({ code: null, signal: 'SIGKILL' });
+    const third = await serve(['--db', db, '--token', TOKEN]);
+    expect((await request(`${third.url}/v1/sessions/s`, { token: TOKEN })).body).toMatchObject({ state: 'open' });
+  });
+
+  it('creates its folders 0700, and the token file, the log, its -wal and -shm 0600, whatever the umask', async () => {
+    const data = join(folder(), 'data');
+    const umask = process.umask(0);
+    // The child takes the umask when it is spawned, before the first await.
+    const starting = serve(['--db', join(data, 'log', 'relay.db'), '--token-file', join(data, 'token')]);
+    process.umask(umask);
+    await starting;
+    expect([data, join(data, 'log')].map(modeOf)).toEqual([0o700, 0o700]);
+    for (const file of ['token', 'log/relay.db', 'log/relay.db-wal', 'log/relay.db-shm']) expect(modeOf(join(data, file)), file).toBe(0o600);
+  });
+
+  it('refuses a log or a token file that other users can access, saying what to run', async () => {
+    const db = join(folder(), 'relay.db');
+    await (await serve(['--db', db, '--token', TOKEN])).stop('SIGTERM');
+    chmodSync(db, 0o640);
+    const exposedLog = await runCli(['serve', '--port', '0', '--db', db, '--token', TOKEN]);
+    expect(exposedLog.code).toBe(1);
+    expect(startFailure(exposedLog)).toMatchObject({
+      msg: 'failed to start',
+      err: { type: 'EventLogPermissionsError', code: 'event_log_permissions', message: expect.stringContaining(`chmod 600 ${db}`) },
+    });
+
+    const file = join(folder(), 'token');
+    writeFileSync(file, `${TOKEN}\n`);
+    chmodSync(file, 0o644);
+    const other = join(folder(), 'other.db');
+    const exposedToken = await runCli(['serve', '--port', '0', '--db', other, '--token-file', file]);
+    expect(exposedToken.code).toBe(2);
+    expect(exposedToken.stderr).toContain(`chmod 600 ${file}`);
+    // Refused before the log was opened.
+    expect(existsSync(other)).toBe(false);
   });
 });
 

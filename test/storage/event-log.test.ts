@@ -1,15 +1,16 @@
 /**
- * The event log on real SQLite files: identity and schema checks on open, append-only enforcement,
- * group commit per event-loop turn with early commits for urgent appends, listener ordering, and
- * durability across a SIGKILL.
+ * The event log on real SQLite files: identity and schema checks on open, one process at a time, file
+ * modes, append-only enforcement, group commit per event-loop turn with early commits for urgent
+ * appends, listener ordering, and durability across a SIGKILL.
  */
 import Database from 'better-sqlite3';
-import { spawn } from 'node:child_process';
-import { readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, mkdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { hostname } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { EARLY_COMMITS_PER_TURN, EventLog, SCHEMA_VERSION, SchemaMismatchError, type LogRecord } from '../../src/storage/event-log.js';
+import { EventLogLockedError, EventLogPermissionsError, SchemaMismatchError } from '../../src/storage/errors.js';
+import { EARLY_COMMITS_PER_TURN, EventLog, SCHEMA_VERSION, type LogRecord } from '../../src/storage/event-log.js';
+import { AppendChild, killChildren } from '../support/child.js';
 import { tempDir } from '../support/host.js';
 import { countEvents } from '../support/log.js';
 
@@ -40,11 +41,24 @@ function raw(file = path, readonly = false): Database.Database {
   return new Database(file, { readonly, fileMustExist: true });
 }
 
+/** What `open` throws, for a closer look than toThrow gives. */
+function refusal(file = path): unknown {
+  try {
+    open(file);
+  } catch (error) {
+    return error;
+  }
+  throw new Error(`${file} opened`);
+}
+
+const modeOf = (file: string) => statSync(file).mode & 0o777;
+
 beforeEach(() => {
   dir = tempDir();
   path = join(dir, 'nested', 'events.db');
 });
 afterEach(async () => {
+  await killChildren();
   await Promise.all(opened.splice(0).map((log) => log.close()));
   rmSync(dir, { recursive: true, force: true });
 });
@@ -71,8 +85,8 @@ describe('opening a file', () => {
     const db = raw();
     db.pragma(`user_version = ${SCHEMA_VERSION + 1}`);
     db.close();
-    expect(() => open()).toThrow(SchemaMismatchError);
-    expect(() => open()).toThrow(new RegExp(`schema version ${SCHEMA_VERSION + 1}`));
+    expect(refusal()).toMatchObject({ code: 'event_log_schema_mismatch', message: expect.stringMatching(`schema version ${SCHEMA_VERSION + 1}`) });
+    expect(refusal()).toBeInstanceOf(SchemaMismatchError);
     const check = raw(path, true);
     expect(check.pragma('user_version', { simple: true })).toBe(SCHEMA_VERSION + 1);
     check.close();
@@ -83,10 +97,11 @@ describe('opening a file', () => {
     const db = new Database(other);
     db.exec("CREATE TABLE notes (body TEXT); INSERT INTO notes VALUES ('keep me')");
     db.close();
-    expect(() => open(other)).toThrow(SchemaMismatchError);
+    expect(refusal(other)).toBeInstanceOf(SchemaMismatchError);
     const check = raw(other, true);
     expect(check.prepare("SELECT name FROM sqlite_schema WHERE type = 'table'").all()).toEqual([{ name: 'notes' }]);
     expect(check.pragma('application_id', { simple: true })).toBe(0);
+    expect(check.pragma('journal_mode', { simple: true })).toBe('delete');
     check.close();
   });
 
@@ -94,8 +109,89 @@ describe('opening a file', () => {
     const other = join(dir, 'notes.txt');
     const text = 'not a database, '.repeat(100);
     writeFileSync(other, text);
-    expect(() => open(other)).toThrow();
+    expect(refusal(other)).toBeInstanceOf(SchemaMismatchError);
+    expect(refusal(other)).toMatchObject({ code: 'event_log_schema_mismatch', message: expect.stringMatching(/not an assistant-relay event log/) });
     expect(readFileSync(other, 'utf8')).toBe(text);
+  });
+});
+
+describe('one process at a time', () => {
+  it('refuses a second opener while another process holds the log, naming it; others may read meanwhile; a SIGKILL frees it', async () => {
+    const batch = 5;
+    const child = AppendChild.start(path, batch);
+    await child.until(batch);
+    const refused = refusal();
+    expect(refused).toBeInstanceOf(EventLogLockedError);
+    expect(refused).toMatchObject({ code: 'event_log_locked', path, holder: { pid: child.pid, host: hostname() } });
+    expect((refused as Error).message).toContain(`pid ${child.pid}`);
+    expect(Date.parse((refused as EventLogLockedError).holder!.since)).toBeLessThanOrEqual(Date.now());
+
+    // A reader (here, this process) still reads the live log, and the refused opener disturbed nothing.
+    const seen = countEvents(path);
+    expect(seen).toBeGreaterThanOrEqual(batch);
+    await child.until(seen + 10 * batch);
+    expect(countEvents(path)).toBeGreaterThan(seen);
+
+    expect(await child.kill()).toEqual({ code: null, signal: 'SIGKILL' });
+    const log = open();
+    expect(log.count() % batch).toBe(0);
+    await log.append(event(0));
+  });
+
+  it('refuses a second open in the same process, and opens again once the first is closed', async () => {
+    const first = open();
+    expect(refusal()).toMatchObject({ code: 'event_log_locked', holder: { pid: process.pid } });
+    // Refusing must not release the first one's lock (POSIX locks are per process: closing any descriptor of the file would).
+    expect(refusal()).toBeInstanceOf(EventLogLockedError);
+    await first.append(event(0));
+    await first.close();
+    expect([...open().read()].map((s) => s.event)).toEqual([event(0)]);
+  });
+});
+
+describe('file modes', () => {
+  it('creates its folders 0700, and the log, its -wal, -shm and lock 0600, whatever the umask; folders that exist keep theirs', async () => {
+    const existing = join(dir, 'shared');
+    mkdirSync(existing);
+    chmodSync(existing, 0o755);
+    const file = join(existing, 'a', 'b', 'events.db');
+    const umask = process.umask(0);
+    try {
+      await open(file).append(event(0));
+    } finally {
+      process.umask(umask);
+    }
+    expect([existing, join(existing, 'a'), join(existing, 'a', 'b')].map(modeOf)).toEqual([0o755, 0o700, 0o700]);
+    for (const own of [file, `${file}-wal`, `${file}-shm`, `${file}.lock`]) expect(modeOf(own), own).toBe(0o600);
+  });
+
+  it('refuses a log or -wal that other users can access, saying what to run, and leaves them as they were', async () => {
+    await open().append(event(0));
+    await opened.pop()!.close();
+    chmodSync(path, 0o644);
+    const before = readFileSync(path);
+    const refused = refusal();
+    expect(refused).toBeInstanceOf(EventLogPermissionsError);
+    expect(refused).toMatchObject({ code: 'event_log_permissions', message: expect.stringContaining(`${path} (mode 0644)`) });
+    expect(modeOf(path)).toBe(0o644);
+    expect(readFileSync(path)).toEqual(before);
+    // The advice names every file that needs it, and only files that exist: pasted as it is, it is enough.
+    const advised = (refused as Error).message.split('run chmod 600 ')[1]!.split(' ');
+    expect(advised).toContain(path);
+    for (const file of advised) chmodSync(file, 0o600);
+    await open().append(event(1));
+    await opened.pop()!.close();
+
+    // A -wal left by a crash holds events not yet in the log file: it must be as private as the log.
+    const child = AppendChild.start(path, 5);
+    await child.until(5);
+    await child.kill();
+    const wal = readFileSync(`${path}-wal`);
+    chmodSync(`${path}-wal`, 0o640);
+    expect(refusal()).toMatchObject({ code: 'event_log_permissions', message: expect.stringMatching(new RegExp(`run chmod 600 ${path}-wal$`)) });
+    expect(readFileSync(`${path}-wal`)).toEqual(wal);
+    chmodSync(`${path}-wal`, 0o600);
+    expect(open().count()).toBeGreaterThanOrEqual(7);
   });
 });
 
@@ -205,6 +301,7 @@ describe('group commit', () => {
     // A BigInt has no JSON form: the second insert of the batch throws.
     const results = await Promise.allSettled([log.append(event(1)), log.append({ ...event(2), big: 1n }), log.append(event(3))]);
     expect(results.map((r) => r.status)).toEqual(['rejected', 'rejected', 'rejected']);
+    expect((results[0] as PromiseRejectedResult).reason).toMatchObject({ code: 'event_log_write_failed' });
     expect(batches).toEqual([]);
     expect(countEvents(path)).toBe(1);
     await expect(log.append(event(4))).rejects.toThrow(/BigInt/);
@@ -241,7 +338,7 @@ describe('reading and closing', () => {
     await log.close();
     await appended;
     await log.close();
-    await expect(log.append(event(1))).rejects.toThrow(/closed/);
+    await expect(log.append(event(1))).rejects.toMatchObject({ code: 'event_log_closed', message: expect.stringMatching(/closed/) });
     expect(countEvents(path)).toBe(1);
   });
 });
@@ -249,28 +346,9 @@ describe('reading and closing', () => {
 describe('durability', () => {
   it('keeps every awaited append, whole batches only, when the appending process is SIGKILLed', async () => {
     const batch = 7;
-    const child = spawn(process.execPath, [fileURLToPath(new URL('../support/append-child.mjs', import.meta.url)), path, String(batch)], {
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    let stderr = '';
-    child.stderr.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk));
-    const exited = new Promise<NodeJS.Signals | null>((resolve) => child.on('close', (_code, signal) => resolve(signal)));
-    // The child prints a count only after those appends resolved: each is a promise of durability.
-    const confirmed = await new Promise<number>((resolve, reject) => {
-      let out = '';
-      child.stdout.setEncoding('utf8').on('data', (chunk: string) => {
-        out += chunk;
-        const lines = out.split('\n');
-        lines.pop(); // the piece after the last newline may be a partial count
-        const last = Number(lines.at(-1) ?? 0);
-        if (last >= 50 * batch) {
-          child.kill('SIGKILL');
-          resolve(last);
-        }
-      });
-      void exited.then(() => reject(new Error(`append child exited early: ${stderr}`)));
-    });
-    expect(await exited).toBe('SIGKILL');
+    const child = AppendChild.start(path, batch);
+    const confirmed = await child.until(50 * batch);
+    expect(await child.kill()).toEqual({ code: null, signal: 'SIGKILL' });
 
     const stored = [...open().read()].map((s) => s.event.n);
     expect(stored.length).toBeGreaterThanOrEqual(confirmed);

@@ -1,6 +1,7 @@
 /**
  * The built CLI as a real child process, for tests: `serve` waits for its one stdout line
  * `{"listening":"http://H:PORT"}`, collects stdout and stderr, and can signal it and wait for its exit.
+ * `AppendChild` runs append-child.mjs, a process that holds an event log and keeps appending to it.
  * Children still running when a test ends are SIGKILLed by `killChildren()` (call it in `afterEach`), so
  * a failed test never leaves a server behind.
  */
@@ -11,6 +12,7 @@ import { afterEach, beforeEach } from 'vitest';
 import { tempDir } from './host.js';
 
 const CLI = fileURLToPath(new URL('../../dist/adapters/cli/main.js', import.meta.url));
+const APPEND_CHILD = fileURLToPath(new URL('./append-child.mjs', import.meta.url));
 
 export interface Exit {
   readonly code: number | null;
@@ -31,8 +33,8 @@ function childEnv(extra: Record<string, string>): NodeJS.ProcessEnv {
   return { ...env, ...extra };
 }
 
-function start(args: readonly string[], env: Record<string, string>) {
-  const child = spawn(process.execPath, [CLI, ...args], { env: childEnv(env), stdio: ['ignore', 'pipe', 'pipe'] });
+function start(args: readonly string[], env: Record<string, string>, script = CLI) {
+  const child = spawn(process.execPath, [script, ...args], { env: childEnv(env), stdio: ['ignore', 'pipe', 'pipe'] });
   live.add(child);
   const output = { stdout: '', stderr: '' };
   child.stdout!.setEncoding('utf8').on('data', (chunk: string) => (output.stdout += chunk));
@@ -62,6 +64,10 @@ export class ServeChild {
     /** Resolves when the process has exited and its output is read. */
     readonly exited: Promise<Exit>,
   ) {}
+
+  get pid(): number {
+    return this.child.pid!;
+  }
 
   get stdout(): string {
     return this.output.stdout;
@@ -108,6 +114,50 @@ export class ServeChild {
       void exited.then((exit) => fail(`exited (${exit.code ?? exit.signal}) before listening`));
     });
     return new ServeChild(url, child, output, exited);
+  }
+}
+
+/** append-child.mjs on an event log file: it holds the log and appends batches until it is killed. */
+export class AppendChild {
+  private constructor(
+    private readonly child: ChildProcess,
+    private readonly output: { stdout: string; stderr: string },
+    /** Resolves when the process has exited and its output is read. */
+    readonly exited: Promise<Exit>,
+  ) {}
+
+  get pid(): number {
+    return this.child.pid!;
+  }
+
+  /** Starts appending batches of `batch` events to the log at `path`. */
+  static start(path: string, batch: number): AppendChild {
+    const { child, output, exited } = start([path, String(batch)], {}, APPEND_CHILD);
+    return new AppendChild(child, output, exited);
+  }
+
+  /**
+   * Resolves, with the count it printed, once the child has confirmed at least `count` events: it prints
+   * a count only after those appends resolved, so each is a promise of durability.
+   */
+  until(count: number): Promise<number> {
+    return new Promise((resolve, reject) => {
+      const check = () => {
+        // The piece after the last newline may be a partial count.
+        const last = Number(this.output.stdout.slice(0, this.output.stdout.lastIndexOf('\n')).split('\n').at(-1) || 0);
+        if (last < count) return;
+        this.child.stdout!.off('data', check);
+        resolve(last);
+      };
+      this.child.stdout!.on('data', check);
+      void this.exited.then(() => reject(new Error(`append child exited before confirming ${count} events: ${this.output.stderr}`)));
+      check();
+    });
+  }
+
+  async kill(): Promise<Exit> {
+    this.child.kill('SIGKILL');
+    return this.exited;
   }
 }
 

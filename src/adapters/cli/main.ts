@@ -4,26 +4,27 @@
  * `{"listening":"http://H:PORT"}`; everything else is structured JSON logging on stderr, tokens redacted.
  */
 import { randomBytes } from 'node:crypto';
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { pino } from 'pino';
 import { createAssistantHost } from '../host.js';
+import { createPrivateFile, exposure, makePrivateFolder } from '../../storage/private-files.js';
 import { USAGE, UsageError, parseServeArgs, type ServeOptions } from './args.js';
 
-/** The token from --token, or from --token-file (created with a fresh random token on first use, mode 0600). */
+/**
+ * The token from --token, or from --token-file: created with a fresh random token on first use (mode
+ * 0600, its missing folders 0700), refused if other users can access it.
+ */
 function resolveToken(options: ServeOptions): string {
   if (options.token !== undefined) return options.token;
   const file = options.tokenFile!;
-  try {
-    const token = readFileSync(file, 'utf8').trim();
-    if (token.length === 0) throw new UsageError(`${file} is empty`);
-    return token;
-  } catch (error) {
-    if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
-  }
-  const token = randomBytes(24).toString('base64url');
-  mkdirSync(dirname(file), { recursive: true });
-  writeFileSync(file, `${token}\n`, { mode: 0o600, flag: 'wx' });
+  makePrivateFolder(dirname(file));
+  const fresh = randomBytes(24).toString('base64url');
+  if (createPrivateFile(file, `${fresh}\n`)) return fresh;
+  const exposed = exposure([file]);
+  if (exposed !== undefined) throw new UsageError(`the --token-file is not private: ${exposed}`);
+  const token = readFileSync(file, 'utf8').trim();
+  if (token.length === 0) throw new UsageError(`${file} is empty`);
   return token;
 }
 
@@ -105,7 +106,9 @@ main(process.argv.slice(2)).catch((error: unknown) => {
     process.exit(2);
   }
   // Same shape as the logger's lines (pino, level 60 = fatal): stderr stays JSON lines.
-  const err = error instanceof Error ? { type: error.name, message: error.message, stack: error.stack } : { message: String(error) };
+  // `code`, where the error has one (the event log's own, or the system's), is what a supervisor matches on.
+  const code = (error as { code?: unknown } | null)?.code;
+  const err = error instanceof Error ? { type: error.name, ...(code !== undefined ? { code } : {}), message: error.message, stack: error.stack } : { message: String(error) };
   process.stderr.write(`${JSON.stringify({ level: 60, time: Date.now(), name: 'assistant-relay', err, msg: 'failed to start' })}\n`);
   process.exit(1);
 });
