@@ -89,6 +89,9 @@ export class EventLog<E extends LogRecord> {
         this.db.pragma('journal_mode = WAL');
         this.db.pragma(`synchronous = ${options.synchronous === 'full' ? 'FULL' : 'NORMAL'}`);
         if (fresh) this.createSchema();
+        // One session's history is read on its own (a reconnect after its end): an index, not a table scan.
+        // Added to logs made before it too; an index changes no row, so the schema version stays.
+        this.db.exec('CREATE INDEX IF NOT EXISTS events_by_stream ON events (stream, position)');
       } catch (error) {
         this.db.close();
         throw error;

@@ -332,6 +332,22 @@ describe('reading and closing', () => {
     }
   });
 
+  it("reads one stream's committed events in order, through an index", async () => {
+    const log = open();
+    await Promise.all([0, 1, 2, 3, 4, 5, 6].map((n) => log.append(event(n))));
+    void log.append(event(9));
+    expect([...log.readStream('s0')].map((s) => s.event.n)).toEqual([0, 3, 6]);
+    expect([...log.readStream('nobody')]).toEqual([]);
+    const db = raw(path, true);
+    try {
+      const plan = db.prepare("EXPLAIN QUERY PLAN SELECT position, data FROM events WHERE stream = 's0' ORDER BY position").all() as { detail: string }[];
+      expect(plan.map((row) => row.detail).join(' ')).toContain('events_by_stream');
+    } finally {
+      db.close();
+    }
+    await log.settled();
+  });
+
   it('commits what is pending on close, then refuses appends; closing twice is harmless', async () => {
     const log = open();
     const appended = log.append(event(0));
