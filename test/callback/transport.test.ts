@@ -19,7 +19,7 @@ import {
   hasIPv6Loopback,
   tableResolver,
   type Answer,
-} from './receiver.js';
+} from '../support/receiver.js';
 
 const dns = guardSystemDns();
 afterAll(dns.restore);

@@ -2,7 +2,7 @@
 import { describe, expect, it } from 'vitest';
 import { CallbackPolicy, type CallbackCheck } from '../../src/adapters/callback/policy.js';
 import { checkCallbackUrl, classifyAddress, parseAllowlist, type AddressClass } from '../../src/protocol/callback-url.js';
-import { tableResolver } from './receiver.js';
+import { tableResolver } from '../support/receiver.js';
 
 const ALLOWLIST = [
   'https://hooks.example.com',
