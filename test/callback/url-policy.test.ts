@@ -1,7 +1,8 @@
 /** Which callback URLs the host may POST to (4.3 rule 6): the URL rules, address classes and the connect-time check. */
 import { describe, expect, it } from 'vitest';
 import { CallbackPolicy, type CallbackCheck } from '../../src/adapters/callback/policy.js';
-import { checkCallbackUrl, classifyAddress, parseAllowlist, type AddressClass } from '../../src/protocol/callback-url.js';
+import { checkCallbackUrl, parseAllowlist } from '../../src/protocol/callback-url.js';
+import { classifyAddress, type AddressClass } from '../../src/protocol/ip-address.js';
 import { tableResolver } from '../support/receiver.js';
 
 const ALLOWLIST = [
@@ -166,6 +167,9 @@ describe('classifyAddress', () => {
     ['255.255.255.255', 'reserved'],
     ['192.0.2.1', 'reserved'],
     ['198.18.0.1', 'reserved'],
+    // Globally routed, but special-purpose (AMT, AS112): any range ipaddr.js names is not "public".
+    ['192.52.193.1', 'reserved'],
+    ['2620:4f:8000::1', 'reserved'],
     ['::', 'unspecified'],
     ['::1', 'loopback'],
     ['0:0:0:0:0:0:0:1', 'loopback'],
