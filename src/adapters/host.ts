@@ -12,6 +12,7 @@ import { Engine, isUrgent, streamOf } from '../engine/engine.js';
 import type { DeliveryStats, SessionView } from '../engine/view.js';
 import type { Outcome } from '../machines/decide.js';
 import type { DomainEvent, Form } from '../machines/events.js';
+import type { PortRange } from '../protocol/port-ranges.js';
 import { CallbackPolicy, type Resolver } from './callback/policy.js';
 import { httpCallbackTransport } from './callback/transport.js';
 import type { SessionLimits } from '../machines/session.js';
@@ -30,6 +31,10 @@ export interface AssistantHostOptions {
   readonly form?: Form;
   /** Callback origins allowed besides loopback, e.g. `https://desktop.example.com`. */
   readonly callbackAllowlist?: readonly string[];
+  /** Loopback callback URLs that no allowlist entry names: allowed (the default, as the spec's reference plugins do) or not. */
+  readonly callbackLoopback?: boolean;
+  /** With `callbackLoopback` on, only these ports and ranges, e.g. `[8080, [9000, 9100]]`. Default: every port. */
+  readonly callbackLoopbackPorts?: ReadonlyArray<number | PortRange>;
   /** How callback host names are resolved (default: the system resolver). For tests and custom DNS. */
   readonly resolve?: Resolver;
   /** Each callback attempt's timeout. Default 5 s (Part 8). */
@@ -100,7 +105,12 @@ export async function createAssistantHost(options: AssistantHostOptions): Promis
   let engine: Engine;
   let callbacks: CallbackPolicy;
   try {
-    callbacks = new CallbackPolicy({ allowlist: options.callbackAllowlist ?? [], ...(options.resolve ? { resolve: options.resolve } : {}) });
+    callbacks = new CallbackPolicy({
+      allowlist: options.callbackAllowlist ?? [],
+      ...(options.callbackLoopback !== undefined ? { loopback: options.callbackLoopback } : {}),
+      ...(options.callbackLoopbackPorts ? { loopbackPorts: options.callbackLoopbackPorts } : {}),
+      ...(options.resolve ? { resolve: options.resolve } : {}),
+    });
     const transport =
       options.callbackTransport ??
       httpCallbackTransport({

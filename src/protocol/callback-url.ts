@@ -1,8 +1,9 @@
 /**
- * Which callback URLs the host may POST to (4.3 rule 6, Part 8): a loopback origin, or exactly an origin
- * the operator allowlisted, so that a malicious incoming event cannot aim POSTs into an internal network.
- * Pure: a verdict depends only on the URL text and the allowlist. An allowlisted host name comes back as a
- * plan to resolve; the connect-time policy (adapters/callback) finishes it with `judgeResolved`.
+ * Which callback URLs the host may POST to (4.3 rule 6, Part 8): a loopback origin (on the ports the
+ * operator allows), or exactly an origin the operator allowlisted, so that a malicious incoming event
+ * cannot aim POSTs into an internal network. Pure: a verdict depends only on the URL text, the allowlist
+ * and the loopback ports. An allowlisted host name comes back as a plan to resolve; the connect-time policy
+ * (adapters/callback) finishes it with `judgeResolved`.
  *
  * Addresses are judged by what WHATWG URL parses them to, never by their spelling: `http://0xa000001` is
  * `10.0.0.1` and `http://2130706433` is `127.0.0.1` before any rule sees them; ./ip-address says what
@@ -11,6 +12,7 @@
 // isIP is a pure check: no socket, no DNS.
 import { isIP } from 'node:net';
 import { ADDRESS_CLASSES, classifyAddress, dialAddress } from './ip-address.js';
+import { formatPortRanges, inPortRanges, type PortRange } from './port-ranges.js';
 
 /** Why a callback URL is refused; stable codes an adapter or a log can carry. */
 export const CALLBACK_REFUSALS = {
@@ -21,6 +23,8 @@ export const CALLBACK_REFUSALS = {
   unspecified_address: 'callback.url must not point at the unspecified address (0.0.0.0, ::)',
   not_allowlisted: 'callback.url must be a loopback origin or an origin in the callback allowlist',
   private_address: 'callback.url names a host that resolves to a private, link-local, metadata or reserved address',
+  loopback_off: 'callback.url is a loopback address, and this host allows no loopback callbacks: only allowlisted origins',
+  loopback_port: 'callback.url is a loopback address on a port this host does not allow for callbacks',
 } as const;
 
 export type CallbackRefusalReason = keyof typeof CALLBACK_REFUSALS;
@@ -39,6 +43,12 @@ export interface CallbackTarget {
   /** The URL's path without its trailing slash: `''` for a bare origin. */
   readonly basePath: string;
 }
+
+/**
+ * Which loopback callbacks need no allowlist entry: on any port (`'any'`, the default, as the spec's
+ * reference plugins do), on these ports only, or none at all (`[]`).
+ */
+export type LoopbackPorts = 'any' | readonly PortRange[];
 
 /** At least one address: a plan with nothing to dial is a refusal or a failed lookup, never an acceptance. */
 export type Addresses = readonly [string, ...string[]];
@@ -63,11 +73,12 @@ export interface CallbackConnectable {
 const LOCALHOST: Addresses = ['127.0.0.1', '::1'];
 
 /**
- * Judges a callback URL against the allowlist (origins as `parseAllowlist` returns them).
- * Refuses credentials, a query or fragment, the unspecified address even if allowlisted, and any origin
- * that is neither loopback nor allowlisted. An allowlisted IP-literal origin is accepted whatever its class.
+ * Judges a callback URL against the allowlist (origins as `parseAllowlist` returns them) and the loopback
+ * ports. Refuses credentials, a query or fragment, the unspecified address even if allowlisted, a loopback
+ * origin on a port `loopback` does not allow, and any other origin that is not allowlisted. An allowlisted
+ * origin is accepted whatever its class: the operator named it exactly.
  */
-export function checkCallbackUrl(text: string, allowlist: readonly string[]): CallbackUrlVerdict {
+export function checkCallbackUrl(text: string, allowlist: readonly string[], loopback: LoopbackPorts = 'any'): CallbackUrlVerdict {
   let url: URL;
   try {
     url = new URL(text);
@@ -85,12 +96,19 @@ export function checkCallbackUrl(text: string, allowlist: readonly string[]): Ca
   if (isIP(ip) !== 0) {
     const found = classifyAddress(ip);
     if (found === 'unspecified') return refuse('unspecified_address', `${url.origin} is the unspecified address`);
-    if (found !== 'loopback' && !allowsAddress(allowlist, url.protocol, ip, url.port)) {
-      return refuse('not_allowlisted', `${url.origin} is not in the callback allowlist (${ip} is ${ADDRESS_CLASSES[found]})`);
+    if (!allowsAddress(allowlist, url.protocol, ip, url.port)) {
+      if (found !== 'loopback') {
+        return refuse('not_allowlisted', `${url.origin} is not in the callback allowlist (${ip} is ${ADDRESS_CLASSES[found]})`);
+      }
+      const refusal = refuseLoopback(loopback, portOf(url), `${url.origin} is a loopback address`);
+      if (refusal !== undefined) return refusal;
     }
     return { kind: 'accepted', target, connect: { kind: 'pinned', addresses: [dialAddress(ip)] } };
   }
-  if (url.hostname === 'localhost') return { kind: 'accepted', target, connect: { kind: 'pinned', addresses: LOCALHOST } };
+  if (url.hostname === 'localhost') {
+    const refusal = allowlist.includes(url.origin) ? undefined : refuseLoopback(loopback, portOf(url), `${url.origin} is a loopback address`);
+    return refusal ?? { kind: 'accepted', target, connect: { kind: 'pinned', addresses: LOCALHOST } };
+  }
   if (!allowlist.includes(url.origin)) {
     return refuse('not_allowlisted', `${url.origin} is neither loopback nor in the callback allowlist`);
   }
@@ -99,24 +117,29 @@ export function checkCallbackUrl(text: string, allowlist: readonly string[]): Ca
 
 /**
  * Judges every address an allowlisted name resolved to; one bad address refuses the whole URL, since the
- * connection could land on any of them. Loopback and public addresses pass; unspecified never does; any
- * other address passes only if its own origin (same scheme and port) is allowlisted.
+ * connection could land on any of them. Public addresses pass; loopback ones on the ports `loopback`
+ * allows; unspecified never does; any other address passes only if its own origin (same scheme and port)
+ * is allowlisted.
  */
 export function judgeResolved(
   target: CallbackTarget,
   hostname: string,
   addresses: Addresses,
   allowlist: readonly string[],
+  loopback: LoopbackPorts = 'any',
 ): CallbackConnectable | CallbackRefusal {
-  const { protocol, port } = new URL(target.origin);
+  const url = new URL(target.origin);
   for (const address of addresses) {
     const found = classifyAddress(address);
     if (found === 'unspecified') {
       return refuse('unspecified_address', `${hostname} resolves to ${address}, the unspecified address`);
     }
-    if (found !== 'loopback' && found !== 'public' && !allowsAddress(allowlist, protocol, address, port)) {
+    if (found === 'public' || allowsAddress(allowlist, url.protocol, address, url.port)) continue;
+    if (found !== 'loopback') {
       return refuse('private_address', `${hostname} resolves to ${address}, ${ADDRESS_CLASSES[found]} the allowlist does not name`);
     }
+    const refusal = refuseLoopback(loopback, portOf(url), `${hostname} resolves to ${address}, a loopback address`);
+    if (refusal !== undefined) return refusal;
   }
   const [first, ...rest] = addresses;
   return { kind: 'accepted', target, addresses: [dialAddress(first), ...rest.map(dialAddress)] };
@@ -153,6 +176,18 @@ export function parseAllowedOrigin(entry: string): string {
 
 function refuse(reason: CallbackRefusalReason, message: string): CallbackRefusal {
   return { kind: 'refused', reason, message };
+}
+
+/** The refusal of a loopback address on `port` that no allowlist entry names, if `loopback` does not allow it. */
+function refuseLoopback(loopback: LoopbackPorts, port: number, subject: string): CallbackRefusal | undefined {
+  if (loopback === 'any' || inPortRanges(loopback, port)) return undefined;
+  if (loopback.length === 0) return refuse('loopback_off', `${subject}, and this host allows no loopback callbacks (only allowlisted origins)`);
+  return refuse('loopback_port', `${subject} on port ${port}, and this host allows loopback callbacks on ports ${formatPortRanges(loopback)} only`);
+}
+
+/** The port a URL connects to: its own, or its scheme's default (WHATWG leaves `port` empty then). */
+function portOf(url: URL): number {
+  return url.port === '' ? (url.protocol === 'https:' ? 443 : 80) : Number(url.port);
 }
 
 // WHATWG keeps an empty `?` or `#` in href but not in `search`/`hash`; a base URL has neither.

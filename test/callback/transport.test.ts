@@ -36,15 +36,23 @@ const ipv6 = await hasIPv6Loopback();
 
 interface TransportOptions {
   allowlist?: string[];
+  loopback?: boolean;
+  loopbackPorts?: number[];
   resolve?: Resolver;
   timeoutMs?: number;
   maxResponseBytes?: number;
   clock?: Clock;
 }
 
-function transport({ allowlist = [], resolve = tableResolver({}), timeoutMs = 5_000, ...rest }: TransportOptions = {}) {
+function transport({ allowlist = [], loopback, loopbackPorts, resolve = tableResolver({}), timeoutMs = 5_000, ...rest }: TransportOptions = {}) {
   // Unknown names fail: no test ever asks real DNS.
-  return httpCallbackTransport({ policy: new CallbackPolicy({ allowlist, resolve }), timeoutMs, ...rest });
+  const policy = new CallbackPolicy({
+    allowlist,
+    resolve,
+    ...(loopback === undefined ? {} : { loopback }),
+    ...(loopbackPorts === undefined ? {} : { loopbackPorts }),
+  });
+  return httpCallbackTransport({ policy, timeoutMs, ...rest });
 }
 
 function attempt(url: string, overrides: Partial<CallbackRequest> = {}): CallbackRequest {
@@ -202,6 +210,25 @@ describe('a refused URL', () => {
       // The same receiver, reached by an accepted URL: the count does see a connection when there is one.
       expect(await relay.post(attempt(receiver.url))).toMatchObject({ kind: 'answered', status: 200 });
       expect(sockets.count()).toBe(1);
+    } finally {
+      sockets.stop();
+    }
+  });
+
+  it('refuses a loopback receiver the loopback rule excludes, before any socket', async () => {
+    const receiver = await Receiver.start();
+    // The name resolves to the receiver's own address: the connect-time lookup lands on loopback.
+    const resolve = tableResolver({ 'cb.example.test': ['127.0.0.1'] });
+    const allowlist = [`http://cb.example.test:${receiver.port}`];
+    const sockets = countClientSockets();
+    try {
+      expect(await transport({ loopback: false }).post(attempt(receiver.url))).toEqual({ kind: 'refused', reason: 'loopback_off' });
+      expect(await transport({ loopbackPorts: [receiver.port + 1] }).post(attempt(`http://localhost:${receiver.port}`))).toEqual({ kind: 'refused', reason: 'loopback_port' });
+      expect(await transport({ allowlist, resolve, loopback: false }).post(attempt(allowlist[0]!))).toEqual({ kind: 'refused', reason: 'loopback_off' });
+      expect(sockets.count()).toBe(0);
+      expect(receiver.requests).toEqual([]);
+      // The allowed port is reached.
+      expect(await transport({ loopbackPorts: [receiver.port] }).post(attempt(receiver.url))).toMatchObject({ kind: 'answered', status: 200 });
     } finally {
       sockets.stop();
     }

@@ -11,7 +11,9 @@ import {
   parseAllowedOrigin,
   type CallbackConnectable,
   type CallbackRefusal,
+  type LoopbackPorts,
 } from '../../protocol/callback-url.js';
+import { portRanges, type PortRange } from '../../protocol/port-ranges.js';
 
 /** Answers IP addresses, as `dns.lookup` does; anything else makes `check` reject. */
 export type Resolver = (hostname: string) => Promise<ReadonlyArray<{ address: string; family: 4 | 6 }>>;
@@ -32,20 +34,26 @@ export type CallbackCheck = CallbackConnectable | CallbackRefusal | { readonly k
 export interface CallbackPolicyOptions {
   /** Allowed origins; each is validated and normalized as `parseAllowedOrigin` does (throws on a bad one). */
   readonly allowlist: readonly string[];
+  /** Loopback callbacks without an allowlist entry: on (the default) or off. */
+  readonly loopback?: boolean;
+  /** With loopback on, only these ports and ranges (default: every port); throws on a bad one. */
+  readonly loopbackPorts?: ReadonlyArray<number | PortRange>;
   readonly resolve?: Resolver;
 }
 
 export class CallbackPolicy {
   private readonly allowlist: readonly string[];
+  private readonly loopback: LoopbackPorts;
   private readonly resolve: Resolver;
 
   constructor(options: CallbackPolicyOptions) {
     this.allowlist = options.allowlist.map(parseAllowedOrigin);
+    this.loopback = loopbackRule(options.loopback ?? true, options.loopbackPorts);
     this.resolve = options.resolve ?? systemResolver;
   }
 
   async check(url: string): Promise<CallbackCheck> {
-    const verdict = checkCallbackUrl(url, this.allowlist);
+    const verdict = checkCallbackUrl(url, this.allowlist, this.loopback);
     if (verdict.kind === 'refused') return verdict;
     const { target, connect } = verdict;
     if (connect.kind === 'pinned') return { kind: 'accepted', target, addresses: connect.addresses };
@@ -57,8 +65,14 @@ export class CallbackPolicy {
     }
     const [first, ...rest] = answers.map((answer) => answer.address);
     if (first === undefined) return { kind: 'unresolved', code: 'ENOTFOUND' };
-    return judgeResolved(target, connect.hostname, [first, ...rest], this.allowlist);
+    return judgeResolved(target, connect.hostname, [first, ...rest], this.allowlist, this.loopback);
   }
+}
+
+function loopbackRule(on: boolean, ports: ReadonlyArray<number | PortRange> | undefined): LoopbackPorts {
+  if (!on && ports !== undefined) throw new Error('loopback callback ports are set, but loopback callbacks are off');
+  if (!on) return [];
+  return ports === undefined ? 'any' : portRanges(ports);
 }
 
 /**
