@@ -37,6 +37,8 @@ export interface AssistantHostOptions {
   readonly callbackLoopbackPorts?: ReadonlyArray<number | PortRange>;
   /** How callback host names are resolved (default: the system resolver). For tests and custom DNS. */
   readonly resolve?: Resolver;
+  /** How long one lookup of a callback host name may take. Default 2 s. */
+  readonly callbackLookupTimeoutMs?: number;
   /** Each callback attempt's timeout. Default 5 s (Part 8). */
   readonly callbackTimeoutMs?: number;
   /** Replaces the HTTP callback transport entirely (its URL checks included): for a host with its own egress. */
@@ -110,6 +112,7 @@ export async function createAssistantHost(options: AssistantHostOptions): Promis
       ...(options.callbackLoopback !== undefined ? { loopback: options.callbackLoopback } : {}),
       ...(options.callbackLoopbackPorts ? { loopbackPorts: options.callbackLoopbackPorts } : {}),
       ...(options.resolve ? { resolve: options.resolve } : {}),
+      ...(options.callbackLookupTimeoutMs !== undefined ? { lookupTimeoutMs: options.callbackLookupTimeoutMs } : {}),
     });
     const transport =
       options.callbackTransport ??

@@ -1,6 +1,7 @@
 /**
  * The callback rules as a client meets them, over real HTTP: `POST /v1/incoming` refuses a callback the
- * loopback rule excludes (400, nothing logged), and the same rule refuses a delivery at connect time.
+ * loopback rule excludes or whose lookup takes too long (400, nothing logged), the same rule refuses a
+ * delivery at connect time.
  */
 import { afterEach, describe, expect, it } from 'vitest';
 import type { AssistantHostOptions, DomainEvent } from '../../src/index.js';
@@ -80,5 +81,22 @@ describe('loopback callbacks at connect time', () => {
     const abandoned = relay.events.find((e): e is Abandoned => e.type === 'delivery.abandoned');
     expect(abandoned).toMatchObject({ reason: 'permanent', attempts: 1, outcome: `refused: ${reason}` });
     expect(receiver.requests).toEqual([]);
+  });
+});
+
+describe('a callback lookup that does not answer', () => {
+  const silent = () => new Promise<never>(() => {});
+
+  it('answers 400 callback_lookup_timeout at the embedder\'s limit, logging nothing', async () => {
+    const relay = await Relay.start({ callbackAllowlist: ['https://slow.example.test'], resolve: silent, callbackLookupTimeoutMs: 100 });
+    expect(await refused(relay, 'https://slow.example.test/cb')).toEqual({
+      code: 'callback_lookup_timeout',
+      message: 'slow.example.test did not resolve within 100 ms',
+    });
+  });
+
+  it('is bounded by default too', async () => {
+    const relay = await Relay.start({ callbackAllowlist: ['https://slow.example.test'], resolve: silent });
+    expect((await refused(relay, 'https://slow.example.test/cb')).code).toBe('callback_lookup_timeout');
   });
 });

@@ -288,6 +288,12 @@ describe('DNS rebinding', () => {
     const relay = transport({ timeoutMs: 200, allowlist: ['http://slow.example.test'], resolve: () => new Promise(() => {}) });
     expect(await relay.post(attempt('http://slow.example.test'))).toEqual({ kind: 'timeout' });
   });
+
+  it('reports a lookup past the policy\'s own limit as a DNS timeout, to be retried', async () => {
+    const policy = new CallbackPolicy({ allowlist: ['http://slow.example.test'], resolve: () => new Promise(() => {}), lookupTimeoutMs: 50 });
+    const relay = httpCallbackTransport({ policy, timeoutMs: 5_000 });
+    expect(await relay.post(attempt('http://slow.example.test'))).toEqual({ kind: 'connection_failed', code: 'ETIMEOUT' });
+  });
 });
 
 // A self-signed certificate for cb.example.test (test only): no client trusts it, so the handshake must fail.

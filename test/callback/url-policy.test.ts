@@ -33,11 +33,12 @@ const DNS = {
   'lan6.example.test': ['::ffff:192.168.1.10'],
 };
 
-type Expected = { refused: string } | { dial: string[] } | { unresolved: string };
+type Expected = { refused: string } | { dial: string[] } | { unresolved: string } | { lookup_timeout: string };
 
 function summary(check: CallbackCheck): Expected {
   if (check.kind === 'refused') return { refused: check.reason };
   if (check.kind === 'unresolved') return { unresolved: check.code };
+  if (check.kind === 'lookup_timeout') return { lookup_timeout: check.message };
   return { dial: [...check.addresses] };
 }
 
@@ -206,6 +207,13 @@ describe('loopback callbacks', () => {
     expect(() => new CallbackPolicy({ allowlist: [], loopbackPorts: [] })).toThrow(/empty/);
     expect(() => new CallbackPolicy({ allowlist: [], loopbackPorts: [[9100, 9000]] })).toThrow(/backwards/);
     expect(() => new CallbackPolicy({ allowlist: [], loopbackPorts: [0] })).toThrow(/1 to 65535/);
+  });
+});
+
+describe('a lookup that does not answer', () => {
+  it('ends at the policy\'s time limit with a result of its own', async () => {
+    const slow = new CallbackPolicy({ allowlist: ['http://slow.example.test'], resolve: () => new Promise(() => {}), lookupTimeoutMs: 50 });
+    expect(await slow.check('http://slow.example.test/cb')).toEqual({ kind: 'lookup_timeout', message: 'slow.example.test did not resolve within 50 ms' });
   });
 });
 

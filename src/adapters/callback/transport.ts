@@ -38,6 +38,8 @@ export function httpCallbackTransport(options: HttpCallbackTransportOptions): Ca
         const check = await untilAborted(policy.check(request.url), ended.signal);
         if (check.kind === 'refused') return { kind: 'refused', reason: check.reason };
         if (check.kind === 'unresolved') return { kind: 'connection_failed', code: check.code };
+        // The resolver's own name for a lookup that ran out of time (c-ares's, as node:dns reports it).
+        if (check.kind === 'lookup_timeout') return { kind: 'connection_failed', code: 'ETIMEOUT' };
         return await send(check, request, ended.signal, maxResponseBytes, clock);
       } catch (error) {
         if (request.signal.aborted) return { kind: 'aborted' };
