@@ -14,7 +14,7 @@ import type { Outcome } from '../machines/decide.js';
 import type { DomainEvent, Form } from '../machines/events.js';
 import type { PortRange } from '../protocol/port-ranges.js';
 import { CallbackPolicy, type Resolver } from './callback/policy.js';
-import { httpCallbackTransport } from './callback/transport.js';
+import { httpCallbackTransport, type CaCertificates } from './callback/transport.js';
 import type { SessionLimits } from '../machines/session.js';
 import { EventLog } from '../storage/event-log.js';
 import { BUILTIN_AGENTS, type BuiltinAgentName } from './agents/index.js';
@@ -41,6 +41,8 @@ export interface AssistantHostOptions {
   readonly callbackLookupTimeoutMs?: number;
   /** Each callback attempt's timeout. Default 5 s (Part 8). */
   readonly callbackTimeoutMs?: number;
+  /** Certificates (PEM) trusted for https callbacks besides Node's bundled roots: a receiver's private CA. */
+  readonly callbackCa?: CaCertificates;
   /** Replaces the HTTP callback transport entirely (its URL checks included): for a host with its own egress. */
   readonly callbackTransport?: CallbackTransport;
   /** `normal` (default) survives a process crash; `full` also a power loss, at an fsync per commit. */
@@ -119,6 +121,7 @@ export async function createAssistantHost(options: AssistantHostOptions): Promis
       httpCallbackTransport({
         policy: callbacks,
         ...(options.callbackTimeoutMs !== undefined ? { timeoutMs: options.callbackTimeoutMs } : {}),
+        ...(options.callbackCa !== undefined ? { ca: options.callbackCa } : {}),
         ...(options.clock ? { clock: options.clock } : {}),
       });
     engine = await Engine.start(log, {

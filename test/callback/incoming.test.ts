@@ -1,14 +1,14 @@
 /**
  * The callback rules as a client meets them, over real HTTP: `POST /v1/incoming` refuses a callback the
  * loopback rule excludes or whose lookup takes too long (400, nothing logged), the same rule refuses a
- * delivery at connect time.
+ * delivery at connect time, and an https receiver with a private CA is reached through `callbackCa`.
  */
 import { afterEach, describe, expect, it } from 'vitest';
 import type { AssistantHostOptions, DomainEvent } from '../../src/index.js';
 import { Relay, TOKEN, stopAll, until } from '../http/fixture.js';
 import { post, script } from '../support/http.js';
 import { countEvents } from '../support/log.js';
-import { Receiver, closeReceivers, tableResolver } from '../support/receiver.js';
+import { Receiver, closeReceivers, tableResolver, testCertificates } from '../support/receiver.js';
 
 afterEach(async () => {
   await stopAll();
@@ -98,5 +98,18 @@ describe('a callback lookup that does not answer', () => {
   it('is bounded by default too', async () => {
     const relay = await Relay.start({ callbackAllowlist: ['https://slow.example.test'], resolve: silent });
     expect((await refused(relay, 'https://slow.example.test/cb')).code).toBe('callback_lookup_timeout');
+  });
+});
+
+describe('https callbacks with callbackCa', () => {
+  it('delivers to a receiver whose certificate a private CA signed', async () => {
+    const tls = await testCertificates();
+    const receiver = await Receiver.start(undefined, '127.0.0.1', tls);
+    const relay = await Relay.start({ callbackCa: tls.ca });
+    expect((await post(relay.url, TOKEN, callbackTo(`https://localhost:${receiver.port}/cb`))).status).toBe(202);
+    await until(() => relay.t.host.deliveryStats().succeeded === 1, 'the reply delivered');
+    expect(receiver.requests.map((r) => [r.url, JSON.parse(r.body)])).toEqual([
+      ['/cb/tasks/t1', { session_id: 's', status: 'message', message_id: expect.any(String), reply_text: 'hi' }],
+    ]);
   });
 });

@@ -18,6 +18,7 @@ import {
   guardSystemDns,
   hasIPv6Loopback,
   tableResolver,
+  testCertificates,
   type Answer,
 } from '../support/receiver.js';
 
@@ -42,6 +43,7 @@ interface TransportOptions {
   timeoutMs?: number;
   maxResponseBytes?: number;
   clock?: Clock;
+  ca?: string;
 }
 
 function transport({ allowlist = [], loopback, loopbackPorts, resolve = tableResolver({}), timeoutMs = 5_000, ...rest }: TransportOptions = {}) {
@@ -340,6 +342,32 @@ describe('https', () => {
     } finally {
       await new Promise((resolve) => server.close(resolve));
     }
+  });
+});
+
+describe('https with a CA of our own', () => {
+  it('delivers to a receiver whose certificate the CA option trusts, by name and by address', async () => {
+    const tls = await testCertificates();
+    const receiver = await Receiver.start(undefined, '127.0.0.1', tls);
+    const trusting = transport({ ca: tls.ca });
+    for (const url of [`https://localhost:${receiver.port}/cb`, `https://127.0.0.1:${receiver.port}/cb`]) {
+      expect(await trusting.post(attempt(url))).toEqual({ kind: 'answered', status: 200, sessionEnded: false });
+    }
+    expect(receiver.requests.map((r) => [r.url, r.headers.authorization, r.body])).toEqual([
+      ['/cb/tasks/t1', `Bearer ${TOKEN}`, BODY],
+      ['/cb/tasks/t1', `Bearer ${TOKEN}`, BODY],
+    ]);
+  });
+
+  it('fails as a TLS error without it, before any request is sent', async () => {
+    const tls = await testCertificates();
+    const receiver = await Receiver.start(undefined, '127.0.0.1', tls);
+    const url = `https://127.0.0.1:${receiver.port}/cb`;
+    expect(await transport().post(attempt(url))).toEqual({ kind: 'connection_failed', code: 'UNABLE_TO_VERIFY_LEAF_SIGNATURE' });
+    // Another CA is no help either: trust is in that CA, not in having a CA option.
+    const other = await testCertificates();
+    expect(await transport({ ca: other.ca }).post(attempt(url))).toEqual({ kind: 'connection_failed', code: 'UNABLE_TO_VERIFY_LEAF_SIGNATURE' });
+    expect(receiver.requests).toEqual([]);
   });
 });
 
