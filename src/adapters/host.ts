@@ -12,8 +12,9 @@ import { Engine } from '../engine/engine.js';
 import type { DeliveryStats, SessionView } from '../engine/view.js';
 import type { Outcome } from '../machines/commands.js';
 import { isUrgent, streamOf, type DomainEvent, type Form } from '../machines/events.js';
+import type { PortRange } from '../protocol/port-ranges.js';
 import { CallbackPolicy, type Resolver } from './callback/policy.js';
-import { httpCallbackTransport } from './callback/transport.js';
+import { httpCallbackTransport, type CaCertificates } from './callback/transport.js';
 import type { SessionLimits } from '../machines/session.js';
 import { EventLog } from '../storage/event-log.js';
 import { BUILTIN_AGENTS, type BuiltinAgentName } from './agents/index.js';
@@ -30,10 +31,18 @@ export interface AssistantHostOptions {
   readonly form?: Form;
   /** Callback origins allowed besides loopback, e.g. `https://desktop.example.com`. */
   readonly callbackAllowlist?: readonly string[];
+  /** Loopback callback URLs that no allowlist entry names: allowed (the default, as the spec's reference plugins do) or not. */
+  readonly callbackLoopback?: boolean;
+  /** With `callbackLoopback` on, only these ports and ranges, e.g. `[8080, [9000, 9100]]`. Default: every port. */
+  readonly callbackLoopbackPorts?: ReadonlyArray<number | PortRange>;
   /** How callback host names are resolved (default: the system resolver). For tests and custom DNS. */
   readonly resolve?: Resolver;
+  /** How long one lookup of a callback host name may take. Default 2 s. */
+  readonly callbackLookupTimeoutMs?: number;
   /** Each callback attempt's timeout. Default 5 s (Part 8). */
   readonly callbackTimeoutMs?: number;
+  /** Certificates (PEM) trusted for https callbacks besides Node's bundled roots: a receiver's private CA. */
+  readonly callbackCa?: CaCertificates;
   /** Replaces the HTTP callback transport entirely (its URL checks included): for a host with its own egress. */
   readonly callbackTransport?: CallbackTransport;
   /** `normal` (default) survives a process crash; `full` also a power loss, at an fsync per commit. */
@@ -100,12 +109,19 @@ export async function createAssistantHost(options: AssistantHostOptions): Promis
   let engine: Engine;
   let callbacks: CallbackPolicy;
   try {
-    callbacks = new CallbackPolicy({ allowlist: options.callbackAllowlist ?? [], ...(options.resolve ? { resolve: options.resolve } : {}) });
+    callbacks = new CallbackPolicy({
+      allowlist: options.callbackAllowlist ?? [],
+      ...(options.callbackLoopback !== undefined ? { loopback: options.callbackLoopback } : {}),
+      ...(options.callbackLoopbackPorts ? { loopbackPorts: options.callbackLoopbackPorts } : {}),
+      ...(options.resolve ? { resolve: options.resolve } : {}),
+      ...(options.callbackLookupTimeoutMs !== undefined ? { lookupTimeoutMs: options.callbackLookupTimeoutMs } : {}),
+    });
     const transport =
       options.callbackTransport ??
       httpCallbackTransport({
         policy: callbacks,
         ...(options.callbackTimeoutMs !== undefined ? { timeoutMs: options.callbackTimeoutMs } : {}),
+        ...(options.callbackCa !== undefined ? { ca: options.callbackCa } : {}),
         ...(options.clock ? { clock: options.clock } : {}),
       });
     engine = await Engine.start(log, {

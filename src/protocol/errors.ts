@@ -10,6 +10,7 @@ export const HTTP_ERRORS = {
   invalid_last_event_id: { status: 400, message: 'Last-Event-ID must be {epoch}:{generation}:{seq}' },
   invalid_task_id: { status: 400, message: 'in a Form B conversation task_id must be a UUID' },
   callback_not_allowed: { status: 400, message: 'callback.url is not a loopback origin or an origin in the callback allowlist' },
+  callback_lookup_timeout: { status: 400, message: 'the host name of callback.url did not resolve in time; try again' },
   callback_required: { status: 400, message: 'the first message of a Form B conversation must carry a callback block' },
   unauthorized: { status: 401, message: 'a valid Authorization: Bearer token is required' },
   not_found: { status: 404, message: 'no such route' },

@@ -18,8 +18,9 @@ import {
   guardSystemDns,
   hasIPv6Loopback,
   tableResolver,
+  testCertificates,
   type Answer,
-} from './receiver.js';
+} from '../support/receiver.js';
 
 const dns = guardSystemDns();
 afterAll(dns.restore);
@@ -36,15 +37,24 @@ const ipv6 = await hasIPv6Loopback();
 
 interface TransportOptions {
   allowlist?: string[];
+  loopback?: boolean;
+  loopbackPorts?: number[];
   resolve?: Resolver;
   timeoutMs?: number;
   maxResponseBytes?: number;
   clock?: Clock;
+  ca?: string;
 }
 
-function transport({ allowlist = [], resolve = tableResolver({}), timeoutMs = 5_000, ...rest }: TransportOptions = {}) {
+function transport({ allowlist = [], loopback, loopbackPorts, resolve = tableResolver({}), timeoutMs = 5_000, ...rest }: TransportOptions = {}) {
   // Unknown names fail: no test ever asks real DNS.
-  return httpCallbackTransport({ policy: new CallbackPolicy({ allowlist, resolve }), timeoutMs, ...rest });
+  const policy = new CallbackPolicy({
+    allowlist,
+    resolve,
+    ...(loopback === undefined ? {} : { loopback }),
+    ...(loopbackPorts === undefined ? {} : { loopbackPorts }),
+  });
+  return httpCallbackTransport({ policy, timeoutMs, ...rest });
 }
 
 function attempt(url: string, overrides: Partial<CallbackRequest> = {}): CallbackRequest {
@@ -207,6 +217,25 @@ describe('a refused URL', () => {
     }
   });
 
+  it('refuses a loopback receiver the loopback rule excludes, before any socket', async () => {
+    const receiver = await Receiver.start();
+    // The name resolves to the receiver's own address: the connect-time lookup lands on loopback.
+    const resolve = tableResolver({ 'cb.example.test': ['127.0.0.1'] });
+    const allowlist = [`http://cb.example.test:${receiver.port}`];
+    const sockets = countClientSockets();
+    try {
+      expect(await transport({ loopback: false }).post(attempt(receiver.url))).toEqual({ kind: 'refused', reason: 'loopback_off' });
+      expect(await transport({ loopbackPorts: [receiver.port + 1] }).post(attempt(`http://localhost:${receiver.port}`))).toEqual({ kind: 'refused', reason: 'loopback_port' });
+      expect(await transport({ allowlist, resolve, loopback: false }).post(attempt(allowlist[0]!))).toEqual({ kind: 'refused', reason: 'loopback_off' });
+      expect(sockets.count()).toBe(0);
+      expect(receiver.requests).toEqual([]);
+      // The allowed port is reached.
+      expect(await transport({ loopbackPorts: [receiver.port] }).post(attempt(receiver.url))).toMatchObject({ kind: 'answered', status: 200 });
+    } finally {
+      sockets.stop();
+    }
+  });
+
   it('carries the reason code', async () => {
     const resolve = tableResolver({ 'mixed.example.test': ['127.0.0.1', '10.0.0.1'] });
     const relay = transport({ allowlist: ['http://mixed.example.test:9'], resolve });
@@ -261,6 +290,12 @@ describe('DNS rebinding', () => {
     const relay = transport({ timeoutMs: 200, allowlist: ['http://slow.example.test'], resolve: () => new Promise(() => {}) });
     expect(await relay.post(attempt('http://slow.example.test'))).toEqual({ kind: 'timeout' });
   });
+
+  it('reports a lookup past the policy\'s own limit as a DNS timeout, to be retried', async () => {
+    const policy = new CallbackPolicy({ allowlist: ['http://slow.example.test'], resolve: () => new Promise(() => {}), lookupTimeoutMs: 50 });
+    const relay = httpCallbackTransport({ policy, timeoutMs: 5_000 });
+    expect(await relay.post(attempt('http://slow.example.test'))).toEqual({ kind: 'connection_failed', code: 'ETIMEOUT' });
+  });
 });
 
 // A self-signed certificate for cb.example.test (test only): no client trusts it, so the handshake must fail.
@@ -307,6 +342,32 @@ describe('https', () => {
     } finally {
       await new Promise((resolve) => server.close(resolve));
     }
+  });
+});
+
+describe('https with a CA of our own', () => {
+  it('delivers to a receiver whose certificate the CA option trusts, by name and by address', async () => {
+    const tls = await testCertificates();
+    const receiver = await Receiver.start(undefined, '127.0.0.1', tls);
+    const trusting = transport({ ca: tls.ca });
+    for (const url of [`https://localhost:${receiver.port}/cb`, `https://127.0.0.1:${receiver.port}/cb`]) {
+      expect(await trusting.post(attempt(url))).toEqual({ kind: 'answered', status: 200, sessionEnded: false });
+    }
+    expect(receiver.requests.map((r) => [r.url, r.headers.authorization, r.body])).toEqual([
+      ['/cb/tasks/t1', `Bearer ${TOKEN}`, BODY],
+      ['/cb/tasks/t1', `Bearer ${TOKEN}`, BODY],
+    ]);
+  });
+
+  it('fails as a TLS error without it, before any request is sent', async () => {
+    const tls = await testCertificates();
+    const receiver = await Receiver.start(undefined, '127.0.0.1', tls);
+    const url = `https://127.0.0.1:${receiver.port}/cb`;
+    expect(await transport().post(attempt(url))).toEqual({ kind: 'connection_failed', code: 'UNABLE_TO_VERIFY_LEAF_SIGNATURE' });
+    // Another CA is no help either: trust is in that CA, not in having a CA option.
+    const other = await testCertificates();
+    expect(await transport({ ca: other.ca }).post(attempt(url))).toEqual({ kind: 'connection_failed', code: 'UNABLE_TO_VERIFY_LEAF_SIGNATURE' });
+    expect(receiver.requests).toEqual([]);
   });
 });
 

@@ -1,8 +1,9 @@
 /** Which callback URLs the host may POST to (4.3 rule 6): the URL rules, address classes and the connect-time check. */
 import { describe, expect, it } from 'vitest';
 import { CallbackPolicy, type CallbackCheck } from '../../src/adapters/callback/policy.js';
-import { checkCallbackUrl, classifyAddress, parseAllowlist, type AddressClass } from '../../src/protocol/callback-url.js';
-import { tableResolver } from './receiver.js';
+import { checkCallbackUrl, parseAllowlist } from '../../src/protocol/callback-url.js';
+import { classifyAddress, type AddressClass } from '../../src/protocol/ip-address.js';
+import { tableResolver } from '../support/receiver.js';
 
 const ALLOWLIST = [
   'https://hooks.example.com',
@@ -32,11 +33,12 @@ const DNS = {
   'lan6.example.test': ['::ffff:192.168.1.10'],
 };
 
-type Expected = { refused: string } | { dial: string[] } | { unresolved: string };
+type Expected = { refused: string } | { dial: string[] } | { unresolved: string } | { lookup_timeout: string };
 
 function summary(check: CallbackCheck): Expected {
   if (check.kind === 'refused') return { refused: check.reason };
   if (check.kind === 'unresolved') return { unresolved: check.code };
+  if (check.kind === 'lookup_timeout') return { lookup_timeout: check.message };
   return { dial: [...check.addresses] };
 }
 
@@ -144,6 +146,77 @@ describe('callback URL verdicts', () => {
   });
 });
 
+describe('loopback callbacks', () => {
+  const resolve = tableResolver({ ...DNS, 'loop9000.example.test': ['127.0.0.1'] });
+  // Named exactly, these pass whatever the loopback rule says; loop9000's own address is named too.
+  const allowlist = [...ALLOWLIST, 'http://127.0.0.1:7000', 'http://localhost:7001', 'http://loop9000.example.test:9000'];
+
+  const OFF: Array<[string, Expected]> = [
+    ['http://127.0.0.1:8080', { refused: 'loopback_off' }],
+    ['http://localhost:8080', { refused: 'loopback_off' }],
+    ['http://[::1]:8080', { refused: 'loopback_off' }],
+    ['http://2130706433:8080', { refused: 'loopback_off' }],
+    ['http://[::ffff:127.0.0.1]:8080', { refused: 'loopback_off' }],
+    ['http://loop.example.test', { refused: 'loopback_off' }],
+    ['http://127.0.0.1:7000', { dial: ['127.0.0.1'] }],
+    ['http://localhost:7001', { dial: ['127.0.0.1', '::1'] }],
+    ['http://10.0.0.1', { refused: 'not_allowlisted' }],
+    ['https://hooks.example.com', { dial: ['93.184.215.14', '2606:2800:21f:cb07:6820:80da:af6b:8b2c'] }],
+  ];
+
+  it.each(OFF)('off: %s', async (url, expected) => {
+    const off = new CallbackPolicy({ allowlist, loopback: false, resolve });
+    expect(summary(await off.check(url))).toEqual(expected);
+  });
+
+  const PORTS: Array<[string, Expected]> = [
+    ['http://127.0.0.1:8080', { dial: ['127.0.0.1'] }],
+    ['http://127.0.0.1:9000', { dial: ['127.0.0.1'] }],
+    ['http://127.0.0.1:9100/cb', { dial: ['127.0.0.1'] }],
+    ['http://[::1]:9050', { dial: ['::1'] }],
+    ['http://localhost:9000', { dial: ['127.0.0.1', '::1'] }],
+    ['http://127.0.0.1:8081', { refused: 'loopback_port' }],
+    ['http://127.0.0.1:9101', { refused: 'loopback_port' }],
+    ['http://0177.0.0.1:8999', { refused: 'loopback_port' }],
+    // No port in the URL: the scheme's own, 80 or 443.
+    ['http://localhost', { refused: 'loopback_port' }],
+    ['https://127.0.0.1', { refused: 'loopback_port' }],
+    ['http://loop.example.test', { refused: 'loopback_port' }],
+    ['http://loop9000.example.test:9000', { dial: ['127.0.0.1'] }],
+    ['http://127.0.0.1:7000', { dial: ['127.0.0.1'] }],
+  ];
+
+  it.each(PORTS)('on ports 8080, 9000-9100: %s', async (url, expected) => {
+    const some = new CallbackPolicy({ allowlist, loopbackPorts: [8080, [9000, 9100]], resolve });
+    expect(summary(await some.check(url))).toEqual(expected);
+  });
+
+  it('says why, naming the ports that are allowed', async () => {
+    const some = new CallbackPolicy({ allowlist: [], loopbackPorts: [8080, [9000, 9100]] });
+    expect(await some.check('http://127.0.0.1:9200/cb')).toEqual({
+      kind: 'refused',
+      reason: 'loopback_port',
+      message: 'http://127.0.0.1:9200 is a loopback address on port 9200, and this host allows loopback callbacks on ports 8080, 9000-9100 only',
+    });
+    const off = new CallbackPolicy({ allowlist: [], loopback: false });
+    expect(await off.check('http://localhost:9200')).toMatchObject({ reason: 'loopback_off', message: expect.stringMatching(/^http:\/\/localhost:9200 is a loopback address, .*only allowlisted origins/) });
+  });
+
+  it('refuses ports with loopback off, and bad ports', () => {
+    expect(() => new CallbackPolicy({ allowlist: [], loopback: false, loopbackPorts: [8080] })).toThrow(/loopback callbacks are off/);
+    expect(() => new CallbackPolicy({ allowlist: [], loopbackPorts: [] })).toThrow(/empty/);
+    expect(() => new CallbackPolicy({ allowlist: [], loopbackPorts: [[9100, 9000]] })).toThrow(/backwards/);
+    expect(() => new CallbackPolicy({ allowlist: [], loopbackPorts: [0] })).toThrow(/1 to 65535/);
+  });
+});
+
+describe('a lookup that does not answer', () => {
+  it('ends at the policy\'s time limit with a result of its own', async () => {
+    const slow = new CallbackPolicy({ allowlist: ['http://slow.example.test'], resolve: () => new Promise(() => {}), lookupTimeoutMs: 50 });
+    expect(await slow.check('http://slow.example.test/cb')).toEqual({ kind: 'lookup_timeout', message: 'slow.example.test did not resolve within 50 ms' });
+  });
+});
+
 describe('classifyAddress', () => {
   const CLASSES: Array<[string, AddressClass]> = [
     ['8.8.8.8', 'public'],
@@ -166,6 +239,9 @@ describe('classifyAddress', () => {
     ['255.255.255.255', 'reserved'],
     ['192.0.2.1', 'reserved'],
     ['198.18.0.1', 'reserved'],
+    // Globally routed, but special-purpose (AMT, AS112): any range ipaddr.js names is not "public".
+    ['192.52.193.1', 'reserved'],
+    ['2620:4f:8000::1', 'reserved'],
     ['::', 'unspecified'],
     ['::1', 'loopback'],
     ['0:0:0:0:0:0:0:1', 'loopback'],

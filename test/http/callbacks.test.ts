@@ -5,7 +5,7 @@
 import { randomUUID } from 'node:crypto';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { DomainEvent } from '../../src/index.js';
-import { Receiver, closeReceivers, type Answer } from '../callback/receiver.js';
+import { Receiver, closeReceivers, type Answer } from '../support/receiver.js';
 import { post, script } from '../support/http.js';
 import { countEvents } from '../support/log.js';
 import { Relay, TOKEN, stopAll, until } from './fixture.js';

@@ -7,7 +7,7 @@
 import { randomUUID } from 'node:crypto';
 import { join } from 'node:path';
 import { afterEach, expect, it } from 'vitest';
-import { Receiver, closeReceivers } from '../callback/receiver.js';
+import { Receiver, closeReceivers } from '../support/receiver.js';
 import { ServeChild, useChildFolder } from '../support/child.js';
 import { post, script } from '../support/http.js';
 import { readEvents } from '../support/log.js';

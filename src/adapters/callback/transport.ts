@@ -5,7 +5,7 @@
  */
 // undici, not node:http: its `connect` hook is the one place a socket opens, so pinning to checked addresses is one function.
 import { isIP, connect as connectTcp } from 'node:net';
-import { connect as connectTls } from 'node:tls';
+import { connect as connectTls, createSecureContext, rootCertificates, type SecureContext } from 'node:tls';
 import { Client, type buildConnector } from 'undici';
 import type { CallbackOutcome, CallbackRequest, CallbackTransport } from '../../engine/callback.js';
 import { systemClock, type Clock } from '../../engine/clock.js';
@@ -21,10 +21,18 @@ export interface HttpCallbackTransportOptions {
   readonly maxResponseBytes?: number;
   /** Reads `Retry-After` dates. */
   readonly clock?: Clock;
+  /** Certificates (PEM) trusted for https receivers besides Node's bundled roots, e.g. a private CA's. */
+  readonly ca?: CaCertificates;
 }
+
+export type CaCertificates = string | Buffer | ReadonlyArray<string | Buffer>;
 
 export function httpCallbackTransport(options: HttpCallbackTransportOptions): CallbackTransport {
   const { policy, timeoutMs = LIMITS.callbackTimeoutMs, maxResponseBytes = 64 * 1024, clock = systemClock } = options;
+  // TLS's `ca` replaces the default roots: added to them instead, so public receivers stay trusted too.
+  // One context for every attempt: building it parses every root certificate.
+  const secureContext =
+    options.ca === undefined ? undefined : createSecureContext({ ca: [...rootCertificates, ...(Array.isArray(options.ca) ? options.ca : [options.ca])] });
   return {
     async post(request) {
       if (request.signal.aborted) return { kind: 'aborted' };
@@ -38,7 +46,9 @@ export function httpCallbackTransport(options: HttpCallbackTransportOptions): Ca
         const check = await untilAborted(policy.check(request.url), ended.signal);
         if (check.kind === 'refused') return { kind: 'refused', reason: check.reason };
         if (check.kind === 'unresolved') return { kind: 'connection_failed', code: check.code };
-        return await send(check, request, ended.signal, maxResponseBytes, clock);
+        // The resolver's own name for a lookup that ran out of time (c-ares's, as node:dns reports it).
+        if (check.kind === 'lookup_timeout') return { kind: 'connection_failed', code: 'ETIMEOUT' };
+        return await send(check, request, { signal: ended.signal, maxResponseBytes, clock, secureContext });
       } catch (error) {
         if (request.signal.aborted) return { kind: 'aborted' };
         if (ended.signal.aborted) return { kind: 'timeout' };
@@ -51,15 +61,18 @@ export function httpCallbackTransport(options: HttpCallbackTransportOptions): Ca
   };
 }
 
-async function send(
-  check: CallbackConnectable,
-  request: CallbackRequest,
-  signal: AbortSignal,
-  maxResponseBytes: number,
-  clock: Clock,
-): Promise<CallbackOutcome> {
+interface Attempt {
+  readonly signal: AbortSignal;
+  readonly maxResponseBytes: number;
+  readonly clock: Clock;
+  /** Undefined: Node's default roots. */
+  readonly secureContext: SecureContext | undefined;
+}
+
+async function send(check: CallbackConnectable, request: CallbackRequest, attempt: Attempt): Promise<CallbackOutcome> {
+  const { signal, maxResponseBytes, clock } = attempt;
   // A client per attempt: its one connection goes to this check's addresses, and nothing is pooled across checks.
-  const client = new Client(check.target.origin, { connect: pinnedConnector(check.addresses, signal) });
+  const client = new Client(check.target.origin, { connect: pinnedConnector(check.addresses, attempt) });
   try {
     const response = await client.request({
       method: 'POST',
@@ -87,17 +100,18 @@ async function send(
 
 /**
  * Opens the connection to the checked addresses only, in order, moving on when one fails to connect. TLS
- * still sends the URL's name as SNI and verifies the certificate against it. A socket still connecting
- * when the attempt ends is destroyed, so an unreachable receiver cannot hold the process open.
+ * still sends the URL's name as SNI and verifies the certificate against it (and the attempt's CAs). A
+ * socket still connecting when the attempt ends is destroyed, so an unreachable receiver cannot hold the
+ * process open.
  */
-function pinnedConnector(addresses: Addresses, signal: AbortSignal): buildConnector.connector {
+function pinnedConnector(addresses: Addresses, { signal, secureContext }: Attempt): buildConnector.connector {
   return ({ hostname, protocol, port }, callback) => {
     const tls = protocol === 'https:';
     const attempt = ([address, ...rest]: Addresses): void => {
       const to = { host: address, port: Number(port) || (tls ? 443 : 80) };
       // SNI carries names only; for an IP-literal URL the certificate is checked against the address.
       const socket = tls
-        ? connectTls({ ...to, ALPNProtocols: ['http/1.1'], ...(isIP(hostname) ? {} : { servername: hostname }) })
+        ? connectTls({ ...to, ALPNProtocols: ['http/1.1'], ...(isIP(hostname) ? {} : { servername: hostname }), ...(secureContext ? { secureContext } : {}) })
         : connectTcp(to);
       const settle = () => {
         signal.removeEventListener('abort', abandon);

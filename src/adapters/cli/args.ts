@@ -4,6 +4,7 @@
  */
 import { parseArgs } from 'node:util';
 import { parseAllowlist } from '../../protocol/callback-url.js';
+import { parsePortRanges, type PortRange } from '../../protocol/port-ranges.js';
 import type { Form } from '../../machines/events.js';
 import { BUILTIN_AGENTS, type BuiltinAgentName } from '../agents/index.js';
 
@@ -16,6 +17,9 @@ export interface ServeOptions {
   readonly agent: BuiltinAgentName;
   readonly form: Form;
   readonly callbackAllowlist: readonly string[];
+  readonly callbackLoopback: boolean;
+  /** Undefined: every port. */
+  readonly callbackLoopbackPorts: readonly PortRange[] | undefined;
   readonly keepaliveMs: number | undefined;
   readonly maxReaders: number | undefined;
   readonly sessionIdleTtlMs: number | undefined;
@@ -41,6 +45,10 @@ export const USAGE = `usage: assistant-relay serve [options]
                            B, a conversation posted to the client's callback (default A)
   --callback-allowlist O   callback origins allowed besides loopback, comma-separated,
                            e.g. https://desktop.example.com,http://10.1.2.3:8080
+  --callback-loopback on|off
+                           loopback callback URLs allowed without an allowlist entry (default on)
+  --callback-loopback-ports P
+                           ...on these ports only, e.g. 8080,9000-9100 (default any port)
   --keepalive-ms N         keep-alive comment interval on idle streams (default 20000)
   --max-readers N          live readers per session before 429 (default 4)
   --session-idle-ttl D     end sessions idle this long: 500ms, 90s, 30m, 24h (default 24h)
@@ -57,6 +65,8 @@ const FLAGS = {
   agent: { type: 'string' },
   form: { type: 'string' },
   'callback-allowlist': { type: 'string' },
+  'callback-loopback': { type: 'string' },
+  'callback-loopback-ports': { type: 'string' },
   'keepalive-ms': { type: 'string' },
   'max-readers': { type: 'string' },
   'session-idle-ttl': { type: 'string' },
@@ -103,6 +113,16 @@ export function parseServeArgs(argv: readonly string[], env: NodeJS.ProcessEnv):
   } catch (error) {
     throw new UsageError(`--callback-allowlist: ${(error as Error).message}`);
   }
+  const loopback = get('callback-loopback') ?? 'on';
+  if (loopback !== 'on' && loopback !== 'off') throw new UsageError('--callback-loopback must be on or off');
+  const ports = get('callback-loopback-ports');
+  if (loopback === 'off' && ports !== undefined) throw new UsageError('--callback-loopback-ports needs --callback-loopback on');
+  let callbackLoopbackPorts: PortRange[] | undefined;
+  try {
+    callbackLoopbackPorts = ports === undefined ? undefined : parsePortRanges(ports);
+  } catch (error) {
+    throw new UsageError(`--callback-loopback-ports: ${(error as Error).message}`);
+  }
   const durability = get('durability') ?? 'normal';
   if (durability !== 'normal' && durability !== 'full') throw new UsageError('--durability must be normal or full');
   const logLevel = get('log-level') ?? 'info';
@@ -123,6 +143,8 @@ export function parseServeArgs(argv: readonly string[], env: NodeJS.ProcessEnv):
     agent: agent as BuiltinAgentName,
     form,
     callbackAllowlist,
+    callbackLoopback: loopback === 'on',
+    callbackLoopbackPorts,
     keepaliveMs: keepalive === undefined ? undefined : integer('keepalive-ms', keepalive, 1, 3_600_000),
     maxReaders: maxReaders === undefined ? undefined : integer('max-readers', maxReaders, 1, 10_000),
     sessionIdleTtlMs: ttl === undefined ? undefined : parseDuration('session-idle-ttl', ttl),

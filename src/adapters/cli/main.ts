@@ -48,6 +48,8 @@ async function serve(argv: readonly string[]): Promise<void> {
     agent: options.agent,
     form: options.form,
     callbackAllowlist: options.callbackAllowlist,
+    callbackLoopback: options.callbackLoopback,
+    ...(options.callbackLoopbackPorts !== undefined ? { callbackLoopbackPorts: options.callbackLoopbackPorts } : {}),
     synchronous: options.synchronous,
     logger,
     ...(options.keepaliveMs !== undefined ? { keepaliveMs: options.keepaliveMs } : {}),
@@ -60,7 +62,7 @@ async function serve(argv: readonly string[]): Promise<void> {
     },
   });
   const url = await host.listen({ host: options.host, port: options.port });
-  logger.info({ url, db: options.db, agent: options.agent, form: options.form, callback_allowlist: options.callbackAllowlist, epoch: host.epoch }, 'serving');
+  logger.info({ url, db: options.db, agent: options.agent, form: options.form, callback_allowlist: options.callbackAllowlist, callback_loopback: options.callbackLoopback, callback_loopback_ports: options.callbackLoopbackPorts, epoch: host.epoch }, 'serving');
   let stopping = false;
   const stop = (signal: NodeJS.Signals) => {
     if (stopping) {

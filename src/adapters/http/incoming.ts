@@ -14,9 +14,11 @@ export function incomingRoute(app: FastifyInstance, engine: Engine, callbacks: C
     if (engine.formOf(event.session_id) === 'B' && !isUuid(event.task_id)) return sendError(reply, 'invalid_task_id');
     if (event.callback !== undefined) {
       // Checked before anything is logged (and again before every attempt): a refused URL never enters the log.
-      // A name that does not resolve yet is not refused: each attempt looks it up again.
+      // A name that does not resolve yet is not refused: each attempt looks it up again. One that takes too
+      // long is: the client hears so at once instead of waiting on a resolver.
       const check = await callbacks.check(event.callback.url);
       if (check.kind === 'refused') return sendError(reply, 'callback_not_allowed', check.message);
+      if (check.kind === 'lookup_timeout') return sendError(reply, 'callback_lookup_timeout', check.message);
     }
     const result = await engine.incoming(event);
     if (result === 'callback_required') return sendError(reply, 'callback_required');

@@ -1,12 +1,16 @@
 /**
- * What the callback tests share: a real HTTP receiver on a loopback address, a count of the client sockets
- * the process opens, and resolvers that answer from a table (a test never asks real DNS, so even wrong code
- * under test cannot send a packet beyond loopback, and `guardSystemDns` catches one that dials a name).
+ * What the callback tests share: a real HTTP(S) receiver on a loopback address, certificates made for it, a
+ * count of the client sockets the process opens, and resolvers that answer from a table (a test never asks
+ * real DNS, so even wrong code under test cannot send a packet beyond loopback, and `guardSystemDns` catches
+ * one that dials a name).
  */
+import { randomUUID } from 'node:crypto';
 import { subscribe, unsubscribe } from 'node:diagnostics_channel';
 import * as http from 'node:http';
+import * as https from 'node:https';
 import { createRequire } from 'node:module';
 import { isIP, type AddressInfo } from 'node:net';
+import { generate } from 'selfsigned';
 import type { Resolver } from '../../src/adapters/callback/policy.js';
 
 export interface Received {
@@ -14,6 +18,12 @@ export interface Received {
   readonly url: string;
   readonly headers: http.IncomingHttpHeaders;
   readonly body: string;
+}
+
+/** A key and certificate (PEM) to serve https with. */
+export interface ReceiverTls {
+  readonly key: string;
+  readonly cert: string;
 }
 
 /** Answers one request; leaving `response` alone keeps the request hanging. */
@@ -31,15 +41,16 @@ export class Receiver {
     private readonly server: http.Server,
     readonly host: string,
     readonly port: number,
+    private readonly scheme: 'http' | 'https',
   ) {}
 
-  static async start(answer: Answer = ok, host = '127.0.0.1'): Promise<Receiver> {
-    const server = http.createServer();
+  static async start(answer: Answer = ok, host = '127.0.0.1', tls?: ReceiverTls): Promise<Receiver> {
+    const server = tls === undefined ? http.createServer() : https.createServer({ key: tls.key, cert: tls.cert });
     await new Promise<void>((resolve, reject) => {
       server.once('error', reject);
       server.listen(0, host, () => resolve());
     });
-    const receiver = new Receiver(server, host, (server.address() as AddressInfo).port);
+    const receiver = new Receiver(server, host, (server.address() as AddressInfo).port, tls === undefined ? 'http' : 'https');
     server.on('request', (request: http.IncomingMessage, response: http.ServerResponse) => {
       const chunks: Buffer[] = [];
       request.on('data', (chunk: Buffer) => chunks.push(chunk));
@@ -59,9 +70,9 @@ export class Receiver {
     return receiver;
   }
 
-  /** `http://{host}:{port}`, brackets and all. */
+  /** `http(s)://{host}:{port}`, brackets and all. */
   get url(): string {
-    return `http://${this.host.includes(':') ? `[${this.host}]` : this.host}:${this.port}`;
+    return `${this.scheme}://${this.host.includes(':') ? `[${this.host}]` : this.host}:${this.port}`;
   }
 
   /** Resolves once a request has fully arrived. */
@@ -145,4 +156,27 @@ export function guardSystemDns(): { readonly lookups: string[]; readonly restore
     process.nextTick(() => done?.(Object.assign(new Error(`no system DNS in tests (${hostname})`), { code: 'ENOTFOUND' })));
   };
   return { lookups, restore: () => (dns.lookup = original) };
+}
+
+/** A private CA and a receiver certificate it signed, for `localhost` and 127.0.0.1, made afresh. */
+export async function testCertificates(): Promise<ReceiverTls & { readonly ca: string }> {
+  const options = { keyType: 'ec', algorithm: 'sha256' } as const;
+  const ca = await generate([{ name: 'commonName', value: `assistant-relay test CA ${randomUUID()}` }], {
+    ...options,
+    extensions: [
+      { name: 'basicConstraints', cA: true, critical: true },
+      { name: 'keyUsage', keyCertSign: true, cRLSign: true, critical: true },
+    ],
+  });
+  const receiver = await generate([{ name: 'commonName', value: 'localhost' }], {
+    ...options,
+    ca: { key: ca.private, cert: ca.cert },
+    extensions: [
+      { name: 'basicConstraints', cA: false },
+      { name: 'keyUsage', digitalSignature: true, critical: true },
+      { name: 'extKeyUsage', serverAuth: true },
+      { name: 'subjectAltName', altNames: [{ type: 2, value: 'localhost' }, { type: 7, ip: '127.0.0.1' }] },
+    ],
+  });
+  return { ca: ca.cert, key: receiver.private, cert: receiver.cert };
 }
