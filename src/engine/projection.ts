@@ -9,7 +9,16 @@ import { commandSession } from '../machines/commands.js';
 import { conversationDecider } from '../machines/conversation-decider.js';
 import { isConversationEnded, type ConversationContext, type ConversationSnapshot } from '../machines/conversation.js';
 import type { Decision } from '../machines/decider.js';
-import { isDeliveryEvent, type ConversationEvent, type DeliveryEvent, type DomainEvent, type Form, type SessionEvent } from '../machines/events.js';
+import {
+  isDeliveryEvent,
+  type ConversationEvent,
+  type DeliveryEvent,
+  type DomainEvent,
+  type Form,
+  type MessageReceived,
+  type SessionEvent,
+  type TaskStarted,
+} from '../machines/events.js';
 import { emptyOutbox, outboxDecider, type Outbox, type OutboxCommand, type OutboxEvent, type OutboxOutcome } from '../machines/outbox.js';
 import { sessionDecider } from '../machines/session-decider.js';
 import { isEnded, type SessionContext, type SessionLimits, type SessionSnapshot } from '../machines/session.js';
@@ -39,7 +48,8 @@ export class ChatProjection {
       case 'session.opened':
         return event.form === 'A' ? this.foldSession(event) : this.foldConversation(event);
       case 'task.started':
-        return this.foldSession(event);
+        this.foldSession(event);
+        return this.foldAdvertised(event);
       case 'task.progressed':
       case 'task.settled':
         this.foldSession(event);
@@ -47,6 +57,8 @@ export class ChatProjection {
         if (event.delivery !== undefined) this.foldOutbox(event);
         return;
       case 'message.received':
+        this.foldConversation(event);
+        return this.foldAdvertised(event);
       case 'turn.finished':
         return this.foldConversation(event);
       case 'reply.queued':
@@ -66,6 +78,11 @@ export class ChatProjection {
   private foldConversation(event: ConversationEvent): void {
     const next = this.formB.evolve(this.conversations.get(event.session_id), event);
     if (next !== undefined) this.conversations.set(event.session_id, next);
+  }
+
+  /** Only a message that names a callback concerns the outbox: other sessions need none. */
+  private foldAdvertised(event: TaskStarted | MessageReceived): void {
+    if (event.callback !== undefined || event.same_callback === true) this.foldOutbox(event);
   }
 
   private foldOutbox(event: OutboxEvent): void {

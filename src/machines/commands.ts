@@ -3,7 +3,7 @@
  * (session-decider.ts) and the Form B one (conversation-decider.ts) take the same commands, so the engine
  * routes a command by the session's form alone.
  */
-import { REPLY_ERRORS, type ErroredReply, type IncomingEvent, type ReplyBody } from '../protocol/index.js';
+import { REPLY_ERRORS, type CallbackBlock, type ErroredReply, type IncomingEvent, type ReplyBody } from '../protocol/index.js';
 import type { EndReason, Form, SessionOpened, UserMessage } from './events.js';
 
 export type SessionCommand =
@@ -41,26 +41,35 @@ export function hostError(session_id: string, task_id: string, code: keyof typeo
   return { session_id, task_id, status: 'errored', error_code: code, error_message: REPLY_ERRORS[code] };
 }
 
+/** How an accepted user message finds its session: new (opened in `form`), or with its latest callback. */
+export type Arriving = { readonly opens: Form } | { readonly latest: CallbackBlock | undefined; readonly form: Form };
+
 /**
  * An accepted user message, in either form: the session's opening if it is new (with the generation the
- * caller drew), and the message's own fields, which each form logs as its own event type.
+ * caller drew), and the message's own fields, which each form logs as its own event type. A callback the
+ * session already has as its latest is not logged again: Form A notes `same_callback`, Form B nothing
+ * (its replies go to the latest callback anyway).
  */
 export function arrival(
   command: Extract<SessionCommand, { type: 'incoming' }>,
-  opening: Form | undefined,
+  arriving: Arriving,
 ): { readonly opened: SessionOpened | undefined; readonly message: UserMessage } {
   const { event, at } = command;
   let opened: SessionOpened | undefined;
-  if (opening !== undefined) {
+  if ('opens' in arriving) {
     if (command.generation === undefined) throw new TypeError('opening a session needs a generation');
-    opened = { type: 'session.opened', session_id: event.session_id, generation: command.generation, form: opening, at };
+    opened = { type: 'session.opened', session_id: event.session_id, generation: command.generation, form: arriving.opens, at };
   }
+  const { callback } = event;
+  const latest = 'latest' in arriving ? arriving.latest : undefined;
+  const again = callback !== undefined && latest !== undefined && callback.url === latest.url && callback.token === latest.token;
+  const form = 'opens' in arriving ? arriving.opens : arriving.form;
   const message: UserMessage = {
     session_id: event.session_id,
     task_id: event.task_id,
     text: event.text,
     ...(event.system_prelude === undefined ? {} : { system_prelude: event.system_prelude }),
-    ...(event.callback === undefined ? {} : { callback: event.callback }),
+    ...(callback === undefined ? {} : again ? (form === 'A' ? { same_callback: true as const } : {}) : { callback }),
     at,
   };
   return { opened, message };

@@ -32,7 +32,7 @@ function queue(context: ConversationContext, n: number, reply: ReplyBody, cause:
   if (replyBytes(callbackBody(reply)) > LIMITS.replyMaxBytes) {
     return queue(context, n, hostError(session_id, reply.task_id, 'reply_too_large'), 'reply_too_large', at);
   }
-  return { type: 'reply.queued', session_id, reply, cause, delivery: { n, url: callback.url, token: callback.token, task_id: reply.task_id }, at };
+  return { type: 'reply.queued', session_id, reply, cause, delivery: { n, task_id: reply.task_id }, at };
 }
 
 /** How a reply reads in Form B: `typing` is scoped to its user message (2.5); Insights get one sentence. */
@@ -58,7 +58,7 @@ function decide(command: SessionCommand, conversation: ConversationState): Conve
         return { events: [], outcome: 'duplicate' };
       }
       if (event.callback === undefined && conversation?.context.callback === undefined) return { events: [], outcome: 'callback_required' };
-      const { opened, message } = arrival(command, conversation === undefined ? 'B' : undefined);
+      const { opened, message } = arrival(command, conversation === undefined ? { opens: 'B' } : { latest: conversation.context.callback, form: 'B' });
       const received: ConversationEvent = { type: 'message.received', ...message };
       return { events: opened === undefined ? [received] : [opened, received], outcome: 'accepted' };
     }

@@ -12,7 +12,7 @@
  * | waiting    | delivery.abandoned   | abandoned  | the client said the session ended                     |
  */
 import { assign, setup, type SnapshotFrom } from 'xstate';
-import { LIMITS } from '../protocol/index.js';
+import { LIMITS, type CallbackBlock } from '../protocol/index.js';
 import type {
   Delivery,
   DeliveryAbandoned,
@@ -39,6 +39,8 @@ export type CallbackOutcome =
 export interface DeliveryContext {
   readonly session_id: string;
   readonly delivery: Delivery;
+  /** Where it goes: `{url}/tasks/{task_id}`, with the token as Bearer credential. */
+  readonly callback: CallbackBlock;
   /** Exactly what is POSTed: the reply without `task_id` (`callbackBody`). */
   readonly body: string;
   /** `typing` or `tool_call`: coalesced by task while it waits (outbox.ts). */
@@ -53,6 +55,7 @@ export interface DeliveryContext {
 export interface DeliveryInput {
   readonly session_id: string;
   readonly delivery: Delivery;
+  readonly callback: CallbackBlock;
   readonly body: string;
   readonly progress: boolean;
   readonly at: number;
@@ -60,7 +63,8 @@ export interface DeliveryInput {
 
 const SCRATCH: DeliveryContext = {
   session_id: '',
-  delivery: { n: 0, url: '', token: '', task_id: '' },
+  delivery: { n: 0, task_id: '' },
+  callback: { url: '', token: '' },
   body: '',
   progress: false,
   attempts: 0,

@@ -32,16 +32,19 @@ export interface SessionOpened {
 
 /**
  * A reply queued for callback delivery (4.3): this makes the reply's event an outbox entry, durable
- * before the first attempt. The body POSTed is the reply without `task_id` (`callbackBody`).
+ * before the first attempt. The body POSTed is the reply without `task_id` (`callbackBody`). It names no
+ * callback: it goes where its task's user message said (Form A) or to the session's latest callback
+ * (Form B) as the log stood when it was queued, so a callback is logged once, where it is advertised
+ * (outbox.ts follows them).
  */
 export interface Delivery {
   /** Counts the session's deliveries from 1: the outbox key, and the order of delivery. */
   readonly n: number;
-  readonly url: string;
-  /** The callback's Bearer credential. Kept in the log so a restart can deliver; never in process logs. */
-  readonly token: string;
-  /** The POST goes to `{url}/tasks/{task_id}`. */
+  /** The POST goes to `{callback url}/tasks/{task_id}`. */
   readonly task_id: string;
+  /** Logs written before callbacks were logged once carry the callback on every delivery. */
+  readonly url?: string;
+  readonly token?: string;
 }
 
 /** What a user message brings, in either form: the incoming event (2.9) as logged. */
@@ -50,8 +53,14 @@ export interface UserMessage {
   readonly task_id: string;
   readonly text: string;
   readonly system_prelude?: string;
-  /** Form A: this task's replies go there instead of the stream (4.3 rule 1). Form B: where the session's replies go from now on. */
+  /**
+   * A callback the session does not have as its latest: logged here, once. Form A: this task's replies go
+   * there instead of the stream (4.3 rule 1). Form B: where the session's replies go from now on. Its
+   * token is kept in the log so that a restart can deliver; it is never in process logs.
+   */
   readonly callback?: CallbackBlock;
+  /** Form A: the message named the session's latest callback again, so this task's replies go there too. */
+  readonly same_callback?: true;
   readonly at: number;
 }
 

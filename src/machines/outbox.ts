@@ -9,22 +9,38 @@
  * itself is never dropped: it is what goes out next, as a frame already written would. The fold does this
  * from the queued event alone, so it needs no event of its own.
  */
-import { callbackBody } from '../protocol/index.js';
+import { callbackBody, type CallbackBlock } from '../protocol/index.js';
 import type { Decider, Decision } from './decider.js';
 import { decideDelivery, evolveDelivery, initialDelivery, type CallbackOutcome, type DeliverySnapshot } from './delivery.js';
-import { isDeliveryEvent, type DeliveryEvent, type ReplyQueued, type TaskProgressed, type TaskSettled } from './events.js';
+import {
+  isDeliveryEvent,
+  type Delivery,
+  type DeliveryEvent,
+  type MessageReceived,
+  type ReplyQueued,
+  type TaskProgressed,
+  type TaskSettled,
+  type TaskStarted,
+} from './events.js';
 
 export interface Outbox {
   /** By delivery number, oldest first. */
   readonly queue: ReadonlyMap<number, DeliverySnapshot>;
   readonly succeeded: number;
   readonly abandoned: number;
+  /** The session's latest callback: where a reply queued now goes, unless its task named its own. */
+  readonly callback: CallbackBlock | undefined;
+  /** Form A: the callback each task with one named, until its terminal reply is queued. */
+  readonly taskCallbacks: ReadonlyMap<string, CallbackBlock>;
 }
 
 /** An event that may queue a reply: it does when it carries a `delivery`. */
 export type QueuingEvent = TaskProgressed | TaskSettled | ReplyQueued;
 
-export type OutboxEvent = QueuingEvent | DeliveryEvent;
+/** A user message, which may advertise a callback (logged once per session: see `Delivery`). */
+export type AdvertisingEvent = TaskStarted | MessageReceived;
+
+export type OutboxEvent = AdvertisingEvent | QueuingEvent | DeliveryEvent;
 
 export type OutboxCommand =
   /** Attempt the head, if it is due. */
@@ -39,7 +55,25 @@ export type OutboxCommand =
 /** `session_ended`: the receiver answered `{ok: true, ignored: true, reason: "session_ended"}` (4.2). */
 export type OutboxOutcome = 'recorded' | 'unchanged' | 'session_ended';
 
-export const emptyOutbox: Outbox = { queue: new Map(), succeeded: 0, abandoned: 0 };
+export const emptyOutbox: Outbox = { queue: new Map(), succeeded: 0, abandoned: 0, callback: undefined, taskCallbacks: new Map() };
+
+/** Follows the callbacks the session's user messages advertise. */
+function advertised(outbox: Outbox, event: AdvertisingEvent): Outbox {
+  const callback = event.callback ?? outbox.callback;
+  if (event.type === 'message.received') return event.callback === undefined ? outbox : { ...outbox, callback };
+  // Form A: a task that named a callback (a new one, or the latest again) has its replies go there.
+  const named = event.callback !== undefined || event.same_callback === true;
+  if (!named || callback === undefined) return outbox;
+  return { ...outbox, callback, taskCallbacks: new Map(outbox.taskCallbacks).set(event.task_id, callback) };
+}
+
+/** Where a queued reply goes: as its event says (older logs), its task's callback, or the session's latest. */
+function callbackOf(outbox: Outbox, event: QueuingEvent, delivery: Delivery): CallbackBlock {
+  if (delivery.url !== undefined && delivery.token !== undefined) return { url: delivery.url, token: delivery.token };
+  const callback = outbox.taskCallbacks.get(delivery.task_id) ?? outbox.callback;
+  if (callback === undefined) throw new Error(`event log: ${event.type} in ${event.session_id} queues a reply before any callback was advertised`);
+  return callback;
+}
 
 function enqueue(outbox: Outbox, event: QueuingEvent): Outbox {
   const { delivery } = event;
@@ -50,8 +84,14 @@ function enqueue(outbox: Outbox, event: QueuingEvent): Outbox {
     if (queued !== first && queued.context.progress && queued.context.delivery.task_id === delivery.task_id) queue.delete(n);
   }
   const progress = event.reply.status === 'typing' || event.reply.status === 'tool_call';
-  const entry = initialDelivery({ session_id: event.session_id, delivery, body: callbackBody(event.reply), progress, at: event.at });
-  return { ...outbox, queue: queue.set(delivery.n, entry) };
+  const callback = callbackOf(outbox, event, delivery);
+  const entry = initialDelivery({ session_id: event.session_id, delivery, callback, body: callbackBody(event.reply), progress, at: event.at });
+  queue.set(delivery.n, entry);
+  if (event.type !== 'task.settled') return { ...outbox, queue };
+  // A settled task queues nothing more: its own callback is no longer needed.
+  const taskCallbacks = new Map(outbox.taskCallbacks);
+  taskCallbacks.delete(event.task_id);
+  return { ...outbox, queue, taskCallbacks };
 }
 
 function step(outbox: Outbox, event: DeliveryEvent): Outbox {
@@ -95,6 +135,9 @@ function decide(command: OutboxCommand, outbox: Outbox): Decision<DeliveryEvent,
 
 export const outboxDecider: Decider<Outbox, OutboxCommand, OutboxEvent, OutboxOutcome, DeliveryEvent> = {
   decide,
-  evolve: (outbox, event) => (isDeliveryEvent(event) ? step(outbox, event) : enqueue(outbox, event)),
+  evolve(outbox, event) {
+    if (isDeliveryEvent(event)) return step(outbox, event);
+    return event.type === 'task.started' || event.type === 'message.received' ? advertised(outbox, event) : enqueue(outbox, event);
+  },
   initialState: emptyOutbox,
 };

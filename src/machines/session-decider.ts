@@ -30,7 +30,7 @@ function settle(session_id: string, task: TaskContext, next: number, reply: Term
   const base = { type: 'task.settled', session_id, task_id, reply, cause, at } as const;
   return callback === undefined
     ? { ...base, epoch, seq: next, data }
-    : { ...base, delivery: { n: next, url: callback.url, token: callback.token, task_id } };
+    : { ...base, delivery: { n: next, task_id } };
 }
 
 /** The number a task's terminal reply takes: its seq on the stream, or its delivery number. */
@@ -64,7 +64,7 @@ function decide(command: SessionCommand, session: SessionState): SessionDecision
     case 'incoming': {
       if (session !== undefined && isEnded(session)) return { events: [], outcome: 'session_ended' };
       if (session !== undefined && knowsTask(session, command.event.task_id)) return { events: [], outcome: 'duplicate' };
-      const { opened, message } = arrival(command, session === undefined ? 'A' : undefined);
+      const { opened, message } = arrival(command, session === undefined ? { opens: 'A' } : { latest: session.context.callback, form: 'A' });
       const started: SessionEvent = { type: 'task.started', ...message };
       return { events: opened === undefined ? [started] : [opened, started], outcome: 'accepted' };
     }
@@ -81,8 +81,7 @@ function decide(command: SessionCommand, session: SessionState): SessionDecision
       const reply = isInsightsSession(session_id) ? asInsight(command.reply) : command.reply;
       if (reply.status === 'typing' || reply.status === 'tool_call') {
         const { callback } = task;
-        const delivery =
-          callback === undefined ? {} : { delivery: { n: session.context.deliveries + 1, url: callback.url, token: callback.token, task_id } };
+        const delivery = callback === undefined ? {} : { delivery: { n: session.context.deliveries + 1, task_id } };
         return { events: [{ type: 'task.progressed', session_id, task_id, reply, ...delivery, at }], outcome: 'progressed' };
       }
       return { events: [settle(session_id, task, nextFor(session, task), reply, 'agent', command.epoch, at)], outcome: 'settled' };

@@ -12,7 +12,7 @@
  * | open  | session.ended    | ended | memory, prelude, task ids and retained replies go (pending tasks were settled first by the decider) |
  * | ended | reply.dropped    | ended | nothing                                                           |
  */
-import { replyBytes } from '../protocol/index.js';
+import { replyBytes, type CallbackBlock } from '../protocol/index.js';
 import { assign, setup, type SnapshotFrom } from 'xstate';
 import { compactBacklog, emptyBacklog, retain, type Backlog, type Retention } from './backlog.js';
 import type { EndReason, SessionEnded, SessionEvent, SessionOpened, TaskProgressed, TaskSettled, TaskStarted } from './events.js';
@@ -39,6 +39,8 @@ export interface SessionContext {
    * live in the backlog. A Map, not a record: task ids are arbitrary keys, not fields of a shape.
    */
   readonly pending: ReadonlyMap<string, TaskSnapshot>;
+  /** The latest callback a task named: a message naming it again logs `same_callback`, not the callback. */
+  readonly callback: CallbackBlock | undefined;
   /** The newest task ids started here: the duplicate check for retried POSTs. */
   readonly taskIds: Window<string>;
   /** The latest `system_prelude` sent on this session: standing context for every later turn. */
@@ -54,11 +56,10 @@ export interface SessionContext {
 }
 
 function started(context: SessionContext, event: TaskStarted): Partial<SessionContext> {
+  const callback = event.callback ?? (event.same_callback ? context.callback : undefined);
   return {
-    pending: new Map(context.pending).set(
-      event.task_id,
-      initialTask({ task_id: event.task_id, at: event.at, ...(event.callback === undefined ? {} : { callback: event.callback }) }),
-    ),
+    pending: new Map(context.pending).set(event.task_id, initialTask({ task_id: event.task_id, at: event.at, ...(callback === undefined ? {} : { callback }) })),
+    callback: event.callback ?? context.callback,
     taskIds: rememberTaskId(context.taskIds, event.task_id, context.limits),
     prelude: event.system_prelude ?? context.prelude,
     ...remember(context, { role: 'user', task_id: event.task_id, text: event.text, at: event.at }, context.limits),
@@ -102,6 +103,7 @@ function settled(context: SessionContext, event: TaskSettled): Partial<SessionCo
 function ended(context: SessionContext, event: SessionEnded): Partial<SessionContext> {
   return {
     backlog: compactBacklog(context.backlog),
+    callback: undefined,
     endedAt: event.at,
     endReason: event.reason,
     lastActivityAt: event.at,
@@ -119,6 +121,7 @@ function initialContext(opened: SessionOpened, limits: SessionLimits): SessionCo
     lastActivityAt: opened.at,
     backlog: emptyBacklog(opened.generation),
     pending: new Map(),
+    callback: undefined,
     taskIds: emptyWindow(),
     prelude: undefined,
     memory: emptyWindow(),

@@ -2,7 +2,8 @@ import { describe, expect, it } from 'vitest';
 import type { Outcome, SessionCommand } from '../../src/machines/commands.js';
 import { conversationDecider, type ConversationState } from '../../src/machines/conversation-decider.js';
 import { foldEvents, type Decision } from '../../src/machines/decider.js';
-import type { ConversationEvent, ReplyQueued } from '../../src/machines/events.js';
+import type { ConversationEvent, MessageReceived, ReplyQueued } from '../../src/machines/events.js';
+import { outboxDecider } from '../../src/machines/outbox.js';
 import { isConversationEnded } from '../../src/machines/conversation.js';
 import { windowToArray } from '../../src/machines/window.js';
 import type { IncomingEvent, ReplyBody } from '../../src/protocol/index.js';
@@ -14,6 +15,12 @@ const U2 = '22222222-2222-4222-8222-222222222222';
 const CB = { url: 'http://127.0.0.1:9/cb', token: 'cb-token' };
 const LIMITS = { memoryMaxEntries: 200, memoryMaxChars: 1024 * 1024, taskIdWindow: 1024 };
 const decider = conversationDecider(LIMITS);
+
+/** Where the queued replies go, as the outbox follows the callbacks the log advertised. */
+function callbacksOf(h: Harness): Array<[number, string]> {
+  const outboxEvents = h.log.filter((e): e is MessageReceived | ReplyQueued => e.type === 'message.received' || e.type === 'reply.queued');
+  return [...foldEvents(outboxDecider, outboxEvents).queue.values()].map((d) => [d.context.delivery.n, d.context.callback.url]);
+}
 
 /** One conversation as the engine drives it, given → when → then: decide against the fold of the log so far, then fold what was decided. */
 class Harness {
@@ -85,7 +92,15 @@ describe('the conversation (Form B, 3.2)', () => {
     h.run(incoming(U1, 'hi', 10));
     h.run({ type: 'finish', session_id: S, task_id: U1, failed: false, epoch: 'e1', at: 11 });
     expect(h.run(say(U2, 'by the way', 50)).outcome).toBe('queued');
-    expect(h.queued.at(-1)).toMatchObject({ delivery: { n: 1, task_id: U2, url: CB.url, token: CB.token }, cause: 'agent' });
+    expect(h.queued.at(-1)).toMatchObject({ delivery: { n: 1, task_id: U2 }, cause: 'agent' });
+    expect(callbacksOf(h)).toEqual([[1, CB.url]]);
+  });
+
+  it('a callback advertised again is not logged again', () => {
+    const h = new Harness();
+    h.run(incoming(U1, 'hi', 10));
+    h.run(incoming(U2, 'same place', 20));
+    expect(h.log.filter((e) => e.type === 'message.received').map((e) => e.callback)).toEqual([CB, undefined]);
   });
 
   it('replies go to the latest callback advertised', () => {
@@ -94,7 +109,7 @@ describe('the conversation (Form B, 3.2)', () => {
     const moved = { url: 'http://127.0.0.1:10/cb', token: 'new' };
     h.run(incoming(U2, 'moved', 20, { callback: moved }));
     h.run(say(U2, 'answer', 30));
-    expect(h.queued.at(-1)!.delivery).toMatchObject({ url: moved.url, token: 'new' });
+    expect(callbacksOf(h)).toEqual([[1, moved.url]]);
   });
 
   it('typing is scoped to its user message and resets the inactivity timer', () => {

@@ -10,8 +10,9 @@ import {
 } from '../../src/machines/delivery.js';
 import type { DeliveryEvent } from '../../src/machines/events.js';
 
-const delivery = { n: 1, url: 'http://127.0.0.1:9/cb', token: 'secret', task_id: 't1' };
-const fresh = () => initialDelivery({ session_id: 's', delivery, body: '{}', progress: false, at: 100 });
+const delivery = { n: 1, task_id: 't1' };
+const callback = { url: 'http://127.0.0.1:9/cb', token: 'secret' };
+const fresh = () => initialDelivery({ session_id: 's', delivery, callback, body: '{}', progress: false, at: 100 });
 const answered = (status: number, extra: { retryAfterMs?: number; sessionEnded?: boolean } = {}): CallbackOutcome => ({
   kind: 'answered',
   status,

@@ -103,6 +103,15 @@ describe('session decider: incoming', () => {
     h.when(incoming('t2', 'much later', 60)).then([{ type: 'task.started', session_id: S, task_id: 't2', text: 'much later', at: 60 }], 'accepted');
   });
 
+  it('a callback named again is logged once: the later task notes same_callback', () => {
+    const cb = { url: 'http://127.0.0.1:9/cb', token: 'k' };
+    const h = new Harness();
+    h.run(incoming('t1', 'a', 10, { callback: cb }));
+    h.when(incoming('t2', 'b', 20, { callback: cb })).then([{ type: 'task.started', session_id: S, task_id: 't2', text: 'b', same_callback: true, at: 20 }], 'accepted');
+    h.when(incoming('t3', 'c', 30)).then([{ type: 'task.started', session_id: S, task_id: 't3', text: 'c', at: 30 }], 'accepted');
+    expect([...h.context.pending.values()].map((t) => t.context.callback)).toEqual([cb, cb, undefined]);
+  });
+
   it('on an ended session: session_ended, no events (4.2 rule 1)', () => {
     const h = withTasks(['t1'], 1);
     h.run(end(200));

@@ -60,6 +60,7 @@ describe('initialSession', () => {
       lastActivityAt: 1_000,
       backlog: emptyBacklog('g1'),
       pending: new Map(),
+      callback: undefined,
       taskIds: emptyWindow(),
       prelude: undefined,
       memory: emptyWindow(),

@@ -45,7 +45,7 @@ const CASES: readonly Case[] = [
         return { type: 'task.settled', session_id: S, task_id: 't1', reply: reply('t1'), cause: 'agent', epoch: 'e', seq, data: JSON.stringify(reply('t1')), at: 5 };
       },
       (s: SessionSnapshot) => ({
-        type: 'task.settled', session_id: S, task_id: 't2', reply: reply('t2'), cause: 'agent', delivery: { n: s.context.deliveries + 1, ...cb, task_id: 't2' }, at: 6,
+        type: 'task.settled', session_id: S, task_id: 't2', reply: reply('t2'), cause: 'agent', delivery: { n: s.context.deliveries + 1, task_id: 't2' }, at: 6,
       }),
       () => ({ type: 'reply.dropped', session_id: S, task_id: 't9', status: 'message', reason: 'task_unknown', at: 7 }),
       () => ({ type: 'session.ended', session_id: S, reason: 'host', at: 8 }),
@@ -58,7 +58,7 @@ const CASES: readonly Case[] = [
     events: [
       () => ({ type: 'message.received', session_id: S, task_id: 'u1', text: 'a', callback: cb, at: 2 }),
       (c: ConversationSnapshot) => ({
-        type: 'reply.queued', session_id: S, reply: reply('u1'), cause: 'agent', delivery: { n: c.context.deliveries + 1, ...cb, task_id: 'u1' }, at: 3,
+        type: 'reply.queued', session_id: S, reply: reply('u1'), cause: 'agent', delivery: { n: c.context.deliveries + 1, task_id: 'u1' }, at: 3,
       }),
       () => ({ type: 'turn.finished', session_id: S, task_id: 'u1', at: 4 }),
       () => ({ type: 'reply.dropped', session_id: S, task_id: 'u9', status: 'message', reason: 'session_ended', at: 5 }),
@@ -68,7 +68,7 @@ const CASES: readonly Case[] = [
   {
     name: 'delivery',
     machine: deliveryMachine,
-    input: { session_id: S, delivery: { n: 1, ...cb, task_id: 't' }, body: '{}', progress: false, at: 1 },
+    input: { session_id: S, delivery: { n: 1, task_id: 't' }, callback: cb, body: '{}', progress: false, at: 1 },
     events: [
       (d: DeliverySnapshot) => ({ type: 'delivery.attempted', session_id: S, n: 1, attempt: d.context.attempts + 1, at: 2 }),
       (d: DeliverySnapshot) => ({ type: 'delivery.failed', session_id: S, n: 1, attempt: d.context.attempts, outcome: 'status 503', retry_at: 10, at: 3 }),
