@@ -115,6 +115,7 @@ export async function createAssistantHost(options: AssistantHostOptions): Promis
       ...(options.callbackLoopbackPorts ? { loopbackPorts: options.callbackLoopbackPorts } : {}),
       ...(options.resolve ? { resolve: options.resolve } : {}),
       ...(options.callbackLookupTimeoutMs !== undefined ? { lookupTimeoutMs: options.callbackLookupTimeoutMs } : {}),
+      ...(options.clock ? { clock: options.clock } : {}),
     });
     const transport =
       options.callbackTransport ??

@@ -6,6 +6,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import type { AssistantHostOptions, DomainEvent } from '../../src/index.js';
 import { Relay, TOKEN, stopAll, until } from '../http/fixture.js';
+import { SimulatedClock } from '../support/clock.js';
 import { post, script } from '../support/http.js';
 import { countEvents } from '../support/log.js';
 import { Receiver, closeReceivers, tableResolver, testCertificates } from '../support/receiver.js';
@@ -95,9 +96,17 @@ describe('a callback lookup that does not answer', () => {
     });
   });
 
-  it('is bounded by default too', async () => {
-    const relay = await Relay.start({ callbackAllowlist: ['https://slow.example.test'], resolve: silent });
-    expect((await refused(relay, 'https://slow.example.test/cb')).code).toBe('callback_lookup_timeout');
+  it('is bounded by default too: at 2 s', async () => {
+    const clock = new SimulatedClock();
+    const relay = await Relay.start({ callbackAllowlist: ['https://slow.example.test'], resolve: silent, clock });
+    let answered = false;
+    const answer = refused(relay, 'https://slow.example.test/cb').finally(() => (answered = true));
+    await until(() => clock.pending === 1, 'the lookup timed');
+    clock.increment(1_999);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    expect(answered).toBe(false);
+    clock.increment(1);
+    expect((await answer).code).toBe('callback_lookup_timeout');
   });
 });
 

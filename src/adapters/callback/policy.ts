@@ -15,6 +15,7 @@ import {
   type LoopbackPorts,
 } from '../../protocol/callback-url.js';
 import { portRanges, type PortRange } from '../../protocol/port-ranges.js';
+import { systemClock, type Clock, type TimerHandle } from '../../engine/clock.js';
 
 /** Answers IP addresses, as `dns.lookup` does; anything else makes `check` reject. */
 export type Resolver = (hostname: string) => Promise<ReadonlyArray<{ address: string; family: 4 | 6 }>>;
@@ -50,6 +51,8 @@ export interface CallbackPolicyOptions {
   readonly resolve?: Resolver;
   /** The limit of one lookup; default 2 s. */
   readonly lookupTimeoutMs?: number;
+  /** Times the lookup limit. */
+  readonly clock?: Clock;
 }
 
 export class CallbackPolicy {
@@ -57,12 +60,14 @@ export class CallbackPolicy {
   private readonly loopback: LoopbackPorts;
   private readonly resolve: Resolver;
   private readonly lookupTimeoutMs: number;
+  private readonly clock: Clock;
 
   constructor(options: CallbackPolicyOptions) {
     this.allowlist = options.allowlist.map(parseAllowedOrigin);
     this.loopback = loopbackRule(options.loopback ?? true, options.loopbackPorts);
     this.resolve = options.resolve ?? systemResolver;
     this.lookupTimeoutMs = options.lookupTimeoutMs ?? LOOKUP_TIMEOUT_MS;
+    this.clock = options.clock ?? systemClock;
   }
 
   async check(url: string): Promise<CallbackCheck> {
@@ -72,7 +77,7 @@ export class CallbackPolicy {
     if (connect.kind === 'pinned') return { kind: 'accepted', target, addresses: connect.addresses };
     let answers: Awaited<ReturnType<Resolver>> | typeof TIMED_OUT;
     try {
-      answers = await within(this.resolve(connect.hostname), this.lookupTimeoutMs);
+      answers = await within(this.resolve(connect.hostname), this.lookupTimeoutMs, this.clock);
     } catch (error) {
       return { kind: 'unresolved', code: failureCode(error) };
     }
@@ -94,13 +99,13 @@ function loopbackRule(on: boolean, ports: ReadonlyArray<number | PortRange> | un
 const TIMED_OUT = Symbol('timed out');
 
 /** `promise`, or `TIMED_OUT` once `ms` have passed; the lookup itself cannot be cancelled, only no longer awaited. */
-async function within<T>(promise: Promise<T>, ms: number): Promise<T | typeof TIMED_OUT> {
-  let timer: NodeJS.Timeout | undefined;
-  const late = new Promise<typeof TIMED_OUT>((resolve) => (timer = setTimeout(resolve, ms, TIMED_OUT)));
+async function within<T>(promise: Promise<T>, ms: number, clock: Clock): Promise<T | typeof TIMED_OUT> {
+  let timer: TimerHandle;
+  const late = new Promise<typeof TIMED_OUT>((resolve) => (timer = clock.setTimeout(() => resolve(TIMED_OUT), ms)));
   try {
     return await Promise.race([promise, late]);
   } finally {
-    clearTimeout(timer);
+    clock.clearTimeout(timer);
   }
 }
 

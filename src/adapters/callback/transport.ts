@@ -40,7 +40,7 @@ export function httpCallbackTransport(options: HttpCallbackTransportOptions): Ca
       // (Not AbortSignal.any: on Node 20 it can keep every attempt's signal alive as long as the host's.)
       const ended = new AbortController();
       const end = () => ended.abort();
-      const timer = setTimeout(end, timeoutMs);
+      const timer = clock.setTimeout(end, timeoutMs);
       request.signal.addEventListener('abort', end, { once: true });
       try {
         const check = await untilAborted(policy.check(request.url), ended.signal);
@@ -54,7 +54,7 @@ export function httpCallbackTransport(options: HttpCallbackTransportOptions): Ca
         if (ended.signal.aborted) return { kind: 'timeout' };
         return { kind: 'connection_failed', code: failureCode(error) };
       } finally {
-        clearTimeout(timer);
+        clock.clearTimeout(timer);
         request.signal.removeEventListener('abort', end);
       }
     },
