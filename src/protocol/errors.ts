@@ -24,6 +24,10 @@ export const HTTP_ERRORS = {
 
 export type HttpErrorCode = keyof typeof HTTP_ERRORS;
 
+export function isHttpErrorCode(text: string): text is HttpErrorCode {
+  return Object.hasOwn(HTTP_ERRORS, text);
+}
+
 export function errorBody(code: HttpErrorCode, message: string = HTTP_ERRORS[code].message) {
   return { error: { code, message } };
 }
