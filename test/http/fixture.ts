@@ -6,6 +6,7 @@ import * as http from 'node:http';
 import type { Socket } from 'node:net';
 import { expect } from 'vitest';
 import type { AssistantHostOptions, DomainEvent, TaskSessionView } from '../../src/index.js';
+import { HTTP_ERRORS, type HttpErrorCode } from '../../src/protocol/index.js';
 import { post, script, type JsonResponse } from '../support/http.js';
 import { TOKEN, startHost, type TestHost } from '../support/host.js';
 import { SseConnection, type OpenOptions } from '../support/sse.js';
@@ -162,4 +163,11 @@ export function rawRequest(
     req.on('error', reject);
     req.end(init.body);
   });
+}
+
+/** Checks an answer is the catalogue's error `code`, with its status, content type and message. */
+export function expectError(response: RawResponse, code: HttpErrorCode): void {
+  expect(response.status).toBe(HTTP_ERRORS[code].status);
+  expect(response.headers['content-type']).toBe('application/json; charset=utf-8');
+  expect(JSON.parse(response.text)).toEqual({ error: { code, message: HTTP_ERRORS[code].message } });
 }

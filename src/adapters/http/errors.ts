@@ -1,7 +1,7 @@
 /**
  * One place that turns every failure into `{ "error": { "code", "message" } }` with a code from the
- * protocol catalogue: schema failures, fastify's own parser and router errors, and anything unexpected
- * (a 500 that is logged, never a crash).
+ * protocol catalogue: schema failures, fastify's own parser and router errors, requests that arrive
+ * while the host closes, and anything unexpected (a 500 that is logged, never a crash).
  */
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
@@ -14,6 +14,14 @@ import { SchemaError } from './validation.js';
 export interface Failure {
   readonly code: HttpErrorCode;
   readonly message?: string;
+}
+
+/** A failure the edge finds outside a schema (a body in another charset, say). */
+export class EdgeError extends Error {
+  override readonly name = 'EdgeError';
+  constructor(readonly failure: Failure) {
+    super(failure.message ?? HTTP_ERRORS[failure.code].message);
+  }
 }
 
 export function sendError(reply: FastifyReply, code: HttpErrorCode, message?: string, headers: Record<string, string> = {}) {
@@ -44,6 +52,7 @@ function schemaFailure(error: SchemaError, request: FastifyRequest): Failure {
 }
 
 function failureOf(error: FastifyError, request: FastifyRequest): Failure {
+  if (error instanceof EdgeError) return error.failure;
   if (error instanceof SchemaError) return schemaFailure(error, request);
   if (error instanceof HostClosingError) return { code: 'shutting_down' };
   const known = FRAMEWORK_FAILURES[error.code];
@@ -66,6 +75,16 @@ export const errorsPlugin = fp(
   async (app) => {
     app.setErrorHandler(answerError);
     app.setNotFoundHandler((_request, reply) => sendError(reply, 'not_found'));
+    // fastify's own 503 while closing carries its body, not ours: answer it here (fastify adds `Connection: close`).
+    let closing = false;
+    app.addHook('preClose', (done) => {
+      closing = true;
+      done();
+    });
+    app.addHook('onRequest', (_request, reply, done) => {
+      if (closing) void sendError(reply, 'shutting_down');
+      else done();
+    });
   },
   { name: 'assistant-relay-errors' },
 );

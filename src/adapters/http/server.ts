@@ -4,10 +4,12 @@ import { LIMITS } from '../../protocol/index.js';
 import type { Engine } from '../../engine/engine.js';
 import type { CallbackPolicy } from '../callback/policy.js';
 import { authPlugin } from './auth.js';
+import { answerClientError } from './client-errors.js';
 import { answerError, errorsPlugin } from './errors.js';
 import { eventsPlugin } from './events.js';
 import { healthPlugin } from './health.js';
 import { incomingPlugin } from './incoming.js';
+import { jsonBodyPlugin } from './json-body.js';
 import { RequestLogController } from './request-log.js';
 import { sessionsPlugin } from './sessions.js';
 import { validationPlugin } from './validation.js';
@@ -29,12 +31,13 @@ export async function buildServer(engine: Engine, options: HttpOptions): Promise
     logController: new RequestLogController(),
     // Long enough that an over-long session_id reaches its schema and the coded 400.
     routerOptions: { maxParamLength: 4 * LIMITS.sessionIdMaxLength },
-    return503OnClosing: true,
+    // The errors plugin answers requests that arrive while the host closes, with our body.
+    return503OnClosing: false,
     frameworkErrors: answerError,
+    clientErrorHandler: answerClientError,
   });
   await app.register(errorsPlugin);
-  // fastify parses text/plain by default; every body here is JSON, so any other type is a 415.
-  app.removeContentTypeParser('text/plain');
+  await app.register(jsonBodyPlugin);
   await app.register(healthPlugin, { engine });
   await app.register(async (scope) => {
     // Zod validation for our routes only: routes an embedder adds to the instance keep fastify's JSON Schema.
