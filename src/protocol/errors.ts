@@ -22,6 +22,7 @@ export const HTTP_ERRORS = {
   headers_too_large: { status: 431, message: 'the request headers are larger than the host accepts' },
   internal_error: { status: 500, message: 'the host failed to handle the request' },
   shutting_down: { status: 503, message: 'the host is shutting down' },
+  too_many_streams: { status: 503, message: 'the host already serves the maximum number of streams' },
 } as const satisfies Record<string, { status: number; message: string }>;
 
 export type HttpErrorCode = keyof typeof HTTP_ERRORS;

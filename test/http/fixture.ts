@@ -74,6 +74,13 @@ export class Relay {
     return stream;
   }
 
+  /** Opens a stream the host is expected to refuse, and returns its answer once the host has ended it. */
+  async refused(sessionId: string): Promise<RawResponse> {
+    const stream = await this.open(sessionId);
+    await stream.untilEnded();
+    return { status: stream.status, headers: stream.headers, text: stream.body };
+  }
+
   post(body: unknown): Promise<JsonResponse> {
     return post(this.url, TOKEN, body);
   }

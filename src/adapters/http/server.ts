@@ -10,27 +10,41 @@ import { eventsPlugin } from './events.js';
 import { healthPlugin } from './health.js';
 import { incomingPlugin } from './incoming.js';
 import { jsonBodyPlugin } from './json-body.js';
+import type { HttpLimits } from './limits.js';
 import { RequestLogController } from './request-log.js';
 import { sessionsPlugin } from './sessions.js';
+import { StreamSlots } from './stream-slots.js';
 import { validationPlugin } from './validation.js';
 
 /** `Retry-After` of a 429 from the per-session reader cap: a reader overlapping its own reconnect is gone in a moment. */
 const READERS_RETRY_AFTER_SECONDS = 1;
+/** `Retry-After` of a 503 from the stream cap: streams free up only as clients leave. */
+const STREAMS_RETRY_AFTER_SECONDS = 5;
 
 export interface HttpOptions {
   readonly token: string;
   /** Judges the callback URLs incoming events advertise. */
   readonly callbacks: CallbackPolicy;
   readonly logger?: FastifyBaseLogger;
+  readonly limits: HttpLimits;
 }
 
 export async function buildServer(engine: Engine, options: HttpOptions): Promise<FastifyInstance> {
+  const { limits } = options;
   const app = Fastify({
     ...(options.logger === undefined ? { logger: false } : { loggerInstance: options.logger }),
     bodyLimit: LIMITS.incomingMaxBytes,
     logController: new RequestLogController(),
     // Long enough that an over-long session_id reaches its schema and the coded 400.
     routerOptions: { maxParamLength: 4 * LIMITS.sessionIdMaxLength },
+    requestTimeout: limits.requestTimeoutMs,
+    keepAliveTimeout: limits.connectionIdleTimeoutMs,
+    http: {
+      headersTimeout: limits.headersTimeoutMs,
+      requestTimeout: limits.requestTimeoutMs,
+      // Node checks both limits on this period (30 s by default), which would stretch a 10 s limit to 40 s.
+      connectionsCheckingInterval: Math.min(1_000, limits.headersTimeoutMs),
+    },
     // The errors plugin answers requests that arrive while the host closes, with our body.
     return503OnClosing: false,
     frameworkErrors: answerError,
@@ -44,7 +58,12 @@ export async function buildServer(engine: Engine, options: HttpOptions): Promise
     await scope.register(validationPlugin);
     await scope.register(authPlugin, { token: options.token });
     await scope.register(incomingPlugin, { engine, callbacks: options.callbacks });
-    await scope.register(eventsPlugin, { engine, readersRetryAfterSeconds: READERS_RETRY_AFTER_SECONDS });
+    await scope.register(eventsPlugin, {
+      engine,
+      slots: new StreamSlots(limits.maxStreams),
+      readersRetryAfterSeconds: READERS_RETRY_AFTER_SECONDS,
+      streamsRetryAfterSeconds: STREAMS_RETRY_AFTER_SECONDS,
+    });
     await scope.register(sessionsPlugin, { engine });
   });
   return app;
