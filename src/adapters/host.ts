@@ -18,6 +18,7 @@ import { httpCallbackTransport, type CaCertificates } from './callback/transport
 import type { SessionLimits } from '../machines/session.js';
 import { EventLog } from '../storage/event-log.js';
 import { BUILTIN_AGENTS, type BuiltinAgentName } from './agents/index.js';
+import { httpLimits } from './http/limits.js';
 import { buildServer } from './http/server.js';
 
 export interface AssistantHostOptions {
@@ -55,6 +56,14 @@ export interface AssistantHostOptions {
   readonly maxReadersPerSession?: number;
   /** A reader with more than this queued is disconnected (it resumes from its cursor). Default 1 MiB. */
   readonly readerMaxQueuedBytes?: number;
+  /** Open streams in the process, all sessions together, before 503 `too_many_streams`. Default 512. */
+  readonly maxStreams?: number;
+  /** A request's headers must arrive within this, else 408 and the connection closes. Default 10 s. */
+  readonly headersTimeoutMs?: number;
+  /** A whole request, body included, must arrive within this (at least `headersTimeoutMs`). Default 30 s. */
+  readonly requestTimeoutMs?: number;
+  /** A kept-alive connection with no request in progress is closed after this. Default 5 s. */
+  readonly connectionIdleTimeoutMs?: number;
   /** Retention (backlog replies and bytes, evicted-task ledger) and agent memory bounds. */
   readonly limits?: Partial<SessionLimits>;
   /** A pino-compatible logger; none by default. */
@@ -100,6 +109,12 @@ export interface AssistantHost {
 export async function createAssistantHost(options: AssistantHostOptions): Promise<AssistantHost> {
   const agent = typeof options.agent === 'string' ? BUILTIN_AGENTS[options.agent] : options.agent;
   if (agent === undefined) throw new TypeError(`unknown agent ${String(options.agent)}`);
+  const limits = httpLimits({
+    ...(options.maxStreams !== undefined ? { maxStreams: options.maxStreams } : {}),
+    ...(options.headersTimeoutMs !== undefined ? { headersTimeoutMs: options.headersTimeoutMs } : {}),
+    ...(options.requestTimeoutMs !== undefined ? { requestTimeoutMs: options.requestTimeoutMs } : {}),
+    ...(options.connectionIdleTimeoutMs !== undefined ? { connectionIdleTimeoutMs: options.connectionIdleTimeoutMs } : {}),
+  });
   const log = EventLog.open<DomainEvent>({
     path: options.db,
     streamOf,
@@ -150,7 +165,7 @@ export async function createAssistantHost(options: AssistantHostOptions): Promis
     await log.close();
     throw error;
   }
-  const server = await buildServer(engine, { token: options.token, callbacks, ...(options.logger ? { logger: options.logger } : {}) });
+  const server = await buildServer(engine, { token: options.token, callbacks, limits, ...(options.logger ? { logger: options.logger } : {}) });
   let closed: Promise<void> | undefined;
   return {
     epoch: engine.epoch,

@@ -17,13 +17,20 @@ export const HTTP_ERRORS = {
   session_not_found: { status: 404, message: 'no such session' },
   body_too_large: { status: 413, message: 'the request body is larger than the host accepts' },
   unsupported_media_type: { status: 415, message: 'the request body must be application/json' },
+  request_timeout: { status: 408, message: 'the request did not arrive in full within the time limit' },
   stream_not_available: { status: 409, message: 'this session is a Form B conversation: its replies go to its callback, not to a stream' },
   too_many_readers: { status: 429, message: 'this session already has the maximum number of live readers' },
+  headers_too_large: { status: 431, message: 'the request headers are larger than the host accepts' },
   internal_error: { status: 500, message: 'the host failed to handle the request' },
   shutting_down: { status: 503, message: 'the host is shutting down' },
+  too_many_streams: { status: 503, message: 'the host already serves the maximum number of streams' },
 } as const satisfies Record<string, { status: number; message: string }>;
 
 export type HttpErrorCode = keyof typeof HTTP_ERRORS;
+
+export function isHttpErrorCode(text: string): text is HttpErrorCode {
+  return Object.hasOwn(HTTP_ERRORS, text);
+}
 
 export function errorBody(code: HttpErrorCode, message: string = HTTP_ERRORS[code].message) {
   return { error: { code, message } };

@@ -1,6 +1,7 @@
 /** Zod schemas of every wire body and frame of the chat channel, Form A (2.5, 2.7, 2.9, 4.2, 7). */
 import { z } from 'zod';
-import { isSessionId, isTaskId } from './ids.js';
+import type { HttpErrorCode } from './errors.js';
+import { isSessionId, isTaskId, parseEventId } from './ids.js';
 
 export const SessionId = z
   .string()
@@ -27,6 +28,35 @@ export const IncomingEvent = z.object({
   system_prelude: z.string().optional(),
 });
 export type IncomingEvent = z.infer<typeof IncomingEvent>;
+
+/**
+ * The request parts other than the body, as the HTTP edge validates them. Each issue's message is the
+ * catalogue code the client gets, so one schema says both what is valid and what a failure is called.
+ */
+const fails = (code: HttpErrorCode) => ({ error: code });
+
+/** `GET /v1/events?session_id=…` (4.2): absent or empty is missing; repeated, too long or with control characters, invalid. */
+export const EventsQuery = z.object({
+  session_id: z
+    .string({ error: (issue) => (issue.input === undefined ? 'missing_session_id' : 'invalid_session_id') })
+    .min(1, fails('missing_session_id'))
+    .refine(isSessionId, fails('invalid_session_id')),
+});
+
+/** `Last-Event-ID` (6.2), parsed into its parts. Node joins a repeated header into one value, which does not parse. */
+export const EventsHeaders = z.looseObject({
+  'last-event-id': z
+    .string(fails('invalid_last_event_id'))
+    .transform((text, context) => {
+      const id = parseEventId(text);
+      if (id === undefined) context.issues.push({ code: 'custom', message: 'invalid_last_event_id' satisfies HttpErrorCode, input: text });
+      return id ?? z.NEVER;
+    })
+    .optional(),
+});
+
+/** `GET /v1/sessions/{session_id}`. */
+export const SessionPath = z.object({ session_id: z.string().refine(isSessionId, fails('invalid_session_id')) });
 
 const Label = z.string().max(200);
 

@@ -5,6 +5,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { HTTP_ERRORS, type HttpErrorCode } from '../../src/protocol/index.js';
 import { countEvents } from '../support/log.js';
+import { RawSocket } from '../support/raw-socket.js';
 import { Relay, TOKEN, rawRequest, stopAll, type RawResponse } from './fixture.js';
 
 interface Case {
@@ -34,6 +35,8 @@ const valid = { session_id: 's1', task_id: 't1', text: 'hello' };
 function get(path: string, headers: Record<string, string | string[]> = {}, method = 'GET') {
   return (relay: Relay) => rawRequest(`${relay.url}${path}`, { method, headers: { ...auth, ...headers } });
 }
+
+const raw = (bytes: string) => (relay: Relay) => RawSocket.exchange(relay.url, bytes);
 
 const events = (query: string, headers: Record<string, string | string[]> = {}) => get(`/v1/events${query}`, headers);
 
@@ -66,6 +69,14 @@ const cases: Case[] = [
   { name: 'a text/plain body', send: postRaw(JSON.stringify(valid), 'text/plain'), code: 'unsupported_media_type' },
   { name: 'a body with no content type', send: postRaw(JSON.stringify(valid)), code: 'unsupported_media_type' },
   { name: 'a form body', send: postRaw('session_id=s1&task_id=t1&text=x', 'application/x-www-form-urlencoded'), code: 'unsupported_media_type' },
+  ...['utf-16', 'UTF-16LE', 'iso-8859-1', '"utf-32"', 'no-such-charset', '""'].map(
+    (charset): Case => ({
+      name: `JSON declared as charset=${charset}`,
+      send: postRaw(JSON.stringify(valid), `application/json; charset=${charset}`),
+      code: 'unsupported_media_type',
+      message: /^the request body must be application\/json in UTF-8$/,
+    }),
+  ),
 
   // GET /v1/events: the query and Last-Event-ID
   { name: 'no session_id', send: events(''), code: 'missing_session_id' },
@@ -97,6 +108,16 @@ const cases: Case[] = [
   { name: 'a session path of 257 characters', send: get(`/v1/sessions/${'a'.repeat(257)}`), code: 'invalid_session_id' },
   { name: 'a session path of 10,000 characters', send: get(`/v1/sessions/${'a'.repeat(10_000)}`), code: 'invalid_request', message: /^the request URL is malformed$/ },
   { name: 'a malformed percent escape', send: get('/v1/sessions/%ZZ'), code: 'invalid_request', message: /^the request URL is malformed$/ },
+
+  // What Node's http server answers itself, before fastify sees a request: our body all the same.
+  { name: 'headers over 16 KiB', send: raw(`GET /healthz HTTP/1.1\r\nHost: x\r\nX-Big: ${'a'.repeat(20_000)}\r\n\r\n`), code: 'headers_too_large' },
+  { name: 'bytes that are not HTTP', send: raw('HELLO THERE\r\n\r\n'), code: 'invalid_request', message: /^the request is not valid HTTP\/1\.1$/ },
+  { name: 'a header line with no colon', send: raw('GET /healthz HTTP/1.1\r\nHost: x\r\nno colon here\r\n\r\n'), code: 'invalid_request', message: /^the request is not valid HTTP\/1\.1$/ },
+  {
+    name: 'a chunk extension over 16 KiB',
+    send: raw(`POST /v1/incoming HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${TOKEN}\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n2;x=${'a'.repeat(20_000)}\r\n{}\r\n0\r\n\r\n`),
+    code: 'body_too_large',
+  },
 
   // Routes and methods that do not exist
   { name: 'an unknown route', send: get('/v2/events?session_id=s1'), code: 'not_found' },

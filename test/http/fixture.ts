@@ -6,6 +6,7 @@ import * as http from 'node:http';
 import type { Socket } from 'node:net';
 import { expect } from 'vitest';
 import type { AssistantHostOptions, DomainEvent, TaskSessionView } from '../../src/index.js';
+import { HTTP_ERRORS, type HttpErrorCode } from '../../src/protocol/index.js';
 import { post, script, type JsonResponse } from '../support/http.js';
 import { TOKEN, startHost, type TestHost } from '../support/host.js';
 import { SseConnection, type OpenOptions } from '../support/sse.js';
@@ -71,6 +72,13 @@ export class Relay {
     expect(stream.status).toBe(200);
     await stream.until((c) => c.messages.length > 0, 10_000, ': open');
     return stream;
+  }
+
+  /** Opens a stream the host is expected to refuse, and returns its answer once the host has ended it. */
+  async refused(sessionId: string): Promise<RawResponse> {
+    const stream = await this.open(sessionId);
+    await stream.untilEnded();
+    return { status: stream.status, headers: stream.headers, text: stream.body };
   }
 
   post(body: unknown): Promise<JsonResponse> {
@@ -162,4 +170,11 @@ export function rawRequest(
     req.on('error', reject);
     req.end(init.body);
   });
+}
+
+/** Checks an answer is the catalogue's error `code`, with its status, content type and message. */
+export function expectError(response: RawResponse, code: HttpErrorCode): void {
+  expect(response.status).toBe(HTTP_ERRORS[code].status);
+  expect(response.headers['content-type']).toBe('application/json; charset=utf-8');
+  expect(JSON.parse(response.text)).toEqual({ error: { code, message: HTTP_ERRORS[code].message } });
 }

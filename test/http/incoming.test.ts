@@ -91,6 +91,17 @@ describe('POST /v1/incoming', () => {
     expect(started.map((e) => e.session_id)).toEqual(['s', 'other']);
   });
 
+  it.each(['application/json', 'application/json; charset=utf-8', 'Application/JSON; Charset=UTF-8', 'application/json;charset="utf8"'])(
+    'accepts JSON declared as %s',
+    async (contentType) => {
+      const relay = await Relay.start();
+      const body = { session_id: 's', task_id: 't1', text: 'hi' };
+      const accepted = await request(`${relay.url}/v1/incoming`, { token: TOKEN, body, headers: { 'content-type': contentType } });
+      expect(accepted.status).toBe(202);
+      expect(accepted.body).toEqual({ ok: true, session_id: 's', task_id: 't1' });
+    },
+  );
+
   it('accepts a body of exactly 1 MiB and refuses one a byte larger', async () => {
     const relay = await Relay.start();
     const empty = JSON.stringify({ session_id: 's', task_id: 'big', text: '' });

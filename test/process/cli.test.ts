@@ -10,6 +10,7 @@ import { USAGE, UsageError, parseServeArgs } from '../../src/adapters/cli/args.j
 import { EventLog } from '../../src/storage/event-log.js';
 import { ServeChild, runCli, useChildFolder } from '../support/child.js';
 import { post, request, script } from '../support/http.js';
+import { RawSocket } from '../support/raw-socket.js';
 import { SseConnection } from '../support/sse.js';
 
 const TOKEN = 'cli-test-token-7f3a9c';
@@ -62,6 +63,9 @@ describe('serve: configuration', () => {
         ASSISTANT_RELAY_AGENT: 'script',
         ASSISTANT_RELAY_KEEPALIVE_MS: '100',
         ASSISTANT_RELAY_MAX_READERS: '1',
+        ASSISTANT_RELAY_MAX_STREAMS: '2',
+        ASSISTANT_RELAY_HEADERS_TIMEOUT: '300ms',
+        ASSISTANT_RELAY_REQUEST_TIMEOUT: '600ms',
         ASSISTANT_RELAY_SESSION_IDLE_TTL: '1500ms',
       },
     });
@@ -72,6 +76,14 @@ describe('serve: configuration', () => {
     const second = await SseConnection.open(`${child.url}/v1/events?session_id=s`, { token: TOKEN });
     expect(second.status).toBe(429);
     expect(second.headers['retry-after']).toBeDefined();
+    // MAX_STREAMS=2: a third stream is refused whatever its session.
+    await SseConnection.open(`${child.url}/v1/events?session_id=other`, { token: TOKEN });
+    const third = await SseConnection.open(`${child.url}/v1/events?session_id=third`, { token: TOKEN });
+    expect(third.status).toBe(503);
+    // HEADERS_TIMEOUT=300ms: a connection that sends nothing is cut with a 408 long before the 10 s default.
+    const idle = await RawSocket.connect(child.url);
+    await idle.untilClosed(5_000);
+    expect(idle.response().status).toBe(408);
     // AGENT=script: the text runs as a script instead of being echoed.
     await post(child.url, TOKEN, { session_id: 's', task_id: 't1', text: script({ message: 'scripted' }) });
     await stream.untilReplies(1);
@@ -104,6 +116,10 @@ describe('serve: configuration', () => {
       ASSISTANT_RELAY_CALLBACK_LOOPBACK_PORTS: '8080, 9000-9100',
       ASSISTANT_RELAY_KEEPALIVE_MS: '250',
       ASSISTANT_RELAY_MAX_READERS: '7',
+      ASSISTANT_RELAY_MAX_STREAMS: '64',
+      ASSISTANT_RELAY_HEADERS_TIMEOUT: '5s',
+      ASSISTANT_RELAY_REQUEST_TIMEOUT: '1m',
+      ASSISTANT_RELAY_CONNECTION_IDLE_TIMEOUT: '2s',
       ASSISTANT_RELAY_SESSION_IDLE_TTL: '30m',
       ASSISTANT_RELAY_DURABILITY: 'full',
       ASSISTANT_RELAY_LOG_LEVEL: 'warn',
@@ -124,6 +140,10 @@ describe('serve: configuration', () => {
       ],
       keepaliveMs: 250,
       maxReaders: 7,
+      maxStreams: 64,
+      headersTimeoutMs: 5_000,
+      requestTimeoutMs: 60_000,
+      connectionIdleTimeoutMs: 2_000,
       sessionIdleTtlMs: 30 * 60_000,
       synchronous: 'full',
       logLevel: 'warn',
@@ -140,6 +160,13 @@ describe('serve: configuration', () => {
       { args: ['--token', ''], says: /--token/ },
       { args: ['--token', 'x', '--max-readers', '0'], says: /--max-readers/ },
       { args: ['--token', 'x', '--keepalive-ms', '1.5'], says: /--keepalive-ms/ },
+      { args: ['--token', 'x', '--max-streams', '0'], says: /--max-streams/ },
+      { args: ['--token', 'x', '--headers-timeout', 'soon'], says: /--headers-timeout/ },
+      { args: ['--token', 'x', '--request-timeout', '2h'], says: /--request-timeout/ },
+      { args: ['--token', 'x', '--connection-idle-timeout', '0ms'], says: /--connection-idle-timeout/ },
+      // Longer than the default 30 s request limit, and longer than a given one.
+      { args: ['--token', 'x', '--headers-timeout', '40s'], says: /--headers-timeout must not be longer than --request-timeout/ },
+      { args: ['--token', 'x', '--headers-timeout', '5s', '--request-timeout', '2s'], says: /--headers-timeout must not be longer/ },
       { args: ['--token', 'x', '--session-idle-ttl', 'soon'], says: /--session-idle-ttl/ },
       { args: ['--token', 'x', '--durability', 'eventually'], says: /--durability/ },
       { args: ['--token', 'x', '--form', 'C'], says: /--form/ },

@@ -7,6 +7,7 @@ import { parseAllowlist } from '../../protocol/callback-url.js';
 import { parsePortRanges, type PortRange } from '../../protocol/port-ranges.js';
 import type { Form } from '../../machines/events.js';
 import { BUILTIN_AGENTS, type BuiltinAgentName } from '../agents/index.js';
+import { httpLimits } from '../http/limits.js';
 
 export interface ServeOptions {
   readonly host: string;
@@ -22,6 +23,10 @@ export interface ServeOptions {
   readonly callbackLoopbackPorts: readonly PortRange[] | undefined;
   readonly keepaliveMs: number | undefined;
   readonly maxReaders: number | undefined;
+  readonly maxStreams: number | undefined;
+  readonly headersTimeoutMs: number | undefined;
+  readonly requestTimeoutMs: number | undefined;
+  readonly connectionIdleTimeoutMs: number | undefined;
   readonly sessionIdleTtlMs: number | undefined;
   readonly synchronous: 'normal' | 'full';
   readonly logLevel: LogLevel;
@@ -51,6 +56,11 @@ export const USAGE = `usage: assistant-relay serve [options]
                            ...on these ports only, e.g. 8080,9000-9100 (default any port)
   --keepalive-ms N         keep-alive comment interval on idle streams (default 20000)
   --max-readers N          live readers per session before 429 (default 4)
+  --max-streams N          open streams in the process, all sessions, before 503 (default 512)
+  --headers-timeout D      a request's headers must arrive within D, else 408 (default 10s)
+  --request-timeout D      a whole request, body included, within D, else 408 (default 30s)
+  --connection-idle-timeout D
+                           close a kept-alive connection idle this long between requests (default 5s)
   --session-idle-ttl D     end sessions idle this long: 500ms, 90s, 30m, 24h (default 24h)
   --durability normal|full fsync every commit with full (default normal)
   --log-level L            fatal, error, warn, info, debug (one line per request), trace, silent (default info)
@@ -69,6 +79,10 @@ const FLAGS = {
   'callback-loopback-ports': { type: 'string' },
   'keepalive-ms': { type: 'string' },
   'max-readers': { type: 'string' },
+  'max-streams': { type: 'string' },
+  'headers-timeout': { type: 'string' },
+  'request-timeout': { type: 'string' },
+  'connection-idle-timeout': { type: 'string' },
   'session-idle-ttl': { type: 'string' },
   durability: { type: 'string' },
   'log-level': { type: 'string' },
@@ -83,14 +97,18 @@ function integer(flag: Flag, text: string, min: number, max: number): number {
   return n;
 }
 
+/** Connection time limits are meant in seconds; an hour is already far past any use, and far below Node's timer range. */
+const CONNECTION_LIMIT_MAX_MS = 3_600_000;
+
 const UNITS: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 };
 
 /** `500ms`, `90s`, `30m`, `24h`, `7d`, or bare milliseconds. */
-export function parseDuration(flag: Flag, text: string): number {
+export function parseDuration(flag: Flag, text: string, maxMs = Number.MAX_SAFE_INTEGER): number {
   const match = /^(\d+)(ms|s|m|h|d)?$/.exec(text);
   if (match === null) throw new UsageError(`--${flag} must be a duration such as 500ms, 90s, 30m or 24h`);
   const ms = Number(match[1]) * UNITS[match[2] ?? 'ms']!;
   if (ms < 1 || !Number.isSafeInteger(ms)) throw new UsageError(`--${flag} must be at least 1ms`);
+  if (ms > maxMs) throw new UsageError(`--${flag} must be at most ${maxMs}ms`);
   return ms;
 }
 
@@ -133,7 +151,19 @@ export function parseServeArgs(argv: readonly string[], env: NodeJS.ProcessEnv):
   if (token !== undefined && token.length === 0) throw new UsageError('--token must not be empty');
   const keepalive = get('keepalive-ms');
   const maxReaders = get('max-readers');
-  const ttl = get('session-idle-ttl');
+  const maxStreams = get('max-streams');
+  const optionalDuration = (flag: Flag, maxMs?: number) => {
+    const text = get(flag);
+    return text === undefined ? undefined : parseDuration(flag, text, maxMs);
+  };
+  const headersTimeoutMs = optionalDuration('headers-timeout', CONNECTION_LIMIT_MAX_MS);
+  const requestTimeoutMs = optionalDuration('request-timeout', CONNECTION_LIMIT_MAX_MS);
+  try {
+    httpLimits({ ...(headersTimeoutMs !== undefined ? { headersTimeoutMs } : {}), ...(requestTimeoutMs !== undefined ? { requestTimeoutMs } : {}) });
+  } catch {
+    // The one rule between the limits, checked here to say it in flags rather than fail at start.
+    throw new UsageError('--headers-timeout must not be longer than --request-timeout');
+  }
   return {
     host: get('host') ?? '127.0.0.1',
     port: integer('port', get('port') ?? '8787', 0, 65535),
@@ -147,7 +177,11 @@ export function parseServeArgs(argv: readonly string[], env: NodeJS.ProcessEnv):
     callbackLoopbackPorts,
     keepaliveMs: keepalive === undefined ? undefined : integer('keepalive-ms', keepalive, 1, 3_600_000),
     maxReaders: maxReaders === undefined ? undefined : integer('max-readers', maxReaders, 1, 10_000),
-    sessionIdleTtlMs: ttl === undefined ? undefined : parseDuration('session-idle-ttl', ttl),
+    maxStreams: maxStreams === undefined ? undefined : integer('max-streams', maxStreams, 1, 1_000_000),
+    headersTimeoutMs,
+    requestTimeoutMs,
+    connectionIdleTimeoutMs: optionalDuration('connection-idle-timeout', CONNECTION_LIMIT_MAX_MS),
+    sessionIdleTtlMs: optionalDuration('session-idle-ttl'),
     synchronous: durability,
     logLevel: logLevel as LogLevel,
   };

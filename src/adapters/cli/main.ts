@@ -54,6 +54,10 @@ async function serve(argv: readonly string[]): Promise<void> {
     logger,
     ...(options.keepaliveMs !== undefined ? { keepaliveMs: options.keepaliveMs } : {}),
     ...(options.maxReaders !== undefined ? { maxReadersPerSession: options.maxReaders } : {}),
+    ...(options.maxStreams !== undefined ? { maxStreams: options.maxStreams } : {}),
+    ...(options.headersTimeoutMs !== undefined ? { headersTimeoutMs: options.headersTimeoutMs } : {}),
+    ...(options.requestTimeoutMs !== undefined ? { requestTimeoutMs: options.requestTimeoutMs } : {}),
+    ...(options.connectionIdleTimeoutMs !== undefined ? { connectionIdleTimeoutMs: options.connectionIdleTimeoutMs } : {}),
     ...(options.sessionIdleTtlMs !== undefined ? { sessionIdleTtlMs: options.sessionIdleTtlMs } : {}),
     onFatal: (error) => {
       logger.fatal({ err: error }, 'event log write failed; exiting so a restart can fold the log');

@@ -1,9 +1,9 @@
 /**
- * Bearer authentication (5): one `onRequest` hook for every route registered inside this plugin's
- * scope, run before the body is even read. The comparison is constant-time.
+ * Bearer authentication (5): one `onRequest` hook for every route of the scope this plugin is registered
+ * in, run before the body is even read. The comparison is constant-time.
  */
 import { hash, timingSafeEqual } from 'node:crypto';
-import type { FastifyInstance } from 'fastify';
+import fp from 'fastify-plugin';
 import { sendError } from './errors.js';
 
 // Comparing digests keeps the comparison constant-time whatever the presented token's length.
@@ -18,11 +18,14 @@ export function bearerMatcher(token: string): (header: string | undefined) => bo
   };
 }
 
-export function requireBearer(app: FastifyInstance, token: string): void {
-  const matches = bearerMatcher(token);
-  app.addHook('onRequest', async (request, reply) => {
-    if (!matches(request.headers.authorization)) {
-      return sendError(reply, 'unauthorized', undefined, { 'www-authenticate': 'Bearer realm="assistant-relay"' });
-    }
-  });
-}
+export const authPlugin = fp<{ readonly token: string }>(
+  async (app, { token }) => {
+    const matches = bearerMatcher(token);
+    app.addHook('onRequest', async (request, reply) => {
+      if (!matches(request.headers.authorization)) {
+        return sendError(reply, 'unauthorized', undefined, { 'www-authenticate': 'Bearer realm="assistant-relay"' });
+      }
+    });
+  },
+  { name: 'assistant-relay-auth' },
+);

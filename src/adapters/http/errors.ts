@@ -1,45 +1,90 @@
 /**
  * One place that turns every failure into `{ "error": { "code", "message" } }` with a code from the
- * protocol catalogue: fastify's own parser errors, unknown routes, and anything unexpected (a 500 that
- * is logged, never a crash).
+ * protocol catalogue: schema failures, fastify's own parser and router errors, requests that arrive
+ * while the host closes, and anything unexpected (a 500 that is logged, never a crash).
  */
-import type { FastifyError, FastifyInstance, FastifyReply } from 'fastify';
+import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
-import { HTTP_ERRORS, errorBody, type HttpErrorCode } from '../../protocol/index.js';
+import { z } from 'zod';
+import { HTTP_ERRORS, errorBody, isHttpErrorCode, type HttpErrorCode } from '../../protocol/index.js';
 import { HostClosingError } from '../../engine/engine.js';
+import { SchemaError } from './validation.js';
+
+/** What a client is told: a catalogue code, and a message where the catalogue's own says too little. */
+export interface Failure {
+  readonly code: HttpErrorCode;
+  readonly message?: string;
+}
+
+/** A failure the edge finds outside a schema (a body in another charset, say). */
+export class EdgeError extends Error {
+  override readonly name = 'EdgeError';
+  constructor(readonly failure: Failure) {
+    super(failure.message ?? HTTP_ERRORS[failure.code].message);
+  }
+}
 
 export function sendError(reply: FastifyReply, code: HttpErrorCode, message?: string, headers: Record<string, string> = {}) {
   return reply.code(HTTP_ERRORS[code].status).headers(headers).send(errorBody(code, message));
 }
 
-const FRAMEWORK_CODES: Record<string, HttpErrorCode> = {
-  FST_ERR_CTP_INVALID_MEDIA_TYPE: 'unsupported_media_type',
-  FST_ERR_CTP_BODY_TOO_LARGE: 'body_too_large',
-  FST_ERR_CTP_EMPTY_JSON_BODY: 'invalid_json',
-  FST_ERR_CTP_INVALID_JSON_BODY: 'invalid_json',
-  FST_ERR_CTP_INVALID_CONTENT_LENGTH: 'invalid_request',
-  FST_ERR_BAD_URL: 'invalid_request',
+// fastify's own messages quote the URL back; ours do not.
+const MALFORMED_URL: Failure = { code: 'invalid_request', message: 'the request URL is malformed' };
+
+const FRAMEWORK_FAILURES: Record<string, Failure> = {
+  FST_ERR_CTP_INVALID_MEDIA_TYPE: { code: 'unsupported_media_type' },
+  FST_ERR_CTP_BODY_TOO_LARGE: { code: 'body_too_large' },
+  FST_ERR_CTP_EMPTY_JSON_BODY: { code: 'invalid_json' },
+  FST_ERR_CTP_INVALID_JSON_BODY: { code: 'invalid_json' },
+  FST_ERR_CTP_INVALID_CONTENT_LENGTH: { code: 'invalid_request' },
+  FST_ERR_BAD_URL: MALFORMED_URL,
+  // A path parameter longer than any valid session_id (see maxParamLength in server.ts).
+  FST_ERR_MAX_PARAM_LENGTH: MALFORMED_URL,
 };
 
-function codeOf(error: FastifyError): HttpErrorCode {
-  if (error instanceof HostClosingError) return 'shutting_down';
-  const known = FRAMEWORK_CODES[error.code];
+/** The code the failed schema's first issue names, or `invalid_request` with zod's account of everything wrong. */
+function schemaFailure(error: SchemaError, request: FastifyRequest): Failure {
+  const named = error.zodError.issues[0]?.message;
+  if (named !== undefined && isHttpErrorCode(named)) return { code: named };
+  // fastify hands a validator `null` for a body that was never sent: describe what was sent.
+  const unsent = error.part === 'body' && request.body === undefined ? error.schema.safeParse(undefined).error : undefined;
+  return { code: 'invalid_request', message: z.prettifyError(unsent ?? error.zodError) };
+}
+
+function failureOf(error: FastifyError, request: FastifyRequest): Failure {
+  if (error instanceof EdgeError) return error.failure;
+  if (error instanceof SchemaError) return schemaFailure(error, request);
+  if (error instanceof HostClosingError) return { code: 'shutting_down' };
+  const known = FRAMEWORK_FAILURES[error.code];
   if (known !== undefined) return known;
-  if (error instanceof SyntaxError) return 'invalid_json';
+  if (error instanceof SyntaxError) return { code: 'invalid_json' };
   const status = error.statusCode ?? 500;
-  if (status === 413) return 'body_too_large';
-  if (status === 415) return 'unsupported_media_type';
-  return status >= 400 && status < 500 ? 'invalid_request' : 'internal_error';
+  if (status === 413) return { code: 'body_too_large' };
+  if (status === 415) return { code: 'unsupported_media_type' };
+  return { code: status >= 400 && status < 500 ? 'invalid_request' : 'internal_error' };
+}
+
+/** The one error path: fastify's error handler and its `frameworkErrors` hook both answer through it. */
+export function answerError(error: FastifyError, request: FastifyRequest, reply: FastifyReply) {
+  const { code, message } = failureOf(error, request);
+  if (code === 'internal_error') request.log.error({ err: error }, 'request failed');
+  return sendError(reply, code, message);
 }
 
 export const errorsPlugin = fp(
-  async (app: FastifyInstance) => {
-    app.setErrorHandler((error: FastifyError, request, reply) => {
-      const code = codeOf(error);
-      if (code === 'internal_error') request.log.error({ err: error }, 'request failed');
-      return sendError(reply, code);
-    });
+  async (app) => {
+    app.setErrorHandler(answerError);
     app.setNotFoundHandler((_request, reply) => sendError(reply, 'not_found'));
+    // fastify's own 503 while closing carries its body, not ours: answer it here (fastify adds `Connection: close`).
+    let closing = false;
+    app.addHook('preClose', (done) => {
+      closing = true;
+      done();
+    });
+    app.addHook('onRequest', (_request, reply, done) => {
+      if (closing) void sendError(reply, 'shutting_down');
+      else done();
+    });
   },
   { name: 'assistant-relay-errors' },
 );

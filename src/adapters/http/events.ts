@@ -1,12 +1,14 @@
 /**
- * `GET /v1/events` (4.2, 6.2): one session's reply stream. Validation and the reader cap answer with
- * ordinary error bodies; once subscribed, the connection belongs to a subscription actor.
+ * `GET /v1/events` (4.2, 6.2): one session's reply stream. Validation and the stream and reader caps
+ * answer with ordinary error bodies; once subscribed, the connection belongs to a subscription actor.
  */
-import type { FastifyInstance, FastifyReply } from 'fastify';
-import { isSessionId, parseEventId, type EventId } from '../../protocol/index.js';
+import type { FastifyPluginAsync, FastifyReply } from 'fastify';
+import { EventsHeaders, EventsQuery } from '../../protocol/index.js';
 import type { Engine } from '../../engine/engine.js';
 import type { SubscriberTransport } from '../../engine/subscription-actor.js';
 import { sendError } from './errors.js';
+import type { StreamSlots } from './stream-slots.js';
+import type { ZodTypeProvider } from './validation.js';
 
 /** Takes the raw response over from fastify and exposes it as the engine's transport. */
 function streamTransport(reply: FastifyReply): SubscriberTransport {
@@ -40,24 +42,30 @@ function streamTransport(reply: FastifyReply): SubscriberTransport {
   };
 }
 
-export function eventsRoute(app: FastifyInstance, engine: Engine, retryAfterSeconds: number): void {
+export interface EventsOptions {
+  readonly engine: Engine;
+  readonly slots: StreamSlots;
+  /** `Retry-After` on a 429 from the reader cap. */
+  readonly readersRetryAfterSeconds: number;
+  /** `Retry-After` on a 503 from the stream cap. */
+  readonly streamsRetryAfterSeconds: number;
+}
+
+export const eventsPlugin: FastifyPluginAsync<EventsOptions> = async (app, options) => {
+  const { engine, slots } = options;
   // No HEAD twin: a HEAD response can carry no stream, yet would hold a reader slot and never answer.
-  app.get('/v1/events', { exposeHeadRoute: false }, async (request, reply) => {
-    const { session_id: sessionId } = request.query as Record<string, unknown>;
-    if (sessionId === undefined || sessionId === '') return sendError(reply, 'missing_session_id');
-    if (typeof sessionId !== 'string' || !isSessionId(sessionId)) return sendError(reply, 'invalid_session_id');
-    const header = request.headers['last-event-id'];
-    let cursor: EventId | undefined;
-    if (header !== undefined) {
-      cursor = typeof header === 'string' ? parseEventId(header) : undefined;
-      if (cursor === undefined) return sendError(reply, 'invalid_last_event_id');
+  const route = { exposeHeadRoute: false, schema: { querystring: EventsQuery, headers: EventsHeaders } };
+  app.withTypeProvider<ZodTypeProvider>().get('/v1/events', route, async (request, reply) => {
+    if (!slots.take(reply.raw)) {
+      return sendError(reply, 'too_many_streams', undefined, { 'retry-after': String(options.streamsRetryAfterSeconds) });
     }
-    const result = await engine.subscribe(sessionId, cursor, () => streamTransport(reply));
+    const cursor = request.headers['last-event-id'];
+    const result = await engine.subscribe(request.query.session_id, cursor, () => streamTransport(reply));
     if (result.kind === 'too_many_readers') {
-      return sendError(reply, 'too_many_readers', undefined, { 'retry-after': String(retryAfterSeconds) });
+      return sendError(reply, 'too_many_readers', undefined, { 'retry-after': String(options.readersRetryAfterSeconds) });
     }
     if (result.kind === 'ended') return reply.code(204).send();
     if (result.kind === 'no_stream') return sendError(reply, 'stream_not_available');
     return reply;
   });
-}
+};

@@ -1,16 +1,15 @@
 /** `POST /v1/incoming` (4.2, 4.3): the client adds a user message; answered once it is durably logged. */
-import type { FastifyInstance } from 'fastify';
-import { z } from 'zod';
+import type { FastifyPluginAsync } from 'fastify';
 import { IncomingEvent, isUuid, type IncomingAccepted, type IncomingIgnored } from '../../protocol/index.js';
 import type { Engine } from '../../engine/engine.js';
 import type { CallbackPolicy } from '../callback/policy.js';
 import { sendError } from './errors.js';
+import type { ZodTypeProvider } from './validation.js';
 
-export function incomingRoute(app: FastifyInstance, engine: Engine, callbacks: CallbackPolicy): void {
-  app.post('/v1/incoming', async (request, reply) => {
-    const parsed = IncomingEvent.safeParse(request.body);
-    if (!parsed.success) return sendError(reply, 'invalid_request', z.prettifyError(parsed.error));
-    const event = parsed.data;
+export const incomingPlugin: FastifyPluginAsync<{ readonly engine: Engine; readonly callbacks: CallbackPolicy }> = async (app, { engine, callbacks }) => {
+  app.withTypeProvider<ZodTypeProvider>().post('/v1/incoming', { schema: { body: IncomingEvent } }, async (request, reply) => {
+    const event = request.body;
+    // Which form a session follows is the engine's state, not the request's shape: no schema can say it.
     if (engine.formOf(event.session_id) === 'B' && !isUuid(event.task_id)) return sendError(reply, 'invalid_task_id');
     if (event.callback !== undefined) {
       // Checked before anything is logged (and again before every attempt): a refused URL never enters the log.
@@ -34,4 +33,4 @@ export function incomingRoute(app: FastifyInstance, engine: Engine, callbacks: C
     };
     return reply.code(202).send(accepted);
   });
-}
+};

@@ -1,47 +1,70 @@
-/** The Form A HTTP surface as a fastify instance: one plugin or route module per concern. */
-import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyReply } from 'fastify';
-import { LIMITS, errorBody } from '../../protocol/index.js';
+/** The HTTP surface of both forms as a fastify instance: one plugin per concern. */
+import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
+import { LIMITS } from '../../protocol/index.js';
 import type { Engine } from '../../engine/engine.js';
 import type { CallbackPolicy } from '../callback/policy.js';
-import { requireBearer } from './auth.js';
-import { errorsPlugin } from './errors.js';
-import { eventsRoute } from './events.js';
-import { incomingRoute } from './incoming.js';
+import { authPlugin } from './auth.js';
+import { answerClientError } from './client-errors.js';
+import { answerError, errorsPlugin } from './errors.js';
+import { eventsPlugin } from './events.js';
+import { healthPlugin } from './health.js';
+import { incomingPlugin } from './incoming.js';
+import { jsonBodyPlugin } from './json-body.js';
+import type { HttpLimits } from './limits.js';
 import { RequestLogController } from './request-log.js';
-import { sessionsRoute } from './sessions.js';
+import { sessionsPlugin } from './sessions.js';
+import { StreamSlots } from './stream-slots.js';
+import { validationPlugin } from './validation.js';
+
+/** `Retry-After` of a 429 from the per-session reader cap: a reader overlapping its own reconnect is gone in a moment. */
+const READERS_RETRY_AFTER_SECONDS = 1;
+/** `Retry-After` of a 503 from the stream cap: streams free up only as clients leave. */
+const STREAMS_RETRY_AFTER_SECONDS = 5;
 
 export interface HttpOptions {
   readonly token: string;
   /** Judges the callback URLs incoming events advertise. */
   readonly callbacks: CallbackPolicy;
   readonly logger?: FastifyBaseLogger;
-  /** `Retry-After` on a 429 from the reader cap. */
-  readonly retryAfterSeconds?: number;
+  readonly limits: HttpLimits;
 }
 
 export async function buildServer(engine: Engine, options: HttpOptions): Promise<FastifyInstance> {
+  const { limits } = options;
   const app = Fastify({
     ...(options.logger === undefined ? { logger: false } : { loggerInstance: options.logger }),
     bodyLimit: LIMITS.incomingMaxBytes,
     logController: new RequestLogController(),
-    // Long enough that an over-long session_id reaches our own check and its coded 400.
+    // Long enough that an over-long session_id reaches its schema and the coded 400.
     routerOptions: { maxParamLength: 4 * LIMITS.sessionIdMaxLength },
-    return503OnClosing: true,
-    frameworkErrors: (_error, _request, reply) => {
-      // fastify's own message quotes the URL back; ours does not.
-      void (reply as FastifyReply).code(400).send(errorBody('invalid_request', 'the request URL is malformed'));
+    requestTimeout: limits.requestTimeoutMs,
+    keepAliveTimeout: limits.connectionIdleTimeoutMs,
+    http: {
+      headersTimeout: limits.headersTimeoutMs,
+      requestTimeout: limits.requestTimeoutMs,
+      // Node checks both limits on this period (30 s by default), which would stretch a 10 s limit to 40 s.
+      connectionsCheckingInterval: Math.min(1_000, limits.headersTimeoutMs),
     },
+    // The errors plugin answers requests that arrive while the host closes, with our body.
+    return503OnClosing: false,
+    frameworkErrors: answerError,
+    clientErrorHandler: answerClientError,
   });
   await app.register(errorsPlugin);
-  // fastify parses text/plain by default; every body here is JSON, so any other type is a 415.
-  app.removeContentTypeParser('text/plain');
-  app.get('/healthz', async () => ({ ok: true, epoch: engine.epoch }));
+  await app.register(jsonBodyPlugin);
+  await app.register(healthPlugin, { engine });
   await app.register(async (scope) => {
-    requireBearer(scope, options.token);
-    incomingRoute(scope, engine, options.callbacks);
-    eventsRoute(scope, engine, options.retryAfterSeconds ?? 1);
-    sessionsRoute(scope, engine);
+    // Zod validation for our routes only: routes an embedder adds to the instance keep fastify's JSON Schema.
+    await scope.register(validationPlugin);
+    await scope.register(authPlugin, { token: options.token });
+    await scope.register(incomingPlugin, { engine, callbacks: options.callbacks });
+    await scope.register(eventsPlugin, {
+      engine,
+      slots: new StreamSlots(limits.maxStreams),
+      readersRetryAfterSeconds: READERS_RETRY_AFTER_SECONDS,
+      streamsRetryAfterSeconds: STREAMS_RETRY_AFTER_SECONDS,
+    });
+    await scope.register(sessionsPlugin, { engine });
   });
   return app;
 }
-
