@@ -2,14 +2,16 @@
  * The engine's own failures, and how a failure nobody awaits is handled: an expected one is dropped by
  * name, anything else is reported (never swallowed).
  */
+import { HTTP_ERRORS, type HttpErrorCode } from '../protocol/index.js';
 import { EventLogError } from '../storage/errors.js';
 import type { FailureContext } from './config.js';
 
 /** Thrown by commands once `close()` has begun: nothing new enters the log of a closing host. */
 export class HostClosingError extends Error {
   override readonly name = 'HostClosingError';
+  readonly code = 'shutting_down' satisfies HttpErrorCode;
   constructor() {
-    super('the host is closing');
+    super(HTTP_ERRORS.shutting_down.message);
   }
 }
 

@@ -12,22 +12,8 @@
 // isIP is a pure check: no socket, no DNS.
 import { isIP } from 'node:net';
 import { ADDRESS_CLASSES, classifyAddress, dialAddress } from './ip-address.js';
+import { CALLBACK_REFUSALS, type CallbackRefusalReason } from './errors.js';
 import { formatPortRanges, inPortRanges, type PortRange } from './port-ranges.js';
-
-/** Why a callback URL is refused; stable codes an adapter or a log can carry. */
-export const CALLBACK_REFUSALS = {
-  malformed: 'callback.url is not an absolute URL',
-  scheme: 'callback.url must be http or https',
-  userinfo: 'callback.url must not carry credentials (user:password@)',
-  query_or_fragment: 'callback.url is a base URL: it has no query string or fragment',
-  unspecified_address: 'callback.url must not point at the unspecified address (0.0.0.0, ::)',
-  not_allowlisted: 'callback.url must be a loopback origin or an origin in the callback allowlist',
-  private_address: 'callback.url names a host that resolves to a private, link-local, metadata or reserved address',
-  loopback_off: 'callback.url is a loopback address, and this host allows no loopback callbacks: only allowlisted origins',
-  loopback_port: 'callback.url is a loopback address on a port this host does not allow for callbacks',
-} as const;
-
-export type CallbackRefusalReason = keyof typeof CALLBACK_REFUSALS;
 
 export interface CallbackRefusal {
   readonly kind: 'refused';

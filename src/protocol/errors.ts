@@ -1,6 +1,10 @@
 /**
- * The one catalogue of error codes a client can see: HTTP errors (`{error: {code, message}}`) and the
- * `error_code` values of `errored` replies. PROTOCOL.md lists the same table; add a code here first.
+ * The one catalogue of every code a client or an operator can see, each defined here once: HTTP errors
+ * (`{error: {code, message}}`, the closing host's `shutting_down` among them), the `error_code` values of
+ * `errored` replies the host produces, the reasons a callback URL is refused, and the event log's errors.
+ * A message here is what is said when the place that raises the code has nothing more specific to add.
+ * PROTOCOL.md lists the same tables, and test/protocol/errors.test.ts holds the two to each other and
+ * to the code that raises them: add a code here first.
  */
 export const HTTP_ERRORS = {
   invalid_json: { status: 400, message: 'the request body is not valid JSON' },
@@ -42,6 +46,34 @@ export const REPLY_ERRORS = {
   interrupted: 'the assistant restarted while this task was pending',
   agent_error: 'the agent failed while handling this task',
   session_ended: 'the session ended while this task was pending',
+  /** Only the `script` test agent says this one. */
+  invalid_script: "the turn's script is malformed",
 } as const;
 
 export type ReplyErrorCode = keyof typeof REPLY_ERRORS;
+
+/** Why a callback URL is refused (PROTOCOL.md 3b.8): on `POST /v1/incoming` as `callback_not_allowed`, at connect time in `delivery.abandoned`. */
+export const CALLBACK_REFUSALS = {
+  malformed: 'callback.url is not an absolute URL',
+  scheme: 'callback.url must be http or https',
+  userinfo: 'callback.url must not carry credentials (user:password@)',
+  query_or_fragment: 'callback.url is a base URL: it has no query string or fragment',
+  unspecified_address: 'callback.url must not point at the unspecified address (0.0.0.0, ::)',
+  not_allowlisted: 'callback.url must be a loopback origin or an origin in the callback allowlist',
+  private_address: 'callback.url names a host that resolves to a private, link-local, metadata or reserved address',
+  loopback_off: 'callback.url is a loopback address, and this host allows no loopback callbacks: only allowlisted origins',
+  loopback_port: 'callback.url is a loopback address on a port this host does not allow for callbacks',
+} as const;
+
+export type CallbackRefusalReason = keyof typeof CALLBACK_REFUSALS;
+
+/** The event log's errors (PROTOCOL.md 4b), for operators and supervisors: each error of storage/ carries its code. */
+export const LOG_ERRORS = {
+  event_log_locked: 'the event log is open already, in another process or this one',
+  event_log_schema_mismatch: 'the file is not an assistant-relay event log, or has another schema version',
+  event_log_permissions: 'the event log, its -wal or its -shm can be accessed by other users',
+  event_log_closed: 'the event log is closed',
+  event_log_write_failed: 'the event log could not commit a batch; the host must restart',
+} as const;
+
+export type LogErrorCode = keyof typeof LOG_ERRORS;

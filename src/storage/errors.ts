@@ -1,26 +1,15 @@
 /**
- * The event log's errors. Each has a stable `code`, for programs (a supervisor, the CLI's log line);
- * the message is for people. The codes:
- *
- * | code | error | when |
- * |---|---|---|
- * | `event_log_locked` | `EventLogLockedError` | the log is open already, in another process or this one; `holder` says which, if it could be read |
- * | `event_log_schema_mismatch` | `SchemaMismatchError` | the file is not an assistant-relay event log, or has another schema version |
- * | `event_log_permissions` | `EventLogPermissionsError` | the log, its `-wal` or its `-shm` can be accessed by other users |
- * | `event_log_closed` | `EventLogClosedError` | an append after `close()` |
- * | `event_log_write_failed` | `EventLogWriteError` | a batch could not be committed (its `cause` says why); every later append fails too |
+ * The event log's errors. Each has a stable `code` from the catalogue's `LOG_ERRORS`
+ * (protocol/errors.ts, where every code an operator can see is defined), for programs (a supervisor,
+ * the CLI's log line); the message, for people, says what this file and this moment were.
  *
  * Anything else (a folder that cannot be created, a disk that is gone) is the system's own error, with
  * its own `code` (`EACCES`, `SQLITE_CANTOPEN`, …).
  */
+import type { LogErrorCode } from '../protocol/errors.js';
 import type { LockHolder } from './log-lock.js';
 
-export type EventLogErrorCode =
-  | 'event_log_locked'
-  | 'event_log_schema_mismatch'
-  | 'event_log_permissions'
-  | 'event_log_closed'
-  | 'event_log_write_failed';
+export type EventLogErrorCode = LogErrorCode;
 
 export abstract class EventLogError extends Error {
   abstract readonly code: EventLogErrorCode;

@@ -60,6 +60,9 @@ const cases: Case[] = [
   { name: 'a session_id of 10,000 characters', send: postJson({ ...valid, session_id: 'a'.repeat(10_000) }), code: 'invalid_request', message: /at session_id/ },
   { name: 'a session_id with a control character', send: postJson({ ...valid, session_id: 'a\u0007b' }), code: 'invalid_request', message: /at session_id/ },
   { name: 'a task_id with spaces', send: postJson({ ...valid, task_id: 'my task' }), code: 'invalid_request', message: /at task_id/ },
+  // A receiver would normalise /tasks/. and /tasks/.. away: never task ids.
+  { name: 'a task_id of .', send: postJson({ ...valid, task_id: '.' }), code: 'invalid_request', message: /not \. or \.\.[\s\S]*at task_id/ },
+  { name: 'a task_id of ..', send: postJson({ ...valid, task_id: '..' }), code: 'invalid_request', message: /not \. or \.\.[\s\S]*at task_id/ },
   { name: 'a task_id of 129 characters', send: postJson({ ...valid, task_id: 't'.repeat(129) }), code: 'invalid_request', message: /at task_id/ },
   { name: 'a callback to a private address', send: postJson({ ...valid, callback: { url: 'http://10.0.0.1/cb', token: 'x' } }), code: 'callback_not_allowed', message: /10\.0\.0\.1 is a private address/ },
   { name: 'a callback with credentials in its URL', send: postJson({ ...valid, callback: { url: 'http://user:pw@127.0.0.1:9/cb', token: 'x' } }), code: 'callback_not_allowed', message: /credentials/ },

@@ -4,6 +4,7 @@
  * an `errored` reply with `error_code` `invalid_script` saying what is wrong.
  */
 import { z } from 'zod';
+import type { ReplyErrorCode } from '../../protocol/index.js';
 import type { Agent, ReplySink } from '../../engine/agent.js';
 import { echoAgent } from './echo.js';
 
@@ -68,7 +69,7 @@ export const scriptAgent: Agent = {
   async respond(turn, reply) {
     const script = parseScript(turn.text);
     if (script === undefined) return echoAgent.respond(turn, reply);
-    if ('error' in script) return reply.errored('invalid_script', script.error);
+    if ('error' in script) return reply.errored('invalid_script' satisfies ReplyErrorCode, script.error);
     for (const step of script.steps) {
       if (reply.signal.aborted) return;
       await runStep(step, reply);

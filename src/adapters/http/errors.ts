@@ -54,7 +54,7 @@ function schemaFailure(error: SchemaError, request: FastifyRequest): Failure {
 function failureOf(error: FastifyError, request: FastifyRequest): Failure {
   if (error instanceof EdgeError) return error.failure;
   if (error instanceof SchemaError) return schemaFailure(error, request);
-  if (error instanceof HostClosingError) return { code: 'shutting_down' };
+  if (error instanceof HostClosingError) return { code: error.code };
   const known = FRAMEWORK_FAILURES[error.code];
   if (known !== undefined) return known;
   if (error instanceof SyntaxError) return { code: 'invalid_json' };

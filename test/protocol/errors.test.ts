@@ -1,0 +1,68 @@
+/**
+ * The error catalogue (src/protocol/errors.ts) and PROTOCOL.md's say the same thing, and every code in it
+ * is raised somewhere (fastify holds its lib/errors.js to docs/Reference/Errors.md the same way).
+ */
+import { readFileSync, readdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { describe, expect, it } from 'vitest';
+import { CALLBACK_REFUSALS, HTTP_ERRORS, LOG_ERRORS, REPLY_ERRORS } from '../../src/protocol/errors.js';
+
+const root = (path: string) => fileURLToPath(new URL(`../../${path}`, import.meta.url));
+
+/** The catalogue section's tables, by their header row: each row's cells, code first, backticks dropped. */
+function tables(): Map<string, string[][]> {
+  const text = readFileSync(root('PROTOCOL.md'), 'utf8');
+  const start = text.indexOf('### Error catalogue');
+  const section = text.slice(start, text.indexOf('\n## ', start));
+  const found = new Map<string, string[][]>();
+  let header: string | undefined;
+  for (const line of section.split('\n')) {
+    if (!line.startsWith('|')) {
+      header = undefined;
+      continue;
+    }
+    const cells = line.split('|').slice(1, -1).map((cell) => cell.trim().replace(/^`(.*)`$/, '$1'));
+    if (header === undefined) {
+      header = cells.join(' | ');
+      found.set(header, []);
+    } else if (!cells[0]!.startsWith('---')) found.get(header)!.push(cells);
+  }
+  return found;
+}
+
+function sources(dir: string): string[] {
+  return readdirSync(dir, { withFileTypes: true }).flatMap((entry) =>
+    entry.isDirectory() ? sources(join(dir, entry.name)) : entry.name.endsWith('.ts') ? [join(dir, entry.name)] : [],
+  );
+}
+
+const documented = tables();
+const catalogue = root('src/protocol/errors.ts');
+const raising = sources(root('src'))
+  .filter((file) => file !== catalogue)
+  .map((file) => readFileSync(file, 'utf8'))
+  .join('\n');
+
+describe('the error catalogue', () => {
+  it('HTTP errors: the same codes with the same statuses', () => {
+    const rows = documented.get('code | status | when')!;
+    expect(rows.map(([code, status]) => [code, Number(status)]).sort()).toEqual(
+      Object.entries(HTTP_ERRORS).map(([code, { status }]) => [code, status]).sort(),
+    );
+  });
+
+  it.each([
+    ['error_code | when', REPLY_ERRORS],
+    ['reason | when', CALLBACK_REFUSALS],
+    ['code | when', LOG_ERRORS],
+  ] as const)('%s: the same codes', (header, codes) => {
+    expect(documented.get(header)!.map(([code]) => code).sort()).toEqual(Object.keys(codes).sort());
+  });
+
+  it.each(
+    [HTTP_ERRORS, REPLY_ERRORS, CALLBACK_REFUSALS, LOG_ERRORS].flatMap((codes) => Object.keys(codes)),
+  )('%s is raised somewhere in src/ (a code nothing raises goes)', (code) => {
+    expect(raising).toContain(`'${code}'`);
+  });
+});
