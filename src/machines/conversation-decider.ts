@@ -15,8 +15,8 @@ import {
   type ConversationLimits,
   type ConversationSnapshot,
 } from './conversation.js';
-import type { Decider, Decision } from './decider.js';
-import type { ConversationEvent, ReplyCause, ReplyQueued } from './events.js';
+import { openedBy, type Decider, type Decision } from './decider.js';
+import type { ConversationEvent, ReplyCause, ReplyQueued, SessionOpened } from './events.js';
 import { asInsight } from './insights.js';
 import { knowsTaskId } from './task-ids.js';
 
@@ -105,16 +105,11 @@ function decide(command: SessionCommand, conversation: ConversationState): Conve
 }
 
 export function conversationDecider(limits: ConversationLimits): Decider<ConversationState, SessionCommand, ConversationEvent, Outcome> {
-  return {
+  return openedBy({
+    name: 'Form B conversation',
     decide,
-    evolve(conversation, event) {
-      if (event.type === 'session.opened') {
-        if (conversation !== undefined) throw new Error(`event log: ${event.session_id} opened twice`);
-        return initialConversation(event, limits);
-      }
-      if (conversation === undefined) throw new Error(`event log: ${event.type} for ${event.session_id}, not an open Form B conversation`);
-      return evolveConversation(conversation, event);
-    },
-    initialState: undefined,
-  };
+    opens: (event): event is SessionOpened => event.type === 'session.opened',
+    open: (opened) => initialConversation(opened, limits),
+    step: evolveConversation,
+  });
 }

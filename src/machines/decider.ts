@@ -27,3 +27,29 @@ export function foldEvents<State, Event>(
   for (const event of events) state = decider.evolve(state, event);
   return state;
 }
+
+/**
+ * A decider whose state is `undefined` until its opening event, then a statechart's snapshot: the shape
+ * of both chat forms' deciders, whose sessions begin at `session.opened`.
+ */
+export function openedBy<Snapshot, Command, Event extends { readonly type: string; readonly session_id: string }, Opening extends Event, Outcome>(parts: {
+  /** Names the lifecycle in the error a log that cannot be folded raises. */
+  readonly name: string;
+  readonly decide: (command: Command, state: Snapshot | undefined) => Decision<Event, Outcome>;
+  readonly opens: (event: Event) => event is Opening;
+  readonly open: (event: Opening) => Snapshot;
+  readonly step: (snapshot: Snapshot, event: Exclude<Event, Opening>) => Snapshot;
+}): Decider<Snapshot | undefined, Command, Event, Outcome> {
+  return {
+    decide: parts.decide,
+    evolve(state, event) {
+      if (parts.opens(event)) {
+        if (state !== undefined) throw new Error(`event log: ${event.session_id} opened twice`);
+        return parts.open(event);
+      }
+      if (state === undefined) throw new Error(`event log: ${event.type} for ${event.session_id}, not an open ${parts.name}`);
+      return parts.step(state, event as Exclude<Event, Opening>);
+    },
+    initialState: undefined,
+  };
+}

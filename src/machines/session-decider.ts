@@ -5,8 +5,8 @@
  */
 import { LIMITS, callbackBody, isInsightsSession, replyBytes, type TerminalReply } from '../protocol/index.js';
 import { arrival, hostError, type Outcome, type SessionCommand } from './commands.js';
-import type { Decider, Decision } from './decider.js';
-import type { EndReason, SessionEvent, SettleCause, TaskSettled } from './events.js';
+import { openedBy, type Decider, type Decision } from './decider.js';
+import type { EndReason, SessionEvent, SessionOpened, SettleCause, TaskSettled } from './events.js';
 import { asInsight } from './insights.js';
 import { evolveSession, initialSession, isEnded, pendingInOrder, type SessionLimits, type SessionSnapshot } from './session.js';
 import { knowsTaskId } from './task-ids.js';
@@ -112,16 +112,11 @@ function decide(command: SessionCommand, session: SessionState): SessionDecision
 }
 
 export function sessionDecider(limits: SessionLimits): Decider<SessionState, SessionCommand, SessionEvent, Outcome> {
-  return {
+  return openedBy({
+    name: 'Form A session',
     decide,
-    evolve(session, event) {
-      if (event.type === 'session.opened') {
-        if (session !== undefined) throw new Error(`event log: ${event.session_id} opened twice`);
-        return initialSession(event, limits);
-      }
-      if (session === undefined) throw new Error(`event log: ${event.type} for ${event.session_id}, not an open Form A session`);
-      return evolveSession(session, event);
-    },
-    initialState: undefined,
-  };
+    opens: (event): event is SessionOpened => event.type === 'session.opened',
+    open: (opened) => initialSession(opened, limits),
+    step: evolveSession,
+  });
 }
