@@ -16,7 +16,7 @@ import {
   type ConversationSnapshot,
 } from './conversation.js';
 import { openedBy, type Decider, type Decision } from './decider.js';
-import type { ConversationEvent, ReplyCause, ReplyQueued, SessionOpened } from './events.js';
+import { isSessionOpened, type ConversationEvent, type ReplyCause, type ReplyQueued } from './events.js';
 import { asInsight } from './insights.js';
 import { knowsTaskId } from './task-ids.js';
 
@@ -108,7 +108,7 @@ export function conversationDecider(limits: ConversationLimits): Decider<Convers
   return openedBy({
     name: 'Form B conversation',
     decide,
-    opens: (event): event is SessionOpened => event.type === 'session.opened',
+    opens: isSessionOpened,
     open: (opened) => initialConversation(opened, limits),
     step: evolveConversation,
   });

@@ -227,3 +227,7 @@ export function isUrgent(event: DomainEvent): boolean {
 export function isDeliveryEvent(event: DomainEvent): event is DeliveryEvent {
   return event.type.startsWith('delivery.');
 }
+
+export function isSessionOpened(event: DomainEvent): event is SessionOpened {
+  return event.type === 'session.opened';
+}

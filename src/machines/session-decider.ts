@@ -6,7 +6,7 @@
 import { LIMITS, callbackBody, isInsightsSession, replyBytes, type TerminalReply } from '../protocol/index.js';
 import { arrival, hostError, type Outcome, type SessionCommand } from './commands.js';
 import { openedBy, type Decider, type Decision } from './decider.js';
-import type { EndReason, SessionEvent, SessionOpened, SettleCause, TaskSettled } from './events.js';
+import { isSessionOpened, type EndReason, type SessionEvent, type SettleCause, type TaskSettled } from './events.js';
 import { asInsight } from './insights.js';
 import { evolveSession, initialSession, isEnded, pendingInOrder, type SessionLimits, type SessionSnapshot } from './session.js';
 import { knowsTaskId } from './task-ids.js';
@@ -115,7 +115,7 @@ export function sessionDecider(limits: SessionLimits): Decider<SessionState, Ses
   return openedBy({
     name: 'Form A session',
     decide,
-    opens: (event): event is SessionOpened => event.type === 'session.opened',
+    opens: isSessionOpened,
     open: (opened) => initialSession(opened, limits),
     step: evolveSession,
   });
