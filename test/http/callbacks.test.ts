@@ -192,6 +192,29 @@ describe('delivery: retries, backoff and giving up (4.3 rule 5, Part 8)', () => 
   });
 });
 
+describe('a slow receiver gets the latest progress, not every one (4.2 rule 4, as on the stream)', () => {
+  it('progress queued behind a delivery in flight is coalesced by task; the reply still follows', async () => {
+    let release: () => void = () => {};
+    const held = new Promise<void>((resolve) => (release = resolve));
+    const receiver = await Receiver.start((_received, response) => {
+      // The first POST hangs until released: everything after it queues behind.
+      const first = receiver.requests.length === 1;
+      void (first ? held : Promise.resolve()).then(() => response.writeHead(200).end());
+    });
+    const { relay, send } = await formB(receiver);
+    await send(script({ typing: 'a' }, { sleep: 50 }, { typing: 'b' }, { typing: 'c' }, { typing: 'd' }, { message: 'done' }));
+    await until(() => delivered(relay, 'reply.queued').length === 5, 'every reply queued');
+    release();
+    await until(() => relay.t.host.deliveryStats().queued === 0, 'the outbox empty');
+    expect(receiver.requests.map((r) => JSON.parse(r.body) as { status: string; label?: string; reply_text?: string })).toEqual([
+      expect.objectContaining({ status: 'typing', label: 'a' }),
+      expect.objectContaining({ status: 'message', reply_text: 'done' }),
+    ]);
+    // Coalesced progress is neither delivered nor abandoned: it never was anything but live.
+    expect(relay.t.host.deliveryStats()).toEqual({ queued: 0, succeeded: 2, abandoned: 0 });
+  });
+});
+
 describe('Form A: a task with a callback block (4.3 rule 1)', () => {
   it('posts the task replies, progress included, to the callback instead of the stream', async () => {
     const receiver = await Receiver.start();
