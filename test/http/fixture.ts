@@ -28,6 +28,14 @@ export function sleep(ms: number): Promise<void> {
   return new Promise((resolve) => setTimeout(resolve, ms));
 }
 
+/**
+ * A short real wait, only to show that something does NOT happen: the host has had the time to act on
+ * what it was given (loopback I/O, a commit). What must happen is waited for with `until`, never this.
+ */
+export function aMoment(): Promise<void> {
+  return sleep(50);
+}
+
 export class Relay {
   /** Every event committed since the host started serving, in commit order. */
   readonly events: DomainEvent[] = [];
