@@ -252,4 +252,37 @@ describe('ended sessions', () => {
       expect(relay.t.host.session(session)).toMatchObject({ state: 'ended', end_reason: 'idle' });
     }
   });
+
+  it('re-arms idle deadlines from the log on start: one that passed while the host was down ends its session at once', async () => {
+    const clock = new SimulatedClock();
+    const before = await Relay.start({ clock });
+    const early = clock.now();
+    await before.turn('early', 'e1', { message: 'hi' });
+    await before.settled('e1');
+    clock.increment(60_000);
+    await before.turn('late', 'l1', { message: 'hi' });
+    await before.settled('l1');
+    const dir = await before.closeKeepingLog();
+
+    // Down past 'early''s deadline, not past 'late''s.
+    clock.incrementTo(early + IDLE_TTL_MS + 1_000);
+    const relay = await Relay.start({ clock, dir });
+    // A simulated timer due now runs when time moves, even by nothing.
+    clock.increment(0);
+    await until(() => relay.count('session.ended') === 1, "'early' ended");
+    expect(relay.events.filter((e) => e.type === 'session.ended')).toEqual([
+      { type: 'session.ended', session_id: 'early', reason: 'idle', at: early + IDLE_TTL_MS + 1_000 },
+    ]);
+    clock.incrementTo(early + 60_000 + IDLE_TTL_MS - 1);
+    await aMoment();
+    expect(relay.t.host.session('late')).toMatchObject({ state: 'open' });
+    clock.increment(1);
+    await until(() => relay.count('session.ended') === 2, "'late' ended");
+    expect(relay.events.filter((e) => e.type === 'session.ended').at(-1)).toEqual({
+      type: 'session.ended',
+      session_id: 'late',
+      reason: 'idle',
+      at: early + 60_000 + IDLE_TTL_MS,
+    });
+  });
 });
