@@ -148,6 +148,24 @@ describe('delivery: retries, backoff and giving up (4.3 rule 5, Part 8)', () => 
     expect(receiver.requests).toHaveLength(2);
   });
 
+  it('a retry wait survives a restart: the next attempt is made at the logged retry_at, not before', async () => {
+    const clock = new SimulatedClock();
+    const receiver = await Receiver.start(statuses(503, 200));
+    const { relay: before, send } = await formB(receiver, 's-b', { clock });
+    await send(script({ message: 'across' }));
+    await until(() => before.count('delivery.failed') === 1, 'the first attempt failed');
+    const [failed] = delivered(before, 'delivery.failed') as Failed[];
+    const relay = await Relay.start({ form: 'B', clock, dir: await before.closeKeepingLog() });
+    clock.incrementTo(failed!.retry_at - 1);
+    await aMoment();
+    expect(delivered(relay, 'delivery.attempted')).toEqual([]);
+    clock.increment(1);
+    await until(() => relay.t.host.deliveryStats().succeeded === 1, 'delivered after the restart');
+    expect(delivered(relay, 'delivery.attempted')).toEqual([expect.objectContaining({ attempt: 2, at: failed!.retry_at })]);
+    expect(receiver.requests).toHaveLength(2);
+    expect(receiver.requests[1]!.body).toBe(receiver.requests[0]!.body);
+  });
+
   it('503 four times: exactly 4 attempts, then an abandoned event and a counter', async () => {
     const clock = new SimulatedClock();
     const receiver = await Receiver.start(statuses(503));
