@@ -5,7 +5,7 @@ import { REPLY_ERRORS } from '../../src/protocol/index.js';
 import { request, script } from '../support/http.js';
 import { readEvents } from '../support/log.js';
 import { SimulatedClock } from '../support/clock.js';
-import { Relay, TOKEN, aMoment, idOf, sleep, stopAll, until } from './fixture.js';
+import { Relay, TOKEN, aMoment, idOf, stopAll, until } from './fixture.js';
 
 afterEach(stopAll);
 
@@ -191,7 +191,7 @@ describe('ended sessions', () => {
     expect(relay.t.host.session('s')).toMatchObject({ state: 'ended', end_reason: 'agent', pending_task_ids: [] });
     // The session's end aborted the agent's signal: the step after end_session never ran.
     const last = relay.events.at(-1);
-    await sleep(100);
+    await aMoment();
     expect(relay.events.at(-1)).toBe(last);
     expect(relay.count('reply.dropped')).toBe(0);
   });
