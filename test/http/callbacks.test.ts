@@ -9,7 +9,7 @@ import { SimulatedClock } from '../support/clock.js';
 import { Receiver, closeReceivers, type Answer } from '../support/receiver.js';
 import { post, script } from '../support/http.js';
 import { countEvents } from '../support/log.js';
-import { Relay, TOKEN, stopAll, until } from './fixture.js';
+import { Relay, TOKEN, aMoment, stopAll, until } from './fixture.js';
 
 afterEach(async () => {
   await stopAll();
@@ -29,6 +29,24 @@ function statuses(...codes: number[]): Answer {
 
 function delivered(relay: Relay, type: DomainEvent['type']): DomainEvent[] {
   return relay.events.filter((e) => e.type === type);
+}
+
+type Failed = Extract<DomainEvent, { type: 'delivery.failed' }>;
+
+/**
+ * Waits until the `attempt`th failed attempt is logged, shows that nothing is attempted one millisecond
+ * before its `retry_at`, moves the clock to it and waits for the next attempt. Returns the failure.
+ */
+async function retryAt(relay: Relay, clock: SimulatedClock, attempt: number): Promise<Failed> {
+  await until(() => relay.count('delivery.failed') === attempt, `attempt ${attempt} failed`);
+  const failed = delivered(relay, 'delivery.failed')[attempt - 1] as Failed;
+  const attempts = relay.count('delivery.attempted');
+  clock.incrementTo(failed.retry_at - 1);
+  await aMoment();
+  expect(relay.count('delivery.attempted')).toBe(attempts);
+  clock.increment(1);
+  await until(() => relay.count('delivery.attempted') > attempts, `the attempt after attempt ${attempt}`);
+  return failed;
 }
 
 async function formB(
@@ -92,28 +110,68 @@ describe('Form B: the conversation over callbacks', () => {
 });
 
 describe('delivery: retries, backoff and giving up (4.3 rule 5, Part 8)', () => {
-  it('503, 503, 503, 200: the message arrives on the 4th attempt, after 250, 500 and 1000 ms of backoff', async () => {
+  it('503, 503, 503, 200: the message arrives on the 4th attempt, each made exactly at its retry_at, 250, 500 and 1000 ms on', async () => {
+    const clock = new SimulatedClock();
     const receiver = await Receiver.start(statuses(503, 503, 503, 200));
-    const { relay, send } = await formB(receiver);
+    const { relay, send } = await formB(receiver, 's-b', { clock });
+    const sent = clock.now();
     await send(script({ message: 'persist' }));
+    const failed = [await retryAt(relay, clock, 1), await retryAt(relay, clock, 2), await retryAt(relay, clock, 3)];
     await until(() => delivered(relay, 'delivery.succeeded').length === 1, 'delivered');
     expect(receiver.requests).toHaveLength(4);
     expect(new Set(receiver.requests.map((r) => r.body)).size).toBe(1);
-    const failed = delivered(relay, 'delivery.failed') as Extract<DomainEvent, { type: 'delivery.failed' }>[];
     expect(failed.map((e) => [e.attempt, e.outcome, e.retry_at - e.at])).toEqual([
       [1, 'status 503', 250],
       [2, 'status 503', 500],
       [3, 'status 503', 1000],
     ]);
-    // Each attempt waited for its retry_at: the log's own clock says when it was made.
+    // The log's own clock says when each attempt was made: the first at once, each later one at its retry_at.
     const attempted = delivered(relay, 'delivery.attempted') as Extract<DomainEvent, { type: 'delivery.attempted' }>[];
-    for (let i = 1; i < 4; i++) expect(attempted[i]!.at).toBeGreaterThanOrEqual(failed[i - 1]!.retry_at);
+    expect(attempted.map((e) => e.at)).toEqual([sent, ...failed.map((e) => e.retry_at)]);
+  });
+
+  it.each([
+    ['3', 3_000],
+    ['60', 10_000],
+  ])('a Retry-After of %s s makes the host wait %i ms before the next attempt', async (retryAfter, waitMs) => {
+    const clock = new SimulatedClock();
+    let answers = 0;
+    const receiver = await Receiver.start((_received, response) => {
+      if (answers++ === 0) response.writeHead(503, { 'retry-after': retryAfter }).end();
+      else response.writeHead(200, { 'content-type': 'application/json' }).end('{"ok":true}');
+    });
+    const { relay, send } = await formB(receiver, 's-b', { clock });
+    await send(script({ message: 'later' }));
+    const failed = await retryAt(relay, clock, 1);
+    expect(failed.retry_at - failed.at).toBe(waitMs);
+    await until(() => delivered(relay, 'delivery.succeeded').length === 1, 'delivered');
+    expect(receiver.requests).toHaveLength(2);
+  });
+
+  it('a retry wait survives a restart: the next attempt is made at the logged retry_at, not before', async () => {
+    const clock = new SimulatedClock();
+    const receiver = await Receiver.start(statuses(503, 200));
+    const { relay: before, send } = await formB(receiver, 's-b', { clock });
+    await send(script({ message: 'across' }));
+    await until(() => before.count('delivery.failed') === 1, 'the first attempt failed');
+    const [failed] = delivered(before, 'delivery.failed') as Failed[];
+    const relay = await Relay.start({ form: 'B', clock, dir: await before.closeKeepingLog() });
+    clock.incrementTo(failed!.retry_at - 1);
+    await aMoment();
+    expect(delivered(relay, 'delivery.attempted')).toEqual([]);
+    clock.increment(1);
+    await until(() => relay.t.host.deliveryStats().succeeded === 1, 'delivered after the restart');
+    expect(delivered(relay, 'delivery.attempted')).toEqual([expect.objectContaining({ attempt: 2, at: failed!.retry_at })]);
+    expect(receiver.requests).toHaveLength(2);
+    expect(receiver.requests[1]!.body).toBe(receiver.requests[0]!.body);
   });
 
   it('503 four times: exactly 4 attempts, then an abandoned event and a counter', async () => {
+    const clock = new SimulatedClock();
     const receiver = await Receiver.start(statuses(503));
-    const { relay, send } = await formB(receiver);
+    const { relay, send } = await formB(receiver, 's-b', { clock });
     await send(script({ message: 'doomed' }));
+    for (const attempt of [1, 2, 3]) await retryAt(relay, clock, attempt);
     await until(() => delivered(relay, 'delivery.abandoned').length === 1, 'abandoned');
     expect(delivered(relay, 'delivery.abandoned')[0]).toMatchObject({ reason: 'attempts_exhausted', attempts: 4, outcome: 'status 503' });
     expect(receiver.requests).toHaveLength(4);
@@ -140,7 +198,7 @@ describe('delivery: retries, backoff and giving up (4.3 rule 5, Part 8)', () => 
     await send(script({ message: 'anyone?' }));
     await until(() => receiver.requests.length === 1, 'the attempt reached the receiver');
     clock.increment(4_999);
-    await new Promise((resolve) => setTimeout(resolve, 50));
+    await aMoment();
     expect(delivered(relay, 'delivery.failed')).toEqual([]);
     clock.increment(1);
     await until(() => delivered(relay, 'delivery.failed').length === 1, 'the first attempt timed out');
@@ -151,9 +209,12 @@ describe('delivery: retries, backoff and giving up (4.3 rule 5, Part 8)', () => 
   });
 
   it('messages of one session are delivered in order: a later one waits for the earlier one', async () => {
+    const clock = new SimulatedClock();
     const receiver = await Receiver.start(statuses(503, 200));
-    const { relay, send } = await formB(receiver);
+    const { relay, send } = await formB(receiver, 's-b', { clock });
     await send(script({ message: 'first' }, { message: 'second' }, { message: 'third' }));
+    await until(() => delivered(relay, 'reply.queued').length === 3, 'all three queued');
+    await retryAt(relay, clock, 1);
     await until(() => delivered(relay, 'delivery.succeeded').length === 3, 'all delivered');
     const texts = receiver.requests.map((r) => (JSON.parse(r.body) as { reply_text: string }).reply_text);
     expect(texts).toEqual(['first', 'first', 'second', 'third']);

@@ -28,6 +28,14 @@ export function sleep(ms: number): Promise<void> {
   return new Promise((resolve) => setTimeout(resolve, ms));
 }
 
+/**
+ * A short real wait, only to show that something does NOT happen: the host has had the time to act on
+ * what it was given (loopback I/O, a commit). What must happen is waited for with `until`, never this.
+ */
+export function aMoment(): Promise<void> {
+  return sleep(50);
+}
+
 export class Relay {
   /** Every event committed since the host started serving, in commit order. */
   readonly events: DomainEvent[] = [];
@@ -37,10 +45,21 @@ export class Relay {
     t.host.onEvent((event) => this.events.push(event));
   }
 
-  static async start(options: Partial<AssistantHostOptions> = {}): Promise<Relay> {
+  static async start(options: Partial<AssistantHostOptions> & { dir?: string } = {}): Promise<Relay> {
     const relay = new Relay(await startHost(options));
     running.add(relay);
     return relay;
+  }
+
+  /**
+   * Closes this host and keeps its folder, for a restart: `Relay.start({ dir })` opens the same log again,
+   * and that host removes the folder when it stops.
+   */
+  async closeKeepingLog(): Promise<string> {
+    this.closeStreams();
+    running.delete(this);
+    await this.t.close();
+    return this.t.dir;
   }
 
   get url(): string {
@@ -130,9 +149,13 @@ export class Relay {
   }
 
   async stop(): Promise<void> {
-    for (const stream of this.streams) stream.close();
+    this.closeStreams();
     running.delete(this);
     await this.t.cleanup();
+  }
+
+  private closeStreams(): void {
+    for (const stream of this.streams) stream.close();
   }
 }
 

@@ -4,7 +4,8 @@ import type { Agent } from '../../src/index.js';
 import { REPLY_ERRORS } from '../../src/protocol/index.js';
 import { request, script } from '../support/http.js';
 import { readEvents } from '../support/log.js';
-import { Relay, TOKEN, idOf, sleep, stopAll, until } from './fixture.js';
+import { SimulatedClock } from '../support/clock.js';
+import { Relay, TOKEN, aMoment, idOf, stopAll, until } from './fixture.js';
 
 afterEach(stopAll);
 
@@ -17,6 +18,8 @@ const sessionEnded = (session_id: string, task_id: string) => ({
   error_message: REPLY_ERRORS.session_ended,
 });
 const SLEEP_FOREVER = { sleep: 60_000 };
+/** The documented default (README, `--session-idle-ttl`). */
+const IDLE_TTL_MS = 24 * 60 * 60 * 1000;
 
 describe('POST /v1/incoming', () => {
   it('answers 202 only once task.started is in the log file', async () => {
@@ -188,7 +191,7 @@ describe('ended sessions', () => {
     expect(relay.t.host.session('s')).toMatchObject({ state: 'ended', end_reason: 'agent', pending_task_ids: [] });
     // The session's end aborted the agent's signal: the step after end_session never ran.
     const last = relay.events.at(-1);
-    await sleep(100);
+    await aMoment();
     expect(relay.events.at(-1)).toBe(last);
     expect(relay.count('reply.dropped')).toBe(0);
   });
@@ -204,19 +207,43 @@ describe('ended sessions', () => {
     ]);
   });
 
-  it('ends after the idle TTL: pending tasks settle session_ended, streams end, later messages are ignored', async () => {
-    const relay = await Relay.start({ sessionIdleTtlMs: 300 });
+  it('ends a session 24 h (by default) after its last logged activity: pending tasks settle session_ended, streams end, later messages are ignored', async () => {
+    const clock = new SimulatedClock();
+    const relay = await Relay.start({ clock });
     const quiet = await relay.subscribe('quiet');
     const stuck = await relay.subscribe('stuck');
-    await relay.turn('quiet', 't1', { message: 'hi' });
-    await relay.turn('stuck', 't1', { typing: 'working' }, SLEEP_FOREVER);
-    await quiet.untilEnded();
-    await stuck.untilEnded();
+    const opened = clock.now();
+    await relay.turn('stuck', 's1', { typing: 'working' }, SLEEP_FOREVER);
+    await relay.turn('quiet', 'q1', { message: 'hi' });
+    await relay.settled('q1');
+    await until(() => relay.count('task.progressed', 's1') === 1, 's1 working');
+    // A minute later 'quiet' is active again: its deadline moves, 'stuck''s does not.
+    clock.increment(60_000);
+    await relay.turn('quiet', 'q2', { message: 'again' });
+    await relay.settled('q2');
 
-    expect(quiet.frames.map((f) => [f.id, JSON.parse(f.data).reply_text])).toEqual([[idOf(relay, 'quiet', 1), 'hi']]);
+    clock.incrementTo(opened + IDLE_TTL_MS - 1);
+    await aMoment();
+    expect(relay.count('session.ended')).toBe(0);
+    clock.increment(1);
+    await stuck.untilEnded();
+    clock.incrementTo(opened + 60_000 + IDLE_TTL_MS - 1);
+    await aMoment();
+    expect(quiet.ended).toBe(false);
+    clock.increment(1);
+    await quiet.untilEnded();
+
+    expect(relay.events.filter((e) => e.type === 'session.ended')).toEqual([
+      { type: 'session.ended', session_id: 'stuck', reason: 'idle', at: opened + IDLE_TTL_MS },
+      { type: 'session.ended', session_id: 'quiet', reason: 'idle', at: opened + 60_000 + IDLE_TTL_MS },
+    ]);
+    expect(quiet.frames.map((f) => [f.id, JSON.parse(f.data).reply_text])).toEqual([
+      [idOf(relay, 'quiet', 1), 'hi'],
+      [idOf(relay, 'quiet', 2), 'again'],
+    ]);
     expect(stuck.frames.map((f) => [f.id, JSON.parse(f.data)])).toEqual([
-      [undefined, { session_id: 'stuck', task_id: 't1', status: 'typing', label: 'working' }],
-      [idOf(relay, 'stuck', 1), sessionEnded('stuck', 't1')],
+      [undefined, { session_id: 'stuck', task_id: 's1', status: 'typing', label: 'working' }],
+      [idOf(relay, 'stuck', 1), sessionEnded('stuck', 's1')],
     ]);
     for (const session of ['quiet', 'stuck']) {
       const later = await relay.post({ session_id: session, task_id: 't2', text: 'hello?' });
@@ -224,5 +251,38 @@ describe('ended sessions', () => {
       expect(later.body).toEqual(ignored);
       expect(relay.t.host.session(session)).toMatchObject({ state: 'ended', end_reason: 'idle' });
     }
+  });
+
+  it('re-arms idle deadlines from the log on start: one that passed while the host was down ends its session at once', async () => {
+    const clock = new SimulatedClock();
+    const before = await Relay.start({ clock });
+    const early = clock.now();
+    await before.turn('early', 'e1', { message: 'hi' });
+    await before.settled('e1');
+    clock.increment(60_000);
+    await before.turn('late', 'l1', { message: 'hi' });
+    await before.settled('l1');
+    const dir = await before.closeKeepingLog();
+
+    // Down past 'early''s deadline, not past 'late''s.
+    clock.incrementTo(early + IDLE_TTL_MS + 1_000);
+    const relay = await Relay.start({ clock, dir });
+    // A simulated timer due now runs when time moves, even by nothing.
+    clock.increment(0);
+    await until(() => relay.count('session.ended') === 1, "'early' ended");
+    expect(relay.events.filter((e) => e.type === 'session.ended')).toEqual([
+      { type: 'session.ended', session_id: 'early', reason: 'idle', at: early + IDLE_TTL_MS + 1_000 },
+    ]);
+    clock.incrementTo(early + 60_000 + IDLE_TTL_MS - 1);
+    await aMoment();
+    expect(relay.t.host.session('late')).toMatchObject({ state: 'open' });
+    clock.increment(1);
+    await until(() => relay.count('session.ended') === 2, "'late' ended");
+    expect(relay.events.filter((e) => e.type === 'session.ended').at(-1)).toEqual({
+      type: 'session.ended',
+      session_id: 'late',
+      reason: 'idle',
+      at: early + 60_000 + IDLE_TTL_MS,
+    });
   });
 });

@@ -1,6 +1,7 @@
 /** `GET /v1/sessions/:session_id`: the host's view of one session (our inspection route). */
 import { afterEach, describe, expect, it } from 'vitest';
 import { HTTP_ERRORS } from '../../src/protocol/index.js';
+import { SimulatedClock } from '../support/clock.js';
 import { request } from '../support/http.js';
 import { Relay, TOKEN, idOf, stopAll, until } from './fixture.js';
 
@@ -14,12 +15,16 @@ function view(relay: Relay, sessionId: string) {
 
 describe('GET /v1/sessions/:session_id', () => {
   it('returns the session view: state, backlog, pending tasks, evictions and live readers', async () => {
-    const relay = await Relay.start({ limits: { maxReplies: 2 } });
+    const clock = new SimulatedClock();
+    const relay = await Relay.start({ limits: { maxReplies: 2 }, clock });
     const session = 'insights:call/7';
     const stream = await relay.subscribe(session);
+    const opened = clock.now();
+    // A turn a second: the view's times are exactly the log's.
     for (const task of ['t1', 't2', 't3']) {
       await relay.turn(session, task, { message: `reply ${task}` });
       await relay.settled(task);
+      clock.increment(1_000);
     }
     await relay.turn(session, 't4', SLEEPING);
     await stream.untilReplies(3);
@@ -34,8 +39,8 @@ describe('GET /v1/sessions/:session_id', () => {
       state: 'open',
       callbacks: { queued: 0, succeeded: 0, abandoned: 0 },
       generation: expect.stringMatching(/^[0-9a-z]{1,32}$/),
-      opened_at: expect.any(Number),
-      last_activity_at: expect.any(Number),
+      opened_at: opened,
+      last_activity_at: opened + 3_000,
       ended_at: null,
       end_reason: null,
       pending_task_ids: ['t4'],
@@ -49,13 +54,13 @@ describe('GET /v1/sessions/:session_id', () => {
       ledger_floor: 0,
       readers: 1,
     });
-    expect(body.last_activity_at as number).toBeGreaterThanOrEqual(body.opened_at as number);
 
+    clock.increment(1_000);
     await relay.t.host.endSession(session);
     await stream.untilEnded();
     await until(() => relay.readers(session) === 0, 'the reader gone');
     const ended = (await view(relay, session)).body;
-    expect(ended).toMatchObject({ state: 'ended', end_reason: 'host', ended_at: expect.any(Number), pending_task_ids: [], readers: 0, last_event_id: idOf(relay, session, 4) });
+    expect(ended).toMatchObject({ state: 'ended', end_reason: 'host', ended_at: opened + 4_000, pending_task_ids: [], readers: 0, last_event_id: idOf(relay, session, 4) });
   });
 
   it('answers 404 session_not_found for a session the host never saw', async () => {

@@ -1,47 +1,61 @@
 /** `GET /v1/events` framing (4.2 rules 2-6, 6.2): comments, terminal frames with ids, progress without. */
 import { afterEach, describe, expect, it } from 'vitest';
-import { Relay, idOf, stopAll } from './fixture.js';
+import { SimulatedClock } from '../support/clock.js';
+import { Relay, aMoment, idOf, stopAll } from './fixture.js';
 
 afterEach(stopAll);
 
+/** The spec's "about every 20 seconds" (6.2), the default. */
+const KEEPALIVE_MS = 20_000;
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 
 describe('GET /v1/events', () => {
-  it('starts with `: open` and sends `: keep-alive` while idle', async () => {
-    const relay = await Relay.start({ keepaliveMs: 50 });
-    const stream = await relay.open('idle');
-    expect(stream.status).toBe(200);
+  it('starts with `: open` and sends `: keep-alive` 20 s after the last write, and only then', async () => {
+    const clock = new SimulatedClock();
+    const relay = await Relay.start({ clock });
+    const stream = await relay.subscribe('idle');
     expect(stream.headers['content-type']).toBe('text/event-stream; charset=utf-8');
     expect(stream.headers['cache-control']).toBe('no-cache, no-transform');
-    await stream.until((c) => c.comments.length >= 4, 10_000, 'three keep-alives');
-    expect(stream.messages.slice(0, 4)).toEqual([
+    for (let n = 1; n <= 3; n++) {
+      clock.increment(KEEPALIVE_MS - 1);
+      await aMoment();
+      expect(stream.comments).toHaveLength(n);
+      clock.increment(1);
+      await stream.until((c) => c.comments.length === n + 1, 10_000, `keep-alive ${n}`);
+    }
+    expect(stream.messages).toEqual([
       { kind: 'comment', comment: 'open' },
       { kind: 'comment', comment: 'keep-alive' },
       { kind: 'comment', comment: 'keep-alive' },
       { kind: 'comment', comment: 'keep-alive' },
     ]);
-    expect(stream.frames).toEqual([]);
   });
 
-  it('sends no keep-alive while frames keep the stream busy', async () => {
-    // Progress every 40 ms against a 400 ms keep-alive: only an event-loop stall of over 350 ms could
-    // make a keep-alive due, whereas a keep-alive on a fixed timer would send two in this burst.
-    const relay = await Relay.start({ keepaliveMs: 400 });
+  it('sends no keep-alive while frames keep the stream busy: the interval runs from the last write', async () => {
+    const clock = new SimulatedClock();
+    const relay = await Relay.start({ clock });
     const stream = await relay.subscribe('busy');
-    const steps = Array.from({ length: 20 }, (_, i) => [{ typing: `step ${i + 1}` }, { sleep: 40 }]).flat();
-    await relay.turn('busy', 't1', ...steps, { message: 'done' });
+    // Progress alone (its task stays pending) one millisecond short of each keep-alive: a keep-alive on a
+    // fixed timer would be due at every other step.
+    for (let i = 1; i <= 4; i++) {
+      clock.increment(KEEPALIVE_MS - 1);
+      await relay.turn('busy', `t${i}`, { typing: `step ${i}` }, { sleep: 60_000 });
+      await stream.until((c) => c.frames.length === i, 10_000, `step ${i}`);
+    }
+    clock.increment(KEEPALIVE_MS - 1);
+    await relay.turn('busy', 'last', { message: 'done' });
     await stream.untilReplies(1);
-    const first = stream.messages.findIndex((m) => m.kind === 'frame');
-    const during = stream.messages.slice(first);
-    expect(during.filter((m) => m.kind === 'comment')).toEqual([]);
-    const texts = during.map((m) => {
+    clock.increment(KEEPALIVE_MS - 1);
+    await aMoment();
+    expect(stream.comments).toEqual(['open']);
+    clock.increment(1);
+    await stream.until((c) => c.comments.length === 2, 10_000, 'the keep-alive');
+    const seen = stream.messages.map((m) => {
+      if (m.kind === 'comment') return m.comment;
       const body = JSON.parse(m.frame!.data);
       return body.label ?? body.reply_text;
     });
-    expect(texts).toEqual([
-      ...Array.from({ length: 20 }, (_, i) => `step ${i + 1}`),
-      'done',
-    ]);
+    expect(seen).toEqual(['open', 'step 1', 'step 2', 'step 3', 'step 4', 'done', 'keep-alive']);
   });
 
   it('frames each terminal reply with the next id and compact JSON echoing session_id and task_id exactly', async () => {

@@ -38,6 +38,12 @@ export class SimulatedClock implements Clock {
     return this.timers.size;
   }
 
+  /** Moves time on to `at` (not back), as `increment` does. */
+  incrementTo(at: number): void {
+    if (at < this.time) throw new Error(`the clock is at ${this.time}, past ${at}`);
+    this.increment(at - this.time);
+  }
+
   /** Moves time on by `ms`, running each timer that falls due at its own time, earliest (then oldest) first. */
   increment(ms: number): void {
     const until = this.time + ms;
