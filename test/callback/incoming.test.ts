@@ -5,7 +5,7 @@
  */
 import { afterEach, describe, expect, it } from 'vitest';
 import type { AssistantHostOptions, DomainEvent } from '../../src/index.js';
-import { Relay, TOKEN, stopAll, until } from '../http/fixture.js';
+import { Relay, TOKEN, aMoment, stopAll, until } from '../http/fixture.js';
 import { SimulatedClock } from '../support/clock.js';
 import { post, script } from '../support/http.js';
 import { countEvents } from '../support/log.js';
@@ -103,7 +103,7 @@ describe('a callback lookup that does not answer', () => {
     const answer = refused(relay, 'https://slow.example.test/cb').finally(() => (answered = true));
     await until(() => clock.pending === 1, 'the lookup timed');
     clock.increment(1_999);
-    await new Promise((resolve) => setTimeout(resolve, 50));
+    await aMoment();
     expect(answered).toBe(false);
     clock.increment(1);
     expect((await answer).code).toBe('callback_lookup_timeout');

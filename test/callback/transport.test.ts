@@ -10,6 +10,8 @@ import type { CallbackOutcome, CallbackRequest } from '../../src/engine/callback
 import { systemClock, type Clock } from '../../src/engine/clock.js';
 import { CallbackPolicy, type Resolver } from '../../src/adapters/callback/policy.js';
 import { httpCallbackTransport } from '../../src/adapters/callback/transport.js';
+import { aMoment, until } from '../http/fixture.js';
+import { SimulatedClock } from '../support/clock.js';
 import {
   Receiver,
   closeReceivers,
@@ -140,18 +142,32 @@ describe('a delivered attempt', () => {
 });
 
 describe('an attempt that gets no answer', () => {
-  it('times out when the receiver never answers', async () => {
+  /** Posts on a simulated clock; shows the attempt still open 1 ms before its 5 s limit, and timed out at it. */
+  async function timedOut(receiver: Receiver, started: () => boolean): Promise<void> {
+    const clock = new SimulatedClock();
+    let outcome: CallbackOutcome | undefined;
+    const posted = transport({ clock }).post(attempt(receiver.url)).then((answer) => (outcome = answer));
+    await until(started, 'the attempt under way');
+    clock.increment(4_999);
+    await aMoment();
+    expect(outcome).toBeUndefined();
+    clock.increment(1);
+    await posted;
+    expect(outcome).toEqual({ kind: 'timeout' });
+  }
+
+  it('times out at the attempt limit when the receiver never answers', async () => {
     const receiver = await Receiver.start(never);
-    expect(await transport({ timeoutMs: 200 }).post(attempt(receiver.url))).toEqual({ kind: 'timeout' });
+    await timedOut(receiver, () => receiver.requests.length === 1);
     expect(receiver.requests).toHaveLength(1);
   });
 
-  it('times out when the answer starts but its body never ends', async () => {
+  it('times out at the attempt limit when the answer starts but its body never ends', async () => {
     const receiver = await Receiver.start((_received, response) => {
       response.writeHead(200, { 'content-type': 'application/json' });
       response.write('{"ok":');
     });
-    expect(await transport({ timeoutMs: 200 }).post(attempt(receiver.url))).toEqual({ kind: 'timeout' });
+    await timedOut(receiver, () => receiver.requests.length === 1);
   });
 
   it('reports a refused connection by its code', async () => {
@@ -287,8 +303,12 @@ describe('DNS rebinding', () => {
   });
 
   it('bounds a lookup that never answers by the attempt timeout', async () => {
-    const relay = transport({ timeoutMs: 200, allowlist: ['http://slow.example.test'], resolve: () => new Promise(() => {}) });
-    expect(await relay.post(attempt('http://slow.example.test'))).toEqual({ kind: 'timeout' });
+    const clock = new SimulatedClock();
+    const relay = transport({ clock, allowlist: ['http://slow.example.test'], resolve: () => new Promise(() => {}) });
+    const posted = relay.post(attempt('http://slow.example.test'));
+    await until(() => clock.pending === 1, 'the attempt limit armed');
+    clock.increment(5_000);
+    expect(await posted).toEqual({ kind: 'timeout' });
   });
 
   it('reports a lookup past the policy\'s own limit as a DNS timeout, to be retried', async () => {
