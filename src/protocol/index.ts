@@ -3,3 +3,4 @@ export * from './ids.js';
 export * from './wire.js';
 export * from './errors.js';
 export * from './sse.js';
+export * from './reasoning.js';

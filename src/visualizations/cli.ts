@@ -1,6 +1,11 @@
-/** `npm run diagrams`: rewrites docs/statecharts/ from the machines, and ARCHITECTURE.md's module pictures from the sources. */
+/**
+ * `npm run diagrams`: rewrites what is generated from the code: docs/statecharts/ from the machines,
+ * ARCHITECTURE.md's module pictures from the sources, and schemas/ from the reasoning channel's zod schemas.
+ */
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
+import { dirname } from 'node:path';
+import { schemaFiles } from '../protocol/json-schemas.js';
 import { readModuleGraph, withModuleSection } from './modules.js';
 import { statechartPages } from './statecharts.js';
 
@@ -15,3 +20,8 @@ for (const page of statechartPages()) {
 const architecture = root('ARCHITECTURE.md');
 writeFileSync(architecture, withModuleSection(readFileSync(architecture, 'utf8'), readModuleGraph(root('src'))));
 console.log('wrote the module pictures of ARCHITECTURE.md');
+for (const { file, text } of schemaFiles()) {
+  mkdirSync(dirname(root(`schemas/${file}`)), { recursive: true });
+  writeFileSync(root(`schemas/${file}`), text);
+}
+console.log('wrote schemas/');

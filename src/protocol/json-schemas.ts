@@ -1,0 +1,42 @@
+/**
+ * Every body of the reasoning channel as a JSON Schema file, generated from its zod schema, for other
+ * implementations and for the jobs' `response_schema`: schemas/<name>.json. `npm run diagrams` writes them
+ * and a test holds the files to the schemas.
+ */
+import type { z } from 'zod';
+import {
+  ByoEnvelope,
+  CapabilityProfile,
+  Heartbeat,
+  HeartbeatAnswer,
+  JobCreateBody,
+  JobResultBody,
+  PURPOSES,
+  ReasoningJob,
+  jsonSchemaOf,
+  type JobPurpose,
+} from './reasoning.js';
+
+const BODIES: ReadonlyArray<readonly [string, z.ZodType]> = [
+  ['reasoning-job', ReasoningJob],
+  ['byo-envelope', ByoEnvelope],
+  ['heartbeat', Heartbeat],
+  ['heartbeat-answer', HeartbeatAnswer],
+  ['capability-profile', CapabilityProfile],
+  ['job-create', JobCreateBody],
+  ['job-result', JobResultBody],
+];
+
+export interface SchemaFile {
+  /** Below schemas/. */
+  readonly file: string;
+  readonly text: string;
+}
+
+export function schemaFiles(): SchemaFile[] {
+  const purposes = (Object.keys(PURPOSES) as JobPurpose[]).flatMap((purpose): Array<readonly [string, z.ZodType]> => [
+    [`purposes/${purpose}.payload`, PURPOSES[purpose].payload],
+    [`purposes/${purpose}.result`, PURPOSES[purpose].result],
+  ]);
+  return [...BODIES, ...purposes].map(([name, schema]) => ({ file: `${name}.json`, text: `${JSON.stringify(jsonSchemaOf(schema), null, 2)}\n` }));
+}

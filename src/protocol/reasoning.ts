@@ -1,0 +1,178 @@
+/**
+ * The reasoning channel's wire (1.3, 2.1-2.4, 4.1, 6.1, 9): the ReasoningJob envelope the backend relays
+ * to the assistant plugin, the BYO envelope a payload or result may be instead of plain JSON, the
+ * heartbeat and its answer, the capability profile, and the bodies of the job endpoints. Every field the
+ * spec leaves unshown is our decision (PROTOCOL.md section 6). A job's `payload` and `result` are opaque
+ * to the backend whenever they are BYO envelopes: it only routes them.
+ */
+import { z } from 'zod';
+import { isUuid } from './ids.js';
+
+export const SCHEMA_VERSION = 1;
+export const ENVELOPE_VERSION = 1;
+
+export const JobId = z.string().refine(isUuid, { message: 'job_id must be a UUID' });
+
+export const JobPurpose = z.enum(['live_analysis', 'session_summary', 'capability_probe']);
+export type JobPurpose = z.infer<typeof JobPurpose>;
+
+/**
+ * A BYO-encrypted payload or result (2.2). Text encoding, key ids and associated data come with BYO
+ * encryption; until then the relay checks only that it is an envelope, and keeps any further fields, so
+ * that the envelope can grow without the backend, which never reads it, having to change.
+ */
+export const ByoEnvelope = z.looseObject({
+  ciphertext: z.string().min(1),
+  nonce: z.string().min(1),
+});
+export type ByoEnvelope = z.infer<typeof ByoEnvelope>;
+
+/** A plain JSON object, or a BYO envelope; `byo: true` on the job says which. */
+export const JsonObject = z.record(z.string(), z.unknown());
+
+/** The ReasoningJob envelope (2.1), one SSE frame of the integration's stream. */
+export const ReasoningJob = z.object({
+  event_type: z.literal('reasoning_job'),
+  job_id: JobId,
+  purpose: JobPurpose,
+  deadline_at: z.iso.datetime({ offset: false }),
+  schema_version: z.literal(SCHEMA_VERSION),
+  envelope_version: z.literal(ENVELOPE_VERSION),
+  /** A JSON Schema the result must follow (for a BYO job: the decrypted result). */
+  response_schema: JsonObject,
+  payload: JsonObject,
+  /** True when `payload` is a BYO envelope, and the result must be one too. */
+  byo: z.boolean(),
+  provider_kind: z.string().min(1),
+});
+export type ReasoningJob = z.infer<typeof ReasoningJob>;
+
+/** A code and a message: why a job failed, or why a heartbeat was refused (the shape of every error body's `error`). */
+export const CodedError = z.object({
+  code: z.string().regex(/^[a-z][a-z0-9_]{0,63}$/, { message: 'error.code must be a lowercase identifier' }),
+  message: z.string().max(2_000),
+});
+export type CodedError = z.infer<typeof CodedError>;
+
+/** `POST …/jobs/{job_id}/result`: the result, or a failure report that fails the job. */
+export const JobResultBody = z.union([z.object({ result: JsonObject }).strict(), z.object({ error: CodedError }).strict()]);
+export type JobResultBody = z.infer<typeof JobResultBody>;
+
+/** `POST …/integrations/{id}/jobs` (the client's side, unshown in the seed): idempotent by `job_id`. */
+export const JobCreateBody = z.object({
+  job_id: JobId,
+  purpose: JobPurpose,
+  payload: JsonObject,
+  byo: z.boolean().default(false),
+  /** Milliseconds from creation; 1 s to 1 h. */
+  deadline_ms: z.number().int().min(1_000).max(3_600_000).default(30_000),
+  /** Replaces the purpose's own response schema (a BYO client may want its own). */
+  response_schema: JsonObject.optional(),
+});
+export type JobCreateBody = z.infer<typeof JobCreateBody>;
+
+/** The states of a job (3.3; machines/job.ts draws them). */
+export const JobState = z.enum(['created', 'delivered', 'running', 'completed', 'failed', 'expired', 'cancelled']);
+export type JobState = z.infer<typeof JobState>;
+
+/** Versions a plugin handles, as ranges of integers. */
+export const VersionRange = z.object({ min: z.number().int().min(1), max: z.number().int().min(1) }).refine((r) => r.min <= r.max, {
+  message: 'a version range has min <= max',
+});
+export type VersionRange = z.infer<typeof VersionRange>;
+
+/** What a plugin says every 30 s (2.3). */
+export const Heartbeat = z.object({
+  plugin: z.object({ name: z.string().min(1).max(100), version: z.string().min(1).max(50) }),
+  provider_kind: z.string().min(1).max(100),
+  schema_versions: VersionRange,
+  envelope_versions: VersionRange,
+  status: z.enum(['ready', 'busy', 'degraded']),
+  /** Jobs the plugin is running now: their delivery leases are renewed. */
+  running_job_ids: z.array(JobId).max(1_000),
+  reasoner: z.object({ name: z.string().min(1).max(100), model: z.string().max(200).optional() }),
+});
+export type Heartbeat = z.infer<typeof Heartbeat>;
+
+/** The backend's answer to a heartbeat: what the plugin must act on. */
+export const HeartbeatAnswer = z.object({
+  ok: z.literal(true),
+  /** When to send the next one. */
+  interval_s: z.number().int().min(1),
+  /** Refused: the plugin must stop taking jobs and tell its operator (`code`: e.g. `unsupported_version`). */
+  refused: CodedError.optional(),
+  /** The backend has no capability profile yet, or a stale one: a probe job will follow. */
+  probe_requested: z.boolean(),
+});
+export type HeartbeatAnswer = z.infer<typeof HeartbeatAnswer>;
+
+/** A self-description of the assistant's skills (1.4, 2.4): the result of a `capability_probe` job. */
+export const CapabilityProfile = z.object({
+  profile_version: z.literal(1),
+  provider_kind: z.string().min(1).max(100),
+  skills: z.array(z.object({ name: z.string().min(1).max(100), description: z.string().max(1_000) })).max(200),
+  models: z.array(z.object({ id: z.string().min(1).max(200), context_tokens: z.number().int().positive().optional() })).max(100),
+  tools: z.array(z.string().min(1).max(100)).max(200),
+  limits: z.object({ max_concurrent_jobs: z.number().int().positive(), max_payload_bytes: z.number().int().positive() }),
+  schema_versions: VersionRange,
+  envelope_versions: VersionRange,
+});
+export type CapabilityProfile = z.infer<typeof CapabilityProfile>;
+
+// ---- the purposes' payloads and results (2.1: "not shown"; ours, shipped as JSON Schema files) ---------
+
+/** One utterance of a call's transcript. */
+const Utterance = z.object({
+  speaker: z.string().min(1).max(200),
+  text: z.string().max(100_000),
+  /** Milliseconds since the call started. */
+  at_ms: z.number().int().min(0).optional(),
+});
+
+export const LiveAnalysisPayload = z.object({
+  /** The call's session, for the assistant's own context (the chat's `insights:` session is its twin). */
+  session_id: z.string().min(1).max(256),
+  /** The newest part of the transcript. */
+  transcript: z.array(Utterance).min(1).max(10_000),
+  /** Standing context: the situation and the active playbook, as the client shows them. */
+  context: z.string().max(100_000).optional(),
+});
+
+export const LiveAnalysisResult = z.object({
+  /** What is worth surfacing now, most important first; empty when nothing is. */
+  insights: z
+    .array(
+      z.object({
+        text: z.string().min(1).max(500),
+        kind: z.enum(['suggestion', 'risk', 'question', 'fact']),
+        confidence: z.number().min(0).max(1),
+      }),
+    )
+    .max(10),
+});
+
+export const SessionSummaryPayload = z.object({
+  session_id: z.string().min(1).max(256),
+  transcript: z.array(Utterance).min(1).max(100_000),
+  notes: z.string().max(100_000).optional(),
+});
+
+export const SessionSummaryResult = z.object({
+  summary: z.string().min(1).max(20_000),
+  action_items: z.array(z.object({ text: z.string().min(1).max(1_000), owner: z.string().max(200).optional() })).max(100),
+  decisions: z.array(z.string().min(1).max(1_000)).max(100),
+});
+
+export const CapabilityProbePayload = z.object({}).strict();
+
+/** Each purpose's payload and result, as zod schemas (their JSON Schema files are generated from these). */
+export const PURPOSES = {
+  live_analysis: { payload: LiveAnalysisPayload, result: LiveAnalysisResult },
+  session_summary: { payload: SessionSummaryPayload, result: SessionSummaryResult },
+  capability_probe: { payload: CapabilityProbePayload, result: CapabilityProfile },
+} as const satisfies Record<JobPurpose, { payload: z.ZodType; result: z.ZodType }>;
+
+/** A schema as JSON Schema (draft 2020-12), for the files shipped in schemas/ and for jobs' `response_schema`. */
+export function jsonSchemaOf(schema: z.ZodType): Record<string, unknown> {
+  return z.toJSONSchema(schema, { target: 'draft-2020-12', io: 'input' }) as Record<string, unknown>;
+}
