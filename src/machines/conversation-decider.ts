@@ -107,6 +107,7 @@ function decide(command: SessionCommand, conversation: ConversationState): Conve
 export function conversationDecider(limits: ConversationLimits): Decider<ConversationState, SessionCommand, ConversationEvent, Outcome> {
   return openedBy({
     name: 'Form B conversation',
+    idOf: (event) => event.session_id,
     decide,
     opens: isSessionOpened,
     open: (opened) => initialConversation(opened, limits),

@@ -30,11 +30,13 @@ export function foldEvents<State, Event>(
 
 /**
  * A decider whose state is `undefined` until its opening event, then a statechart's snapshot: the shape
- * of both chat forms' deciders, whose sessions begin at `session.opened`.
+ * of both chat forms' deciders (a session begins at `session.opened`) and of the reasoning job's.
  */
-export function openedBy<Snapshot, Command, Event extends { readonly type: string; readonly session_id: string }, Opening extends Event, Outcome>(parts: {
+export function openedBy<Snapshot, Command, Event extends { readonly type: string }, Opening extends Event, Outcome>(parts: {
   /** Names the lifecycle in the error a log that cannot be folded raises. */
   readonly name: string;
+  /** Names the one the event is about (its session, its job), in that error. */
+  readonly idOf: (event: Event) => string;
   readonly decide: (command: Command, state: Snapshot | undefined) => Decision<Event, Outcome>;
   readonly opens: (event: Event) => event is Opening;
   readonly open: (event: Opening) => Snapshot;
@@ -44,10 +46,10 @@ export function openedBy<Snapshot, Command, Event extends { readonly type: strin
     decide: parts.decide,
     evolve(state, event) {
       if (parts.opens(event)) {
-        if (state !== undefined) throw new Error(`event log: ${event.session_id} opened twice`);
+        if (state !== undefined) throw new Error(`event log: ${parts.name} ${parts.idOf(event)} opened twice`);
         return parts.open(event);
       }
-      if (state === undefined) throw new Error(`event log: ${event.type} for ${event.session_id}, not an open ${parts.name}`);
+      if (state === undefined) throw new Error(`event log: ${event.type} for ${parts.idOf(event)}, not an open ${parts.name}`);
       return parts.step(state, event as Exclude<Event, Opening>);
     },
     initialState: undefined,

@@ -114,6 +114,7 @@ function decide(command: SessionCommand, session: SessionState): SessionDecision
 export function sessionDecider(limits: SessionLimits): Decider<SessionState, SessionCommand, SessionEvent, Outcome> {
   return openedBy({
     name: 'Form A session',
+    idOf: (event) => event.session_id,
     decide,
     opens: isSessionOpened,
     open: (opened) => initialSession(opened, limits),

@@ -11,6 +11,7 @@ import { describe, expect, it } from 'vitest';
 import type { AnyStateMachine, AnyStateNode } from 'xstate';
 import { conversationMachine } from '../../src/machines/conversation.js';
 import { deliveryMachine } from '../../src/machines/delivery.js';
+import { jobMachine } from '../../src/machines/job.js';
 import { sessionMachine } from '../../src/machines/session.js';
 import { subscriptionMachine } from '../../src/machines/subscription.js';
 import { taskMachine } from '../../src/machines/task.js';
@@ -21,6 +22,7 @@ const MACHINES: ReadonlyArray<[string, AnyStateMachine]> = [
   ['task', taskMachine],
   ['delivery', deliveryMachine],
   ['subscription', subscriptionMachine],
+  ['job', jobMachine],
 ];
 
 /** `State | Event | Next` of the first table in the file's header comment. */

@@ -11,6 +11,7 @@ import { initialTransition, transition, type AnyStateMachine } from 'xstate';
 import { stepper } from '../../src/machines/step.js';
 import { conversationMachine, type ConversationSnapshot } from '../../src/machines/conversation.js';
 import { deliveryMachine, type DeliverySnapshot } from '../../src/machines/delivery.js';
+import { jobMachine, type JobSnapshot } from '../../src/machines/job.js';
 import { sessionMachine, type SessionSnapshot } from '../../src/machines/session.js';
 import { subscriptionMachine } from '../../src/machines/subscription.js';
 import { taskMachine } from '../../src/machines/task.js';
@@ -75,6 +76,24 @@ const CASES: readonly Case[] = [
       (d: DeliverySnapshot) => ({ type: 'delivery.succeeded', session_id: S, n: 1, attempt: d.context.attempts, status: 200, at: 4 }),
       (d: DeliverySnapshot) => ({ type: 'delivery.abandoned', session_id: S, n: 1, attempts: d.context.attempts, reason: 'permanent', outcome: 'status 404', at: 5 }),
       (d: DeliverySnapshot) => ({ type: 'delivery.interrupted', session_id: S, n: 1, attempt: d.context.attempts, at: 6 }),
+    ],
+  },
+  {
+    name: 'job',
+    machine: jobMachine,
+    input: {
+      type: 'job.created', job_id: 'j', integration_id: 'i', purpose: 'live_analysis', payload: { a: 1 }, byo: false,
+      response_schema: { type: 'object' }, provider_kind: 'p', deadline_at: 100, at: 1,
+    },
+    events: [
+      (j: JobSnapshot) => ({ type: 'job.delivered', job_id: 'j', integration_id: 'i', delivery: j.context.deliveries + 1, lease_until: 50, at: 2 }),
+      () => ({ type: 'job.started', job_id: 'j', integration_id: 'i', lease_until: 60, at: 3 }),
+      () => ({ type: 'job.renewed', job_id: 'j', integration_id: 'i', lease_until: 70, at: 4 }),
+      () => ({ type: 'job.released', job_id: 'j', integration_id: 'i', at: 5 }),
+      () => ({ type: 'job.completed', job_id: 'j', integration_id: 'i', result: { ok: 1 }, at: 6 }),
+      () => ({ type: 'job.failed', job_id: 'j', integration_id: 'i', error: { code: 'x', message: 'y' }, at: 7 }),
+      () => ({ type: 'job.expired', job_id: 'j', integration_id: 'i', at: 8 }),
+      () => ({ type: 'job.cancelled', job_id: 'j', integration_id: 'i', at: 9 }),
     ],
   },
   {

@@ -1,0 +1,103 @@
+/** The reasoning-job decider (3.3, ours): given(events) → when(command) → then(events). */
+import { describe, expect, it } from 'vitest';
+import { foldEvents } from '../../src/machines/decider.js';
+import { jobDecider, type JobCommand } from '../../src/machines/job-decider.js';
+import type { JobCreated, JobEvent } from '../../src/machines/job-events.js';
+import { jobState } from '../../src/machines/job.js';
+import { deciderSpecification } from '../support/decider.js';
+
+const spec = deciderSpecification(jobDecider);
+const J = '11111111-2222-4333-8444-555555555555';
+const I = 'int-1';
+const fact = (at: number) => ({ job_id: J, integration_id: I, at });
+
+const created: JobCreated = {
+  type: 'job.created',
+  ...fact(0),
+  purpose: 'live_analysis',
+  payload: { session_id: 's', transcript: [{ speaker: 'a', text: 'hi' }] },
+  byo: false,
+  response_schema: { type: 'object' },
+  provider_kind: 'assistant-relay',
+  deadline_at: 30_000,
+};
+const { type: _event, ...fields } = created;
+const create = (over: Partial<typeof fields> = {}): JobCommand => ({ type: 'create', ...fields, ...over });
+const delivered = (delivery: number, at: number): JobEvent => ({ type: 'job.delivered', ...fact(at), delivery, lease_until: at + 60_000 });
+const started = (at: number): JobEvent => ({ type: 'job.started', ...fact(at), lease_until: at + 90_000 });
+const completed = (at: number, result = { insights: [] }): JobEvent => ({ type: 'job.completed', ...fact(at), result });
+
+describe('job decider: create', () => {
+  it('creates a job that does not exist', () => {
+    spec.given([]).when(create()).then([created], 'created');
+  });
+
+  it('the same create again is a duplicate; the same job_id with other content a conflict', () => {
+    spec.given([created]).when(create()).thenNothing('duplicate');
+    spec.given([created]).when(create({ payload: { other: true } })).thenNothing('conflict');
+  });
+});
+
+describe('job decider: delivery and leases', () => {
+  it('delivers under a lease, counting deliveries', () => {
+    spec.given([created]).when({ type: 'deliver', job_id: J, lease_until: 60_100, at: 100 }).then([{ type: 'job.delivered', ...fact(100), delivery: 1, lease_until: 60_100 }], 'delivered');
+    spec.given([created, delivered(1, 100)]).when({ type: 'deliver', job_id: J, lease_until: 70_000, at: 10_000 }).then([{ type: 'job.delivered', ...fact(10_000), delivery: 2, lease_until: 70_000 }]);
+  });
+
+  it('run starts a delivered (or released) job and renews a running one', () => {
+    spec.given([created, delivered(1, 100)]).when({ type: 'run', job_id: J, lease_until: 90_200, at: 200 }).then([started(200)], 'running');
+    spec.given([created]).when({ type: 'run', job_id: J, lease_until: 90_200, at: 200 }).then([started(200)], 'running');
+    spec.given([created, delivered(1, 100), started(200)]).when({ type: 'run', job_id: J, lease_until: 120_000, at: 30_000 }).then([{ type: 'job.renewed', ...fact(30_000), lease_until: 120_000 }], 'running');
+  });
+
+  it.each([
+    { at: 60_099, outcome: 'unchanged', released: false },
+    { at: 60_100, outcome: 'released', released: true },
+  ] as const)('release at $at (lease until 60100): $outcome', ({ at, outcome, released }) => {
+    spec.given([created, delivered(1, 100)]).when({ type: 'release', job_id: J, at }).then(released ? [{ type: 'job.released', ...fact(at) }] : [], outcome);
+  });
+
+  it('a released job waits as created, to be delivered again', () => {
+    const job = foldEvents(jobDecider, [created, delivered(1, 100), { type: 'job.released', ...fact(60_100) }])!;
+    expect([jobState(job), job.context.lease_until, job.context.deliveries]).toEqual(['created', undefined, 1]);
+  });
+});
+
+describe('job decider: how a job ends', () => {
+  it('completes from any open state, once; the same result again is a duplicate, another a conflict', () => {
+    for (const history of [[created], [created, delivered(1, 100)], [created, delivered(1, 100), started(200)]]) {
+      spec.given(history).when({ type: 'complete', job_id: J, result: { insights: [] }, at: 300 }).then([completed(300)], 'completed');
+    }
+    spec.given([created, completed(300)]).when({ type: 'complete', job_id: J, result: { insights: [] }, at: 400 }).thenNothing('duplicate');
+    spec.given([created, completed(300)]).when({ type: 'complete', job_id: J, result: { insights: ['x'] }, at: 400 }).thenNothing('conflict');
+  });
+
+  it('a failure report fails it; a result after it is refused as settled', () => {
+    const error = { code: 'reasoner_error', message: 'the model is gone' };
+    spec.given([created, delivered(1, 100)]).when({ type: 'fail', job_id: J, error, at: 300 }).then([{ type: 'job.failed', ...fact(300), error }], 'failed');
+    spec.given([created, { type: 'job.failed', ...fact(300), error }]).when({ type: 'fail', job_id: J, error, at: 400 }).thenNothing('duplicate');
+    spec.given([created, { type: 'job.failed', ...fact(300), error }]).when({ type: 'complete', job_id: J, result: {}, at: 400 }).thenNothing('settled');
+  });
+
+  it.each([
+    { at: 29_999, outcome: 'unchanged' },
+    { at: 30_000, outcome: 'expired' },
+  ] as const)('expire at $at (deadline 30000): $outcome', ({ at, outcome }) => {
+    spec.given([created, delivered(1, 100)]).when({ type: 'expire', job_id: J, at }).then(outcome === 'expired' ? [{ type: 'job.expired', ...fact(at) }] : [], outcome);
+  });
+
+  it('cancel ends an open job; again it is a duplicate; a completed job stays completed', () => {
+    spec.given([created]).when({ type: 'cancel', job_id: J, at: 5 }).then([{ type: 'job.cancelled', ...fact(5) }], 'cancelled');
+    spec.given([created, { type: 'job.cancelled', ...fact(5) }]).when({ type: 'cancel', job_id: J, at: 6 }).thenNothing('duplicate');
+    spec.given([created, completed(300)]).when({ type: 'cancel', job_id: J, at: 400 }).thenNothing('settled');
+  });
+
+  it('a settled job is delivered and run no more', () => {
+    spec.given([created, completed(300)]).when({ type: 'deliver', job_id: J, lease_until: 1, at: 400 }).thenNothing('settled');
+    spec.given([created, completed(300)]).when({ type: 'run', job_id: J, lease_until: 1, at: 400 }).thenNothing('settled');
+  });
+
+  it('commands for a job the log never created are unknown', () => {
+    spec.given([]).when({ type: 'cancel', job_id: J, at: 1 }).thenNothing('unknown');
+  });
+});
