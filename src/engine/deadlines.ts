@@ -1,0 +1,117 @@
+/**
+ * Deadlines by key, with one timer (through the `Clock`) for the earliest: idle sessions in the host,
+ * job leases and deadlines in the backend. Deadlines are logged data, so an engine re-arms them from its
+ * fold on start, and one that passed while it was down fires at once. A binary heap keeps the earliest
+ * first; a key set again leaves its old entry behind, skipped when it surfaces (lazy deletion), so
+ * setting and firing are O(log n) whatever order deadlines come in.
+ */
+import type { Clock, TimerHandle } from './clock.js';
+
+interface Entry<K> {
+  readonly key: K;
+  readonly at: number;
+}
+
+export class Deadlines<K> {
+  /** The live deadline of each key. */
+  private readonly current = new Map<K, number>();
+  /** Min-heap by `at`; entries no longer in `current` (or for another `at`) are stale. */
+  private readonly heap: Entry<K>[] = [];
+  private timer: TimerHandle;
+  private armedFor: number | undefined;
+  private stopped = false;
+
+  constructor(
+    private readonly clock: Clock,
+    /** A key's deadline passed; it is forgotten before this is called. */
+    private readonly onDue: (key: K) => void,
+  ) {}
+
+  /** Sets (or moves) the key's deadline. */
+  set(key: K, at: number): void {
+    if (this.stopped) return;
+    this.current.set(key, at);
+    this.push({ key, at });
+    this.arm();
+  }
+
+  delete(key: K): void {
+    this.current.delete(key);
+  }
+
+  get size(): number {
+    return this.current.size;
+  }
+
+  stop(): void {
+    this.stopped = true;
+    this.current.clear();
+    this.heap.length = 0;
+    this.disarm();
+  }
+
+  private disarm(): void {
+    this.clock.clearTimeout(this.timer);
+    this.timer = undefined;
+    this.armedFor = undefined;
+  }
+
+  /** The earliest live entry, stale ones dropped on the way. */
+  private peek(): Entry<K> | undefined {
+    while (this.heap.length > 0) {
+      const top = this.heap[0]!;
+      if (this.current.get(top.key) === top.at) return top;
+      this.pop();
+    }
+    return undefined;
+  }
+
+  private arm(): void {
+    const first = this.peek();
+    if (first === undefined) return this.disarm();
+    if (this.armedFor !== undefined && this.armedFor <= first.at) return;
+    this.clock.clearTimeout(this.timer);
+    this.armedFor = first.at;
+    this.timer = this.clock.setTimeout(() => this.fire(), first.at - this.clock.now());
+  }
+
+  private fire(): void {
+    this.timer = undefined;
+    this.armedFor = undefined;
+    const now = this.clock.now();
+    for (let first = this.peek(); first !== undefined && first.at <= now; first = this.peek()) {
+      this.pop();
+      this.current.delete(first.key);
+      this.onDue(first.key);
+    }
+    if (!this.stopped) this.arm();
+  }
+
+  private push(entry: Entry<K>): void {
+    const heap = this.heap;
+    heap.push(entry);
+    for (let i = heap.length - 1; i > 0; ) {
+      const parent = (i - 1) >> 1;
+      if (heap[parent]!.at <= heap[i]!.at) break;
+      [heap[parent], heap[i]] = [heap[i]!, heap[parent]!];
+      i = parent;
+    }
+  }
+
+  private pop(): void {
+    const heap = this.heap;
+    const last = heap.pop()!;
+    if (heap.length === 0) return;
+    heap[0] = last;
+    for (let i = 0; ; ) {
+      const left = 2 * i + 1;
+      const right = left + 1;
+      let least = i;
+      if (left < heap.length && heap[left]!.at < heap[least]!.at) least = left;
+      if (right < heap.length && heap[right]!.at < heap[least]!.at) least = right;
+      if (least === i) return;
+      [heap[least], heap[i]] = [heap[i]!, heap[least]!];
+      i = least;
+    }
+  }
+}
