@@ -8,7 +8,7 @@ import type { FastifyBaseLogger, FastifyInstance } from 'fastify';
 import type { Agent } from '../engine/agent.js';
 import type { CallbackTransport } from '../engine/callback.js';
 import type { Clock, IdSource } from '../engine/clock.js';
-import { Engine } from '../engine/engine.js';
+import { Engine, type EngineConfig } from '../engine/engine.js';
 import type { DeliveryStats, SessionView } from '../engine/view.js';
 import type { Outcome } from '../machines/commands.js';
 import { isUrgent, streamOf, type DomainEvent, type Form } from '../machines/events.js';
@@ -152,14 +152,8 @@ export async function createAssistantHost(options: AssistantHostOptions): Promis
       ...(options.readerMaxQueuedBytes !== undefined ? { readerMaxQueuedBytes: options.readerMaxQueuedBytes } : {}),
       ...(options.limits ? { limits: options.limits } : {}),
       ...(options.onFatal ? { onFatal: options.onFatal } : {}),
-      onAgentError: (error, turn) => { options.logger?.error({ err: error, session_id: turn.session_id, task_id: turn.task_id }, 'agent failed'); },
-      onError: (error, { what, event, session_id }) => {
-        options.logger?.error({ err: error, session_id: session_id ?? (event && 'session_id' in event ? event.session_id : undefined), event: event?.type }, `${what} failed`);
-      },
-      onDeliveryAbandoned: (event) => {
-        const { session_id, n, attempts, reason, outcome } = event;
-        options.logger?.warn({ session_id, delivery: n, attempts, reason, outcome }, 'callback delivery abandoned');
-      },
+      // Without a logger, failures nobody awaits still surface: the engine's default makes them process warnings.
+      ...(options.logger ? loggedFailures(options.logger) : {}),
     });
   } catch (error) {
     await log.close();
@@ -188,5 +182,18 @@ export async function createAssistantHost(options: AssistantHostOptions): Promis
       })();
       return closed;
     },
+  };
+}
+
+/** Where the engine's unawaited failures and abandoned deliveries go when the embedder gives a logger. */
+function loggedFailures(logger: FastifyBaseLogger): Pick<EngineConfig, 'onAgentError' | 'onError' | 'onDeliveryAbandoned'> {
+  return {
+    onAgentError: (error, turn) => logger.error({ err: error, session_id: turn.session_id, task_id: turn.task_id }, 'agent failed'),
+    onError: (error, { what, event, session_id }) => {
+      const session = session_id ?? (event !== undefined && 'session_id' in event ? event.session_id : undefined);
+      logger.error({ err: error, session_id: session, event: event?.type }, `${what} failed`);
+    },
+    onDeliveryAbandoned: ({ session_id, n, attempts, reason, outcome }) =>
+      logger.warn({ session_id, delivery: n, attempts, reason, outcome }, 'callback delivery abandoned'),
   };
 }

@@ -7,7 +7,8 @@ import { Engine } from '../../src/engine/engine.js';
 import { isUrgent, streamOf, type DomainEvent } from '../../src/machines/events.js';
 import { EventLog } from '../../src/storage/event-log.js';
 import { SimulatedClock } from '../support/clock.js';
-import { tempDir } from '../support/host.js';
+import { startHost, tempDir } from '../support/host.js';
+import { post } from '../support/http.js';
 import { FakeSocket } from '../support/socket.js';
 
 const cleanups: Array<() => Promise<void>> = [];
@@ -46,5 +47,18 @@ describe('failures in after-commit actions', () => {
     ]);
     // The agent ran and both answers were framed: the failure stopped nothing else.
     expect(socket.written.join('').match(/"reply_text":"echo t\d"/g)).toEqual(['"reply_text":"echo t1"', '"reply_text":"echo t2"']);
+  });
+});
+
+describe('an embedder without a logger', () => {
+  it('still hears of a failure nobody awaits: it is a process warning', async () => {
+    const t = await startHost({ agent: 'echo' });
+    cleanups.push(() => t.cleanup());
+    const warned = new Promise<Error>((resolve) => process.once('warning', resolve));
+    t.host.onEvent(() => {
+      throw new Error('listener broke');
+    });
+    await post(t.url, 'test-token', { session_id: 's', task_id: 't1', text: 'hi' });
+    expect((await warned).message).toMatch(/onEvent listener failed: Error: listener broke/);
   });
 });
