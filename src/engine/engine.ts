@@ -17,7 +17,7 @@ import { settingsOf, type EngineConfig, type Settings } from './config.js';
 import { HostClosingError, inBackground } from './failures.js';
 import { IdleDeadlines } from './idle.js';
 import { OutboxPump } from './outbox-pump.js';
-import { ChatProjection, sessionBeforeEnd } from './projection.js';
+import { ChatProjection, replayableSession } from './projection.js';
 import { Readers, type SubscribeResult } from './readers.js';
 import { recover } from './recovery.js';
 import type { SubscriberTransport } from './subscription-actor.js';
@@ -50,7 +50,7 @@ export class Engine implements CommandPort {
     this.appender = new Appender(log, (event) => this.projection.apply(event), settings.onFatal);
     this.afterCommit = new AfterCommit((error, handler, event) => this.report(error, { what: handler, ...(event ? { event } : {}) }));
     this.runs = new AgentRuns(this.projection, this, settings);
-    this.readers = new Readers(this.projection, settings, (sessionId) => sessionBeforeEnd(settings.limits, this.appender.history(sessionId)));
+    this.readers = new Readers(this.projection, settings, (sessionId) => replayableSession(settings.limits, this.appender.history(sessionId)));
     this.outboxes = new OutboxPump(this.projection, this, settings.clock, settings.transport, settings.onDeliveryAbandoned);
     this.idle = new IdleDeadlines(this.projection, settings.clock, settings.idleTtlMs, (session_id) => {
       const command = { type: 'expire', session_id, idleTtlMs: settings.idleTtlMs, epoch: this.epoch, at: settings.clock.now() } as const;

@@ -162,10 +162,11 @@ export class ChatProjection {
 }
 
 /**
- * A Form A session as it stood just before it ended, folded again from its own logged events: an ended
- * session keeps no replies in memory, so a reconnect after the end replays from this.
+ * A Form A session as its own logged events leave it, before any end: what a reconnect replays when
+ * memory cannot say (an ended session keeps no replies; a reply not yet committed may have evicted one
+ * that is). The log holds only what is committed.
  */
-export function sessionBeforeEnd(limits: SessionLimits, events: Iterable<DomainEvent>): SessionSnapshot | undefined {
+export function replayableSession(limits: SessionLimits, events: Iterable<DomainEvent>): SessionSnapshot | undefined {
   const decider = sessionDecider(limits);
   let session = decider.initialState;
   for (const event of events) {

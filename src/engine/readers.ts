@@ -39,8 +39,8 @@ export class Readers implements AfterCommitHandler<DomainEvent> {
   constructor(
     private readonly projection: ChatProjection,
     private readonly settings: ReaderSettings,
-    /** An ended session as it stood before its end, from the log (it keeps no replies in memory). */
-    private readonly beforeEnd: (sessionId: string) => SessionSnapshot | undefined,
+    /** The session as its committed events leave it, before any end: folded from the log. */
+    private readonly fromLog: (sessionId: string) => SessionSnapshot | undefined,
   ) {}
 
   /** Live readers of a session. */
@@ -50,9 +50,11 @@ export class Readers implements AfterCommitHandler<DomainEvent> {
 
   /**
    * Opens a reader: `: open`, the replay after the cursor and the reconciliation frame, then live frames.
-   * `uncommitted` are the events folded but not yet committed: a reply among them is left out of the
-   * replay (it comes as a live frame once committed), and an end among them is not an end yet.
-   * `connect` is called only once the reader is accepted, to start the response.
+   * The replay holds only what is committed: `uncommitted` are the events folded but not yet committed;
+   * while a reply of this session is among them, memory runs ahead of the log (that reply may even have
+   * evicted a committed one), so the replay is folded from the log instead; the reply itself comes as a
+   * live frame once committed. An end among them is not an end yet. `connect` is called only once the
+   * reader is accepted, to start the response.
    */
   subscribe(
     sessionId: string,
@@ -63,18 +65,18 @@ export class Readers implements AfterCommitHandler<DomainEvent> {
   ): SubscribeResult {
     const readers = this.bySession.get(sessionId) ?? new Set<SubscriptionActor>();
     if (readers.size >= this.settings.maxReaders) return { kind: 'too_many_readers' };
-    const pendingSeqs = new Set<number>();
+    let replyPending = false;
     let endPending = false;
     for (const event of uncommitted) {
       if (event.type === 'host.started' || event.session_id !== sessionId) continue;
-      if (event.type === 'task.settled' && event.seq !== undefined) pendingSeqs.add(event.seq);
+      if (event.type === 'task.settled' && event.seq !== undefined) replyPending = true;
       if (event.type === 'session.ended') endPending = true;
     }
     const current = this.projection.taskSession(sessionId);
-    // The log holds only what is committed, so this replay needs no filtering; it is read only when there is a cursor to resume.
-    const session = current !== undefined && isEnded(current) && cursor !== undefined ? this.beforeEnd(sessionId) : current;
+    // An ended session keeps no replies in memory; either way the log is read only when there is a cursor to resume.
+    const session = current !== undefined && cursor !== undefined && (replyPending || isEnded(current)) ? this.fromLog(sessionId) : current;
     const plan = resume(session?.context.backlog, cursor);
-    const replay = plan.replay.filter((reply) => !pendingSeqs.has(reply.seq));
+    const { replay } = plan;
     const ended = closing || (this.projection.isEnded(sessionId) && !endPending);
     if (ended && replay.length === 0 && (plan.resync === undefined || plan.resync.missed_task_ids.length === 0)) {
       return { kind: 'ended' };

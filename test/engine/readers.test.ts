@@ -9,6 +9,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { Engine } from '../../src/engine/engine.js';
 import type { TaskSessionView } from '../../src/engine/view.js';
 import { isUrgent, streamOf, type DomainEvent } from '../../src/machines/events.js';
+import type { SessionLimits } from '../../src/machines/session.js';
 import { parseEventId } from '../../src/protocol/index.js';
 import { EventLog } from '../../src/storage/event-log.js';
 import { SimulatedClock } from '../support/clock.js';
@@ -20,7 +21,7 @@ afterEach(async () => {
   for (const cleanup of cleanups.splice(0)) await cleanup();
 });
 
-async function engine(): Promise<Engine> {
+async function engine(limits: Partial<SessionLimits> = {}): Promise<Engine> {
   const dir = tempDir();
   const log = EventLog.open<DomainEvent>({ path: join(dir, 'relay.db'), streamOf, urgent: isUrgent });
   const started = await Engine.start(log, {
@@ -28,6 +29,7 @@ async function engine(): Promise<Engine> {
     agent: { name: 'silent', respond: () => new Promise(() => {}) },
     transport: { post: async () => ({ kind: 'aborted' }) },
     clock: new SimulatedClock(),
+    limits,
   });
   cleanups.push(async () => {
     await started.close();
@@ -57,6 +59,24 @@ describe('a reader registered while a reply is uncommitted', () => {
     expect(result.kind).toBe('subscribed');
     expect(ids(socket)).toEqual([`id: ${id(2)}`]);
 
+    await committed;
+    expect(ids(socket)).toEqual([`id: ${id(2)}`, `id: ${id(3)}`]);
+  });
+
+  it('gets the committed reply that an uncommitted one has evicted from memory, not a report of it as missed', async () => {
+    const e = await engine({ maxReplies: 1 });
+    for (const task_id of ['t1', 't2', 't3']) await e.incoming({ session_id: 's', task_id, text: 'q' });
+    await e.run({ type: 'reply', session_id: 's', task_id: 't1', reply: message('t1', 'one'), epoch: e.epoch, at: 1 });
+    await e.run({ type: 'reply', session_id: 's', task_id: 't2', reply: message('t2', 'two'), epoch: e.epoch, at: 2 });
+    const { generation } = e.session('s') as TaskSessionView;
+    const id = (seq: number) => `${e.epoch}:${generation}:${seq}`;
+    // Committed, the backlog holds t2; in memory t3's reply, still in the batch, has evicted it.
+    const committed = e.run({ type: 'reply', session_id: 's', task_id: 't3', reply: message('t3', 'three'), epoch: e.epoch, at: 3 });
+    const socket = new FakeSocket();
+    e.subscribe('s', parseEventId(id(1)), () => socket);
+    const written = () => socket.written.join('');
+    expect(ids(socket)).toEqual([`id: ${id(2)}`]);
+    expect(written()).toContain('"missed_task_ids":[],"recovery_complete":true');
     await committed;
     expect(ids(socket)).toEqual([`id: ${id(2)}`, `id: ${id(3)}`]);
   });
