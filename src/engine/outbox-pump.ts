@@ -35,10 +35,8 @@ export class OutboxPump implements AfterCommitHandler<DomainEvent> {
     switch (event.type) {
       case 'task.progressed':
       case 'task.settled':
-        if (event.delivery !== undefined) this.pump(event.session_id);
-        return;
       case 'reply.queued':
-        this.pump(event.session_id);
+        if (event.delivery !== undefined) this.queued(event.session_id, event.delivery.n, event.at);
         return;
       case 'delivery.attempted': {
         const attempt = this.projection.outbox(event.session_id).queue.get(event.n);
@@ -52,6 +50,7 @@ export class OutboxPump implements AfterCommitHandler<DomainEvent> {
       case 'delivery.failed':
       case 'delivery.succeeded':
       case 'delivery.interrupted':
+      case 'delivery.superseded':
         this.pump(event.session_id);
         return;
       default:
@@ -69,6 +68,14 @@ export class OutboxPump implements AfterCommitHandler<DomainEvent> {
 
   stop(): void {
     this.effects.stop();
+  }
+
+  /** A reply was queued: what it makes stale is superseded, then the outbox moves on. */
+  private queued(sessionId: string, n: number, at: number): void {
+    if (this.commands.closing) return;
+    const context = { what: 'coalescing queued progress', session_id: sessionId };
+    inBackground(this.decide(sessionId, { type: 'coalesce', n, at }), this.commands.report, context);
+    this.pump(sessionId);
   }
 
   /** Attempts the session's head if it is due, or wakes up when it will be. */

@@ -10,6 +10,7 @@
  * | attempting | delivery.abandoned   | abandoned  | redirect, other 4xx, refused URL, or the 4th failure  |
  * | attempting | delivery.interrupted | waiting    | a restart cut the attempt off: made again, not counted |
  * | waiting    | delivery.abandoned   | abandoned  | the client said the session ended                     |
+ * | waiting    | delivery.superseded  | superseded | progress behind the head, replaced by a later reply for its task |
  */
 import { assign, setup, type SnapshotFrom } from 'xstate';
 import { LIMITS, type CallbackBlock } from '../protocol/index.js';
@@ -97,6 +98,7 @@ export const deliveryMachine = setup({
       on: {
         'delivery.attempted': { target: 'attempting', actions: { type: 'attempt', params: ({ event }) => event } },
         'delivery.abandoned': { target: 'abandoned', actions: { type: 'note', params: ({ event }) => event } },
+        'delivery.superseded': { target: 'superseded' },
       },
     },
     attempting: {
@@ -109,6 +111,7 @@ export const deliveryMachine = setup({
     },
     succeeded: { type: 'final' },
     abandoned: { type: 'final' },
+    superseded: { type: 'final' },
   },
 });
 
@@ -130,7 +133,8 @@ export type DeliveryCommand =
   | { readonly type: 'attempt'; readonly at: number }
   | { readonly type: 'outcome'; readonly outcome: CallbackOutcome; readonly at: number }
   | { readonly type: 'interrupt'; readonly at: number }
-  | { readonly type: 'abandon'; readonly at: number };
+  | { readonly type: 'abandon'; readonly at: number }
+  | { readonly type: 'supersede'; readonly by: number; readonly at: number };
 
 /** What an outcome means for the delivery: done, worth another attempt, or never going to work. */
 export type Verdict =
@@ -175,6 +179,8 @@ export function decideDelivery(command: DeliveryCommand, snapshot: DeliverySnaps
       return [{ type: 'delivery.attempted', session_id, n, attempt: attempts + 1, at }];
     case 'interrupt':
       return snapshot.value === 'attempting' ? [{ type: 'delivery.interrupted', session_id, n, attempt: attempts, at }] : [];
+    case 'supersede':
+      return snapshot.value === 'waiting' && snapshot.context.progress ? [{ type: 'delivery.superseded', session_id, n, by: command.by, at }] : [];
     case 'abandon':
       return snapshot.status === 'active' && snapshot.value !== 'attempting'
         ? [{ type: 'delivery.abandoned', session_id, n, attempts, reason: 'session_ended', at }]

@@ -202,7 +202,17 @@ export interface DeliveryInterrupted {
   readonly at: number;
 }
 
-export type DeliveryEvent = DeliveryAttempted | DeliveryFailed | DeliverySucceeded | DeliveryAbandoned | DeliveryInterrupted;
+/** Progress still waiting behind the head, replaced by a later reply for its task (`by`): it leaves the outbox unsent. */
+export interface DeliverySuperseded {
+  readonly type: 'delivery.superseded';
+  readonly session_id: string;
+  readonly n: number;
+  /** The delivery that made it stale. */
+  readonly by: number;
+  readonly at: number;
+}
+
+export type DeliveryEvent = DeliveryAttempted | DeliveryFailed | DeliverySucceeded | DeliveryAbandoned | DeliveryInterrupted | DeliverySuperseded;
 
 /** Events of a Form A session (the session statechart folds these). */
 export type SessionEvent = SessionOpened | TaskStarted | TaskProgressed | TaskSettled | ReplyDropped | SessionEnded;

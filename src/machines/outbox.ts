@@ -3,11 +3,11 @@
  * they were queued. Only the head is ever attempted, so a later reply is never POSTed before an earlier one
  * is delivered or abandoned (4.3). Finished deliveries leave the outbox and are counted.
  *
- * Queued progress is coalesced by task, as on the stream (4.2 rule 4): when a reply is queued for a task,
- * that task's progress waiting behind the head (queued while an earlier delivery was on its way) leaves
- * the outbox, unsent and uncounted, so a slow receiver gets the latest `typing`, not every one. The head
- * itself is never dropped: it is what goes out next, as a frame already written would. The fold does this
- * from the queued event alone, so it needs no event of its own.
+ * Queued progress is coalesced by task, as on the stream (4.2 rule 4): once a reply is queued for a task,
+ * that task's progress waiting behind the head (queued while an earlier delivery was on its way) is
+ * superseded, logged as such, and leaves the outbox unsent and uncounted, so a slow receiver gets the
+ * latest `typing`, not every one. The head itself is never superseded: it is what goes out next, as a
+ * frame already written would.
  */
 import { callbackBody, type CallbackBlock } from '../protocol/index.js';
 import type { Decider, Decision } from './decider.js';
@@ -50,7 +50,9 @@ export type OutboxCommand =
   /** A restart: the head's attempt in flight, if any, was cut off. */
   | { readonly type: 'interrupt'; readonly at: number }
   /** The client said the session ended: everything waiting is given up. */
-  | { readonly type: 'abandon'; readonly at: number };
+  | { readonly type: 'abandon'; readonly at: number }
+  /** Delivery `n` was queued: the progress of its task waiting behind the head is stale. */
+  | { readonly type: 'coalesce'; readonly n: number; readonly at: number };
 
 /** `session_ended`: the receiver answered `{ok: true, ignored: true, reason: "session_ended"}` (4.2). */
 export type OutboxOutcome = 'recorded' | 'unchanged' | 'session_ended';
@@ -79,10 +81,6 @@ function enqueue(outbox: Outbox, event: QueuingEvent): Outbox {
   const { delivery } = event;
   if (delivery === undefined) return outbox;
   const queue = new Map(outbox.queue);
-  const first = head(outbox);
-  for (const [n, queued] of queue) {
-    if (queued !== first && queued.context.progress && queued.context.delivery.task_id === delivery.task_id) queue.delete(n);
-  }
   const progress = event.reply.status === 'typing' || event.reply.status === 'tool_call';
   const callback = callbackOf(outbox, event, delivery);
   const entry = initialDelivery({ session_id: event.session_id, delivery, callback, body: callbackBody(event.reply), progress, at: event.at });
@@ -101,9 +99,9 @@ function step(outbox: Outbox, event: DeliveryEvent): Outbox {
   const queue = new Map(outbox.queue);
   if (next.status === 'active') return { ...outbox, queue: queue.set(event.n, next) };
   queue.delete(event.n);
-  return next.value === 'succeeded'
-    ? { ...outbox, queue, succeeded: outbox.succeeded + 1 }
-    : { ...outbox, queue, abandoned: outbox.abandoned + 1 };
+  if (next.value === 'succeeded') return { ...outbox, queue, succeeded: outbox.succeeded + 1 };
+  // Superseded progress was only ever live: neither delivered nor given up.
+  return next.value === 'abandoned' ? { ...outbox, queue, abandoned: outbox.abandoned + 1 } : { ...outbox, queue };
 }
 
 /** The delivery that goes next (or is in flight). */
@@ -130,6 +128,15 @@ function decide(command: OutboxCommand, outbox: Outbox): Decision<DeliveryEvent,
     }
     case 'abandon':
       return recorded([...outbox.queue.values()].flatMap((delivery) => decideDelivery(command, delivery)));
+    case 'coalesce': {
+      const newer = outbox.queue.get(command.n);
+      if (newer === undefined) return recorded([]);
+      const first = head(outbox);
+      const stale = [...outbox.queue.values()].filter(
+        (queued) => queued !== first && queued.context.delivery.n < command.n && queued.context.delivery.task_id === newer.context.delivery.task_id,
+      );
+      return recorded(stale.flatMap((queued) => decideDelivery({ type: 'supersede', by: command.n, at: command.at }, queued)));
+    }
   }
 }
 

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { foldEvents } from '../../src/machines/decider.js';
 import type { DeliveryEvent, MessageReceived, ReplyQueued, TaskProgressed, TaskSettled, TaskStarted } from '../../src/machines/events.js';
-import { head, outboxDecider, type Outbox } from '../../src/machines/outbox.js';
+import { outboxDecider, type Outbox } from '../../src/machines/outbox.js';
 import { deciderSpecification } from '../support/decider.js';
 
 const S = 's';
@@ -46,16 +46,23 @@ describe('outbox: queue order and coalesced progress', () => {
     spec.given([...tasks, answer(1, 'a'), answer(2, 'b'), attempted(1)]).when({ type: 'attempt', at: 150 }).thenNothing('unchanged');
   });
 
-  it('progress waiting behind the head is replaced by a newer reply for its task', () => {
-    const events = [...tasks, answer(1, 'a'), attempted(1), typing(2, 'b'), typing(3, 'b'), typing(4, 'c')];
-    expect(queued(foldEvents(outboxDecider, events))).toEqual([1, 3, 4]);
-    expect(queued(foldEvents(outboxDecider, [...events, answer(5, 'b')]))).toEqual([1, 4, 5]);
+  const superseded = (n: number, by: number, at: number): DeliveryEvent => ({ type: 'delivery.superseded', session_id: S, n, by, at });
+
+  it('progress waiting behind the head is superseded by a newer reply for its task, and leaves the queue uncounted', () => {
+    const given = [...tasks, answer(1, 'a'), attempted(1), typing(2, 'b'), typing(3, 'b'), typing(4, 'c')];
+    spec.given(given).when({ type: 'coalesce', n: 3, at: 10 }).then([superseded(2, 3, 10)], 'recorded');
+    spec.given([...given, superseded(2, 3, 10), answer(5, 'b')]).when({ type: 'coalesce', n: 5, at: 20 }).then([superseded(3, 5, 20)]);
+    const outbox = foldEvents(outboxDecider, [...given, superseded(2, 3, 10), answer(5, 'b'), superseded(3, 5, 20)]);
+    expect([queued(outbox), outbox.succeeded, outbox.abandoned]).toEqual([[1, 4, 5], 0, 0]);
   });
 
-  it('the head is never dropped: it goes out as a written frame would', () => {
-    const outbox = foldEvents(outboxDecider, [...tasks, typing(1, 'a'), typing(2, 'a'), answer(3, 'a')]);
-    expect(queued(outbox)).toEqual([1, 3]);
-    expect(head(outbox)!.context.delivery.n).toBe(1);
+  it('the head is never superseded: it goes out as a written frame would', () => {
+    spec.given([...tasks, typing(1, 'a'), typing(2, 'a'), answer(3, 'a')]).when({ type: 'coalesce', n: 3, at: 5 }).then([superseded(2, 3, 5)]);
+  });
+
+  it('a log written before coalescing was logged still folds: its progress was queued and attempted in turn', () => {
+    const older = [...tasks, answer(1, 'a'), typing(2, 'b'), typing(3, 'b'), attempted(1), { ...attempted(2), at: 200 }];
+    expect(queued(foldEvents(outboxDecider, older))).toEqual([1, 2, 3]);
   });
 
   it('a session_ended answer ends the session; abandon then takes everything waiting', () => {

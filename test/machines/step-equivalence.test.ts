@@ -76,6 +76,7 @@ const CASES: readonly Case[] = [
       (d: DeliverySnapshot) => ({ type: 'delivery.succeeded', session_id: S, n: 1, attempt: d.context.attempts, status: 200, at: 4 }),
       (d: DeliverySnapshot) => ({ type: 'delivery.abandoned', session_id: S, n: 1, attempts: d.context.attempts, reason: 'permanent', outcome: 'status 404', at: 5 }),
       (d: DeliverySnapshot) => ({ type: 'delivery.interrupted', session_id: S, n: 1, attempt: d.context.attempts, at: 6 }),
+      () => ({ type: 'delivery.superseded', session_id: S, n: 1, by: 2, at: 7 }),
     ],
   },
   {
