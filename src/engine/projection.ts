@@ -65,8 +65,12 @@ export class ChatProjection {
         this.foldConversation(event);
         return this.foldOutbox(event);
       case 'reply.dropped':
-      case 'session.ended':
         return this.sessions.has(event.session_id) ? this.foldSession(event) : this.foldConversation(event);
+      case 'session.ended':
+        if (this.sessions.has(event.session_id)) this.foldSession(event);
+        else this.foldConversation(event);
+        if (this.outboxes.has(event.session_id)) this.foldOutbox(event);
+        return;
     }
   }
 

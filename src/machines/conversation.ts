@@ -10,7 +10,7 @@
  * | open  | reply.queued     | open  | queued for the callback; a `message` joins memory; activity (`typing` resets the inactivity timer) |
  * | open  | turn.finished    | open  | the agent's run for that message ended                              |
  * | open  | reply.dropped    | open  | nothing                                                             |
- * | open  | session.ended    | ended | memory, prelude, task ids and runs go                               |
+ * | open  | session.ended    | ended | memory, prelude, task ids, runs and the callback go                 |
  * | ended | reply.dropped    | ended | nothing: the agent spoke after the end                              |
  */
 import { assign, setup, type SnapshotFrom } from 'xstate';
@@ -73,7 +73,7 @@ function finished(context: ConversationContext, event: TurnFinished): Partial<Co
   return { running };
 }
 
-/** An ended conversation only answers "ended": what fed the agent and the duplicate check goes. */
+/** An ended conversation only answers "ended": what fed the agent, the duplicate check and its callback go (queued replies keep their own). */
 function ended(event: SessionEnded): Partial<ConversationContext> {
   return {
     endedAt: event.at,
@@ -84,6 +84,7 @@ function ended(event: SessionEnded): Partial<ConversationContext> {
     memoryChars: 0,
     running: new Set(),
     taskIds: emptyWindow(),
+    callback: undefined,
   };
 }
 

@@ -18,6 +18,7 @@ import {
   type DeliveryEvent,
   type MessageReceived,
   type ReplyQueued,
+  type SessionEnded,
   type TaskProgressed,
   type TaskSettled,
   type TaskStarted,
@@ -40,7 +41,7 @@ export type QueuingEvent = TaskProgressed | TaskSettled | ReplyQueued;
 /** A user message, which may advertise a callback (logged once per session: see `Delivery`). */
 export type AdvertisingEvent = TaskStarted | MessageReceived;
 
-export type OutboxEvent = AdvertisingEvent | QueuingEvent | DeliveryEvent;
+export type OutboxEvent = AdvertisingEvent | SessionEnded | QueuingEvent | DeliveryEvent;
 
 export type OutboxCommand =
   /** Attempt the head, if it is due. */
@@ -67,6 +68,11 @@ function advertised(outbox: Outbox, event: AdvertisingEvent): Outbox {
   const named = event.callback !== undefined || event.same_callback === true;
   if (!named || callback === undefined) return outbox;
   return { ...outbox, callback, taskCallbacks: new Map(outbox.taskCallbacks).set(event.task_id, callback) };
+}
+
+/** An ended session queues nothing new: its callbacks go (what is queued keeps its own). */
+function forgetCallbacks(outbox: Outbox): Outbox {
+  return outbox.callback === undefined && outbox.taskCallbacks.size === 0 ? outbox : { ...outbox, callback: undefined, taskCallbacks: new Map() };
 }
 
 /** Where a queued reply goes: as its event says (older logs), its task's callback, or the session's latest. */
@@ -144,6 +150,7 @@ export const outboxDecider: Decider<Outbox, OutboxCommand, OutboxEvent, OutboxOu
   decide,
   evolve(outbox, event) {
     if (isDeliveryEvent(event)) return step(outbox, event);
+    if (event.type === 'session.ended') return forgetCallbacks(outbox);
     return event.type === 'task.started' || event.type === 'message.received' ? advertised(outbox, event) : enqueue(outbox, event);
   },
   initialState: emptyOutbox,

@@ -77,7 +77,7 @@ export function coalesce(queue: readonly Frame[], frame: Frame): Frame[] {
   return [...queue, frame];
 }
 
-function enqueueAll(queue: readonly Frame[], frames: readonly Frame[]): readonly Frame[] {
+function coalesceAll(queue: readonly Frame[], frames: readonly Frame[]): readonly Frame[] {
   return frames.reduce<readonly Frame[]>(coalesce, queue);
 }
 
@@ -114,7 +114,7 @@ export const subscriptionMachine = setup({
     hostClosing: ({ event }) => event.type === 'close' && event.reason === 'host_closing',
     overflows: ({ context, event }) => {
       if (event.type !== 'frames') return false;
-      const queue = enqueueAll(context.queue, event.frames);
+      const queue = coalesceAll(context.queue, event.frames);
       return context.socketBuffered + queuedBytes(queue) > context.maxQueuedBytes;
     },
   },
@@ -179,7 +179,7 @@ export const subscriptionMachine = setup({
                 actions: abandon('slow_reader'),
               },
               {
-                actions: assign({ queue: ({ context, event }) => enqueueAll(context.queue, event.frames) }),
+                actions: assign({ queue: ({ context, event }) => coalesceAll(context.queue, event.frames) }),
               },
             ],
             // A closing host cannot wait for a stalled reader to drain; the reader loses nothing, it resumes.
@@ -216,7 +216,7 @@ export const subscriptionMachine = setup({
     closing: {
       on: {
         frames: {
-          actions: assign({ queue: ({ context, event }) => enqueueAll(context.queue, event.frames) }),
+          actions: assign({ queue: ({ context, event }) => coalesceAll(context.queue, event.frames) }),
         },
         close: {
           guard: 'hostClosing',

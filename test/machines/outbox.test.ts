@@ -93,6 +93,11 @@ describe('outbox: callbacks are logged once, where advertised', () => {
     expect(targets(outbox)).toEqual([[1, X.url], [2, X.url], [3, Y.url]]);
   });
 
+  it('an ended session forgets its callbacks; what is queued still goes where it was queued for', () => {
+    const outbox = foldEvents(outboxDecider, [started('a'), answer(1, 'a'), started('b'), { type: 'session.ended', session_id: S, reason: 'host', at: 9 }]);
+    expect([outbox.callback, outbox.taskCallbacks.size, targets(outbox)]).toEqual([undefined, 0, [[1, X.url]]]);
+  });
+
   it('a delivery logged with its callback (older logs) goes there', () => {
     const legacy: TaskSettled = {
       type: 'task.settled', session_id: S, task_id: 'z', reply: { session_id: S, task_id: 'z', status: 'completed' }, cause: 'agent', delivery: { n: 1, task_id: 'z', url: Y.url, token: Y.token }, at: 1,
