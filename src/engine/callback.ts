@@ -24,3 +24,12 @@ export interface CallbackRequest {
 export interface CallbackTransport {
   post(request: CallbackRequest): Promise<CallbackOutcome>;
 }
+
+/**
+ * An error's `code` when it is an identifier (ECONNREFUSED, UND_ERR_SOCKET...), else `UNKNOWN`. Only the
+ * code is ever reported: a message could quote a URL or a header, and so a credential.
+ */
+export function failureCode(error: unknown): string {
+  const code = typeof error === 'object' && error !== null && 'code' in error ? error.code : undefined;
+  return typeof code === 'string' && /^[A-Z][A-Z0-9_]{0,63}$/.test(code) ? code : 'UNKNOWN';
+}

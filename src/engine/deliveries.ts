@@ -4,7 +4,7 @@
  * one already logged as `delivery.attempted`), and gets back what the transport reported.
  */
 import type { DeliveryContext } from '../machines/delivery.js';
-import type { CallbackOutcome, CallbackTransport } from './callback.js';
+import { failureCode, type CallbackOutcome, type CallbackTransport } from './callback.js';
 import type { Clock, TimerHandle } from './clock.js';
 
 export interface DeliveryHandlers {
@@ -43,7 +43,7 @@ export class DeliveryEffects {
     this.transport.post({ url, token, task_id, body, signal: this.stopping.signal }).then(
       (outcome) => this.handlers.answered(session_id, n, outcome),
       // A transport reports; it should not throw. If it does, that is a failed connection, never a lost reply.
-      (error: unknown) => this.handlers.answered(session_id, n, { kind: 'connection_failed', code: errorCode(error) }),
+      (error: unknown) => this.handlers.answered(session_id, n, { kind: 'connection_failed', code: failureCode(error) }),
     );
   }
 
@@ -53,9 +53,4 @@ export class DeliveryEffects {
     for (const { timer } of this.timers.values()) this.clock.clearTimeout(timer);
     this.timers.clear();
   }
-}
-
-function errorCode(error: unknown): string {
-  const code = (error as { code?: unknown } | undefined)?.code;
-  return typeof code === 'string' ? code : 'transport_error';
 }

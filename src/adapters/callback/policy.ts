@@ -15,6 +15,7 @@ import {
   type LoopbackPorts,
 } from '../../protocol/callback-url.js';
 import { portRanges, type PortRange } from '../../protocol/port-ranges.js';
+import { failureCode } from '../../engine/callback.js';
 import { systemClock, type Clock, type TimerHandle } from '../../engine/clock.js';
 
 /** Answers IP addresses, as `dns.lookup` does; anything else makes `check` reject. */
@@ -107,13 +108,4 @@ async function within<T>(promise: Promise<T>, ms: number, clock: Clock): Promise
   } finally {
     clock.clearTimeout(timer);
   }
-}
-
-/**
- * An error's `code` when it is an identifier (ECONNREFUSED, UND_ERR_SOCKET...), else `UNKNOWN`. Only the
- * code is ever reported: a message could quote a URL or a header, and so a credential.
- */
-export function failureCode(error: unknown): string {
-  const code = typeof error === 'object' && error !== null && 'code' in error ? error.code : undefined;
-  return typeof code === 'string' && /^[A-Z][A-Z0-9_]{0,63}$/.test(code) ? code : 'UNKNOWN';
 }

@@ -7,11 +7,11 @@
 import { isIP, connect as connectTcp } from 'node:net';
 import { connect as connectTls, createSecureContext, rootCertificates, type SecureContext } from 'node:tls';
 import { Client, type buildConnector } from 'undici';
-import type { CallbackOutcome, CallbackRequest, CallbackTransport } from '../../engine/callback.js';
+import { failureCode, type CallbackOutcome, type CallbackRequest, type CallbackTransport } from '../../engine/callback.js';
 import { systemClock, type Clock } from '../../engine/clock.js';
 import type { Addresses, CallbackConnectable } from '../../protocol/callback-url.js';
 import { IncomingIgnored, LIMITS } from '../../protocol/index.js';
-import { failureCode, type CallbackPolicy } from './policy.js';
+import type { CallbackPolicy } from './policy.js';
 
 export interface HttpCallbackTransportOptions {
   readonly policy: CallbackPolicy;
