@@ -58,22 +58,22 @@ export const CALLBACK_REFUSALS = {
   scheme: 'callback.url must be http or https',
   userinfo: 'callback.url must not carry credentials (user:password@)',
   query_or_fragment: 'callback.url is a base URL: it has no query string or fragment',
-  unspecified_address: 'callback.url must not point at the unspecified address (0.0.0.0, ::)',
+  unspecified_address: 'callback.url must not point at the unspecified address (0.0.0.0, ::, in any spelling, or a name resolving to one), even if allowlisted',
   not_allowlisted: 'callback.url must be a loopback origin or an origin in the callback allowlist',
-  private_address: 'callback.url names a host that resolves to a private, link-local, metadata or reserved address',
-  loopback_off: 'callback.url is a loopback address, and this host allows no loopback callbacks: only allowlisted origins',
-  loopback_port: 'callback.url is a loopback address on a port this host does not allow for callbacks',
+  private_address: 'callback.url names an allowlisted host that resolves to a private, link-local, metadata or reserved address whose own origin is not allowlisted',
+  loopback_off: 'callback.url is a loopback address, and this host allows no loopback callbacks (--callback-loopback off): only allowlisted origins',
+  loopback_port: 'callback.url is a loopback address on a port outside --callback-loopback-ports',
 } as const;
 
 export type CallbackRefusalReason = keyof typeof CALLBACK_REFUSALS;
 
 /** The event log's errors (PROTOCOL.md 4b), for operators and supervisors: each error of storage/ carries its code. */
 export const LOG_ERRORS = {
-  event_log_locked: 'the event log is open already, in another process or this one',
+  event_log_locked: 'the event log is open already, in another process or this one; the message names the holder',
   event_log_schema_mismatch: 'the file is not an assistant-relay event log, or has another schema version',
-  event_log_permissions: 'the event log, its -wal or its -shm can be accessed by other users',
-  event_log_closed: 'the event log is closed',
-  event_log_write_failed: 'the event log could not commit a batch; the host must restart',
+  event_log_permissions: 'the event log, its -wal or its -shm can be accessed by group or others; the message says what to chmod',
+  event_log_closed: 'an append after the event log was closed',
+  event_log_write_failed: 'the event log could not commit a batch; the host must restart (the CLI exits 70)',
 } as const;
 
 export type LogErrorCode = keyof typeof LOG_ERRORS;

@@ -39,9 +39,10 @@ function sources(dir: string): string[] {
 
 const documented = tables();
 const catalogue = root('src/protocol/errors.ts');
+// Comments say nothing is raised: they are left out.
 const raising = sources(root('src'))
   .filter((file) => file !== catalogue)
-  .map((file) => readFileSync(file, 'utf8'))
+  .map((file) => readFileSync(file, 'utf8').replace(/\/\*[\s\S]*?\*\//g, '').replace(/\/\/.*$/gm, ''))
   .join('\n');
 
 describe('the error catalogue', () => {
@@ -52,12 +53,16 @@ describe('the error catalogue', () => {
     );
   });
 
+  it('error_code | when: the same codes', () => {
+    expect(documented.get('error_code | when')!.map(([code]) => code).sort()).toEqual(Object.keys(REPLY_ERRORS).sort());
+  });
+
+  // These are for operators and logs only: the catalogue's text is the documentation's, word for word.
   it.each([
-    ['error_code | when', REPLY_ERRORS],
     ['reason | when', CALLBACK_REFUSALS],
     ['code | when', LOG_ERRORS],
-  ] as const)('%s: the same codes', (header, codes) => {
-    expect(documented.get(header)!.map(([code]) => code).sort()).toEqual(Object.keys(codes).sort());
+  ] as const)('%s: the same codes, described in the same words', (header, codes) => {
+    expect(documented.get(header)!.map(([code, when]) => [code, when]).sort()).toEqual(Object.entries(codes).sort());
   });
 
   it.each(
