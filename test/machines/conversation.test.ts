@@ -7,7 +7,7 @@ import { outboxDecider } from '../../src/machines/outbox.js';
 import { isConversationEnded } from '../../src/machines/conversation.js';
 import { windowToArray } from '../../src/machines/window.js';
 import type { IncomingEvent, ReplyBody } from '../../src/protocol/index.js';
-import { thenOf, type Then } from '../support/decider.js';
+import { deciderSpecification, type Then } from '../support/decider.js';
 
 const S = 's1';
 const U1 = '11111111-1111-4111-8111-111111111111';
@@ -28,14 +28,14 @@ class Harness {
   readonly log: ConversationEvent[] = [];
 
   run(command: SessionCommand): Decision<ConversationEvent, Outcome> {
-    const decision = decider.decide(command, this.conversation);
-    this.conversation = foldEvents(decider, decision.events, this.conversation);
-    this.log.push(...decision.events);
-    return decision;
+    return this.when(command).decision;
   }
 
   when(command: SessionCommand): Then<ConversationEvent, Outcome> {
-    return thenOf(this.run(command));
+    const then = deciderSpecification(decider).given(this.log).when(command);
+    this.conversation = foldEvents(decider, then.decision.events, this.conversation);
+    this.log.push(...then.decision.events);
+    return then;
   }
 
   get context() {

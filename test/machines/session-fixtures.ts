@@ -5,7 +5,7 @@ import type { SessionEvent } from '../../src/machines/events.js';
 import { sessionDecider, type SessionState } from '../../src/machines/session-decider.js';
 import type { SessionLimits, SessionSnapshot } from '../../src/machines/session.js';
 import { windowToArray } from '../../src/machines/window.js';
-import { thenOf, type Then } from '../support/decider.js';
+import { deciderSpecification, type Then } from '../support/decider.js';
 
 export const LIMITS_SPEC: SessionLimits = {
   maxReplies: 64,
@@ -26,7 +26,8 @@ export function fold(events: readonly SessionEvent[], limits: SessionLimits = LI
 
 /**
  * One session as the engine drives it, read as given → when → then: the events logged so far are the
- * given; `when(command)` decides against their fold, checks the decision with `then`, and folds it.
+ * given (`deciderSpecification` folds them from the decider's initial state for every `when`), and
+ * what a command decides is logged in turn.
  */
 export class Harness {
   session: SessionState;
@@ -39,14 +40,14 @@ export class Harness {
   }
 
   run(command: SessionCommand): Decision<SessionEvent, Outcome> {
-    const decision = this.decider.decide(command, this.session);
-    this.session = foldEvents(this.decider, decision.events, this.session);
-    this.log.push(...decision.events);
-    return decision;
+    return this.when(command).decision;
   }
 
   when(command: SessionCommand): Then<SessionEvent, Outcome> {
-    return thenOf(this.run(command));
+    const then = deciderSpecification(this.decider).given(this.log).when(command);
+    this.session = foldEvents(this.decider, then.decision.events, this.session);
+    this.log.push(...then.decision.events);
+    return then;
   }
 
   get context() {
