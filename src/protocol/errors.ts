@@ -1,7 +1,8 @@
 /**
  * The one catalogue of every code a client or an operator can see, each defined here once: HTTP errors
  * (`{error: {code, message}}`, the closing host's `shutting_down` among them), the `error_code` values of
- * `errored` replies the host produces, the reasons a callback URL is refused, and the event log's errors.
+ * `errored` replies the host produces, the reasons a callback URL is refused, the event log's errors, and
+ * the provider registry's refusals.
  * A message here is what is said when the place that raises the code has nothing more specific to add.
  * PROTOCOL.md lists the same tables, and test/protocol/errors.test.ts holds the two to each other and
  * to the code that raises them: add a code here first.
@@ -77,3 +78,15 @@ export const LOG_ERRORS = {
 } as const;
 
 export type LogErrorCode = keyof typeof LOG_ERRORS;
+
+/**
+ * Why a provider, a plugin or a job is refused (PROTOCOL.md 6c), as a `{code, message}`: in a heartbeat
+ * answer's `refused`, as a failed job's error, or wherever a `provider_kind` is used.
+ */
+export const PROVIDER_ERRORS = {
+  unknown_provider: 'no provider in the registry has this provider_kind',
+  provider_coming_soon: 'this provider is coming soon: it cannot be used yet',
+  unsupported_version: 'the schema_version or envelope_version is outside what the other side handles',
+} as const;
+
+export type ProviderErrorCode = keyof typeof PROVIDER_ERRORS;

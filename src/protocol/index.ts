@@ -4,3 +4,4 @@ export * from './wire.js';
 export * from './errors.js';
 export * from './sse.js';
 export * from './reasoning.js';
+export * from './providers.js';

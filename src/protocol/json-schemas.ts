@@ -1,7 +1,7 @@
 /**
- * Every body of the reasoning channel as a JSON Schema file, generated from its zod schema, for other
- * implementations and for the jobs' `response_schema`: schemas/<name>.json. `npm run diagrams` writes them
- * and a test holds the files to the schemas.
+ * Every body of the reasoning channel, and the provider registry's file, as a JSON Schema file generated
+ * from its zod schema, for other implementations, for editors and for the jobs' `response_schema`:
+ * schemas/<name>.json. `npm run diagrams` writes them and a test holds the files to the schemas.
  */
 import type { z } from 'zod';
 import {
@@ -16,6 +16,7 @@ import {
   jsonSchemaOf,
   type JobPurpose,
 } from './reasoning.js';
+import { ProviderRegistry } from './providers.js';
 
 const BODIES: ReadonlyArray<readonly [string, z.ZodType]> = [
   ['reasoning-job', ReasoningJob],
@@ -25,6 +26,7 @@ const BODIES: ReadonlyArray<readonly [string, z.ZodType]> = [
   ['capability-profile', CapabilityProfile],
   ['job-create', JobCreateBody],
   ['job-result', JobResultBody],
+  ['provider-registry', ProviderRegistry],
 ];
 
 export interface SchemaFile {

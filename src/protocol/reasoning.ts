@@ -36,8 +36,9 @@ export const ReasoningJob = z.object({
   job_id: JobId,
   purpose: JobPurpose,
   deadline_at: z.iso.datetime({ offset: false }),
-  schema_version: z.literal(SCHEMA_VERSION),
-  envelope_version: z.literal(ENVELOPE_VERSION),
+  /** 1 is the version in use; a job of another version still parses, so that a plugin can fail it `unsupported_version`. */
+  schema_version: z.number().int().min(1),
+  envelope_version: z.number().int().min(1),
   /** A JSON Schema the result must follow (for a BYO job: the decrypted result). */
   response_schema: JsonObject,
   payload: JsonObject,

@@ -6,7 +6,7 @@ import { readFileSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
-import { CALLBACK_REFUSALS, HTTP_ERRORS, LOG_ERRORS, REPLY_ERRORS } from '../../src/protocol/errors.js';
+import { CALLBACK_REFUSALS, HTTP_ERRORS, LOG_ERRORS, PROVIDER_ERRORS, REPLY_ERRORS } from '../../src/protocol/errors.js';
 
 const root = (path: string) => fileURLToPath(new URL(`../../${path}`, import.meta.url));
 
@@ -53,8 +53,11 @@ describe('the error catalogue', () => {
     );
   });
 
-  it('error_code | when: the same codes', () => {
-    expect(documented.get('error_code | when')!.map(([code]) => code).sort()).toEqual(Object.keys(REPLY_ERRORS).sort());
+  it.each([
+    ['error_code | when', REPLY_ERRORS],
+    ['provider error code | when', PROVIDER_ERRORS],
+  ] as const)('%s: the same codes', (header, codes) => {
+    expect(documented.get(header)!.map(([code]) => code).sort()).toEqual(Object.keys(codes).sort());
   });
 
   // These are for operators and logs only: the catalogue's text is the documentation's, word for word.
@@ -66,7 +69,7 @@ describe('the error catalogue', () => {
   });
 
   it.each(
-    [HTTP_ERRORS, REPLY_ERRORS, CALLBACK_REFUSALS, LOG_ERRORS].flatMap((codes) => Object.keys(codes)),
+    [HTTP_ERRORS, REPLY_ERRORS, CALLBACK_REFUSALS, LOG_ERRORS, PROVIDER_ERRORS].flatMap((codes) => Object.keys(codes)),
   )('%s is raised somewhere in src/ (a code nothing raises goes)', (code) => {
     expect(raising).toContain(`'${code}'`);
   });
