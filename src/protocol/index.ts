@@ -5,3 +5,4 @@ export * from './errors.js';
 export * from './sse.js';
 export * from './reasoning.js';
 export * from './providers.js';
+export * from './tokens.js';

@@ -3,7 +3,7 @@
  * `assistant-relay serve`: runs the host standalone. Prints exactly one line on stdout when ready,
  * `{"listening":"http://H:PORT"}`; everything else is structured JSON logging on stderr, tokens redacted.
  */
-import { randomBytes } from 'node:crypto';
+import { newToken } from '../../protocol/index.js';
 import { readFileSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { pino } from 'pino';
@@ -19,7 +19,7 @@ function resolveToken(options: ServeOptions): string {
   if (options.token !== undefined) return options.token;
   const file = options.tokenFile!;
   makePrivateFolder(dirname(file));
-  const fresh = randomBytes(24).toString('base64url');
+  const fresh = newToken();
   if (createPrivateFile(file, `${fresh}\n`)) return fresh;
   const exposed = exposure([file]);
   if (exposed !== undefined) throw new UsageError(`the --token-file is not private: ${exposed}`);

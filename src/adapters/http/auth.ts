@@ -2,19 +2,15 @@
  * Bearer authentication (5): one `onRequest` hook for every route of the scope this plugin is registered
  * in, run before the body is even read. The comparison is constant-time.
  */
-import { hash, timingSafeEqual } from 'node:crypto';
 import fp from 'fastify-plugin';
+import { bearerToken, matchesDigest, tokenDigest } from '../../protocol/index.js';
 import { sendError } from './errors.js';
 
-// Comparing digests keeps the comparison constant-time whatever the presented token's length.
-const digest = (text: string) => hash('sha256', text, 'buffer');
-
 export function bearerMatcher(token: string): (header: string | undefined) => boolean {
-  const expected = digest(token);
+  const expected = tokenDigest(token);
   return (header) => {
-    // The scheme is case-insensitive (RFC 9110 11.1); the token is not.
-    const match = header === undefined ? null : /^bearer +(.+)$/i.exec(header);
-    return match !== null && timingSafeEqual(digest(match[1]!), expected);
+    const presented = bearerToken(header);
+    return presented !== undefined && matchesDigest(presented, expected);
   };
 }
 
