@@ -53,7 +53,7 @@ export class SubscriptionActor {
     this.send({ type: 'frames', frames, at: this.clock.now() });
   }
 
-  close(reason: 'session_ended' | 'host_closing'): void {
+  close(reason: 'session_ended' | 'host_closing' | 'superseded'): void {
     this.send({ type: 'close', reason, at: this.clock.now() });
   }
 

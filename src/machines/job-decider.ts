@@ -24,7 +24,7 @@ export type JobCommand =
       readonly at: number;
     }
   /** Send it on the integration's live stream, under a lease until `lease_until`. */
-  | { readonly type: 'deliver'; readonly job_id: string; readonly lease_until: number; readonly at: number }
+  | { readonly type: 'deliver'; readonly job_id: string; readonly seq: number; readonly lease_until: number; readonly at: number }
   /** The plugin runs it (it said so, or a heartbeat named it): the lease goes on to `lease_until`. */
   | { readonly type: 'run'; readonly job_id: string; readonly lease_until: number; readonly at: number }
   /** The lease may have lapsed. */
@@ -84,7 +84,10 @@ function decide(command: JobCommand, job: JobState): JobDecision {
   switch (command.type) {
     case 'deliver':
       if (isSettled(job)) return nothing('settled');
-      return { events: [{ type: 'job.delivered', ...fact, delivery: job.context.deliveries + 1, lease_until: command.lease_until }], outcome: 'delivered' };
+      return {
+        events: [{ type: 'job.delivered', ...fact, delivery: job.context.deliveries + 1, seq: command.seq, lease_until: command.lease_until }],
+        outcome: 'delivered',
+      };
     case 'run':
       if (isSettled(job)) return nothing('settled');
       return state === 'running'

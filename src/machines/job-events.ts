@@ -27,8 +27,10 @@ export interface JobCreated extends JobFact {
 /** The job went out on the integration's stream; the plugin has until `lease_until` to say it runs it. */
 export interface JobDelivered extends JobFact {
   readonly type: 'job.delivered';
-  /** Counts deliveries from 1: the job was sent again after a reconnect, a takeover or a lapsed lease. */
+  /** Counts the job's deliveries from 1: it was sent again after a reconnect, a takeover or a lapsed lease. */
   readonly delivery: number;
+  /** The frame's id on the integration's stream: its deliveries counted from 1 (what `Last-Event-ID` names). */
+  readonly seq: number;
   readonly lease_until: number;
 }
 

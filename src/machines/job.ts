@@ -37,6 +37,8 @@ export interface JobContext {
   readonly deadline_at: number;
   /** Deliveries so far. */
   readonly deliveries: number;
+  /** The stream frame id of the latest delivery. */
+  readonly seq: number | undefined;
   /** While delivered or running: when the lease lapses. */
   readonly lease_until: number | undefined;
   readonly settled_at: number | undefined;
@@ -56,6 +58,7 @@ function initialContext(created: JobCreated): JobContext {
     created_at: created.at,
     deadline_at: created.deadline_at,
     deliveries: 0,
+    seq: undefined,
     lease_until: undefined,
     settled_at: undefined,
     result: undefined,
@@ -83,7 +86,7 @@ export const jobMachine = setup({
     events: {} as Exclude<JobEvent, JobCreated>,
   },
   actions: {
-    deliver: assign((_, event: JobDelivered) => ({ deliveries: event.delivery, lease_until: event.lease_until })),
+    deliver: assign((_, event: JobDelivered) => ({ deliveries: event.delivery, seq: event.seq, lease_until: event.lease_until })),
     lease: assign((_, event: JobStarted | JobRenewed) => ({ lease_until: event.lease_until })),
     release: assign({ lease_until: undefined }),
     complete: assign((_, event: JobCompleted) => ({ result: event.result, settled_at: event.at, lease_until: undefined })),

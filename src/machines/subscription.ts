@@ -34,7 +34,8 @@ export interface Frame {
   readonly bytes: number;
 }
 
-export type CloseReason = 'client_gone' | 'slow_reader' | 'session_ended' | 'host_closing';
+/** `superseded`: a second stream took the first one's place (the backend's one live stream per integration). */
+export type CloseReason = 'client_gone' | 'slow_reader' | 'session_ended' | 'host_closing' | 'superseded';
 
 export interface SubscriptionContext {
   readonly keepaliveMs: number;
@@ -54,7 +55,7 @@ export type SubscriptionEvent =
   | { type: 'blocked'; buffered: number; at: number }
   | { type: 'drained'; at: number }
   | { type: 'tick'; at: number }
-  | { type: 'close'; reason: 'session_ended' | 'host_closing'; at: number }
+  | { type: 'close'; reason: 'session_ended' | 'host_closing' | 'superseded'; at: number }
   | { type: 'disconnected'; at: number };
 
 export interface SubscriptionInput {

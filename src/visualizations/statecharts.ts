@@ -2,6 +2,7 @@
 import type { AnyStateMachine } from 'xstate';
 import { conversationMachine } from '../machines/conversation.js';
 import { deliveryMachine } from '../machines/delivery.js';
+import { integrationMachine } from '../machines/integration.js';
 import { jobMachine } from '../machines/job.js';
 import { sessionMachine } from '../machines/session.js';
 import { subscriptionMachine } from '../machines/subscription.js';
@@ -21,6 +22,7 @@ const MACHINES: ReadonlyArray<{ name: string; title: string; machine: AnyStateMa
   { name: 'conversation', title: 'Conversation (Form B)', machine: conversationMachine },
   { name: 'delivery', title: 'Callback delivery', machine: deliveryMachine },
   { name: 'job', title: 'Reasoning job', machine: jobMachine },
+  { name: 'integration', title: 'Integration (backend)', machine: integrationMachine },
 ];
 
 export function statechartPages(): StatechartPage[] {

@@ -23,7 +23,7 @@ const created: JobCreated = {
 };
 const { type: _event, ...fields } = created;
 const create = (over: Partial<typeof fields> = {}): JobCommand => ({ type: 'create', ...fields, ...over });
-const delivered = (delivery: number, at: number): JobEvent => ({ type: 'job.delivered', ...fact(at), delivery, lease_until: at + 60_000 });
+const delivered = (delivery: number, at: number): JobEvent => ({ type: 'job.delivered', ...fact(at), delivery, seq: delivery, lease_until: at + 60_000 });
 const started = (at: number): JobEvent => ({ type: 'job.started', ...fact(at), lease_until: at + 90_000 });
 const completed = (at: number, result = { insights: [] }): JobEvent => ({ type: 'job.completed', ...fact(at), result });
 
@@ -40,8 +40,8 @@ describe('job decider: create', () => {
 
 describe('job decider: delivery and leases', () => {
   it('delivers under a lease, counting deliveries', () => {
-    spec.given([created]).when({ type: 'deliver', job_id: J, lease_until: 60_100, at: 100 }).then([{ type: 'job.delivered', ...fact(100), delivery: 1, lease_until: 60_100 }], 'delivered');
-    spec.given([created, delivered(1, 100)]).when({ type: 'deliver', job_id: J, lease_until: 70_000, at: 10_000 }).then([{ type: 'job.delivered', ...fact(10_000), delivery: 2, lease_until: 70_000 }]);
+    spec.given([created]).when({ type: 'deliver', job_id: J, seq: 7, lease_until: 60_100, at: 100 }).then([{ type: 'job.delivered', ...fact(100), delivery: 1, seq: 7, lease_until: 60_100 }], 'delivered');
+    spec.given([created, delivered(1, 100)]).when({ type: 'deliver', job_id: J, seq: 9, lease_until: 70_000, at: 10_000 }).then([{ type: 'job.delivered', ...fact(10_000), delivery: 2, seq: 9, lease_until: 70_000 }]);
   });
 
   it('run starts a delivered (or released) job and renews a running one', () => {
@@ -93,7 +93,7 @@ describe('job decider: how a job ends', () => {
   });
 
   it('a settled job is delivered and run no more', () => {
-    spec.given([created, completed(300)]).when({ type: 'deliver', job_id: J, lease_until: 1, at: 400 }).thenNothing('settled');
+    spec.given([created, completed(300)]).when({ type: 'deliver', job_id: J, seq: 3, lease_until: 1, at: 400 }).thenNothing('settled');
     spec.given([created, completed(300)]).when({ type: 'run', job_id: J, lease_until: 1, at: 400 }).thenNothing('settled');
   });
 

@@ -11,6 +11,7 @@ import { describe, expect, it } from 'vitest';
 import type { AnyStateMachine, AnyStateNode } from 'xstate';
 import { conversationMachine } from '../../src/machines/conversation.js';
 import { deliveryMachine } from '../../src/machines/delivery.js';
+import { integrationMachine } from '../../src/machines/integration.js';
 import { jobMachine } from '../../src/machines/job.js';
 import { sessionMachine } from '../../src/machines/session.js';
 import { subscriptionMachine } from '../../src/machines/subscription.js';
@@ -23,6 +24,7 @@ const MACHINES: ReadonlyArray<[string, AnyStateMachine]> = [
   ['delivery', deliveryMachine],
   ['subscription', subscriptionMachine],
   ['job', jobMachine],
+  ['integration', integrationMachine],
 ];
 
 /** `State | Event | Next` of the first table in the file's header comment. */

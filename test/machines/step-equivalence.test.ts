@@ -11,6 +11,7 @@ import { initialTransition, transition, type AnyStateMachine } from 'xstate';
 import { stepper } from '../../src/machines/step.js';
 import { conversationMachine, type ConversationSnapshot } from '../../src/machines/conversation.js';
 import { deliveryMachine, type DeliverySnapshot } from '../../src/machines/delivery.js';
+import { integrationMachine } from '../../src/machines/integration.js';
 import { jobMachine, type JobSnapshot } from '../../src/machines/job.js';
 import { sessionMachine, type SessionSnapshot } from '../../src/machines/session.js';
 import { subscriptionMachine } from '../../src/machines/subscription.js';
@@ -87,7 +88,7 @@ const CASES: readonly Case[] = [
       response_schema: { type: 'object' }, provider_kind: 'p', deadline_at: 100, at: 1,
     },
     events: [
-      (j: JobSnapshot) => ({ type: 'job.delivered', job_id: 'j', integration_id: 'i', delivery: j.context.deliveries + 1, lease_until: 50, at: 2 }),
+      (j: JobSnapshot) => ({ type: 'job.delivered', job_id: 'j', integration_id: 'i', delivery: j.context.deliveries + 1, seq: j.context.deliveries + 1, lease_until: 50, at: 2 }),
       () => ({ type: 'job.started', job_id: 'j', integration_id: 'i', lease_until: 60, at: 3 }),
       () => ({ type: 'job.renewed', job_id: 'j', integration_id: 'i', lease_until: 70, at: 4 }),
       () => ({ type: 'job.released', job_id: 'j', integration_id: 'i', at: 5 }),
@@ -95,6 +96,16 @@ const CASES: readonly Case[] = [
       () => ({ type: 'job.failed', job_id: 'j', integration_id: 'i', error: { code: 'x', message: 'y' }, at: 7 }),
       () => ({ type: 'job.expired', job_id: 'j', integration_id: 'i', at: 8 }),
       () => ({ type: 'job.cancelled', job_id: 'j', integration_id: 'i', at: 9 }),
+    ],
+  },
+  {
+    name: 'integration',
+    machine: integrationMachine,
+    input: { type: 'integration.created', integration_id: 'i', provider_kind: 'p', relay_token_digest: 'r', client_token_digest: 'c', at: 1 },
+    events: [
+      () => ({ type: 'integration.token_rotated', integration_id: 'i', role: 'relay', token_digest: 'r2', at: 2 }),
+      () => ({ type: 'integration.token_rotated', integration_id: 'i', role: 'client', token_digest: 'c2', at: 3 }),
+      () => ({ type: 'integration.revoked', integration_id: 'i', at: 4 }),
     ],
   },
   {

@@ -1,0 +1,267 @@
+/**
+ * The backend relay's engine (1.1, 1.3, 4.1, 6.1): integrations, and the reasoning jobs it relays to each
+ * integration's plugin over one live stream. Built from the host's parts: the event log and `Appender`
+ * (append first, act after), `AfterCommit`, the `Clock`, `Deadlines` (job deadlines and delivery leases,
+ * re-armed from the fold on start) and `SubscriptionActor` (the stream). A payload or result that is a BYO
+ * envelope is relayed as it came: the backend never reads inside it.
+ */
+import { randomUUID } from 'node:crypto';
+import { PURPOSES, jsonSchemaOf, matchesDigest, newToken, tokenDigest, type JobCreateBody, type JobResultBody } from '../../protocol/index.js';
+import type { BackendEvent } from '../../machines/backend-events.js';
+import { isRevoked } from '../../machines/integration.js';
+import type { JobCommand, JobOutcome } from '../../machines/job-decider.js';
+import { jobState, type JobSnapshot } from '../../machines/job.js';
+import type { EventLog } from '../../storage/event-log.js';
+import { AfterCommit } from '../after-commit.js';
+import { Appender } from '../append.js';
+import { randomIds, systemClock, type Clock, type IdSource } from '../clock.js';
+import type { FailureContext } from '../config.js';
+import { Deadlines } from '../deadlines.js';
+import { inBackground } from '../failures.js';
+import { SubscriptionActor, type SubscriberTransport } from '../subscription-actor.js';
+import { SUPERSEDED_FRAME, frameOf } from './frames.js';
+import { BackendProjection } from './projection.js';
+import { ResultChecks } from './results.js';
+
+export interface BackendConfig {
+  readonly clock?: Clock;
+  readonly ids?: IdSource;
+  /** How long a delivered job waits for its plugin to say it runs it, and how long a running job's lease lasts between heartbeats. Default 90 s: three heartbeats. */
+  readonly leaseMs?: number;
+  readonly keepaliveMs?: number;
+  readonly onFatal?: (error: unknown) => void;
+  readonly onError?: (error: unknown, context: FailureContext) => void;
+}
+
+export const DEFAULT_LEASE_MS = 90_000;
+
+/** What `createIntegration` hands the operator, once: the tokens are kept only as digests. */
+export interface NewIntegration {
+  readonly integration_id: string;
+  readonly provider_kind: string;
+  readonly relay_token: string;
+  readonly client_token: string;
+}
+
+export type JobAnswer =
+  | { readonly outcome: JobOutcome; readonly job: JobSnapshot | undefined }
+  /** Refused before anything was logged: a create's `response_schema` that does not compile, or a plain result that does not follow the job's (which stays open). */
+  | { readonly outcome: 'invalid'; readonly job: JobSnapshot | undefined; readonly message: string };
+
+
+export class Backend {
+  readonly epoch: string;
+  private readonly clock: Clock;
+  private readonly ids: IdSource;
+  private readonly leaseMs: number;
+  private readonly keepaliveMs: number;
+  private readonly projection = new BackendProjection();
+  private readonly appender: Appender<BackendEvent>;
+  private readonly afterCommit: AfterCommit<BackendEvent>;
+  private readonly deadlines: Deadlines<string>;
+  private readonly leases: Deadlines<string>;
+  /** The one live stream of each integration. */
+  private readonly streams = new Map<string, SubscriptionActor>();
+  private readonly checks = new ResultChecks();
+  private readonly report: (error: unknown, context: FailureContext) => void;
+  private closed = false;
+
+  private constructor(log: EventLog<BackendEvent>, config: BackendConfig) {
+    this.clock = config.clock ?? systemClock;
+    this.ids = config.ids ?? randomIds;
+    this.leaseMs = config.leaseMs ?? DEFAULT_LEASE_MS;
+    this.keepaliveMs = config.keepaliveMs ?? 20_000;
+    this.epoch = this.ids.token();
+    this.report = config.onError ?? ((error, context) => process.emitWarning(`assistant-relay backend: ${context.what} failed: ${String(error)}`));
+    this.appender = new Appender(log, (event) => this.projection.apply(event), config.onFatal ?? ((error) => process.nextTick(() => { throw error; })));
+    this.afterCommit = new AfterCommit((error, what, event) => this.report(error, { what: event === undefined ? what : `${what} (${event.type})` }));
+    this.deadlines = new Deadlines(this.clock, (jobId) => this.background(this.command({ type: 'expire', job_id: jobId, at: this.clock.now() }), 'job deadline'));
+    this.leases = new Deadlines(this.clock, (jobId) => this.background(this.command({ type: 'release', job_id: jobId, at: this.clock.now() }), 'delivery lease'));
+    this.afterCommit.add({ name: 'jobs', event: (event) => this.committed(event) });
+  }
+
+  /** Folds the log, starts a new epoch, and re-arms every open job's deadline and lease from it. */
+  static async start(log: EventLog<BackendEvent>, config: BackendConfig = {}): Promise<Backend> {
+    const backend = new Backend(log, config);
+    for (const { event } of log.read()) backend.projection.apply(event);
+    log.onCommit((events) => backend.afterCommit.dispatch(events));
+    await backend.appender.append([{ type: 'backend.started', epoch: backend.epoch, at: backend.clock.now() }]);
+    for (const job of backend.projection.allOpenJobs()) backend.arm(job);
+    return backend;
+  }
+
+  // ---- integrations -------------------------------------------------------------------------------
+
+  async createIntegration(providerKind: string): Promise<NewIntegration> {
+    const relay_token = newToken();
+    const client_token = newToken();
+    const integration_id = randomUUID();
+    await this.appender.append([
+      {
+        type: 'integration.created',
+        integration_id,
+        provider_kind: providerKind,
+        relay_token_digest: tokenDigest(relay_token),
+        client_token_digest: tokenDigest(client_token),
+        at: this.clock.now(),
+      },
+    ]);
+    return { integration_id, provider_kind: providerKind, relay_token, client_token };
+  }
+
+  /** Whether `token` is the integration's current token of that role (constant time; a revoked integration has none). */
+  authenticates(integrationId: string, role: 'relay' | 'client', token: string): boolean {
+    const integration = this.projection.integration(integrationId);
+    if (integration === undefined || isRevoked(integration)) return false;
+    const { relay_token_digest, client_token_digest } = integration.context;
+    return matchesDigest(token, role === 'relay' ? relay_token_digest : client_token_digest);
+  }
+
+  // ---- jobs: the client's side ----------------------------------------------------------------------
+
+  /**
+   * Creates a job (idempotent by `job_id`); its deadline is `deadline_ms` from now. A `response_schema`
+   * the client sends must compile as a JSON Schema, or the job is refused (`invalid`) before it is logged.
+   */
+  async createJob(integrationId: string, body: JobCreateBody): Promise<JobAnswer> {
+    const integration = this.projection.integration(integrationId);
+    if (integration === undefined || isRevoked(integration)) return { outcome: 'unknown', job: undefined };
+    if (body.response_schema !== undefined) {
+      try {
+        this.checks.validatorOf(body.response_schema);
+      } catch (error) {
+        return { outcome: 'invalid', job: undefined, message: `response_schema is not a JSON Schema: ${(error as Error).message}` };
+      }
+    }
+    const at = this.clock.now();
+    const outcome = await this.command({
+      type: 'create',
+      job_id: body.job_id,
+      integration_id: integrationId,
+      purpose: body.purpose,
+      payload: body.payload,
+      byo: body.byo,
+      response_schema: body.response_schema ?? jsonSchemaOf(PURPOSES[body.purpose].result),
+      provider_kind: integration.context.provider_kind,
+      deadline_at: at + body.deadline_ms,
+      at,
+    });
+    return { outcome, job: this.projection.job(body.job_id) };
+  }
+
+  job(jobId: string): JobSnapshot | undefined {
+    return this.projection.job(jobId);
+  }
+
+  async cancel(jobId: string): Promise<JobOutcome> {
+    return this.command({ type: 'cancel', job_id: jobId, at: this.clock.now() });
+  }
+
+  // ---- jobs: the plugin's side ----------------------------------------------------------------------
+
+  /** The plugin runs the job: its lease runs a full lease from now. */
+  async running(integrationId: string, jobId: string): Promise<JobOutcome> {
+    if (this.projection.job(jobId)?.context.integration_id !== integrationId) return 'unknown';
+    const at = this.clock.now();
+    return this.command({ type: 'run', job_id: jobId, lease_until: at + this.leaseMs, at });
+  }
+
+  /** The completion endpoint (4.1): a result (checked against `response_schema` unless the job is BYO) or a failure report. */
+  async result(integrationId: string, jobId: string, body: JobResultBody): Promise<JobAnswer> {
+    const job = this.projection.job(jobId);
+    if (job === undefined || job.context.integration_id !== integrationId) return { outcome: 'unknown', job: undefined };
+    const at = this.clock.now();
+    if ('error' in body) return { outcome: await this.command({ type: 'fail', job_id: jobId, error: body.error, at }), job: this.projection.job(jobId) };
+    const invalid = this.checks.invalid(job, body.result);
+    if (invalid !== undefined) return { outcome: 'invalid', job, message: invalid };
+    return { outcome: await this.command({ type: 'complete', job_id: jobId, result: body.result, at }), job: this.projection.job(jobId) };
+  }
+
+  /**
+   * Opens the integration's stream; one at a time, so a second one takes over from the first (which is
+   * told `superseded` and ends). Every job waiting for the plugin is sent on it: created ones, and
+   * delivered ones the cursor does not show the plugin received; a running one is not (its plugin has it,
+   * and a lapsed lease brings it back).
+   */
+  openStream(integrationId: string, cursor: number | undefined, connect: () => SubscriberTransport): SubscriptionActor {
+    const previous = this.streams.get(integrationId);
+    if (previous !== undefined) {
+      // It hears why it ends, after what it was sent; its plugin must not reconnect at once.
+      previous.push([{ kind: 'resync', task_id: '', text: SUPERSEDED_FRAME, bytes: SUPERSEDED_FRAME.length }]);
+      previous.close('superseded');
+    }
+    const actor = new SubscriptionActor(connect(), this.clock, { keepaliveMs: this.keepaliveMs, maxQueuedBytes: 8 * 1024 * 1024 }, (closed) => {
+      if (this.streams.get(integrationId) === closed) this.streams.delete(integrationId);
+    });
+    this.streams.set(integrationId, actor);
+    actor.open('');
+    for (const job of this.projection.openJobs(integrationId)) {
+      const state = jobState(job);
+      const seen = cursor !== undefined && job.context.seq !== undefined && job.context.seq <= cursor;
+      if (state === 'created' || (state === 'delivered' && !seen)) this.deliver(job);
+    }
+    return actor;
+  }
+
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    this.deadlines.stop();
+    this.leases.stop();
+    for (const actor of [...this.streams.values()]) actor.close('host_closing');
+    await this.appender.settled();
+  }
+
+  // ---- the loop ----------------------------------------------------------------------------------
+
+  private async command(command: JobCommand): Promise<JobOutcome> {
+    if (this.closed) return 'unchanged';
+    const decision = this.projection.decideJob(command);
+    if (decision.events.length > 0) await this.appender.append(decision.events);
+    else if (this.appender.uncommitted.length > 0) await this.appender.settled();
+    return decision.outcome;
+  }
+
+  private deliver(job: JobSnapshot): void {
+    const { job_id, integration_id } = job.context;
+    const at = this.clock.now();
+    const command: JobCommand = { type: 'deliver', job_id, seq: this.projection.nextSeq(integration_id), lease_until: at + this.leaseMs, at };
+    this.background(this.command(command), 'job delivery');
+  }
+
+  /** Once committed: frames go out, deadlines and leases follow the job. */
+  private committed(event: BackendEvent): void {
+    if (event.type === 'backend.started' || !('job_id' in event)) return;
+    const job = this.projection.job(event.job_id)!;
+    switch (event.type) {
+      case 'job.created':
+      case 'job.released':
+        this.arm(job);
+        if (this.streams.has(event.integration_id) && !this.closed) this.deliver(job);
+        return;
+      case 'job.delivered':
+        this.arm(job);
+        this.streams.get(event.integration_id)?.push([frameOf(job, event.seq)]);
+        return;
+      case 'job.started':
+      case 'job.renewed':
+        this.arm(job);
+        return;
+      default:
+        this.deadlines.delete(event.job_id);
+        this.leases.delete(event.job_id);
+    }
+  }
+
+  /** Sets the job's deadline, and its lease while it has one. */
+  private arm(job: JobSnapshot): void {
+    const { job_id, deadline_at, lease_until } = job.context;
+    this.deadlines.set(job_id, deadline_at);
+    if (lease_until === undefined) this.leases.delete(job_id);
+    else this.leases.set(job_id, lease_until);
+  }
+
+  private background(work: Promise<unknown>, what: string): void {
+    inBackground(work, this.report, { what });
+  }
+}

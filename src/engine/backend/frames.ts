@@ -1,0 +1,30 @@
+/** A job on the integration's stream: its envelope (2.1, 6.1) and its SSE frame. */
+import { ENVELOPE_VERSION, SCHEMA_VERSION, terminalFrame, type ReasoningJob } from '../../protocol/index.js';
+import type { JobSnapshot } from '../../machines/job.js';
+import type { Frame } from '../../machines/subscription.js';
+
+/** A job as its stream frame carries it (2.1, 6.1). */
+export function envelopeOf(job: JobSnapshot): ReasoningJob {
+  const c = job.context;
+  return {
+    event_type: 'reasoning_job',
+    job_id: c.job_id,
+    purpose: c.purpose,
+    deadline_at: new Date(c.deadline_at).toISOString(),
+    schema_version: SCHEMA_VERSION,
+    envelope_version: ENVELOPE_VERSION,
+    response_schema: c.response_schema,
+    payload: c.payload,
+    byo: c.byo,
+    provider_kind: c.provider_kind,
+  };
+}
+
+/** A job frame is terminal in the stream's terms: it is never coalesced or dropped, only queued. */
+export function frameOf(job: JobSnapshot, seq: number): Frame {
+  const data = JSON.stringify(envelopeOf(job));
+  return { kind: 'terminal', task_id: job.context.job_id, text: terminalFrame(String(seq), data), bytes: Buffer.byteLength(data) };
+}
+
+/** Tells a stream that a second one took its place (PROTOCOL.md 6). */
+export const SUPERSEDED_FRAME = `event: superseded\ndata: {"type":"superseded"}\n\n`;

@@ -1,0 +1,83 @@
+/**
+ * The backend's projection: every integration and every reasoning job, folded from the backend's log
+ * through the machines' `evolve`, and the indexes the engine reads (each integration's open jobs, the
+ * frames sent on its stream). No I/O, no clock: a test drives it with events alone.
+ */
+import type { BackendEvent } from '../../machines/backend-events.js';
+import type { Decision } from '../../machines/decider.js';
+import { evolveIntegration, initialIntegration, type IntegrationSnapshot } from '../../machines/integration.js';
+import { jobDecider, type JobCommand, type JobOutcome } from '../../machines/job-decider.js';
+import type { JobEvent } from '../../machines/job-events.js';
+import { isSettled, type JobSnapshot } from '../../machines/job.js';
+
+export class BackendProjection {
+  private readonly integrations = new Map<string, IntegrationSnapshot>();
+  private readonly jobs = new Map<string, JobSnapshot>();
+  /** Each integration's open jobs, in the order they were created. */
+  private readonly open = new Map<string, Set<string>>();
+  /** Frames sent on each integration's stream so far: the next one's id is one more. */
+  private readonly sent = new Map<string, number>();
+
+  apply(event: BackendEvent): void {
+    switch (event.type) {
+      case 'backend.started':
+        return;
+      case 'integration.created':
+        this.integrations.set(event.integration_id, initialIntegration(event));
+        return;
+      case 'integration.token_rotated':
+      case 'integration.revoked': {
+        const integration = this.integrations.get(event.integration_id);
+        if (integration === undefined) throw new Error(`event log: ${event.type} for ${event.integration_id}, not an integration`);
+        this.integrations.set(event.integration_id, evolveIntegration(integration, event));
+        return;
+      }
+      default:
+        return this.applyJob(event);
+    }
+  }
+
+  private applyJob(event: JobEvent): void {
+    const job = jobDecider.evolve(this.jobs.get(event.job_id), event)!;
+    this.jobs.set(event.job_id, job);
+    const { integration_id } = event;
+    if (event.type === 'job.created') {
+      const open = this.open.get(integration_id) ?? new Set<string>();
+      this.open.set(integration_id, open.add(event.job_id));
+    } else if (isSettled(job)) {
+      this.open.get(integration_id)?.delete(event.job_id);
+    }
+    if (event.type === 'job.delivered') this.sent.set(integration_id, event.seq);
+  }
+
+  integration(integrationId: string): IntegrationSnapshot | undefined {
+    return this.integrations.get(integrationId);
+  }
+
+  integrationIds(): string[] {
+    return [...this.integrations.keys()];
+  }
+
+  job(jobId: string): JobSnapshot | undefined {
+    return this.jobs.get(jobId);
+  }
+
+  /** The integration's open jobs, oldest first. */
+  openJobs(integrationId: string): JobSnapshot[] {
+    return [...(this.open.get(integrationId) ?? [])].map((jobId) => this.jobs.get(jobId)!);
+  }
+
+  /** Every open job, for the deadlines and leases a start re-arms. */
+  allOpenJobs(): JobSnapshot[] {
+    return [...this.open.keys()].flatMap((integrationId) => this.openJobs(integrationId));
+  }
+
+  /** The id the integration's next stream frame takes. */
+  nextSeq(integrationId: string): number {
+    return (this.sent.get(integrationId) ?? 0) + 1;
+  }
+
+  decideJob(command: JobCommand): Decision<JobEvent, JobOutcome> {
+    return jobDecider.decide(command, this.jobs.get(command.job_id));
+  }
+}

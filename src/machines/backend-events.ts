@@ -1,0 +1,49 @@
+/**
+ * What the backend relay's event log stores: its starts, its integrations, and its reasoning jobs
+ * (job-events.ts). Like the host's, every state is the fold of these, and time arrives as data.
+ */
+import type { JobEvent } from './job-events.js';
+
+export interface BackendStarted {
+  readonly type: 'backend.started';
+  readonly epoch: string;
+  readonly at: number;
+}
+
+/** An operator created an integration: one paired assistant, with its two tokens, kept as digests only. */
+export interface IntegrationCreated {
+  readonly type: 'integration.created';
+  readonly integration_id: string;
+  readonly provider_kind: string;
+  /** SHA-256 of the RELAY_TOKEN the plugin presents (5). */
+  readonly relay_token_digest: string;
+  /** SHA-256 of the token the client presents to create and follow jobs. */
+  readonly client_token_digest: string;
+  readonly at: number;
+}
+
+/** One of the integration's tokens was replaced: the old one stops working at once. */
+export interface IntegrationTokenRotated {
+  readonly type: 'integration.token_rotated';
+  readonly integration_id: string;
+  readonly role: 'relay' | 'client';
+  readonly token_digest: string;
+  readonly at: number;
+}
+
+/** The integration was revoked: both its tokens stop working; its open jobs are cancelled first. */
+export interface IntegrationRevoked {
+  readonly type: 'integration.revoked';
+  readonly integration_id: string;
+  readonly at: number;
+}
+
+export type IntegrationEvent = IntegrationCreated | IntegrationTokenRotated | IntegrationRevoked;
+
+export type BackendEvent = BackendStarted | IntegrationEvent | JobEvent;
+
+/** The log's stream of an event: its job, its integration, or '' for the backend's own. */
+export function backendStreamOf(event: BackendEvent): string {
+  if (event.type === 'backend.started') return '';
+  return 'job_id' in event ? `job:${event.job_id}` : `integration:${event.integration_id}`;
+}

@@ -1,0 +1,197 @@
+/**
+ * The backend engine's core, on a real SQLite log and a simulated clock: integrations and their tokens,
+ * jobs created, delivered on the integration's one stream, run, completed or failed once, expired at
+ * their deadline, sent again when a lease lapses, and all of it rebuilt by a restart.
+ */
+import { randomUUID } from 'node:crypto';
+import { rmSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { Backend } from '../../src/engine/backend/backend.js';
+import { backendStreamOf, type BackendEvent } from '../../src/machines/backend-events.js';
+import { jobState } from '../../src/machines/job.js';
+import { JobCreateBody, ReasoningJob } from '../../src/protocol/index.js';
+import { EventLog } from '../../src/storage/event-log.js';
+import { SimulatedClock } from '../support/clock.js';
+import { tempDir } from '../support/host.js';
+import { FakeSocket } from '../support/socket.js';
+
+const cleanups: Array<() => Promise<void>> = [];
+afterEach(async () => {
+  for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
+});
+
+interface Started {
+  readonly backend: Backend;
+  readonly clock: SimulatedClock;
+  readonly dir: string;
+  stop(): Promise<void>;
+}
+
+async function start(dir = tempDir(), clock = new SimulatedClock()): Promise<Started> {
+  const log = EventLog.open<BackendEvent>({ path: join(dir, 'backend.db'), streamOf: backendStreamOf });
+  const backend = await Backend.start(log, { clock, leaseMs: 90_000 });
+  let stopped = false;
+  const stop = async () => {
+    if (stopped) return;
+    stopped = true;
+    await backend.close();
+    await log.close();
+  };
+  cleanups.push(async () => {
+    await stop();
+    rmSync(dir, { recursive: true, force: true });
+  });
+  return { backend, clock, dir, stop };
+}
+
+const liveAnalysis = (over: Partial<JobCreateBody> = {}): JobCreateBody =>
+  JobCreateBody.parse({ job_id: randomUUID(), purpose: 'live_analysis', payload: { session_id: 's', transcript: [{ speaker: 'a', text: 'hi' }] }, ...over });
+const insights = { insights: [{ text: 'Ask about the budget.', kind: 'question', confidence: 0.8 }] };
+
+/** The job frames a stream carried: [id, envelope]. */
+function jobFrames(socket: FakeSocket): Array<[string, ReasoningJob]> {
+  return [...socket.written.join('').matchAll(/^id: (\d+)\ndata: (.*)$/gm)].map((m) => [m[1]!, ReasoningJob.parse(JSON.parse(m[2]!))]);
+}
+
+const settle = () => new Promise((resolve) => setImmediate(resolve));
+
+describe('backend: integrations', () => {
+  it('hands out two tokens once, keeps their digests, and knows each by its role', async () => {
+    const { backend } = await start();
+    const created = await backend.createIntegration('assistant-relay');
+    expect(created.relay_token).not.toBe(created.client_token);
+    expect(backend.authenticates(created.integration_id, 'relay', created.relay_token)).toBe(true);
+    expect(backend.authenticates(created.integration_id, 'client', created.client_token)).toBe(true);
+    expect(backend.authenticates(created.integration_id, 'relay', created.client_token)).toBe(false);
+    expect(backend.authenticates(randomUUID(), 'relay', created.relay_token)).toBe(false);
+  });
+});
+
+describe('backend: a job from creation to result', () => {
+  it('is delivered on the stream, run, and completed once; the same result again is a duplicate, another a conflict', async () => {
+    const { backend } = await start();
+    const { integration_id } = await backend.createIntegration('assistant-relay');
+    const socket = new FakeSocket();
+    backend.openStream(integration_id, undefined, () => socket);
+    const body = liveAnalysis();
+    expect((await backend.createJob(integration_id, body)).outcome).toBe('created');
+    await settle();
+    const [[id, envelope]] = jobFrames(socket) as [[string, ReasoningJob]];
+    expect(id).toBe('1');
+    expect(envelope).toMatchObject({ event_type: 'reasoning_job', job_id: body.job_id, purpose: 'live_analysis', byo: false, provider_kind: 'assistant-relay' });
+    expect(await backend.running(integration_id, body.job_id)).toBe('running');
+    expect((await backend.result(integration_id, body.job_id, { result: insights })).outcome).toBe('completed');
+    expect((await backend.result(integration_id, body.job_id, { result: insights })).outcome).toBe('duplicate');
+    expect((await backend.result(integration_id, body.job_id, { result: { insights: [] } })).outcome).toBe('conflict');
+    expect(jobState(backend.job(body.job_id)!)).toBe('completed');
+  });
+
+  it('refuses a result that does not follow response_schema, and keeps the job open for a correct one', async () => {
+    const { backend } = await start();
+    const { integration_id } = await backend.createIntegration('assistant-relay');
+    const body = liveAnalysis();
+    await backend.createJob(integration_id, body);
+    const answer = await backend.result(integration_id, body.job_id, { result: { insights: [{ text: '', kind: 'shout' }] } });
+    expect(answer).toMatchObject({ outcome: 'invalid', message: expect.stringMatching(/result/) });
+    expect(jobState(backend.job(body.job_id)!)).toBe('created');
+    expect((await backend.result(integration_id, body.job_id, { result: insights })).outcome).toBe('completed');
+  });
+
+  it('a failure report fails the job; a job of another integration is unknown to it', async () => {
+    const { backend } = await start();
+    const a = await backend.createIntegration('assistant-relay');
+    const b = await backend.createIntegration('assistant-relay');
+    const body = liveAnalysis();
+    await backend.createJob(a.integration_id, body);
+    expect((await backend.result(b.integration_id, body.job_id, { result: insights })).outcome).toBe('unknown');
+    expect((await backend.result(a.integration_id, body.job_id, { error: { code: 'reasoner_error', message: 'no model' } })).outcome).toBe('failed');
+  });
+
+  it('refuses a response_schema that is not a JSON Schema before logging anything', async () => {
+    const { backend } = await start();
+    const { integration_id } = await backend.createIntegration('assistant-relay');
+    const body = liveAnalysis({ response_schema: { type: 'no such type' } });
+    expect(await backend.createJob(integration_id, body)).toMatchObject({ outcome: 'invalid', job: undefined });
+    expect(backend.job(body.job_id)).toBeUndefined();
+  });
+});
+
+describe('backend: time', () => {
+  it('expires a job at its deadline, not a millisecond before', async () => {
+    const { backend, clock } = await start();
+    const { integration_id } = await backend.createIntegration('assistant-relay');
+    const body = liveAnalysis({ deadline_ms: 5_000 });
+    await backend.createJob(integration_id, body);
+    clock.increment(4_999);
+    await settle();
+    expect(jobState(backend.job(body.job_id)!)).toBe('created');
+    clock.increment(1);
+    await settle();
+    expect(jobState(backend.job(body.job_id)!)).toBe('expired');
+  });
+
+  it('sends a job again when its lease lapses with no word from the plugin', async () => {
+    const { backend, clock } = await start();
+    const { integration_id } = await backend.createIntegration('assistant-relay');
+    const socket = new FakeSocket();
+    backend.openStream(integration_id, undefined, () => socket);
+    const body = liveAnalysis({ deadline_ms: 600_000 });
+    await backend.createJob(integration_id, body);
+    await settle();
+    clock.increment(89_999);
+    await settle();
+    expect(jobFrames(socket).map(([id]) => id)).toEqual(['1']);
+    clock.increment(1);
+    await settle();
+    await settle();
+    expect(jobFrames(socket).map(([id, job]) => [id, job.job_id])).toEqual([['1', body.job_id], ['2', body.job_id]]);
+  });
+
+  it('a restart re-arms deadlines from the log: one that passed while it was down fires at once', async () => {
+    const dir = tempDir();
+    const first = await start(dir);
+    const { integration_id } = await first.backend.createIntegration('assistant-relay');
+    const body = liveAnalysis({ deadline_ms: 5_000 });
+    await first.backend.createJob(integration_id, body);
+    await first.stop();
+    const clock = new SimulatedClock(first.clock.now() + 10_000);
+    const second = await start(dir, clock);
+    clock.increment(0);
+    await settle();
+    expect(jobState(second.backend.job(body.job_id)!)).toBe('expired');
+  });
+});
+
+describe('backend: the stream', () => {
+  it('sends a job created before any stream once one opens', async () => {
+    const { backend } = await start();
+    const { integration_id } = await backend.createIntegration('assistant-relay');
+    const body = liveAnalysis();
+    await backend.createJob(integration_id, body);
+    const socket = new FakeSocket();
+    backend.openStream(integration_id, undefined, () => socket);
+    await settle();
+    expect(jobFrames(socket).map(([, job]) => job.job_id)).toEqual([body.job_id]);
+  });
+
+  it('a second stream takes over: the first hears superseded and ends; what it was sent and the plugin did not see is sent again', async () => {
+    const { backend } = await start();
+    const { integration_id } = await backend.createIntegration('assistant-relay');
+    const first = new FakeSocket();
+    backend.openStream(integration_id, undefined, () => first);
+    const seen = liveAnalysis();
+    const unseen = liveAnalysis();
+    await backend.createJob(integration_id, seen);
+    await backend.createJob(integration_id, unseen);
+    await settle();
+    expect(jobFrames(first).map(([id]) => id)).toEqual(['1', '2']);
+    const second = new FakeSocket();
+    // The plugin saw frame 1 (its cursor), not frame 2.
+    backend.openStream(integration_id, 1, () => second);
+    await settle();
+    expect(first.written.join('')).toContain('event: superseded\ndata: {"type":"superseded"}');
+    expect(first.ended).toBe(true);
+    expect(jobFrames(second).map(([id, job]) => [id, job.job_id])).toEqual([['3', unseen.job_id]]);
+  });
+});
