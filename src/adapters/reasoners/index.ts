@@ -48,7 +48,7 @@ export interface ReasonerOptions {
   /** The plugin's provider, named in capability profiles. */
   readonly providerKind: string;
   /** The reasoner flags as given (values of `REASONER_FLAGS`). */
-  readonly flags?: Partial<Record<ReasonerFlag, string>>;
+  readonly flags?: Partial<Record<ReasonerFlag, string | undefined>>;
   /** For capability profiles: the plugin's own limits. */
   readonly limits?: ProfileLimits;
 }
@@ -79,7 +79,7 @@ export function reasonerFrom(name: string, options: ReasonerOptions, env: NodeJS
   }
 }
 
-function openAiFlags(flags: Partial<Record<ReasonerFlag, string>>, env: NodeJS.ProcessEnv) {
+function openAiFlags(flags: Partial<Record<ReasonerFlag, string | undefined>>, env: NodeJS.ProcessEnv) {
   const baseUrl = flags['openai-base-url'] ?? env.OPENAI_BASE_URL;
   if (baseUrl === undefined || baseUrl === '') throw new UsageError('--openai-base-url (or OPENAI_BASE_URL) is required, e.g. http://127.0.0.1:11434/v1 for Ollama');
   let url: URL;
