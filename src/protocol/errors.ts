@@ -1,8 +1,8 @@
 /**
  * The one catalogue of every code a client or an operator can see, each defined here once: HTTP errors
  * (`{error: {code, message}}`, the closing host's `shutting_down` among them), the `error_code` values of
- * `errored` replies the host produces, the reasons a callback URL is refused, the event log's errors, and
- * the provider registry's refusals.
+ * `errored` replies the host produces, the codes of failed reasoning jobs, the reasons a callback URL is
+ * refused, the event log's errors, and the provider registry's refusals.
  * A message here is what is said when the place that raises the code has nothing more specific to add.
  * PROTOCOL.md lists the same tables, and test/protocol/errors.test.ts holds the two to each other and
  * to the code that raises them: add a code here first.
@@ -52,6 +52,23 @@ export const REPLY_ERRORS = {
 } as const;
 
 export type ReplyErrorCode = keyof typeof REPLY_ERRORS;
+
+/**
+ * The `error.code` of a failed reasoning job (PROTOCOL.md 6b): what a plugin posts as its failure report
+ * when its reasoner could not give a result that follows the job's `response_schema`.
+ */
+export const JOB_ERRORS = {
+  reasoner_error: 'the reasoner failed while answering',
+  reasoner_unavailable: 'the reasoner could not be reached or started',
+  reasoner_refused: 'the model declined to answer',
+  deadline_exceeded: "the job's deadline passed before the reasoner answered",
+  interrupted: 'the assistant stopped while the reasoner was answering',
+  invalid_result: "the reasoner's answer is not a JSON object that follows the job's response_schema",
+  invalid_payload: "the job's payload does not follow its purpose's payload schema",
+  invalid_response_schema: "the job's response_schema is not a JSON Schema the assistant can check results against",
+} as const;
+
+export type JobErrorCode = keyof typeof JOB_ERRORS;
 
 /** Why a callback URL is refused (PROTOCOL.md 3b.8): on `POST /v1/incoming` as `callback_not_allowed`, at connect time in `delivery.abandoned`. */
 export const CALLBACK_REFUSALS = {

@@ -136,7 +136,7 @@ function pinnedConnector(addresses: Addresses, { signal, secureContext }: Attemp
 }
 
 /** The answer's text, or `undefined` past `limit` bytes (then the rest is not read). */
-async function peek(body: AsyncIterable<Buffer>, limit: number): Promise<string | undefined> {
+export async function peek(body: AsyncIterable<Buffer>, limit: number): Promise<string | undefined> {
   const chunks: Buffer[] = [];
   let size = 0;
   for await (const chunk of body) {
@@ -161,7 +161,7 @@ function isSessionEnded(text: string | undefined): boolean {
 const HTTP_DATE = /^(Mon|Tue|Wed|Thu|Fri|Sat|Sun)/;
 
 /** `Retry-After` as ms from `now`: delta-seconds or an HTTP-date; `undefined` when absent, repeated or unreadable. */
-function parseRetryAfter(value: string | string[] | undefined, now: number): number | undefined {
+export function parseRetryAfter(value: string | string[] | undefined, now: number): number | undefined {
   if (typeof value !== 'string') return undefined;
   const text = value.trim();
   if (/^\d+$/.test(text)) {

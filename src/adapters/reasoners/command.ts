@@ -1,0 +1,106 @@
+/**
+ * The `command` reasoner: runs a program of the operator's (an argv array, no shell) once per job, writes
+ * the prompt (prompt.ts) to its stdin as JSON, and takes one JSON object from its stdout as the result. Exit
+ * status 0 is success; otherwise the tail of its stderr says why. At the deadline, or when the plugin stops,
+ * its process group gets SIGTERM, then SIGKILL if it is still there after a grace period; the job settles
+ * once the program is gone, so no job leaves a process behind.
+ */
+import { spawn } from 'node:child_process';
+import { systemClock, type Clock } from '../../engine/clock.js';
+import { ReasonerError, type Reasoner } from '../../engine/reasoner.js';
+import { jobEnd } from './deadline.js';
+import { promptOf } from './prompt.js';
+import { clip, conformingResult } from './result.js';
+
+export interface CommandReasonerOptions {
+  /** The program and its arguments, e.g. `['python3', 'reason.py']`. */
+  readonly argv: readonly [string, ...string[]];
+  /** Between SIGTERM and SIGKILL (default 2 s). */
+  readonly killGraceMs?: number;
+  /** Bound on stdout (default 4 MiB): more fails the job. */
+  readonly maxOutputBytes?: number;
+  readonly clock?: Clock;
+}
+
+/** How much of stderr is kept for the error message: its end, where programs say what went wrong. */
+const STDERR_TAIL = 1_000;
+
+export function commandReasoner({ argv, killGraceMs = 2_000, maxOutputBytes = 4 * 1024 * 1024, clock = systemClock }: CommandReasonerOptions): Reasoner {
+  const [program, ...args] = argv;
+  return {
+    name: 'command',
+    reason(request) {
+      const end = jobEnd(request, clock);
+      if (end.signal.aborted) {
+        end.dispose();
+        return Promise.reject(end.failure());
+      }
+      return new Promise<Record<string, unknown>>((resolve, reject) => {
+        // Its own process group, so that the kill reaches whatever it started too (a shell script's children).
+        const child = spawn(program, args, { stdio: ['pipe', 'pipe', 'pipe'], detached: true });
+        const stdout: Buffer[] = [];
+        let stdoutBytes = 0;
+        let stderr = '';
+        let overflow = false;
+        let killTimer: unknown;
+        const signalGroup = (signal: NodeJS.Signals) => {
+          try {
+            process.kill(-child.pid!, signal);
+          } catch {
+            // Already gone (ESRCH).
+          }
+        };
+        const stop = () => {
+          signalGroup('SIGTERM');
+          killTimer = clock.setTimeout(() => signalGroup('SIGKILL'), killGraceMs);
+        };
+        const settle = (outcome: () => Record<string, unknown>) => {
+          end.signal.removeEventListener('abort', stop);
+          clock.clearTimeout(killTimer);
+          end.dispose();
+          try {
+            resolve(outcome());
+          } catch (error) {
+            reject(error);
+          }
+        };
+        child.on('error', (error: NodeJS.ErrnoException) => {
+          // Only a program that could not start reports here without a later 'close'.
+          if (child.pid === undefined) {
+            settle(() => {
+              throw new ReasonerError('reasoner_unavailable', `could not start ${program}: ${error.code ?? error.message}`, { cause: error });
+            });
+          }
+        });
+        if (child.pid === undefined) return;
+        end.signal.addEventListener('abort', stop, { once: true });
+        child.stdout!.on('data', (chunk: Buffer) => {
+          stdoutBytes += chunk.length;
+          if (stdoutBytes > maxOutputBytes) {
+            if (!overflow) signalGroup('SIGKILL');
+            overflow = true;
+          } else stdout.push(chunk);
+        });
+        child.stderr!.setEncoding('utf8').on('data', (chunk: string) => (stderr = (stderr + chunk).slice(-STDERR_TAIL)));
+        // A program that exits without reading its stdin makes this write fail (EPIPE); its exit status tells the rest.
+        child.stdin!.on('error', () => {});
+        child.stdin!.end(JSON.stringify(promptOf(request)));
+        child.on('close', (code, signal) =>
+          settle(() => {
+            if (end.signal.aborted) throw end.failure();
+            if (overflow) throw new ReasonerError('invalid_result', `${program} wrote more than ${maxOutputBytes} bytes to stdout`);
+            const said = stderr.trim() === '' ? '' : `: ${clip(stderr.trim(), STDERR_TAIL)}`;
+            if (code !== 0) throw new ReasonerError('reasoner_error', `${program} ${signal ? `was killed by ${signal}` : `exited with status ${code}`}${said}`);
+            let result: unknown;
+            try {
+              result = JSON.parse(Buffer.concat(stdout).toString('utf8'));
+            } catch (error) {
+              throw new ReasonerError('invalid_result', `${program} did not write one JSON object to stdout: ${(error as Error).message}`);
+            }
+            return conformingResult(request.response_schema, result);
+          }),
+        );
+      });
+    },
+  };
+}
