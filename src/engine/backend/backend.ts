@@ -6,7 +6,8 @@
  * envelope is relayed as it came: the backend never reads inside it.
  */
 import { randomUUID } from 'node:crypto';
-import { PURPOSES, jsonSchemaOf, matchesDigest, newToken, tokenDigest, type JobCreateBody, type JobResultBody } from '../../protocol/index.js';
+import { ByoEnvelope, PURPOSES, jsonSchemaOf, matchesDigest, newToken, tokenDigest, type JobCreateBody, type JobResultBody } from '../../protocol/index.js';
+import { checkResponseSchema, resultProblems } from '../../protocol/response-schema.js';
 import type { BackendEvent } from '../../machines/backend-events.js';
 import { isRevoked } from '../../machines/integration.js';
 import type { JobCommand, JobOutcome } from '../../machines/job-decider.js';
@@ -21,7 +22,6 @@ import { inBackground } from '../failures.js';
 import { SubscriptionActor, type SubscriberTransport } from '../subscription-actor.js';
 import { SUPERSEDED_FRAME, frameOf } from './frames.js';
 import { BackendProjection } from './projection.js';
-import { ResultChecks } from './results.js';
 
 export interface BackendConfig {
   readonly clock?: Clock;
@@ -62,7 +62,6 @@ export class Backend {
   private readonly leases: Deadlines<string>;
   /** The one live stream of each integration. */
   private readonly streams = new Map<string, SubscriptionActor>();
-  private readonly checks = new ResultChecks();
   private readonly report: (error: unknown, context: FailureContext) => void;
   private closed = false;
 
@@ -128,9 +127,9 @@ export class Backend {
     if (integration === undefined || isRevoked(integration)) return { outcome: 'unknown', job: undefined };
     if (body.response_schema !== undefined) {
       try {
-        this.checks.validatorOf(body.response_schema);
+        checkResponseSchema(body.response_schema);
       } catch (error) {
-        return { outcome: 'invalid', job: undefined, message: `response_schema is not a JSON Schema: ${(error as Error).message}` };
+        return { outcome: 'invalid', job: undefined, message: (error as Error).message };
       }
     }
     const at = this.clock.now();
@@ -172,7 +171,12 @@ export class Backend {
     if (job === undefined || job.context.integration_id !== integrationId) return { outcome: 'unknown', job: undefined };
     const at = this.clock.now();
     if ('error' in body) return { outcome: await this.command({ type: 'fail', job_id: jobId, error: body.error, at }), job: this.projection.job(jobId) };
-    const invalid = this.checks.invalid(job, body.result);
+    // A BYO result is an envelope the backend never reads inside; a plain one follows the job's schema.
+    const invalid = job.context.byo
+      ? ByoEnvelope.safeParse(body.result).success
+        ? undefined
+        : 'the result of a BYO job must be a BYO envelope'
+      : resultProblems(job.context.response_schema, body.result);
     if (invalid !== undefined) return { outcome: 'invalid', job, message: invalid };
     return { outcome: await this.command({ type: 'complete', job_id: jobId, result: body.result, at }), job: this.projection.job(jobId) };
   }
