@@ -2,6 +2,7 @@
  * What the backend relay's event log stores: its starts, its integrations, and its reasoning jobs
  * (job-events.ts). Like the host's, every state is the fold of these, and time arrives as data.
  */
+import type { CodedError, Heartbeat, VersionRange } from '../protocol/index.js';
 import type { JobEvent } from './job-events.js';
 
 export interface BackendStarted {
@@ -38,7 +39,28 @@ export interface IntegrationRevoked {
   readonly at: number;
 }
 
-export type IntegrationEvent = IntegrationCreated | IntegrationTokenRotated | IntegrationRevoked;
+/** A heartbeat came from an integration that was not online (or one that says something new): what its plugin says of itself. */
+export interface IntegrationSeen {
+  readonly type: 'integration.seen';
+  readonly integration_id: string;
+  readonly plugin: Heartbeat['plugin'];
+  readonly reasoner: Heartbeat['reasoner'];
+  readonly status: Heartbeat['status'];
+  readonly schema_versions: VersionRange;
+  readonly envelope_versions: VersionRange;
+  /** Why the backend refuses the plugin, if it does (its versions, its provider). */
+  readonly refused?: CodedError;
+  readonly at: number;
+}
+
+/** Three heartbeats missed: the integration is shown offline until the next one. */
+export interface IntegrationOffline {
+  readonly type: 'integration.offline';
+  readonly integration_id: string;
+  readonly at: number;
+}
+
+export type IntegrationEvent = IntegrationCreated | IntegrationTokenRotated | IntegrationRevoked | IntegrationSeen | IntegrationOffline;
 
 export type BackendEvent = BackendStarted | IntegrationEvent | JobEvent;
 

@@ -1,15 +1,20 @@
 /**
  * An integration's lifecycle: one paired assistant, known to the backend by its id and two tokens (the
- * plugin's RELAY_TOKEN and the client's), kept as digests. Revoked is final: both tokens stop working.
- * Its online state (heartbeats) joins with the backend's endpoints.
+ * plugin's RELAY_TOKEN and the client's), kept as digests. While active, its plugin is unseen (no
+ * heartbeat yet), online, or offline (three heartbeats missed; one brings it back). Revoked is final: both
+ * tokens stop working.
  *
- * | State  | Event                    | Next    | Note                                      |
- * |--------|--------------------------|---------|-------------------------------------------|
- * | active | integration.token_rotated| active  | the old token of that role stops working  |
- * | active | integration.revoked      | revoked | both tokens stop working                  |
+ * | State          | Event                     | Next           | Note                                      |
+ * |----------------|---------------------------|----------------|-------------------------------------------|
+ * | active.unseen  | integration.seen          | active.online  | its first heartbeat                        |
+ * | active.online  | integration.seen          | active.online  | its plugin says something new of itself    |
+ * | active.online  | integration.offline       | active.offline | three heartbeats missed                    |
+ * | active.offline | integration.seen          | active.online  | one heartbeat brings it back               |
+ * | active.*       | integration.token_rotated | active         | the old token of that role stops working   |
+ * | active.*       | integration.revoked       | revoked        | both tokens stop working                   |
  */
 import { assign, setup, type SnapshotFrom } from 'xstate';
-import type { IntegrationCreated, IntegrationEvent, IntegrationRevoked, IntegrationTokenRotated } from './backend-events.js';
+import type { IntegrationCreated, IntegrationEvent, IntegrationRevoked, IntegrationSeen, IntegrationTokenRotated } from './backend-events.js';
 import { stepper } from './step.js';
 
 export interface IntegrationContext {
@@ -19,6 +24,8 @@ export interface IntegrationContext {
   readonly client_token_digest: string;
   readonly created_at: number;
   readonly revoked_at: number | undefined;
+  /** What its plugin said of itself at its latest `integration.seen`. */
+  readonly seen: Omit<IntegrationSeen, 'type' | 'integration_id'> | undefined;
 }
 
 const SCRATCH: IntegrationContext = {
@@ -28,6 +35,7 @@ const SCRATCH: IntegrationContext = {
   client_token_digest: '',
   created_at: 0,
   revoked_at: undefined,
+  seen: undefined,
 };
 
 export const integrationMachine = setup({
@@ -41,6 +49,7 @@ export const integrationMachine = setup({
       event.role === 'relay' ? { relay_token_digest: event.token_digest } : { client_token_digest: event.token_digest },
     ),
     revoke: assign((_, event: IntegrationRevoked) => ({ revoked_at: event.at })),
+    see: assign((_, { type: _seen, integration_id: _id, ...seen }: IntegrationSeen) => ({ seen })),
   },
 }).createMachine({
   id: 'integration',
@@ -55,12 +64,24 @@ export const integrationMachine = setup({
           client_token_digest: input.client_token_digest,
           created_at: input.at,
           revoked_at: undefined,
+          seen: undefined,
         },
   initial: 'active',
   states: {
     active: {
+      initial: 'unseen',
+      states: {
+        unseen: { on: { 'integration.seen': { target: 'online', actions: { type: 'see', params: ({ event }) => event } } } },
+        online: {
+          on: {
+            'integration.seen': { target: 'online', actions: { type: 'see', params: ({ event }) => event } },
+            'integration.offline': { target: 'offline' },
+          },
+        },
+        offline: { on: { 'integration.seen': { target: 'online', actions: { type: 'see', params: ({ event }) => event } } } },
+      },
       on: {
-        'integration.token_rotated': { target: 'active', actions: { type: 'rotate', params: ({ event }) => event } },
+        'integration.token_rotated': { actions: { type: 'rotate', params: ({ event }) => event } },
         'integration.revoked': { target: 'revoked', actions: { type: 'revoke', params: ({ event }) => event } },
       },
     },
@@ -82,4 +103,8 @@ export function evolveIntegration(snapshot: IntegrationSnapshot, event: Exclude<
 
 export function isRevoked(snapshot: IntegrationSnapshot): boolean {
   return snapshot.value === 'revoked';
+}
+
+export function isOnline(snapshot: IntegrationSnapshot): boolean {
+  return typeof snapshot.value === 'object' && snapshot.value.active === 'online';
 }

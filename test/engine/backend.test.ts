@@ -7,10 +7,11 @@ import { randomUUID } from 'node:crypto';
 import { rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { Backend } from '../../src/engine/backend/backend.js';
+import { Backend, type NewIntegration } from '../../src/engine/backend/backend.js';
 import { backendStreamOf, type BackendEvent } from '../../src/machines/backend-events.js';
 import { jobState } from '../../src/machines/job.js';
-import { JobCreateBody, ReasoningJob } from '../../src/protocol/index.js';
+import { JobCreateBody, ReasoningJob, type Heartbeat } from '../../src/protocol/index.js';
+import { readEvents } from '../support/log.js';
 import { EventLog } from '../../src/storage/event-log.js';
 import { SimulatedClock } from '../support/clock.js';
 import { tempDir } from '../support/host.js';
@@ -56,10 +57,16 @@ function jobFrames(socket: FakeSocket): Array<[string, ReasoningJob]> {
 
 const settle = () => new Promise((resolve) => setImmediate(resolve));
 
+async function integrationOf(backend: Backend): Promise<NewIntegration> {
+  const created = await backend.createIntegration('assistant-relay');
+  if ('refused' in created) throw new Error(created.refused.message);
+  return created;
+}
+
 describe('backend: integrations', () => {
   it('hands out two tokens once, keeps their digests, and knows each by its role', async () => {
     const { backend } = await start();
-    const created = await backend.createIntegration('assistant-relay');
+    const created = await integrationOf(backend);
     expect(created.relay_token).not.toBe(created.client_token);
     expect(backend.authenticates(created.integration_id, 'relay', created.relay_token)).toBe(true);
     expect(backend.authenticates(created.integration_id, 'client', created.client_token)).toBe(true);
@@ -71,7 +78,7 @@ describe('backend: integrations', () => {
 describe('backend: a job from creation to result', () => {
   it('is delivered on the stream, run, and completed once; the same result again is a duplicate, another a conflict', async () => {
     const { backend } = await start();
-    const { integration_id } = await backend.createIntegration('assistant-relay');
+    const { integration_id } = await integrationOf(backend);
     const socket = new FakeSocket();
     backend.openStream(integration_id, undefined, () => socket);
     const body = liveAnalysis();
@@ -89,7 +96,7 @@ describe('backend: a job from creation to result', () => {
 
   it('refuses a result that does not follow response_schema, and keeps the job open for a correct one', async () => {
     const { backend } = await start();
-    const { integration_id } = await backend.createIntegration('assistant-relay');
+    const { integration_id } = await integrationOf(backend);
     const body = liveAnalysis();
     await backend.createJob(integration_id, body);
     const answer = await backend.result(integration_id, body.job_id, { result: { insights: [{ text: '', kind: 'shout' }] } });
@@ -100,8 +107,8 @@ describe('backend: a job from creation to result', () => {
 
   it('a failure report fails the job; a job of another integration is unknown to it', async () => {
     const { backend } = await start();
-    const a = await backend.createIntegration('assistant-relay');
-    const b = await backend.createIntegration('assistant-relay');
+    const a = await integrationOf(backend);
+    const b = await integrationOf(backend);
     const body = liveAnalysis();
     await backend.createJob(a.integration_id, body);
     expect((await backend.result(b.integration_id, body.job_id, { result: insights })).outcome).toBe('unknown');
@@ -110,7 +117,7 @@ describe('backend: a job from creation to result', () => {
 
   it('refuses a response_schema that is not a JSON Schema before logging anything', async () => {
     const { backend } = await start();
-    const { integration_id } = await backend.createIntegration('assistant-relay');
+    const { integration_id } = await integrationOf(backend);
     const body = liveAnalysis({ response_schema: { type: 'no such type' } });
     expect(await backend.createJob(integration_id, body)).toMatchObject({ outcome: 'invalid', job: undefined });
     expect(backend.job(body.job_id)).toBeUndefined();
@@ -120,7 +127,7 @@ describe('backend: a job from creation to result', () => {
 describe('backend: time', () => {
   it('expires a job at its deadline, not a millisecond before', async () => {
     const { backend, clock } = await start();
-    const { integration_id } = await backend.createIntegration('assistant-relay');
+    const { integration_id } = await integrationOf(backend);
     const body = liveAnalysis({ deadline_ms: 5_000 });
     await backend.createJob(integration_id, body);
     clock.increment(4_999);
@@ -133,7 +140,7 @@ describe('backend: time', () => {
 
   it('sends a job again when its lease lapses with no word from the plugin', async () => {
     const { backend, clock } = await start();
-    const { integration_id } = await backend.createIntegration('assistant-relay');
+    const { integration_id } = await integrationOf(backend);
     const socket = new FakeSocket();
     backend.openStream(integration_id, undefined, () => socket);
     const body = liveAnalysis({ deadline_ms: 600_000 });
@@ -151,7 +158,7 @@ describe('backend: time', () => {
   it('a restart re-arms deadlines from the log: one that passed while it was down fires at once', async () => {
     const dir = tempDir();
     const first = await start(dir);
-    const { integration_id } = await first.backend.createIntegration('assistant-relay');
+    const { integration_id } = await integrationOf(first.backend);
     const body = liveAnalysis({ deadline_ms: 5_000 });
     await first.backend.createJob(integration_id, body);
     await first.stop();
@@ -166,7 +173,7 @@ describe('backend: time', () => {
 describe('backend: the stream', () => {
   it('sends a job created before any stream once one opens', async () => {
     const { backend } = await start();
-    const { integration_id } = await backend.createIntegration('assistant-relay');
+    const { integration_id } = await integrationOf(backend);
     const body = liveAnalysis();
     await backend.createJob(integration_id, body);
     const socket = new FakeSocket();
@@ -177,7 +184,7 @@ describe('backend: the stream', () => {
 
   it('a second stream takes over: the first hears superseded and ends; what it was sent and the plugin did not see is sent again', async () => {
     const { backend } = await start();
-    const { integration_id } = await backend.createIntegration('assistant-relay');
+    const { integration_id } = await integrationOf(backend);
     const first = new FakeSocket();
     backend.openStream(integration_id, undefined, () => first);
     const seen = liveAnalysis();
@@ -193,5 +200,76 @@ describe('backend: the stream', () => {
     expect(first.written.join('')).toContain('event: superseded\ndata: {"type":"superseded"}');
     expect(first.ended).toBe(true);
     expect(jobFrames(second).map(([id, job]) => [id, job.job_id])).toEqual([['3', unseen.job_id]]);
+  });
+});
+
+describe('backend: heartbeats', () => {
+  const beat = (over: Partial<Heartbeat> = {}): Heartbeat => ({
+    plugin: { name: 'assistant-relay-plugin', version: '0.1.0' },
+    provider_kind: 'assistant-relay',
+    schema_versions: { min: 1, max: 1 },
+    envelope_versions: { min: 1, max: 1 },
+    status: 'ready',
+    running_job_ids: [],
+    reasoner: { name: 'builtin' },
+    ...over,
+  });
+  const stateOf = (backend: Backend, id: string) => backend.integration(id)!.value;
+
+  it('an integration is online after one heartbeat, offline after three missed, and online again after one', async () => {
+    const { backend, clock } = await start();
+    const { integration_id } = await integrationOf(backend);
+    expect(stateOf(backend, integration_id)).toEqual({ active: 'unseen' });
+    expect(await backend.heartbeat(integration_id, beat())).toEqual({ ok: true, interval_s: 30, probe_requested: false });
+    expect(stateOf(backend, integration_id)).toEqual({ active: 'online' });
+    clock.increment(89_999);
+    await settle();
+    expect(stateOf(backend, integration_id)).toEqual({ active: 'online' });
+    clock.increment(1);
+    await settle();
+    expect(stateOf(backend, integration_id)).toEqual({ active: 'offline' });
+    await backend.heartbeat(integration_id, beat());
+    expect(stateOf(backend, integration_id)).toEqual({ active: 'online' });
+  });
+
+  it('a plugin whose versions the provider does not allow is refused, told why, and renews no lease', async () => {
+    const { backend } = await start();
+    const { integration_id } = await integrationOf(backend);
+    const answer = await backend.heartbeat(integration_id, beat({ schema_versions: { min: 2, max: 3 } }));
+    expect(answer?.refused).toMatchObject({ code: 'unsupported_version', message: expect.stringMatching(/schema_versions 2-3/) });
+    expect(backend.integration(integration_id)!.context.seen?.refused?.code).toBe('unsupported_version');
+  });
+
+  it('the jobs a heartbeat names as running keep their lease', async () => {
+    const { backend, clock } = await start();
+    const { integration_id } = await integrationOf(backend);
+    const socket = new FakeSocket();
+    backend.openStream(integration_id, undefined, () => socket);
+    const body = liveAnalysis({ deadline_ms: 600_000 });
+    await backend.createJob(integration_id, body);
+    await settle();
+    await backend.running(integration_id, body.job_id);
+    for (let i = 0; i < 5; i += 1) {
+      clock.increment(30_000);
+      await backend.heartbeat(integration_id, beat({ running_job_ids: [body.job_id] }));
+    }
+    await settle();
+    // 150 s after it started, far past one lease: still running, never sent again.
+    expect([jobState(backend.job(body.job_id)!), jobFrames(socket).length]).toEqual(['running', 1]);
+  });
+
+  it('logs what a plugin says of itself only when it is news', async () => {
+    const { backend, dir } = await start();
+    const { integration_id } = await integrationOf(backend);
+    for (let i = 0; i < 3; i += 1) await backend.heartbeat(integration_id, beat());
+    await backend.heartbeat(integration_id, beat({ status: 'busy' }));
+    await backend.close();
+    expect(readEvents(join(dir, 'backend.db')).filter((e) => e.type === 'integration.seen').map((e) => e.status)).toEqual(['ready', 'busy']);
+  });
+
+  it('refuses to create an integration for a provider that is coming soon, or unknown', async () => {
+    const { backend } = await start();
+    expect(await backend.createIntegration('a2a-bridge')).toMatchObject({ refused: { code: 'provider_coming_soon' } });
+    expect(await backend.createIntegration('nobody')).toMatchObject({ refused: { code: 'unknown_provider' } });
   });
 });

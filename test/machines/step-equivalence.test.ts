@@ -105,7 +105,12 @@ const CASES: readonly Case[] = [
     events: [
       () => ({ type: 'integration.token_rotated', integration_id: 'i', role: 'relay', token_digest: 'r2', at: 2 }),
       () => ({ type: 'integration.token_rotated', integration_id: 'i', role: 'client', token_digest: 'c2', at: 3 }),
-      () => ({ type: 'integration.revoked', integration_id: 'i', at: 4 }),
+      () => ({
+        type: 'integration.seen', integration_id: 'i', plugin: { name: 'p', version: '1' }, reasoner: { name: 'builtin' }, status: 'ready',
+        schema_versions: { min: 1, max: 1 }, envelope_versions: { min: 1, max: 1 }, at: 4,
+      }),
+      () => ({ type: 'integration.offline', integration_id: 'i', at: 5 }),
+      () => ({ type: 'integration.revoked', integration_id: 'i', at: 6 }),
     ],
   },
   {

@@ -6,10 +6,23 @@
  * envelope is relayed as it came: the backend never reads inside it.
  */
 import { randomUUID } from 'node:crypto';
-import { ByoEnvelope, PURPOSES, jsonSchemaOf, matchesDigest, newToken, tokenDigest, type JobCreateBody, type JobResultBody } from '../../protocol/index.js';
+import {
+  ByoEnvelope,
+  PURPOSES,
+  jsonSchemaOf,
+  matchesDigest,
+  newToken,
+  providerOf,
+  tokenDigest,
+  type CodedError,
+  type Heartbeat,
+  type HeartbeatAnswer,
+  type JobCreateBody,
+  type JobResultBody,
+} from '../../protocol/index.js';
 import { checkResponseSchema, resultProblems } from '../../protocol/response-schema.js';
-import type { BackendEvent } from '../../machines/backend-events.js';
-import { isRevoked } from '../../machines/integration.js';
+import type { BackendEvent, IntegrationEvent } from '../../machines/backend-events.js';
+import { isOnline, isRevoked, type IntegrationSnapshot } from '../../machines/integration.js';
 import type { JobCommand, JobOutcome } from '../../machines/job-decider.js';
 import { jobState, type JobSnapshot } from '../../machines/job.js';
 import type { EventLog } from '../../storage/event-log.js';
@@ -21,6 +34,7 @@ import { Deadlines } from '../deadlines.js';
 import { inBackground } from '../failures.js';
 import { SubscriptionActor, type SubscriberTransport } from '../subscription-actor.js';
 import { SUPERSEDED_FRAME, frameOf } from './frames.js';
+import { MISSED_HEARTBEATS, refusalOf, seenOf } from './heartbeats.js';
 import { BackendProjection } from './projection.js';
 
 export interface BackendConfig {
@@ -28,12 +42,15 @@ export interface BackendConfig {
   readonly ids?: IdSource;
   /** How long a delivered job waits for its plugin to say it runs it, and how long a running job's lease lasts between heartbeats. Default 90 s: three heartbeats. */
   readonly leaseMs?: number;
+  /** The heartbeat interval plugins are told (30 s, 2.3); three missed show an integration offline. */
+  readonly heartbeatIntervalMs?: number;
   readonly keepaliveMs?: number;
   readonly onFatal?: (error: unknown) => void;
   readonly onError?: (error: unknown, context: FailureContext) => void;
 }
 
 export const DEFAULT_LEASE_MS = 90_000;
+export const HEARTBEAT_INTERVAL_MS = 30_000;
 
 /** What `createIntegration` hands the operator, once: the tokens are kept only as digests. */
 export interface NewIntegration {
@@ -54,6 +71,9 @@ export class Backend {
   private readonly clock: Clock;
   private readonly ids: IdSource;
   private readonly leaseMs: number;
+  private readonly heartbeatIntervalMs: number;
+  /** When each online integration goes offline if no heartbeat comes. */
+  private readonly presence: Deadlines<string>;
   private readonly keepaliveMs: number;
   private readonly projection = new BackendProjection();
   private readonly appender: Appender<BackendEvent>;
@@ -69,6 +89,7 @@ export class Backend {
     this.clock = config.clock ?? systemClock;
     this.ids = config.ids ?? randomIds;
     this.leaseMs = config.leaseMs ?? DEFAULT_LEASE_MS;
+    this.heartbeatIntervalMs = config.heartbeatIntervalMs ?? HEARTBEAT_INTERVAL_MS;
     this.keepaliveMs = config.keepaliveMs ?? 20_000;
     this.epoch = this.ids.token();
     this.report = config.onError ?? ((error, context) => process.emitWarning(`assistant-relay backend: ${context.what} failed: ${String(error)}`));
@@ -76,6 +97,9 @@ export class Backend {
     this.afterCommit = new AfterCommit((error, what, event) => this.report(error, { what: event === undefined ? what : `${what} (${event.type})` }));
     this.deadlines = new Deadlines(this.clock, (jobId) => this.background(this.command({ type: 'expire', job_id: jobId, at: this.clock.now() }), 'job deadline'));
     this.leases = new Deadlines(this.clock, (jobId) => this.background(this.command({ type: 'release', job_id: jobId, at: this.clock.now() }), 'delivery lease'));
+    this.presence = new Deadlines(this.clock, (integration_id) =>
+      this.background(this.appendIf(this.projection.integration(integration_id), { type: 'integration.offline', integration_id, at: this.clock.now() }), 'offline deadline'),
+    );
     this.afterCommit.add({ name: 'jobs', event: (event) => this.committed(event) });
   }
 
@@ -86,12 +110,20 @@ export class Backend {
     log.onCommit((events) => backend.afterCommit.dispatch(events));
     await backend.appender.append([{ type: 'backend.started', epoch: backend.epoch, at: backend.clock.now() }]);
     for (const job of backend.projection.allOpenJobs()) backend.arm(job);
+    // Heartbeats are not logged one by one: an integration online when the backend stopped gets a full grace from now.
+    for (const id of backend.projection.integrationIds()) {
+      const integration = backend.projection.integration(id)!;
+      if (isOnline(integration)) backend.presence.set(id, backend.clock.now() + MISSED_HEARTBEATS * backend.heartbeatIntervalMs);
+    }
     return backend;
   }
 
   // ---- integrations -------------------------------------------------------------------------------
 
-  async createIntegration(providerKind: string): Promise<NewIntegration> {
+  /** Creates an integration for a provider of the registry; an unknown or coming-soon provider is refused (6c). */
+  async createIntegration(providerKind: string): Promise<NewIntegration | { readonly refused: CodedError }> {
+    const provider = providerOf(providerKind);
+    if (!provider.ok) return { refused: provider.error };
     const relay_token = newToken();
     const client_token = newToken();
     const integration_id = randomUUID();
@@ -106,6 +138,10 @@ export class Backend {
       },
     ]);
     return { integration_id, provider_kind: providerKind, relay_token, client_token };
+  }
+
+  integration(integrationId: string): IntegrationSnapshot | undefined {
+    return this.projection.integration(integrationId);
   }
 
   /** Whether `token` is the integration's current token of that role (constant time; a revoked integration has none). */
@@ -157,6 +193,31 @@ export class Backend {
   }
 
   // ---- jobs: the plugin's side ----------------------------------------------------------------------
+
+  /**
+   * A heartbeat (2.3): the integration is online until three intervals pass without one; what its plugin
+   * says of itself is logged when it is news; the jobs it names as running keep their leases. The answer
+   * says whether the plugin is refused (its versions, its provider) and when to send the next one.
+   */
+  async heartbeat(integrationId: string, heartbeat: Heartbeat): Promise<HeartbeatAnswer | undefined> {
+    const integration = this.projection.integration(integrationId);
+    if (integration === undefined || isRevoked(integration)) return undefined;
+    const at = this.clock.now();
+    const refused = refusalOf(integration, heartbeat);
+    const seen = seenOf(integration, heartbeat, refused, at);
+    this.presence.set(integrationId, at + MISSED_HEARTBEATS * this.heartbeatIntervalMs);
+    const renewals = refused === undefined ? heartbeat.running_job_ids.filter((jobId) => this.projection.job(jobId)?.context.integration_id === integrationId) : [];
+    await Promise.all([
+      ...(seen === undefined ? [] : [this.appender.append([seen])]),
+      ...renewals.map((job_id) => this.command({ type: 'run', job_id, lease_until: at + this.leaseMs, at })),
+    ]);
+    return {
+      ok: true,
+      interval_s: Math.round(this.heartbeatIntervalMs / 1000),
+      ...(refused === undefined ? {} : { refused }),
+      probe_requested: false,
+    };
+  }
 
   /** The plugin runs the job: its lease runs a full lease from now. */
   async running(integrationId: string, jobId: string): Promise<JobOutcome> {
@@ -212,11 +273,18 @@ export class Backend {
     this.closed = true;
     this.deadlines.stop();
     this.leases.stop();
+    this.presence.stop();
     for (const actor of [...this.streams.values()]) actor.close('host_closing');
     await this.appender.settled();
   }
 
   // ---- the loop ----------------------------------------------------------------------------------
+
+  /** Appends an integration event while the integration is still there to take it. */
+  private async appendIf(integration: IntegrationSnapshot | undefined, event: IntegrationEvent): Promise<void> {
+    if (this.closed || integration === undefined || isRevoked(integration)) return;
+    await this.appender.append([event]);
+  }
 
   private async command(command: JobCommand): Promise<JobOutcome> {
     if (this.closed) return 'unchanged';

@@ -26,7 +26,9 @@ export class BackendProjection {
         this.integrations.set(event.integration_id, initialIntegration(event));
         return;
       case 'integration.token_rotated':
-      case 'integration.revoked': {
+      case 'integration.revoked':
+      case 'integration.seen':
+      case 'integration.offline': {
         const integration = this.integrations.get(event.integration_id);
         if (integration === undefined) throw new Error(`event log: ${event.type} for ${event.integration_id}, not an integration`);
         this.integrations.set(event.integration_id, evolveIntegration(integration, event));
