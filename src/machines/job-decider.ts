@@ -5,24 +5,14 @@
  * `response_schema` before it is ever a command).
  */
 import equal from 'fast-deep-equal';
-import type { CodedError, JobPurpose } from '../protocol/index.js';
+import type { CodedError } from '../protocol/index.js';
 import { openedBy, type Decider, type Decision } from './decider.js';
 import type { JobCreated, JobEvent } from './job-events.js';
 import { evolveJob, initialJob, isSettled, jobState, type JobSnapshot } from './job.js';
 
 export type JobCommand =
-  | {
-      readonly type: 'create';
-      readonly job_id: string;
-      readonly integration_id: string;
-      readonly purpose: JobPurpose;
-      readonly payload: Record<string, unknown>;
-      readonly byo: boolean;
-      readonly response_schema: Record<string, unknown>;
-      readonly provider_kind: string;
-      readonly deadline_at: number;
-      readonly at: number;
-    }
+  /** A client's create: the job's fields as `job.created` will log them. */
+  | ({ readonly type: 'create' } & Omit<JobCreated, 'type'>)
   /** Send it on the integration's live stream, under a lease until `lease_until`. */
   | { readonly type: 'deliver'; readonly job_id: string; readonly seq: number; readonly lease_until: number; readonly at: number }
   /** The plugin runs it (it said so, or a heartbeat named it): the lease goes on to `lease_until`. */

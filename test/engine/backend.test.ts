@@ -7,7 +7,8 @@ import { randomUUID } from 'node:crypto';
 import { rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { Backend, type NewIntegration } from '../../src/engine/backend/backend.js';
+import { Backend } from '../../src/engine/backend/backend.js';
+import type { NewIntegration } from '../../src/engine/backend/integrations.js';
 import { backendStreamOf, type BackendEvent } from '../../src/machines/backend-events.js';
 import { jobState } from '../../src/machines/job.js';
 import { JobCreateBody, ReasoningJob, type Heartbeat } from '../../src/protocol/index.js';
@@ -58,7 +59,7 @@ function jobFrames(socket: FakeSocket): Array<[string, ReasoningJob]> {
 const settle = () => new Promise((resolve) => setImmediate(resolve));
 
 async function integrationOf(backend: Backend): Promise<NewIntegration> {
-  const created = await backend.createIntegration('assistant-relay');
+  const created = await backend.integrations.create('assistant-relay');
   if ('refused' in created) throw new Error(created.refused.message);
   return created;
 }
@@ -68,10 +69,10 @@ describe('backend: integrations', () => {
     const { backend } = await start();
     const created = await integrationOf(backend);
     expect(created.relay_token).not.toBe(created.client_token);
-    expect(backend.authenticates(created.integration_id, 'relay', created.relay_token)).toBe(true);
-    expect(backend.authenticates(created.integration_id, 'client', created.client_token)).toBe(true);
-    expect(backend.authenticates(created.integration_id, 'relay', created.client_token)).toBe(false);
-    expect(backend.authenticates(randomUUID(), 'relay', created.relay_token)).toBe(false);
+    expect(backend.integrations.authenticates(created.integration_id, 'relay', created.relay_token)).toBe(true);
+    expect(backend.integrations.authenticates(created.integration_id, 'client', created.client_token)).toBe(true);
+    expect(backend.integrations.authenticates(created.integration_id, 'relay', created.client_token)).toBe(false);
+    expect(backend.integrations.authenticates(randomUUID(), 'relay', created.relay_token)).toBe(false);
   });
 });
 
@@ -214,13 +215,13 @@ describe('backend: heartbeats', () => {
     reasoner: { name: 'builtin' },
     ...over,
   });
-  const stateOf = (backend: Backend, id: string) => backend.integration(id)!.value;
+  const stateOf = (backend: Backend, id: string) => backend.integrations.integration(id)!.value;
 
   it('an integration is online after one heartbeat, offline after three missed, and online again after one', async () => {
     const { backend, clock } = await start();
     const { integration_id } = await integrationOf(backend);
     expect(stateOf(backend, integration_id)).toEqual({ active: 'unseen' });
-    expect(await backend.heartbeat(integration_id, beat())).toEqual({ ok: true, interval_s: 30, probe_requested: false });
+    expect(await backend.integrations.heartbeat(integration_id, beat())).toEqual({ ok: true, interval_s: 30, probe_requested: false });
     expect(stateOf(backend, integration_id)).toEqual({ active: 'online' });
     clock.increment(89_999);
     await settle();
@@ -228,16 +229,16 @@ describe('backend: heartbeats', () => {
     clock.increment(1);
     await settle();
     expect(stateOf(backend, integration_id)).toEqual({ active: 'offline' });
-    await backend.heartbeat(integration_id, beat());
+    await backend.integrations.heartbeat(integration_id, beat());
     expect(stateOf(backend, integration_id)).toEqual({ active: 'online' });
   });
 
   it('a plugin whose versions the provider does not allow is refused, told why, and renews no lease', async () => {
     const { backend } = await start();
     const { integration_id } = await integrationOf(backend);
-    const answer = await backend.heartbeat(integration_id, beat({ schema_versions: { min: 2, max: 3 } }));
+    const answer = await backend.integrations.heartbeat(integration_id, beat({ schema_versions: { min: 2, max: 3 } }));
     expect(answer?.refused).toMatchObject({ code: 'unsupported_version', message: expect.stringMatching(/schema_versions 2-3/) });
-    expect(backend.integration(integration_id)!.context.seen?.refused?.code).toBe('unsupported_version');
+    expect(backend.integrations.integration(integration_id)!.context.seen?.refused?.code).toBe('unsupported_version');
   });
 
   it('the jobs a heartbeat names as running keep their lease', async () => {
@@ -251,7 +252,7 @@ describe('backend: heartbeats', () => {
     await backend.running(integration_id, body.job_id);
     for (let i = 0; i < 5; i += 1) {
       clock.increment(30_000);
-      await backend.heartbeat(integration_id, beat({ running_job_ids: [body.job_id] }));
+      await backend.integrations.heartbeat(integration_id, beat({ running_job_ids: [body.job_id] }));
     }
     await settle();
     // 150 s after it started, far past one lease: still running, never sent again.
@@ -261,15 +262,15 @@ describe('backend: heartbeats', () => {
   it('logs what a plugin says of itself only when it is news', async () => {
     const { backend, dir } = await start();
     const { integration_id } = await integrationOf(backend);
-    for (let i = 0; i < 3; i += 1) await backend.heartbeat(integration_id, beat());
-    await backend.heartbeat(integration_id, beat({ status: 'busy' }));
+    for (let i = 0; i < 3; i += 1) await backend.integrations.heartbeat(integration_id, beat());
+    await backend.integrations.heartbeat(integration_id, beat({ status: 'busy' }));
     await backend.close();
     expect(readEvents(join(dir, 'backend.db')).filter((e) => e.type === 'integration.seen').map((e) => e.status)).toEqual(['ready', 'busy']);
   });
 
   it('refuses to create an integration for a provider that is coming soon, or unknown', async () => {
     const { backend } = await start();
-    expect(await backend.createIntegration('a2a-bridge')).toMatchObject({ refused: { code: 'provider_coming_soon' } });
-    expect(await backend.createIntegration('nobody')).toMatchObject({ refused: { code: 'unknown_provider' } });
+    expect(await backend.integrations.create('a2a-bridge')).toMatchObject({ refused: { code: 'provider_coming_soon' } });
+    expect(await backend.integrations.create('nobody')).toMatchObject({ refused: { code: 'unknown_provider' } });
   });
 });

@@ -5,24 +5,10 @@
  * re-armed from the fold on start) and `SubscriptionActor` (the stream). A payload or result that is a BYO
  * envelope is relayed as it came: the backend never reads inside it.
  */
-import { randomUUID } from 'node:crypto';
-import {
-  ByoEnvelope,
-  PURPOSES,
-  jsonSchemaOf,
-  matchesDigest,
-  newToken,
-  providerOf,
-  tokenDigest,
-  type CodedError,
-  type Heartbeat,
-  type HeartbeatAnswer,
-  type JobCreateBody,
-  type JobResultBody,
-} from '../../protocol/index.js';
+import { ByoEnvelope, PURPOSES, jsonSchemaOf, type JobCreateBody, type JobResultBody } from '../../protocol/index.js';
 import { checkResponseSchema, resultProblems } from '../../protocol/response-schema.js';
-import type { BackendEvent, IntegrationEvent } from '../../machines/backend-events.js';
-import { isOnline, isRevoked, type IntegrationSnapshot } from '../../machines/integration.js';
+import type { BackendEvent } from '../../machines/backend-events.js';
+import { isRevoked } from '../../machines/integration.js';
 import type { JobCommand, JobOutcome } from '../../machines/job-decider.js';
 import { jobState, type JobSnapshot } from '../../machines/job.js';
 import type { EventLog } from '../../storage/event-log.js';
@@ -32,10 +18,11 @@ import { randomIds, systemClock, type Clock, type IdSource } from '../clock.js';
 import type { FailureContext } from '../config.js';
 import { Deadlines } from '../deadlines.js';
 import { inBackground } from '../failures.js';
-import { SubscriptionActor, type SubscriberTransport } from '../subscription-actor.js';
-import { SUPERSEDED_FRAME, frameOf } from './frames.js';
-import { MISSED_HEARTBEATS, refusalOf, seenOf } from './heartbeats.js';
+import type { SubscriberTransport, SubscriptionActor } from '../subscription-actor.js';
+import { frameOf } from './frames.js';
+import { Integrations } from './integrations.js';
 import { BackendProjection } from './projection.js';
+import { JobStreams } from './streams.js';
 
 export interface BackendConfig {
   readonly clock?: Clock;
@@ -52,13 +39,6 @@ export interface BackendConfig {
 export const DEFAULT_LEASE_MS = 90_000;
 export const HEARTBEAT_INTERVAL_MS = 30_000;
 
-/** What `createIntegration` hands the operator, once: the tokens are kept only as digests. */
-export interface NewIntegration {
-  readonly integration_id: string;
-  readonly provider_kind: string;
-  readonly relay_token: string;
-  readonly client_token: string;
-}
 
 export type JobAnswer =
   | { readonly outcome: JobOutcome; readonly job: JobSnapshot | undefined }
@@ -71,17 +51,14 @@ export class Backend {
   private readonly clock: Clock;
   private readonly ids: IdSource;
   private readonly leaseMs: number;
-  private readonly heartbeatIntervalMs: number;
-  /** When each online integration goes offline if no heartbeat comes. */
-  private readonly presence: Deadlines<string>;
-  private readonly keepaliveMs: number;
+  /** Integrations, their tokens and heartbeats. */
+  readonly integrations: Integrations;
   private readonly projection = new BackendProjection();
   private readonly appender: Appender<BackendEvent>;
   private readonly afterCommit: AfterCommit<BackendEvent>;
   private readonly deadlines: Deadlines<string>;
   private readonly leases: Deadlines<string>;
-  /** The one live stream of each integration. */
-  private readonly streams = new Map<string, SubscriptionActor>();
+  private readonly streams: JobStreams;
   private readonly report: (error: unknown, context: FailureContext) => void;
   private closed = false;
 
@@ -89,16 +66,22 @@ export class Backend {
     this.clock = config.clock ?? systemClock;
     this.ids = config.ids ?? randomIds;
     this.leaseMs = config.leaseMs ?? DEFAULT_LEASE_MS;
-    this.heartbeatIntervalMs = config.heartbeatIntervalMs ?? HEARTBEAT_INTERVAL_MS;
-    this.keepaliveMs = config.keepaliveMs ?? 20_000;
+    this.streams = new JobStreams(this.clock, config.keepaliveMs ?? 20_000);
     this.epoch = this.ids.token();
     this.report = config.onError ?? ((error, context) => process.emitWarning(`assistant-relay backend: ${context.what} failed: ${String(error)}`));
     this.appender = new Appender(log, (event) => this.projection.apply(event), config.onFatal ?? ((error) => process.nextTick(() => { throw error; })));
     this.afterCommit = new AfterCommit((error, what, event) => this.report(error, { what: event === undefined ? what : `${what} (${event.type})` }));
     this.deadlines = new Deadlines(this.clock, (jobId) => this.background(this.command({ type: 'expire', job_id: jobId, at: this.clock.now() }), 'job deadline'));
     this.leases = new Deadlines(this.clock, (jobId) => this.background(this.command({ type: 'release', job_id: jobId, at: this.clock.now() }), 'delivery lease'));
-    this.presence = new Deadlines(this.clock, (integration_id) =>
-      this.background(this.appendIf(this.projection.integration(integration_id), { type: 'integration.offline', integration_id, at: this.clock.now() }), 'offline deadline'),
+    this.integrations = new Integrations(
+      this.projection,
+      this.appender,
+      this.clock,
+      config.heartbeatIntervalMs ?? HEARTBEAT_INTERVAL_MS,
+      async (jobIds, at) => {
+        for (const job_id of jobIds) await this.command({ type: 'run', job_id, lease_until: at + this.leaseMs, at });
+      },
+      (work) => this.background(work, 'offline deadline'),
     );
     this.afterCommit.add({ name: 'jobs', event: (event) => this.committed(event) });
   }
@@ -110,47 +93,11 @@ export class Backend {
     log.onCommit((events) => backend.afterCommit.dispatch(events));
     await backend.appender.append([{ type: 'backend.started', epoch: backend.epoch, at: backend.clock.now() }]);
     for (const job of backend.projection.allOpenJobs()) backend.arm(job);
-    // Heartbeats are not logged one by one: an integration online when the backend stopped gets a full grace from now.
-    for (const id of backend.projection.integrationIds()) {
-      const integration = backend.projection.integration(id)!;
-      if (isOnline(integration)) backend.presence.set(id, backend.clock.now() + MISSED_HEARTBEATS * backend.heartbeatIntervalMs);
-    }
+    backend.integrations.rearm();
     return backend;
   }
 
   // ---- integrations -------------------------------------------------------------------------------
-
-  /** Creates an integration for a provider of the registry; an unknown or coming-soon provider is refused (6c). */
-  async createIntegration(providerKind: string): Promise<NewIntegration | { readonly refused: CodedError }> {
-    const provider = providerOf(providerKind);
-    if (!provider.ok) return { refused: provider.error };
-    const relay_token = newToken();
-    const client_token = newToken();
-    const integration_id = randomUUID();
-    await this.appender.append([
-      {
-        type: 'integration.created',
-        integration_id,
-        provider_kind: providerKind,
-        relay_token_digest: tokenDigest(relay_token),
-        client_token_digest: tokenDigest(client_token),
-        at: this.clock.now(),
-      },
-    ]);
-    return { integration_id, provider_kind: providerKind, relay_token, client_token };
-  }
-
-  integration(integrationId: string): IntegrationSnapshot | undefined {
-    return this.projection.integration(integrationId);
-  }
-
-  /** Whether `token` is the integration's current token of that role (constant time; a revoked integration has none). */
-  authenticates(integrationId: string, role: 'relay' | 'client', token: string): boolean {
-    const integration = this.projection.integration(integrationId);
-    if (integration === undefined || isRevoked(integration)) return false;
-    const { relay_token_digest, client_token_digest } = integration.context;
-    return matchesDigest(token, role === 'relay' ? relay_token_digest : client_token_digest);
-  }
 
   // ---- jobs: the client's side ----------------------------------------------------------------------
 
@@ -194,31 +141,6 @@ export class Backend {
 
   // ---- jobs: the plugin's side ----------------------------------------------------------------------
 
-  /**
-   * A heartbeat (2.3): the integration is online until three intervals pass without one; what its plugin
-   * says of itself is logged when it is news; the jobs it names as running keep their leases. The answer
-   * says whether the plugin is refused (its versions, its provider) and when to send the next one.
-   */
-  async heartbeat(integrationId: string, heartbeat: Heartbeat): Promise<HeartbeatAnswer | undefined> {
-    const integration = this.projection.integration(integrationId);
-    if (integration === undefined || isRevoked(integration)) return undefined;
-    const at = this.clock.now();
-    const refused = refusalOf(integration, heartbeat);
-    const seen = seenOf(integration, heartbeat, refused, at);
-    this.presence.set(integrationId, at + MISSED_HEARTBEATS * this.heartbeatIntervalMs);
-    const renewals = refused === undefined ? heartbeat.running_job_ids.filter((jobId) => this.projection.job(jobId)?.context.integration_id === integrationId) : [];
-    await Promise.all([
-      ...(seen === undefined ? [] : [this.appender.append([seen])]),
-      ...renewals.map((job_id) => this.command({ type: 'run', job_id, lease_until: at + this.leaseMs, at })),
-    ]);
-    return {
-      ok: true,
-      interval_s: Math.round(this.heartbeatIntervalMs / 1000),
-      ...(refused === undefined ? {} : { refused }),
-      probe_requested: false,
-    };
-  }
-
   /** The plugin runs the job: its lease runs a full lease from now. */
   async running(integrationId: string, jobId: string): Promise<JobOutcome> {
     if (this.projection.job(jobId)?.context.integration_id !== integrationId) return 'unknown';
@@ -249,17 +171,7 @@ export class Backend {
    * and a lapsed lease brings it back).
    */
   openStream(integrationId: string, cursor: number | undefined, connect: () => SubscriberTransport): SubscriptionActor {
-    const previous = this.streams.get(integrationId);
-    if (previous !== undefined) {
-      // It hears why it ends, after what it was sent; its plugin must not reconnect at once.
-      previous.push([{ kind: 'resync', task_id: '', text: SUPERSEDED_FRAME, bytes: SUPERSEDED_FRAME.length }]);
-      previous.close('superseded');
-    }
-    const actor = new SubscriptionActor(connect(), this.clock, { keepaliveMs: this.keepaliveMs, maxQueuedBytes: 8 * 1024 * 1024 }, (closed) => {
-      if (this.streams.get(integrationId) === closed) this.streams.delete(integrationId);
-    });
-    this.streams.set(integrationId, actor);
-    actor.open('');
+    const actor = this.streams.open(integrationId, connect);
     for (const job of this.projection.openJobs(integrationId)) {
       const state = jobState(job);
       const seen = cursor !== undefined && job.context.seq !== undefined && job.context.seq <= cursor;
@@ -273,18 +185,12 @@ export class Backend {
     this.closed = true;
     this.deadlines.stop();
     this.leases.stop();
-    this.presence.stop();
-    for (const actor of [...this.streams.values()]) actor.close('host_closing');
+    this.integrations.stop();
+    this.streams.closeAll();
     await this.appender.settled();
   }
 
   // ---- the loop ----------------------------------------------------------------------------------
-
-  /** Appends an integration event while the integration is still there to take it. */
-  private async appendIf(integration: IntegrationSnapshot | undefined, event: IntegrationEvent): Promise<void> {
-    if (this.closed || integration === undefined || isRevoked(integration)) return;
-    await this.appender.append([event]);
-  }
 
   private async command(command: JobCommand): Promise<JobOutcome> {
     if (this.closed) return 'unchanged';
@@ -309,11 +215,11 @@ export class Backend {
       case 'job.created':
       case 'job.released':
         this.arm(job);
-        if (this.streams.has(event.integration_id) && !this.closed) this.deliver(job);
+        if (this.streams.isLive(event.integration_id) && !this.closed) this.deliver(job);
         return;
       case 'job.delivered':
         this.arm(job);
-        this.streams.get(event.integration_id)?.push([frameOf(job, event.seq)]);
+        this.streams.push(event.integration_id, frameOf(job, event.seq));
         return;
       case 'job.started':
       case 'job.renewed':
