@@ -2,45 +2,13 @@
  * `GET /v1/events` (4.2, 6.2): one session's reply stream. Validation and the stream and reader caps
  * answer with ordinary error bodies; once subscribed, the connection belongs to a subscription actor.
  */
-import type { FastifyPluginAsync, FastifyReply } from 'fastify';
+import type { FastifyPluginAsync } from 'fastify';
 import { EventsHeaders, EventsQuery } from '../../protocol/index.js';
 import type { Engine } from '../../engine/engine.js';
-import type { SubscriberTransport } from '../../engine/subscription-actor.js';
 import { sendError } from './errors.js';
+import { streamTransport } from './sse-transport.js';
 import type { StreamSlots } from './stream-slots.js';
 import type { ZodTypeProvider } from './validation.js';
-
-/** Takes the raw response over from fastify and exposes it as the engine's transport. */
-function streamTransport(reply: FastifyReply): SubscriberTransport {
-  reply.hijack();
-  const res = reply.raw;
-  res.socket?.setNoDelay(true);
-  res.writeHead(200, {
-    'content-type': 'text/event-stream; charset=utf-8',
-    'cache-control': 'no-cache, no-transform',
-    connection: 'keep-alive',
-    'x-accel-buffering': 'no',
-  });
-  return {
-    write: (chunk) => {
-      const ok = res.write(chunk);
-      // http corks the socket on a write and uncorks it on the next tick, to merge small writes. A
-      // committed batch is already one write: send it now, not after every microtask queued behind it.
-      res.socket?.uncork();
-      return ok;
-    },
-    get buffered() {
-      return res.writableLength;
-    },
-    get closed() {
-      return res.destroyed || res.writableEnded || res.socket === null || res.socket.destroyed;
-    },
-    end: () => res.end(),
-    destroy: () => res.destroy(),
-    onDrain: (listener) => res.on('drain', listener),
-    onClose: (listener) => res.on('close', listener),
-  };
-}
 
 export interface EventsOptions {
   readonly engine: Engine;

@@ -1,17 +1,13 @@
 /** The HTTP surface of both forms as a fastify instance: one plugin per concern. */
-import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
+import type { FastifyBaseLogger, FastifyInstance } from 'fastify';
 import { LIMITS } from '../../protocol/index.js';
 import type { Engine } from '../../engine/engine.js';
 import type { CallbackPolicy } from '../callback/policy.js';
 import { authPlugin } from './auth.js';
-import { answerClientError } from './client-errors.js';
-import { answerError, errorsPlugin } from './errors.js';
 import { eventsPlugin } from './events.js';
-import { healthPlugin } from './health.js';
 import { incomingPlugin } from './incoming.js';
-import { jsonBodyPlugin } from './json-body.js';
+import { newHttpApp } from './app.js';
 import type { HttpLimits } from './limits.js';
-import { RequestLogController } from './request-log.js';
 import { sessionsPlugin } from './sessions.js';
 import { StreamSlots } from './stream-slots.js';
 import { validationPlugin } from './validation.js';
@@ -31,28 +27,14 @@ export interface HttpOptions {
 
 export async function buildServer(engine: Engine, options: HttpOptions): Promise<FastifyInstance> {
   const { limits } = options;
-  const app = Fastify({
-    ...(options.logger === undefined ? { logger: false } : { loggerInstance: options.logger }),
+  const app = await newHttpApp({
+    limits,
     bodyLimit: LIMITS.incomingMaxBytes,
-    logController: new RequestLogController(),
     // Long enough that an over-long session_id reaches its schema and the coded 400.
-    routerOptions: { maxParamLength: 4 * LIMITS.sessionIdMaxLength },
-    requestTimeout: limits.requestTimeoutMs,
-    keepAliveTimeout: limits.connectionIdleTimeoutMs,
-    http: {
-      headersTimeout: limits.headersTimeoutMs,
-      requestTimeout: limits.requestTimeoutMs,
-      // Node checks both limits on this period (30 s by default), which would stretch a 10 s limit to 40 s.
-      connectionsCheckingInterval: Math.min(1_000, limits.headersTimeoutMs),
-    },
-    // The errors plugin answers requests that arrive while the host closes, with our body.
-    return503OnClosing: false,
-    frameworkErrors: answerError,
-    clientErrorHandler: answerClientError,
+    maxParamLength: 4 * LIMITS.sessionIdMaxLength,
+    epoch: engine.epoch,
+    ...(options.logger === undefined ? {} : { logger: options.logger }),
   });
-  await app.register(errorsPlugin);
-  await app.register(jsonBodyPlugin);
-  await app.register(healthPlugin, { engine });
   await app.register(async (scope) => {
     // Zod validation for our routes only: routes an embedder adds to the instance keep fastify's JSON Schema.
     await scope.register(validationPlugin);

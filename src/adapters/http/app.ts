@@ -1,0 +1,47 @@
+/**
+ * A fastify instance with what every HTTP surface of ours has (the host's and the backend's): the time
+ * limits, our error body on every failure (Node's own answers included), UTF-8 JSON bodies only, and
+ * `GET /healthz`. Each surface registers its routes on it.
+ */
+import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
+import { answerClientError } from './client-errors.js';
+import { answerError, errorsPlugin } from './errors.js';
+import { healthPlugin } from './health.js';
+import { jsonBodyPlugin } from './json-body.js';
+import type { HttpLimits } from './limits.js';
+import { RequestLogController } from './request-log.js';
+
+export interface HttpAppOptions {
+  readonly limits: HttpLimits;
+  readonly bodyLimit: number;
+  readonly maxParamLength: number;
+  /** What `/healthz` answers as the process's epoch. */
+  readonly epoch: string;
+  readonly logger?: FastifyBaseLogger;
+}
+
+export async function newHttpApp(options: HttpAppOptions): Promise<FastifyInstance> {
+  const { limits } = options;
+  const app = Fastify({
+    ...(options.logger === undefined ? { logger: false } : { loggerInstance: options.logger }),
+    bodyLimit: options.bodyLimit,
+    logController: new RequestLogController(),
+    routerOptions: { maxParamLength: options.maxParamLength },
+    requestTimeout: limits.requestTimeoutMs,
+    keepAliveTimeout: limits.connectionIdleTimeoutMs,
+    http: {
+      headersTimeout: limits.headersTimeoutMs,
+      requestTimeout: limits.requestTimeoutMs,
+      // Node checks both limits on this period (30 s by default), which would stretch a 10 s limit to 40 s.
+      connectionsCheckingInterval: Math.min(1_000, limits.headersTimeoutMs),
+    },
+    // The errors plugin answers requests that arrive while the host closes, with our body.
+    return503OnClosing: false,
+    frameworkErrors: answerError,
+    clientErrorHandler: answerClientError,
+  });
+  await app.register(errorsPlugin);
+  await app.register(jsonBodyPlugin);
+  await app.register(healthPlugin, { epoch: options.epoch });
+  return app;
+}

@@ -1,0 +1,36 @@
+/** An SSE response as the engine's subscriber transport: the host's reply streams and the backend's job streams alike. */
+import type { FastifyReply } from 'fastify';
+import type { SubscriberTransport } from '../../engine/subscription-actor.js';
+
+/** Takes the raw response over from fastify and exposes it as the engine's transport. */
+export function streamTransport(reply: FastifyReply): SubscriberTransport {
+  reply.hijack();
+  const res = reply.raw;
+  res.socket?.setNoDelay(true);
+  res.writeHead(200, {
+    'content-type': 'text/event-stream; charset=utf-8',
+    'cache-control': 'no-cache, no-transform',
+    connection: 'keep-alive',
+    'x-accel-buffering': 'no',
+  });
+  return {
+    write: (chunk) => {
+      const ok = res.write(chunk);
+      // http corks the socket on a write and uncorks it on the next tick, to merge small writes. A
+      // committed batch is already one write: send it now, not after every microtask queued behind it.
+      res.socket?.uncork();
+      return ok;
+    },
+    get buffered() {
+      return res.writableLength;
+    },
+    get closed() {
+      return res.destroyed || res.writableEnded || res.socket === null || res.socket.destroyed;
+    },
+    end: () => res.end(),
+    destroy: () => res.destroy(),
+    onDrain: (listener) => res.on('drain', listener),
+    onClose: (listener) => res.on('close', listener),
+  };
+}
+
