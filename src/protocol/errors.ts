@@ -29,6 +29,14 @@ export const HTTP_ERRORS = {
   internal_error: { status: 500, message: 'the host failed to handle the request' },
   shutting_down: { status: 503, message: 'the host is shutting down' },
   too_many_streams: { status: 503, message: 'the host already serves the maximum number of streams' },
+  invalid_job_id: { status: 400, message: 'job_id must be a UUID' },
+  invalid_integration_id: { status: 400, message: 'the integration id must be a UUID' },
+  invalid_response_schema: { status: 400, message: 'response_schema must be a JSON Schema (draft 2020-12)' },
+  job_not_found: { status: 404, message: 'no such job for this integration' },
+  job_conflict: { status: 409, message: 'a job with this job_id exists with other content' },
+  job_settled: { status: 409, message: 'the job has ended already' },
+  result_conflict: { status: 409, message: 'the job was completed with another result' },
+  result_invalid: { status: 422, message: 'the result does not follow the job\'s response_schema' },
 } as const satisfies Record<string, { status: number; message: string }>;
 
 export type HttpErrorCode = keyof typeof HTTP_ERRORS;

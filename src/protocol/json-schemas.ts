@@ -11,6 +11,7 @@ import {
   HeartbeatAnswer,
   JobCreateBody,
   JobResultBody,
+  JobView,
   PURPOSES,
   ReasoningJob,
   jsonSchemaOf,
@@ -26,6 +27,7 @@ const BODIES: ReadonlyArray<readonly [string, z.ZodType]> = [
   ['capability-profile', CapabilityProfile],
   ['job-create', JobCreateBody],
   ['job-result', JobResultBody],
+  ['job-view', JobView],
   ['provider-registry', ProviderRegistry],
 ];
 

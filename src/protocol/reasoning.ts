@@ -6,6 +6,7 @@
  * to the backend whenever they are BYO envelopes: it only routes them.
  */
 import { z } from 'zod';
+import type { HttpErrorCode } from './errors.js';
 import { isUuid } from './ids.js';
 
 export const SCHEMA_VERSION = 1;
@@ -177,3 +178,39 @@ export const PURPOSES = {
 export function jsonSchemaOf(schema: z.ZodType): Record<string, unknown> {
   return z.toJSONSchema(schema, { target: 'draft-2020-12', io: 'input' }) as Record<string, unknown>;
 }
+
+// ---- the backend's edge: what its routes read besides bodies (a failure message is the catalogue code) ----
+
+const fails = (code: HttpErrorCode) => ({ error: code });
+
+/** `…/integrations/{id}/…`. */
+export const IntegrationPath = z.object({ id: z.string().refine(isUuid, fails('invalid_integration_id')) });
+
+/** `…/integrations/{id}/jobs/{job_id}/…`. */
+export const JobPath = IntegrationPath.extend({ job_id: z.string().refine(isUuid, fails('invalid_job_id')) });
+
+/** The job stream's `Last-Event-ID`: the id of the last frame the plugin received (6d.1). */
+export const JobStreamHeaders = z.looseObject({
+  'last-event-id': z
+    .string(fails('invalid_last_event_id'))
+    .regex(/^[1-9][0-9]{0,15}$/, fails('invalid_last_event_id'))
+    .transform(Number)
+    .optional(),
+});
+
+/** A job as the client reads it (`GET …/jobs/{job_id}`, and the answer to a create). */
+export const JobView = z.object({
+  job_id: JobId,
+  integration_id: z.string(),
+  purpose: JobPurpose,
+  state: JobState,
+  byo: z.boolean(),
+  created_at: z.iso.datetime(),
+  deadline_at: z.iso.datetime(),
+  /** How many times it went out on the stream. */
+  deliveries: z.number().int().min(0),
+  settled_at: z.iso.datetime().optional(),
+  result: JsonObject.optional(),
+  error: CodedError.optional(),
+});
+export type JobView = z.infer<typeof JobView>;

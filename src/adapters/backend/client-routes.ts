@@ -1,0 +1,40 @@
+/**
+ * The client's side of the backend, which the seed does not show (PROTOCOL.md 6.7): create a job
+ * (idempotent by `job_id`), read it, cancel it. Every route is the integration's, with its client token.
+ */
+import type { FastifyPluginAsync } from 'fastify';
+import { IntegrationPath, JobCreateBody, JobPath } from '../../protocol/index.js';
+import type { Backend } from '../../engine/backend/backend.js';
+import { sendError } from '../http/errors.js';
+import type { ZodTypeProvider } from '../http/validation.js';
+import { integrationAuthPlugin } from './auth.js';
+import { jobView } from './view.js';
+
+const BASE = '/api/v1/assistant/integrations/:id';
+
+export const clientRoutes: FastifyPluginAsync<{ readonly backend: Backend }> = async (scope, { backend }) => {
+  await scope.register(integrationAuthPlugin, { backend, role: 'client' });
+  const app = scope.withTypeProvider<ZodTypeProvider>();
+
+  app.post(`${BASE}/jobs`, { schema: { params: IntegrationPath, body: JobCreateBody } }, async (request, reply) => {
+    const answer = await backend.createJob(request.params.id, request.body);
+    if (answer.outcome === 'invalid') return sendError(reply, 'invalid_response_schema', 'message' in answer ? answer.message : undefined);
+    if (answer.outcome === 'conflict') return sendError(reply, 'job_conflict');
+    if (answer.job === undefined) return sendError(reply, 'unauthorized');
+    // A retried create answers the job as it stands now.
+    return reply.code(answer.outcome === 'created' ? 201 : 200).send(jobView(answer.job));
+  });
+
+  app.get(`${BASE}/jobs/:job_id`, { schema: { params: JobPath } }, async (request, reply) => {
+    const job = backend.job(request.params.job_id);
+    return job === undefined || job.context.integration_id !== request.params.id ? sendError(reply, 'job_not_found') : jobView(job);
+  });
+
+  app.post(`${BASE}/jobs/:job_id/cancel`, { schema: { params: JobPath } }, async (request, reply) => {
+    const job = backend.job(request.params.job_id);
+    if (job === undefined || job.context.integration_id !== request.params.id) return sendError(reply, 'job_not_found');
+    const outcome = await backend.cancel(request.params.job_id);
+    if (outcome === 'settled') return sendError(reply, 'job_settled');
+    return jobView(backend.job(request.params.job_id)!);
+  });
+};

@@ -1,0 +1,58 @@
+/**
+ * The plugin's side of the backend (4.1, 6.1): the integration's job stream, heartbeats, and the two
+ * things a plugin says of a job, that it runs it and how it ended. Every route is the integration's, with
+ * its RELAY_TOKEN.
+ */
+import type { FastifyPluginAsync, FastifyReply } from 'fastify';
+import { Heartbeat, IntegrationPath, JobPath, JobResultBody, JobStreamHeaders } from '../../protocol/index.js';
+import type { Backend } from '../../engine/backend/backend.js';
+import type { JobOutcome } from '../../machines/job-decider.js';
+import { sendError } from '../http/errors.js';
+import { streamTransport } from '../http/sse-transport.js';
+import type { ZodTypeProvider } from '../http/validation.js';
+import { integrationAuthPlugin } from './auth.js';
+
+const BASE = '/api/v1/assistant/integrations/:id';
+
+/** How a job command's outcome reads on the wire. */
+export function answerJob(reply: FastifyReply, outcome: JobOutcome | 'invalid', ok: () => unknown, message?: string) {
+  switch (outcome) {
+    case 'unknown':
+      return sendError(reply, 'job_not_found');
+    case 'settled':
+      return sendError(reply, 'job_settled');
+    case 'conflict':
+      return sendError(reply, 'result_conflict');
+    case 'invalid':
+      return sendError(reply, 'result_invalid', message);
+    default:
+      return reply.code(200).send(ok());
+  }
+}
+
+export const pluginRoutes: FastifyPluginAsync<{ readonly backend: Backend }> = async (scope, { backend }) => {
+  await scope.register(integrationAuthPlugin, { backend, role: 'relay' });
+  const app = scope.withTypeProvider<ZodTypeProvider>();
+
+  // No HEAD twin: a HEAD answer can carry no stream.
+  app.get(`${BASE}/stream`, { exposeHeadRoute: false, schema: { params: IntegrationPath, headers: JobStreamHeaders } }, async (request, reply) => {
+    backend.openStream(request.params.id, request.headers['last-event-id'], () => streamTransport(reply));
+    return reply;
+  });
+
+  app.post(`${BASE}/heartbeat`, { schema: { params: IntegrationPath, body: Heartbeat } }, async (request, reply) => {
+    const answer = await backend.integrations.heartbeat(request.params.id, request.body);
+    // Authenticated a moment ago: only a revocation in between leaves no answer.
+    return answer === undefined ? sendError(reply, 'unauthorized') : answer;
+  });
+
+  app.post(`${BASE}/jobs/:job_id/running`, { schema: { params: JobPath } }, async (request, reply) => {
+    const outcome = await backend.running(request.params.id, request.params.job_id);
+    return answerJob(reply, outcome, () => ({ ok: true }));
+  });
+
+  app.post(`${BASE}/jobs/:job_id/result`, { schema: { params: JobPath, body: JobResultBody } }, async (request, reply) => {
+    const answer = await backend.result(request.params.id, request.params.job_id, request.body);
+    return answerJob(reply, answer.outcome, () => ({ ok: true }), 'message' in answer ? answer.message : undefined);
+  });
+};

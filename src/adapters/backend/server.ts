@@ -1,0 +1,33 @@
+/** The backend relay's HTTP surface (4.1): the plugin's routes and the client's, each with its own credential. */
+import type { FastifyBaseLogger, FastifyInstance } from 'fastify';
+import type { Backend } from '../../engine/backend/backend.js';
+import { newHttpApp } from '../http/app.js';
+import type { HttpLimits } from '../http/limits.js';
+import { validationPlugin } from '../http/validation.js';
+import { clientRoutes } from './client-routes.js';
+import { pluginRoutes } from './plugin-routes.js';
+
+/** A job's payload or result may be a whole transcript: 4 MiB. */
+export const BACKEND_BODY_LIMIT = 4 * 1024 * 1024;
+
+export interface BackendHttpOptions {
+  readonly limits: HttpLimits;
+  readonly logger?: FastifyBaseLogger;
+}
+
+export async function buildBackendServer(backend: Backend, options: BackendHttpOptions): Promise<FastifyInstance> {
+  const app = await newHttpApp({
+    limits: options.limits,
+    bodyLimit: BACKEND_BODY_LIMIT,
+    // Ids are UUIDs: anything much longer is refused before it reaches a schema.
+    maxParamLength: 200,
+    epoch: backend.epoch,
+    ...(options.logger === undefined ? {} : { logger: options.logger }),
+  });
+  await app.register(async (scope) => {
+    await scope.register(validationPlugin);
+    await scope.register(pluginRoutes, { backend });
+    await scope.register(clientRoutes, { backend });
+  });
+  return app;
+}

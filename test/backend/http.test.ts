@@ -1,0 +1,135 @@
+/**
+ * The backend relay over real loopback HTTP: a plugin's stream, heartbeat, running and result; a client's
+ * create, read and cancel; and bad input on each route answered with a coded 4xx, nothing logged.
+ */
+import { randomUUID } from 'node:crypto';
+import { rmSync } from 'node:fs';
+import { join } from 'node:path';
+import type { FastifyInstance } from 'fastify';
+import { afterEach, describe, expect, it } from 'vitest';
+import { Backend } from '../../src/engine/backend/backend.js';
+import type { NewIntegration } from '../../src/engine/backend/integrations.js';
+import { buildBackendServer } from '../../src/adapters/backend/server.js';
+import { HTTP_LIMITS } from '../../src/adapters/http/limits.js';
+import { backendStreamOf, type BackendEvent } from '../../src/machines/backend-events.js';
+import { ReasoningJob } from '../../src/protocol/index.js';
+import { EventLog } from '../../src/storage/event-log.js';
+import { tempDir } from '../support/host.js';
+import { request } from '../support/http.js';
+import { countEvents } from '../support/log.js';
+import { SseConnection } from '../support/sse.js';
+
+interface Running {
+  readonly url: string;
+  readonly db: string;
+  readonly integration: NewIntegration;
+  readonly backend: Backend;
+}
+
+const stops: Array<() => Promise<void>> = [];
+afterEach(async () => {
+  for (const stop of stops.splice(0).reverse()) await stop();
+});
+
+async function startBackend(): Promise<Running> {
+  const dir = tempDir();
+  const db = join(dir, 'backend.db');
+  const log = EventLog.open<BackendEvent>({ path: db, streamOf: backendStreamOf });
+  const backend = await Backend.start(log);
+  const app: FastifyInstance = await buildBackendServer(backend, { limits: HTTP_LIMITS });
+  const url = await app.listen({ host: '127.0.0.1', port: 0 });
+  const created = await backend.integrations.create('assistant-relay');
+  if ('refused' in created) throw new Error(created.refused.message);
+  stops.push(async () => {
+    // The backend ends its streams first: a server does not close while a stream holds a connection.
+    await backend.close();
+    await app.close();
+    await log.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+  return { url, db, integration: created, backend };
+}
+
+const base = (r: Running, id = r.integration.integration_id) => `${r.url}/api/v1/assistant/integrations/${id}`;
+const job = () => ({ job_id: randomUUID(), purpose: 'live_analysis', payload: { session_id: 's', transcript: [{ speaker: 'a', text: 'hi' }] } });
+const heartbeat = {
+  plugin: { name: 'test-plugin', version: '1.0.0' },
+  provider_kind: 'assistant-relay',
+  schema_versions: { min: 1, max: 1 },
+  envelope_versions: { min: 1, max: 1 },
+  status: 'ready',
+  running_job_ids: [],
+  reasoner: { name: 'builtin' },
+};
+
+describe('backend over HTTP: a job end to end', () => {
+  it('a client creates a job, the plugin gets it on its stream, runs it, posts its result; the client reads it', async () => {
+    const r = await startBackend();
+    const { relay_token, client_token } = r.integration;
+    const stream = await SseConnection.open(`${base(r)}/stream`, { token: relay_token });
+    expect(stream.status).toBe(200);
+    expect(await request(`${base(r)}/heartbeat`, { token: relay_token, body: heartbeat })).toMatchObject({ status: 200, body: { ok: true, interval_s: 30 } });
+
+    const body = job();
+    const created = await request(`${base(r)}/jobs`, { token: client_token, body });
+    // With the plugin's stream open it may be on its way already.
+    expect(created).toMatchObject({ status: 201, body: { job_id: body.job_id, state: expect.stringMatching(/^(created|delivered)$/) } });
+    expect((await request(`${base(r)}/jobs`, { token: client_token, body })).status).toBe(200);
+
+    await stream.until((c) => c.frames.length === 1, 5_000, 'the job frame');
+    const [frame] = stream.frames;
+    expect(frame!.id).toBe('1');
+    expect(ReasoningJob.parse(JSON.parse(frame!.data))).toMatchObject({ job_id: body.job_id, purpose: 'live_analysis' });
+
+    expect(await request(`${base(r)}/jobs/${body.job_id}/running`, { token: relay_token, method: 'POST' })).toMatchObject({ status: 200 });
+    const result = { insights: [{ text: 'Ask about the budget.', kind: 'question', confidence: 0.7 }] };
+    expect(await request(`${base(r)}/jobs/${body.job_id}/result`, { token: relay_token, body: { result: { insights: [{ text: '' }] } } })).toMatchObject({
+      status: 422,
+      body: { error: { code: 'result_invalid' } },
+    });
+    expect((await request(`${base(r)}/jobs/${body.job_id}/result`, { token: relay_token, body: { result } })).status).toBe(200);
+    expect((await request(`${base(r)}/jobs/${body.job_id}/result`, { token: relay_token, body: { result } })).status).toBe(200);
+    expect(await request(`${base(r)}/jobs/${body.job_id}/result`, { token: relay_token, body: { result: { insights: [] } } })).toMatchObject({
+      status: 409,
+      body: { error: { code: 'result_conflict' } },
+    });
+    expect(await request(`${base(r)}/jobs/${body.job_id}`, { token: client_token })).toMatchObject({ status: 200, body: { state: 'completed', result } });
+    expect(await request(`${base(r)}/jobs/${body.job_id}/cancel`, { token: client_token, method: 'POST' })).toMatchObject({ status: 409, body: { error: { code: 'job_settled' } } });
+    stream.close();
+  });
+
+  it('a client cancels an open job', async () => {
+    const r = await startBackend();
+    const body = job();
+    await request(`${base(r)}/jobs`, { token: r.integration.client_token, body });
+    expect(await request(`${base(r)}/jobs/${body.job_id}/cancel`, { token: r.integration.client_token, method: 'POST' })).toMatchObject({ status: 200, body: { state: 'cancelled' } });
+  });
+});
+
+describe('backend over HTTP: bad input gets a coded 4xx and leaves the log untouched', () => {
+  it.each([
+    { name: 'no token', path: '/jobs', token: undefined, body: job(), status: 401, code: 'unauthorized' },
+    { name: "the relay token on a client route", path: '/jobs', token: 'relay', body: job(), status: 401, code: 'unauthorized' },
+    { name: "the client token on a plugin route", path: '/heartbeat', token: 'client', body: heartbeat, status: 401, code: 'unauthorized' },
+    { name: 'a job_id that is not a UUID', path: '/jobs', token: 'client', body: { ...job(), job_id: 'nope' }, status: 400, code: 'invalid_request' },
+    { name: 'an unknown purpose', path: '/jobs', token: 'client', body: { ...job(), purpose: 'poetry' }, status: 400, code: 'invalid_request' },
+    { name: 'a response_schema that is no schema', path: '/jobs', token: 'client', body: { ...job(), response_schema: { type: 'nothing' } }, status: 400, code: 'invalid_response_schema' },
+    { name: 'a heartbeat of the wrong shape', path: '/heartbeat', token: 'relay', body: { status: 'fine' }, status: 400, code: 'invalid_request' },
+    { name: 'a result for an unknown job', path: `/jobs/${randomUUID()}/result`, token: 'relay', body: { result: {} }, status: 404, code: 'job_not_found' },
+    { name: 'a result that is neither result nor error', path: `/jobs/${randomUUID()}/result`, token: 'relay', body: { answer: 42 }, status: 400, code: 'invalid_request' },
+    { name: 'a job path with a bad job_id', path: '/jobs/x/running', token: 'relay', body: undefined, status: 400, code: 'invalid_job_id' },
+  ] as const)('$name: $status $code', async ({ path, token, body, status, code }) => {
+    const r = await startBackend();
+    const before = countEvents(r.db);
+    const bearer = token === 'relay' ? r.integration.relay_token : token === 'client' ? r.integration.client_token : undefined;
+    const answer = await request(`${base(r)}${path}`, { method: 'POST', ...(bearer ? { token: bearer } : {}), ...(body === undefined ? {} : { body }) });
+    expect(answer).toMatchObject({ status, body: { error: { code, message: expect.any(String) } } });
+    expect(countEvents(r.db)).toBe(before);
+  });
+
+  it('an unknown integration is 401, as a wrong token is: nothing says which integrations exist', async () => {
+    const r = await startBackend();
+    const answer = await request(`${base(r, randomUUID())}/jobs`, { token: r.integration.client_token, body: job() });
+    expect(answer).toMatchObject({ status: 401, body: { error: { code: 'unauthorized' } } });
+  });
+});
