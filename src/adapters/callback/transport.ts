@@ -161,7 +161,7 @@ function isSessionEnded(text: string | undefined): boolean {
 const HTTP_DATE = /^(Mon|Tue|Wed|Thu|Fri|Sat|Sun)/;
 
 /** `Retry-After` as ms from `now`: delta-seconds or an HTTP-date; `undefined` when absent, repeated or unreadable. */
-function parseRetryAfter(value: string | string[] | undefined, now: number): number | undefined {
+export function parseRetryAfter(value: string | string[] | undefined, now: number): number | undefined {
   if (typeof value !== 'string') return undefined;
   const text = value.trim();
   if (/^\d+$/.test(text)) {

@@ -1,0 +1,85 @@
+/** A fake backend, a folder and plugins per test, and the test reasoners. */
+import { rmSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterEach, beforeEach } from 'vitest';
+import { Plugin, type PluginOptions } from '../../src/adapters/plugin/index.js';
+import type { Reasoner, ReasoningRequest } from '../../src/engine/reasoner.js';
+import { tempDir } from '../support/host.js';
+import { FakeBackend, INTEGRATION, RELAY_TOKEN } from './fake-backend.js';
+
+/** Answers with the payload's `answer`, or with one fixed insight; counts its calls. */
+export function answering(): Reasoner & { calls: ReasoningRequest[] } {
+  const calls: ReasoningRequest[] = [];
+  return {
+    name: 'answering',
+    calls,
+    async reason(request) {
+      calls.push(request);
+      return (request.payload.answer as Record<string, unknown> | undefined) ?? { insights: [{ text: 'said hello', kind: 'fact', confidence: 1 }] };
+    },
+  };
+}
+
+/** Never answers; rejects when its signal aborts (or, `deaf`, not even then). */
+export function hanging(options: { deaf?: boolean } = {}): Reasoner & { calls: ReasoningRequest[] } {
+  const calls: ReasoningRequest[] = [];
+  return {
+    name: 'hanging',
+    calls,
+    reason(request) {
+      calls.push(request);
+      return new Promise((_resolve, reject) => {
+        if (!options.deaf) request.signal.addEventListener('abort', () => reject(new Error('aborted')), { once: true });
+      });
+    },
+  };
+}
+
+export function throwing(error: unknown): Reasoner {
+  return {
+    name: 'throwing',
+    async reason() {
+      throw error;
+    },
+  };
+}
+
+export interface PluginFixture {
+  readonly backend: () => FakeBackend;
+  readonly dir: () => string;
+  /** Starts a plugin on the fake backend with `db` in the test's folder; stopped after the test. */
+  start(options: Partial<PluginOptions> & Pick<PluginOptions, 'reasoner'>): Promise<Plugin>;
+}
+
+export function usePlugins(): PluginFixture {
+  let backend: FakeBackend | undefined;
+  let dir: string | undefined;
+  const plugins: Plugin[] = [];
+  beforeEach(async () => {
+    backend = await FakeBackend.start();
+    dir = tempDir();
+  });
+  afterEach(async () => {
+    await Promise.all(plugins.splice(0).map((p) => p.stop()));
+    await backend?.close();
+    if (dir !== undefined) rmSync(dir, { recursive: true, force: true });
+  });
+  return {
+    backend: () => backend!,
+    dir: () => dir!,
+    async start(options) {
+      const plugin = new Plugin({
+        backendUrl: backend!.url,
+        integrationId: INTEGRATION,
+        relayToken: RELAY_TOKEN,
+        db: join(dir!, 'plugin.db'),
+        providerKind: 'test-provider',
+        stopGraceMs: 0,
+        ...options,
+      });
+      plugins.push(plugin);
+      await plugin.start();
+      return plugin;
+    },
+  };
+}
