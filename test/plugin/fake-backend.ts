@@ -60,6 +60,17 @@ export class FakeBackend {
     return id;
   }
 
+  /** As `send`, but the frame's bytes go out in two writes some time apart, split inside a character `at` the given text. */
+  async sendSplit(job: Record<string, unknown>, at: string): Promise<string> {
+    const id = String(++this.cursor);
+    const frame = Buffer.from(`id: ${id}\ndata: ${JSON.stringify(job)}\n\n`);
+    const cut = frame.indexOf(Buffer.from(at)) + 1;
+    for (const res of this.live) res.write(frame.subarray(0, cut));
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    for (const res of this.live) res.write(frame.subarray(cut));
+    return id;
+  }
+
   /** Drops every open stream, as a backend restart or a network cut would. */
   drop(): void {
     for (const res of this.live) res.destroy();

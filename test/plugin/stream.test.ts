@@ -21,6 +21,17 @@ describe('the job stream', () => {
     expect(backend.connects[1]!.lastEventId).toBe(cursor);
   });
 
+  it('decodes a character split across two chunks whole', async () => {
+    const reasoner = answering();
+    await fixture.start({ reasoner });
+    const backend = fixture.backend();
+    await backend.until(() => backend.streams === 1, 'the stream');
+    const job = makeJob(Date.now(), { payload: { session_id: 's', transcript: [{ speaker: 'a', text: 'caf\u00e9 \u2713' }] } });
+    await backend.sendSplit(job, '\u2713');
+    await backend.until(() => reasoner.calls.length === 1, 'the run');
+    expect(reasoner.calls[0]!.payload).toEqual(job.payload);
+  });
+
   it('waits a full-jitter backoff between failed connects: random × 250 ms doubling, up to 30 s', async () => {
     const clock = new SimulatedClock(Date.now());
     const plugin = await fixture.start({ reasoner: answering(), clock, random: () => 0.75 });

@@ -55,8 +55,7 @@ export class Backend {
         signal,
       });
       if (response.statusCode !== 200) return await this.answer(response);
-      response.body.setEncoding('utf8');
-      return { kind: 'open', body: response.body };
+      return { kind: 'open', body: decoded(response.body) };
     } catch (error) {
       return { kind: 'unreachable', error };
     }
@@ -120,6 +119,12 @@ export class Backend {
     const retryAfterMs = parseRetryAfter(response.headers['retry-after'], this.options.clock.now());
     return { kind: 'answered', status: response.statusCode, body, ...(retryAfterMs !== undefined ? { retryAfterMs } : {}) };
   }
+}
+
+/** The stream's text as it arrives; a character split across chunks is decoded whole. */
+async function* decoded(body: AsyncIterable<Uint8Array>): AsyncIterable<string> {
+  const decoder = new TextDecoder();
+  for await (const chunk of body) yield decoder.decode(chunk, { stream: true });
 }
 
 /** The `code` of an answer's `{error: {code}}` body, if it has one. */

@@ -14,16 +14,19 @@ export interface SseEvent {
 
 export class SseParser {
   private buffer = '';
+  private afterCr = false;
   private data: string[] = [];
   private event = '';
   private id: string | undefined;
 
   /** Feeds a chunk of text; returns the events it completed, in order. */
   feed(chunk: string): SseEvent[] {
+    // A chunk that ended in CR ended a line: an LF opening the next one is the rest of that CRLF.
+    if (this.afterCr && chunk.startsWith('\n')) chunk = chunk.slice(1);
+    this.afterCr = chunk.endsWith('\r');
     this.buffer += chunk;
     const events: SseEvent[] = [];
-    // A lone trailing CR may be the first half of CRLF: keep it for the next chunk.
-    const lines = this.buffer.split(/\r\n|\n|\r(?=.)/s);
+    const lines = this.buffer.split(/\r\n|\n|\r/);
     this.buffer = lines.pop() ?? '';
     for (const line of lines) {
       if (line === '') {
