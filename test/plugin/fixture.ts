@@ -1,6 +1,7 @@
 /** A fake backend, a folder and plugins per test, and the test reasoners. */
 import { rmSync } from 'node:fs';
 import { join } from 'node:path';
+import { pino, type BaseLogger } from 'pino';
 import { afterEach, beforeEach } from 'vitest';
 import { Plugin, type PluginOptions } from '../../src/adapters/plugin/index.js';
 import type { Reasoner, ReasoningRequest } from '../../src/engine/reasoner.js';
@@ -44,11 +45,25 @@ export function throwing(error: unknown): Reasoner {
   };
 }
 
+/** A pino logger whose lines (parsed) land in `lines`. */
+export function capturingLogger(): { logger: BaseLogger; lines: Array<{ level: number; msg: string } & Record<string, unknown>> } {
+  const lines: Array<{ level: number; msg: string } & Record<string, unknown>> = [];
+  const logger = pino({ level: 'debug' }, { write: (line: string) => void lines.push(JSON.parse(line)) });
+  return { logger, lines };
+}
+
 export interface PluginFixture {
   readonly backend: () => FakeBackend;
   readonly dir: () => string;
   /** Starts a plugin on the fake backend with `db` in the test's folder; stopped after the test. */
   start(options: Partial<PluginOptions> & Pick<PluginOptions, 'reasoner'>): Promise<Plugin>;
+  /** Starts a plugin and waits until its stream is open. */
+  open(options: Partial<PluginOptions> & Pick<PluginOptions, 'reasoner'>): Promise<{ plugin: Plugin; backend: FakeBackend }>;
+}
+
+/** Until the plugin owes nothing more for the job. */
+export function closed(plugin: Plugin, job: Record<string, unknown>): () => boolean {
+  return () => plugin.status().jobs[job.job_id as string] === 'closed';
 }
 
 export function usePlugins(): PluginFixture {
@@ -64,9 +79,14 @@ export function usePlugins(): PluginFixture {
     await backend?.close();
     if (dir !== undefined) rmSync(dir, { recursive: true, force: true });
   });
-  return {
+  const fixture: PluginFixture = {
     backend: () => backend!,
     dir: () => dir!,
+    async open(options) {
+      const plugin = await fixture.start(options);
+      await backend!.until(() => plugin.status().stream === 'open', 'the stream');
+      return { plugin, backend: backend! };
+    },
     async start(options) {
       const plugin = new Plugin({
         backendUrl: backend!.url,
@@ -82,4 +102,5 @@ export function usePlugins(): PluginFixture {
       return plugin;
     },
   };
+  return fixture;
 }

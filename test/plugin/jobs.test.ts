@@ -5,16 +5,14 @@ import { ReasonerError } from '../../src/engine/reasoner.js';
 import { readEvents } from '../support/log.js';
 import { SimulatedClock } from '../support/clock.js';
 import { makeJob } from './fake-backend.js';
-import { answering, hanging, throwing, usePlugins } from './fixture.js';
+import { answering, capturingLogger, closed, hanging, throwing, usePlugins } from './fixture.js';
 
 const fixture = usePlugins();
 
 describe('a job', () => {
   it('runs once its running POST is accepted, and its checked result is posted', async () => {
     const reasoner = answering();
-    const plugin = await fixture.start({ reasoner });
-    const backend = fixture.backend();
-    await backend.until(() => backend.streams === 1, 'the stream');
+    const { plugin, backend } = await fixture.open({ reasoner });
     expect(backend.heartbeats[0]).toMatchObject({
       provider_kind: 'test-provider',
       schema_versions: { min: 1, max: 1 },
@@ -29,7 +27,7 @@ describe('a job', () => {
     expect(backend.running).toEqual([job.job_id]);
     expect(backend.results[0]).toEqual({ job_id: job.job_id, body: { result: { insights: [{ text: 'said hello', kind: 'fact', confidence: 1 }] } } });
     expect(reasoner.calls[0]).toMatchObject({ job_id: job.job_id, purpose: 'live_analysis', payload: job.payload, deadline_at: Date.parse(job.deadline_at as string) });
-    await backend.until(() => plugin.status().jobs[job.job_id as string] === 'closed', 'the job closed');
+    await backend.until(closed(plugin, job), 'the job closed');
     await plugin.stop();
     expect(readEvents(join(fixture.dir(), 'plugin.db')).map((e) => e.type)).toEqual([
       'plugin.job_received',
@@ -41,9 +39,7 @@ describe('a job', () => {
 
   it('delivered twice runs once; delivered again once closed, it is answered again from the record', async () => {
     const reasoner = answering();
-    await fixture.start({ reasoner });
-    const backend = fixture.backend();
-    await backend.until(() => backend.streams === 1, 'the stream');
+    const { backend } = await fixture.open({ reasoner });
     const job = makeJob(Date.now());
     backend.send(job);
     backend.send(job);
@@ -57,13 +53,11 @@ describe('a job', () => {
 
   it("is not run when its running POST is answered 409 job_settled (cancelled or expired meanwhile)", async () => {
     const reasoner = answering();
-    const plugin = await fixture.start({ reasoner });
-    const backend = fixture.backend();
-    await backend.until(() => backend.streams === 1, 'the stream');
+    const { plugin, backend } = await fixture.open({ reasoner });
     const job = makeJob(Date.now());
     backend.runningAnswers.set(job.job_id as string, 409);
     backend.send(job);
-    await backend.until(() => plugin.status().jobs[job.job_id as string] === 'closed', 'the job closed');
+    await backend.until(closed(plugin, job), 'the job closed');
     expect(reasoner.calls).toHaveLength(0);
     expect(backend.results).toHaveLength(0);
   });
@@ -71,9 +65,7 @@ describe('a job', () => {
   it('waits its turn beyond maxConcurrentJobs, and heartbeats name the jobs running', async () => {
     const clock = new SimulatedClock(Date.now());
     const reasoner = hanging();
-    const plugin = await fixture.start({ reasoner, clock, maxConcurrentJobs: 1 });
-    const backend = fixture.backend();
-    await backend.until(() => backend.streams === 1, 'the stream');
+    const { plugin, backend } = await fixture.open({ reasoner, clock, maxConcurrentJobs: 1 });
     const [first, second] = [makeJob(clock.now()), makeJob(clock.now(), {}, 60_000)];
     backend.send(first!);
     backend.send(second!);
@@ -96,9 +88,7 @@ describe('a failed job is posted, never dropped', () => {
   ];
   it.each(failures)('%s: failed %s, not run', async (_what, overrides, code) => {
     const reasoner = answering();
-    await fixture.start({ reasoner });
-    const backend = fixture.backend();
-    await backend.until(() => backend.streams === 1, 'the stream');
+    const { backend } = await fixture.open({ reasoner });
     const job = makeJob(Date.now(), overrides);
     backend.send(job);
     await backend.until(() => backend.results.length === 1, 'the failure');
@@ -109,9 +99,7 @@ describe('a failed job is posted, never dropped', () => {
 
   it('a job whose deadline passed before it arrived: failed deadline_exceeded, not run', async () => {
     const reasoner = answering();
-    await fixture.start({ reasoner });
-    const backend = fixture.backend();
-    await backend.until(() => backend.streams === 1, 'the stream');
+    const { backend } = await fixture.open({ reasoner });
     backend.send(makeJob(Date.now(), {}, -1));
     await backend.until(() => backend.results.length === 1, 'the failure');
     expect(backend.results[0]!.body).toMatchObject({ error: { code: 'deadline_exceeded' } });
@@ -120,9 +108,7 @@ describe('a failed job is posted, never dropped', () => {
 
   it('versions the plugin is configured for are run', async () => {
     const reasoner = answering();
-    await fixture.start({ reasoner, schemaVersions: { min: 1, max: 2 } });
-    const backend = fixture.backend();
-    await backend.until(() => backend.streams === 1, 'the stream');
+    const { backend } = await fixture.open({ reasoner, schemaVersions: { min: 1, max: 2 } });
     backend.send(makeJob(Date.now(), { schema_version: 2 }));
     await backend.until(() => backend.results.length === 1, 'the result');
     expect(backend.results[0]!.body).toHaveProperty('result');
@@ -130,9 +116,7 @@ describe('a failed job is posted, never dropped', () => {
   });
 
   it('a frame without a job_id is ignored, and the stream goes on', async () => {
-    await fixture.start({ reasoner: answering() });
-    const backend = fixture.backend();
-    await backend.until(() => backend.streams === 1, 'the stream');
+    const { backend } = await fixture.open({ reasoner: answering() });
     backend.send({ hello: 'world' });
     const job = makeJob(Date.now());
     backend.send(job);
@@ -140,28 +124,18 @@ describe('a failed job is posted, never dropped', () => {
     expect(backend.results[0]!.job_id).toBe(job.job_id);
   });
 
-  it("a reasoner's ReasonerError is posted with its code", async () => {
-    await fixture.start({ reasoner: throwing(new ReasonerError('model_unavailable', 'the model is not loaded')) });
-    const backend = fixture.backend();
-    await backend.until(() => backend.streams === 1, 'the stream');
+  it.each([
+    ["a ReasonerError: with the reasoner's code", new ReasonerError('model_unavailable', 'the model is not loaded'), { code: 'model_unavailable', message: 'the model is not loaded' }],
+    ['any other throw: reasoner_error', new TypeError('boom'), { code: 'reasoner_error', message: 'boom' }],
+  ])('a reasoner that throws %s', async (_what, error, posted) => {
+    const { backend } = await fixture.open({ reasoner: throwing(error) });
     backend.send(makeJob(Date.now()));
     await backend.until(() => backend.results.length === 1, 'the failure');
-    expect(backend.results[0]!.body).toEqual({ error: { code: 'model_unavailable', message: 'the model is not loaded' } });
-  });
-
-  it('any other throw is posted as reasoner_error', async () => {
-    await fixture.start({ reasoner: throwing(new TypeError('boom')) });
-    const backend = fixture.backend();
-    await backend.until(() => backend.streams === 1, 'the stream');
-    backend.send(makeJob(Date.now()));
-    await backend.until(() => backend.results.length === 1, 'the failure');
-    expect(backend.results[0]!.body).toEqual({ error: { code: 'reasoner_error', message: 'boom' } });
+    expect(backend.results[0]!.body).toEqual({ error: posted });
   });
 
   it('a result that does not follow response_schema is not posted as a result: invalid_result, with what is wrong', async () => {
-    await fixture.start({ reasoner: answering() });
-    const backend = fixture.backend();
-    await backend.until(() => backend.streams === 1, 'the stream');
+    const { backend } = await fixture.open({ reasoner: answering() });
     backend.send(makeJob(Date.now(), { payload: { session_id: 's', transcript: [], answer: { insights: [{ text: 'x', kind: 'rumour', confidence: 2 }] } } }));
     await backend.until(() => backend.results.length === 1, 'the failure');
     expect(backend.results[0]!.body).toEqual({ error: { code: 'invalid_result', message: expect.stringContaining('result/insights/0/kind') } });
@@ -170,9 +144,7 @@ describe('a failed job is posted, never dropped', () => {
   it('the deadline aborts the reasoner, and deadline_exceeded is posted', async () => {
     const clock = new SimulatedClock(Date.now());
     const reasoner = hanging();
-    await fixture.start({ reasoner, clock });
-    const backend = fixture.backend();
-    await backend.until(() => backend.streams === 1, 'the stream');
+    const { backend } = await fixture.open({ reasoner, clock });
     const job = makeJob(clock.now(), {}, 5_000);
     backend.send(job);
     await backend.until(() => reasoner.calls.length === 1, 'the run');
@@ -187,9 +159,7 @@ describe('a failed job is posted, never dropped', () => {
   it('a reasoner that ignores its signal does not hold the job past its deadline', async () => {
     const clock = new SimulatedClock(Date.now());
     const reasoner = hanging({ deaf: true });
-    await fixture.start({ reasoner, clock });
-    const backend = fixture.backend();
-    await backend.until(() => backend.streams === 1, 'the stream');
+    const { backend } = await fixture.open({ reasoner, clock });
     backend.send(makeJob(clock.now(), {}, 5_000));
     await backend.until(() => reasoner.calls.length === 1, 'the run');
     clock.increment(5_000);
@@ -200,22 +170,19 @@ describe('a failed job is posted, never dropped', () => {
 
 describe('posting a result', () => {
   it('answered 503 twice, then 200: tried again with backoff until it is taken', async () => {
-    const plugin = await fixture.start({ reasoner: answering(), random: () => 0.5 });
-    const backend = fixture.backend();
-    await backend.until(() => backend.streams === 1, 'the stream');
+    const { plugin, backend } = await fixture.open({ reasoner: answering(), random: () => 0.5 });
     const job = makeJob(Date.now());
     backend.resultAnswers.set(job.job_id as string, [{ status: 503 }, { status: 503 }]);
     backend.send(job);
-    await backend.until(() => plugin.status().jobs[job.job_id as string] === 'closed', 'the job closed');
+    await backend.until(closed(plugin, job), 'the job closed');
     expect(backend.resultsOf(job.job_id as string)).toHaveLength(3);
     expect(new Set(backend.resultsOf(job.job_id as string).map((b) => JSON.stringify(b))).size).toBe(1);
   });
 
   it('honours Retry-After, and gives up at the deadline (closed gave_up, logged)', async () => {
     const clock = new SimulatedClock(Date.now());
-    const plugin = await fixture.start({ reasoner: answering(), clock });
-    const backend = fixture.backend();
-    await backend.until(() => backend.streams === 1, 'the stream');
+    const { logger, lines } = capturingLogger();
+    const { plugin, backend } = await fixture.open({ reasoner: answering(), clock, logger });
     const job = makeJob(clock.now(), {}, 20_000);
     backend.resultAnswers.set(job.job_id as string, [{ status: 429, retryAfter: 7 }, { status: 429, retryAfter: 7 }, { status: 429, retryAfter: 7 }]);
     backend.send(job);
@@ -228,20 +195,19 @@ describe('posting a result', () => {
     clock.increment(7_000);
     await backend.until(() => backend.results.length === 3, 'the third POST, 7 s later');
     // The next wait would end past the deadline (21 s after receipt > 20 s): no fourth POST.
-    await backend.until(() => plugin.status().jobs[job.job_id as string] === 'closed', 'the job closed');
+    await backend.until(closed(plugin, job), 'the job closed');
     expect(backend.results).toHaveLength(3);
     await plugin.stop();
     expect(readEvents(join(fixture.dir(), 'plugin.db')).at(-1)).toMatchObject({ type: 'plugin.job_closed', reason: 'gave_up' });
+    expect(lines).toContainEqual(expect.objectContaining({ level: 50, job_id: job.job_id }));
   });
 
   it('a result the backend refuses as invalid (422) is reported as a failed job instead', async () => {
-    const plugin = await fixture.start({ reasoner: answering() });
-    const backend = fixture.backend();
-    await backend.until(() => backend.streams === 1, 'the stream');
+    const { plugin, backend } = await fixture.open({ reasoner: answering() });
     const job = makeJob(Date.now());
     backend.resultAnswers.set(job.job_id as string, [{ status: 422, body: { error: { code: 'result_invalid', message: 'result/insights must be array' } } }]);
     backend.send(job);
-    await backend.until(() => plugin.status().jobs[job.job_id as string] === 'closed', 'the job closed');
+    await backend.until(closed(plugin, job), 'the job closed');
     expect(backend.resultsOf(job.job_id as string)).toEqual([
       { result: expect.any(Object) },
       { error: { code: 'invalid_result', message: 'result/insights must be array' } },
@@ -249,13 +215,11 @@ describe('posting a result', () => {
   });
 
   it('a 409 (the job ended otherwise) stops the retries at once', async () => {
-    const plugin = await fixture.start({ reasoner: answering() });
-    const backend = fixture.backend();
-    await backend.until(() => backend.streams === 1, 'the stream');
+    const { plugin, backend } = await fixture.open({ reasoner: answering() });
     const job = makeJob(Date.now());
     backend.resultAnswers.set(job.job_id as string, [{ status: 409, body: { error: { code: 'job_settled', message: 'cancelled' } } }]);
     backend.send(job);
-    await backend.until(() => plugin.status().jobs[job.job_id as string] === 'closed', 'the job closed');
+    await backend.until(closed(plugin, job), 'the job closed');
     expect(backend.resultsOf(job.job_id as string)).toHaveLength(1);
   });
 });

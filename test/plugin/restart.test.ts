@@ -33,9 +33,7 @@ describe('in process', () => {
 
   it('a job cut off by stop() is run again by the next start, and one whose deadline passed meanwhile is failed deadline_exceeded', async () => {
     const clock = new SimulatedClock(Date.now());
-    const first = await fixture.start({ clock, reasoner: hanging() });
-    const backend = fixture.backend();
-    await backend.until(() => backend.streams === 1, 'the stream');
+    const { plugin: first, backend } = await fixture.open({ clock, reasoner: hanging() });
     const [soon, later] = [makeJob(clock.now(), {}, 10_000), makeJob(clock.now(), {}, 60_000)];
     backend.send(soon!);
     backend.send(later!);
@@ -52,9 +50,7 @@ describe('in process', () => {
   });
 
   it('resumes after a restart from the cursor of the last job it logged', async () => {
-    const first = await fixture.start({ reasoner: answering() });
-    const backend = fixture.backend();
-    await backend.until(() => backend.streams === 1, 'the stream');
+    const { plugin: first, backend } = await fixture.open({ reasoner: answering() });
     const cursor = backend.send(makeJob(Date.now()));
     await backend.until(() => backend.results.length === 1, 'the result');
     await first.stop();

@@ -3,15 +3,13 @@ import { describe, expect, it } from 'vitest';
 import { BACKOFF } from '../../src/adapters/plugin/backoff.js';
 import { SimulatedClock } from '../support/clock.js';
 import { makeJob } from './fake-backend.js';
-import { answering, usePlugins } from './fixture.js';
+import { answering, capturingLogger, usePlugins } from './fixture.js';
 
 const fixture = usePlugins();
 
 describe('the job stream', () => {
   it('after the backend drops it, reconnects and resumes with Last-Event-ID', async () => {
-    await fixture.start({ reasoner: answering() });
-    const backend = fixture.backend();
-    await backend.until(() => backend.streams === 1, 'the stream');
+    const { backend } = await fixture.open({ reasoner: answering() });
     expect(backend.connects[0]!.lastEventId).toBeUndefined();
     backend.send(makeJob(Date.now()));
     const cursor = backend.send(makeJob(Date.now()));
@@ -23,9 +21,7 @@ describe('the job stream', () => {
 
   it('decodes a character split across two chunks whole', async () => {
     const reasoner = answering();
-    await fixture.start({ reasoner });
-    const backend = fixture.backend();
-    await backend.until(() => backend.streams === 1, 'the stream');
+    const { backend } = await fixture.open({ reasoner });
     const job = makeJob(Date.now(), { payload: { session_id: 's', transcript: [{ speaker: 'a', text: 'caf\u00e9 \u2713' }] } });
     await backend.sendSplit(job, '\u2713');
     await backend.until(() => reasoner.calls.length === 1, 'the run');
@@ -101,11 +97,18 @@ describe('the job stream', () => {
     expect(plugin.status().nextStreamTryInMs).toBe(Math.floor(0.999 * 250));
   });
 
+  it('a wrong token: the stream and heartbeats are refused 401, logged at error without the token, and tried again with backoff', async () => {
+    const { logger, lines } = capturingLogger();
+    const plugin = await fixture.start({ reasoner: answering(), logger, relayToken: 'wrong-token-value' });
+    const backend = fixture.backend();
+    await backend.until(() => plugin.status().nextStreamTryInMs !== undefined, 'the wait after a 401');
+    expect(lines.filter((line) => line.level === 50).map((line) => line.status)).toEqual([401, 401]);
+    expect(JSON.stringify(lines)).not.toContain('wrong-token-value');
+  });
+
   it('superseded: no reconnect at once; the next try waits the whole ceiling', async () => {
     const clock = new SimulatedClock(Date.now());
-    const plugin = await fixture.start({ reasoner: answering(), clock, random: () => 0 });
-    const backend = fixture.backend();
-    await backend.until(() => backend.streams === 1, 'the stream');
+    const { plugin, backend } = await fixture.open({ reasoner: answering(), clock, random: () => 0 });
     backend.supersede();
     await backend.until(() => plugin.status().stream === 'waiting', 'the wait');
     expect(plugin.status().nextStreamTryInMs).toBe(BACKOFF.capMs);
@@ -119,8 +122,10 @@ describe('the job stream', () => {
     const clock = new SimulatedClock(Date.now());
     const backend = fixture.backend();
     backend.heartbeatAnswer = { ok: true, interval_s: 15, probe_requested: false, refused: { code: 'unsupported_version', message: 'schema versions 1-1 are not allowed' } };
-    const plugin = await fixture.start({ reasoner: answering(), clock });
+    const { logger, lines } = capturingLogger();
+    const plugin = await fixture.start({ reasoner: answering(), clock, logger });
     expect(plugin.status()).toMatchObject({ stream: 'paused', refused: { code: 'unsupported_version' } });
+    expect(lines).toContainEqual(expect.objectContaining({ level: 50, refused: { code: 'unsupported_version', message: 'schema versions 1-1 are not allowed' } }));
     expect(backend.connects).toHaveLength(0);
     clock.increment(15_000);
     await backend.until(() => plugin.status().heartbeats === 2, 'the next heartbeat, at the interval the answer set');
