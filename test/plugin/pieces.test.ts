@@ -1,7 +1,9 @@
 /** The plugin's pure pieces: the SSE parser, the fold of its log, the backoff. */
+import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { BACKOFF, fullJitter } from '../../src/adapters/plugin/backoff.js';
 import { evolvePlugin, initialPluginState, type PluginEvent } from '../../src/adapters/plugin/events.js';
+import { PLUGIN_JOB_ERRORS } from '../../src/adapters/plugin/job-errors.js';
 import { SseParser } from '../../src/adapters/plugin/sse-parser.js';
 
 describe('SseParser', () => {
@@ -56,5 +58,17 @@ describe('fullJitter', () => {
     expect([1, 2, 3, 7, 8, 100].map((n) => fullJitter(n, () => 0.5))).toEqual([125, 250, 500, 8_000, 15_000, 15_000]);
     expect(fullJitter(1, () => 0)).toBe(0);
     expect(fullJitter(50, () => 0.9999)).toBeLessThan(BACKOFF.capMs);
+  });
+});
+
+describe("the plugin's job error codes", () => {
+  it('are the ones PROTOCOL.md 6d lists, and each is raised in src/adapters/plugin', () => {
+    const text = readFileSync(new URL('../../PROTOCOL.md', import.meta.url), 'utf8');
+    const section = text.slice(text.indexOf('## 6d.'));
+    const table = section.slice(section.indexOf('| code | when |'));
+    const codes = table.split('\n').filter((line) => line.startsWith('| `')).map((line) => /^\| `([a-z_]+)`/.exec(line)![1]);
+    expect(codes.sort()).toEqual(Object.keys(PLUGIN_JOB_ERRORS).sort());
+    const sources = ['intake.ts', 'run.ts', 'jobs.ts'].map((file) => readFileSync(new URL(`../../src/adapters/plugin/${file}`, import.meta.url), 'utf8')).join('\n');
+    for (const code of codes) expect(sources).toContain(`'${code}'`);
   });
 });

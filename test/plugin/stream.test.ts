@@ -1,6 +1,7 @@
 /** The subscription: resume, backoff with full jitter, Retry-After, takeover, refusal. Time that is tested runs on a SimulatedClock. */
 import { describe, expect, it } from 'vitest';
 import { BACKOFF } from '../../src/adapters/plugin/backoff.js';
+import { STABLE_STREAM_MS } from '../../src/adapters/plugin/subscription.js';
 import { SimulatedClock } from '../support/clock.js';
 import { makeJob } from './fake-backend.js';
 import { answering, capturingLogger, usePlugins } from './fixture.js';
@@ -91,7 +92,7 @@ describe('the job stream', () => {
     expect(plugin.status().nextStreamTryInMs).toBe(Math.floor(0.999 * 2_000));
     clock.increment(plugin.status().nextStreamTryInMs!);
     await backend.until(() => plugin.status().stream === 'open', 'the stream again');
-    clock.increment(10_000);
+    clock.increment(STABLE_STREAM_MS);
     backend.drop();
     await backend.until(() => plugin.status().nextStreamTryInMs !== undefined, 'the wait after a stream that stayed up');
     expect(plugin.status().nextStreamTryInMs).toBe(Math.floor(0.999 * 250));

@@ -31,7 +31,7 @@ const MAX_ANSWER_BYTES = 64 * 1024;
 /** A POST's answer, or the stream's headers, must come within this. */
 const ANSWER_TIMEOUT_MS = 10_000;
 /** No byte on the stream for this long (three keep-alives missed) means the connection is gone. */
-export const STREAM_IDLE_MS = 60_000;
+const STREAM_IDLE_MS = 60_000;
 
 export class Backend {
   private readonly base: string;

@@ -8,7 +8,7 @@ import type { Clock, TimerHandle } from '../../engine/clock.js';
 import { HeartbeatAnswer, type Heartbeat } from '../../protocol/index.js';
 import type { Backend } from './backend.js';
 
-export const HEARTBEAT_INTERVAL_MS = 30_000;
+const HEARTBEAT_INTERVAL_MS = 30_000;
 
 export interface HeartbeatsOptions {
   readonly backend: Backend;
