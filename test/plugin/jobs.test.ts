@@ -214,12 +214,17 @@ describe('posting a result', () => {
     ]);
   });
 
-  it('a 409 (the job ended otherwise) stops the retries at once', async () => {
+  it.each([
+    ['409 (the job ended otherwise): closed settled', 409, 'settled'],
+    ['400 (any other refusal): closed rejected', 400, 'rejected'],
+  ])('%s, no retry', async (_what, status, reason) => {
     const { plugin, backend } = await fixture.open({ reasoner: answering() });
     const job = makeJob(Date.now());
-    backend.resultAnswers.set(job.job_id as string, [{ status: 409, body: { error: { code: 'job_settled', message: 'cancelled' } } }]);
+    backend.resultAnswers.set(job.job_id as string, [{ status, body: { error: { code: 'job_settled', message: 'cancelled' } } }]);
     backend.send(job);
     await backend.until(closed(plugin, job), 'the job closed');
     expect(backend.resultsOf(job.job_id as string)).toHaveLength(1);
+    await plugin.stop();
+    expect(readEvents(join(fixture.dir(), 'plugin.db')).at(-1)).toMatchObject({ type: 'plugin.job_closed', reason, status });
   });
 });

@@ -162,16 +162,14 @@ export class Jobs {
 
   /** Nothing more is owed for the job: logged with why. */
   private async close(job_id: string, answer: Exclude<Final, { kind: 'stopped' }>): Promise<void> {
-    let reason: JobClosed['reason'];
-    if (answer.kind === 'gave_up') reason = 'gave_up';
-    else if (answer.status === 200) reason = 'posted';
-    else if (answer.status === 409) reason = 'settled';
-    else reason = 'rejected';
-    if (reason === 'gave_up') this.options.logger.error({ job_id }, "the job's deadline passed before the backend could be reached: its outcome is not posted");
-    if (reason === 'rejected') this.options.logger.error({ job_id, status: answer.kind === 'answered' ? answer.status : undefined, code: answer.kind === 'answered' ? errorCodeOf(answer.body) : undefined }, 'the backend refused the job\'s POST');
-    if (reason === 'settled') this.options.logger.info({ job_id, code: answer.kind === 'answered' ? errorCodeOf(answer.body) : undefined }, 'the job ended on the backend otherwise');
-    const status = answer.kind === 'answered' ? { status: answer.status } : {};
-    await this.options.appender.append([{ type: 'plugin.job_closed', job_id, reason, ...status, at: this.options.clock.now() }]);
+    const { logger, appender, clock } = this.options;
+    const status = answer.kind === 'answered' ? answer.status : undefined;
+    const code = answer.kind === 'answered' ? errorCodeOf(answer.body) : undefined;
+    const reason: JobClosed['reason'] = answer.kind === 'gave_up' ? 'gave_up' : status === 200 ? 'posted' : status === 409 ? 'settled' : 'rejected';
+    if (reason === 'gave_up') logger.error({ job_id }, "the job's deadline passed before the backend could be reached: its outcome is not posted");
+    else if (reason === 'rejected') logger.error({ job_id, status, code }, "the backend refused the job's POST");
+    else if (reason === 'settled') logger.info({ job_id, code }, 'the job ended on the backend otherwise');
+    await appender.append([{ type: 'plugin.job_closed', job_id, reason, ...(status !== undefined ? { status } : {}), at: clock.now() }]);
   }
 
   /** Work nobody awaits: tracked so that `stop()` can wait for it; a failure is logged, never thrown away. */
