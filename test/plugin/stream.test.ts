@@ -100,7 +100,8 @@ describe('the job stream', () => {
 
   it('a wrong token: the stream and heartbeats are refused 401, logged at error without the token, and tried again with backoff', async () => {
     const { logger, lines } = capturingLogger();
-    const plugin = await fixture.start({ reasoner: answering(), logger, relayToken: 'wrong-token-value' });
+    const clock = new SimulatedClock(Date.now());
+    const plugin = await fixture.start({ reasoner: answering(), clock, logger, relayToken: 'wrong-token-value' });
     const backend = fixture.backend();
     await backend.until(() => plugin.status().nextStreamTryInMs !== undefined, 'the wait after a 401');
     expect(lines.filter((line) => line.level === 50).map((line) => line.status)).toEqual([401, 401]);
