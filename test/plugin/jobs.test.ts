@@ -78,6 +78,21 @@ describe('a job', () => {
   });
 });
 
+describe('options', () => {
+  it.each([
+    ['a backend URL that is not http(s)', { backendUrl: 'ftp://127.0.0.1/' }, /http or https/],
+    ['an empty integration id', { integrationId: '' }, /integration id/],
+    ['no job slot', { maxConcurrentJobs: 0 }, /maxConcurrentJobs/],
+  ])('%s: refused at once', async (_what, options, message) => {
+    await expect(fixture.start({ reasoner: answering(), ...options })).rejects.toThrow(message);
+  });
+
+  it('a log another plugin holds: refused with event_log_locked', async () => {
+    await fixture.start({ reasoner: answering() });
+    await expect(fixture.start({ reasoner: answering() })).rejects.toMatchObject({ code: 'event_log_locked' });
+  });
+});
+
 describe('a failed job is posted, never dropped', () => {
   const failures: Array<[string, Record<string, unknown>, string]> = [
     ['schema_version 2', { schema_version: 2 }, 'unsupported_version'],

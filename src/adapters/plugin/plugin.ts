@@ -88,19 +88,24 @@ export class Plugin {
       schema_versions: options.schemaVersions ?? DEFAULT_VERSIONS(SCHEMA_VERSION),
       envelope_versions: options.envelopeVersions ?? DEFAULT_VERSIONS(ENVELOPE_VERSION),
     };
-    // The log first: a plugin refused its log (held by another process, say) leaves nothing open behind.
-    this.log = EventLog.open<PluginEvent>({ path: options.db, streamOf: (event) => event.job_id });
-    for (const { event } of this.log.read()) evolvePlugin(this.state, event);
-    const onFatal = options.onFatal ?? ((error: unknown) => {
-      this.logger.fatal({ err: error }, "the plugin's event log failed; stopping");
-      void this.stop();
-    });
     this.backend = new Backend({
       url: options.backendUrl,
       integrationId: options.integrationId,
       relayToken: options.relayToken,
       clock,
       ...(options.dispatcher !== undefined ? { dispatcher: options.dispatcher } : {}),
+    });
+    try {
+      this.log = EventLog.open<PluginEvent>({ path: options.db, streamOf: (event) => event.job_id });
+    } catch (error) {
+      // Refused its log (held by another process, say): nothing is left open behind.
+      void this.backend.close();
+      throw error;
+    }
+    for (const { event } of this.log.read()) evolvePlugin(this.state, event);
+    const onFatal = options.onFatal ?? ((error: unknown) => {
+      this.logger.fatal({ err: error }, "the plugin's event log failed; stopping");
+      void this.stop();
     });
     this.jobs = new Jobs({
       state: this.state,
