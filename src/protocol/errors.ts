@@ -74,6 +74,9 @@ export const JOB_ERRORS = {
   invalid_result: "the reasoner's answer is not a JSON object that follows the job's response_schema",
   invalid_payload: "the job's payload does not follow its purpose's payload schema",
   invalid_response_schema: "the job's response_schema is not a JSON Schema the assistant can check results against",
+  unsupported_version: "the job's schema_version or envelope_version is outside the versions the plugin handles",
+  invalid_job: 'the job envelope does not follow the ReasoningJob schema',
+  byo_unsupported: 'the plugin cannot decrypt BYO jobs yet',
 } as const;
 
 export type JobErrorCode = keyof typeof JOB_ERRORS;

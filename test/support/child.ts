@@ -33,7 +33,7 @@ function childEnv(extra: Record<string, string>): NodeJS.ProcessEnv {
   return { ...env, ...extra };
 }
 
-function start(args: readonly string[], env: Record<string, string>, script = CLI) {
+export function start(args: readonly string[], env: Record<string, string>, script = CLI) {
   const child = spawn(process.execPath, [script, ...args], { env: childEnv(env), stdio: ['ignore', 'pipe', 'pipe'] });
   live.add(child);
   const output = { stdout: '', stderr: '' };

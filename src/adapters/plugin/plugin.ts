@@ -1,0 +1,200 @@
+/**
+ * The assistant plugin (issue 9, item 3): it heartbeats, subscribes to its integration's job stream, and
+ * hands each job frame to its jobs (`jobs.ts`), which run each job once through the reasoner and post its
+ * outcome. Its own event log records every job it has seen, started, finished and closed, so that after
+ * any stop, SIGKILL included, each job stands somewhere exact.
+ */
+import { createRequire } from 'node:module';
+import { pino, type BaseLogger } from 'pino';
+import type { Dispatcher } from 'undici';
+import { Appender } from '../../engine/append.js';
+import { systemClock, type Clock } from '../../engine/clock.js';
+import type { Reasoner } from '../../engine/reasoner.js';
+import { ENVELOPE_VERSION, SCHEMA_VERSION, type CodedError, type Heartbeat, type HeartbeatAnswer, type VersionRange } from '../../protocol/index.js';
+import { EventLog } from '../../storage/event-log.js';
+import { Backend } from './backend.js';
+import { evolvePlugin, initialPluginState, type JobStage, type PluginEvent, type PluginState } from './events.js';
+import { Heartbeats } from './heartbeats.js';
+import { Jobs } from './jobs.js';
+import { ResultChecks } from './result-check.js';
+import { Subscription, type StreamState } from './subscription.js';
+
+const { version } = createRequire(import.meta.url)('../../../package.json') as { version: string };
+
+export interface PluginOptions {
+  /** The backend relay's base URL; every request of the plugin goes there and nowhere else. */
+  readonly backendUrl: string;
+  readonly integrationId: string;
+  /** The integration's RELAY_TOKEN (never logged). */
+  readonly relayToken: string;
+  readonly reasoner: Reasoner;
+  /** The plugin's own event log (a SQLite file, private as the host's). */
+  readonly db: string;
+  /** The provider this plugin speaks for, as the registry names it. */
+  readonly providerKind: string;
+  /** The versions of jobs it handles; heartbeats advertise them. Default: 1 to 1. */
+  readonly schemaVersions?: VersionRange;
+  readonly envelopeVersions?: VersionRange;
+  /** Jobs run at once; more wait their turn. Default 4. */
+  readonly maxConcurrentJobs?: number;
+  /** How long `stop()` lets running jobs and pending POSTs finish before it cuts them off. Default 10 s. */
+  readonly stopGraceMs?: number;
+  readonly clock?: Clock;
+  /** The jitter of every backoff (default `Math.random`). */
+  readonly random?: () => number;
+  /** undici's dispatcher for every request to the backend. */
+  readonly dispatcher?: Dispatcher;
+  /** pino-compatible; silent by default. */
+  readonly logger?: BaseLogger;
+  /** The log could not commit: memory and log have diverged. Default: logged, and the plugin stops. */
+  readonly onFatal?: (error: unknown) => void;
+}
+
+/** What tests and operators can see of a running plugin. */
+export interface PluginStatus {
+  readonly stream: StreamState;
+  readonly streamsOpened: number;
+  readonly nextStreamTryInMs: number | undefined;
+  /** Heartbeats done with (answered or failed). */
+  readonly heartbeats: number;
+  readonly refused: CodedError | undefined;
+  readonly running: readonly string[];
+  readonly queued: readonly string[];
+  readonly jobs: Readonly<Record<string, JobStage>>;
+}
+
+const DEFAULT_VERSIONS = (version: number): VersionRange => ({ min: version, max: version });
+
+export class Plugin {
+  private readonly logger: BaseLogger;
+  private readonly log: EventLog<PluginEvent>;
+  private readonly backend: Backend;
+  private readonly state: PluginState = initialPluginState();
+  private readonly jobs: Jobs;
+  private readonly subscription: Subscription;
+  private readonly heartbeats: Heartbeats;
+  private readonly versions: { schema_versions: VersionRange; envelope_versions: VersionRange };
+  private readonly maxConcurrentJobs: number;
+  private refused: CodedError | undefined;
+  private stopping = false;
+
+  constructor(private readonly options: PluginOptions) {
+    const clock = options.clock ?? systemClock;
+    const random = options.random ?? Math.random;
+    this.logger = options.logger ?? pino({ enabled: false });
+    this.maxConcurrentJobs = options.maxConcurrentJobs ?? 4;
+    if (!Number.isSafeInteger(this.maxConcurrentJobs) || this.maxConcurrentJobs < 1) throw new RangeError('maxConcurrentJobs must be a positive integer');
+    this.versions = {
+      schema_versions: options.schemaVersions ?? DEFAULT_VERSIONS(SCHEMA_VERSION),
+      envelope_versions: options.envelopeVersions ?? DEFAULT_VERSIONS(ENVELOPE_VERSION),
+    };
+    this.backend = new Backend({
+      url: options.backendUrl,
+      integrationId: options.integrationId,
+      relayToken: options.relayToken,
+      clock,
+      ...(options.dispatcher !== undefined ? { dispatcher: options.dispatcher } : {}),
+    });
+    try {
+      this.log = EventLog.open<PluginEvent>({ path: options.db, streamOf: (event) => event.job_id });
+    } catch (error) {
+      // Refused its log (held by another process, say): nothing is left open behind.
+      void this.backend.close();
+      throw error;
+    }
+    for (const { event } of this.log.read()) evolvePlugin(this.state, event);
+    const onFatal = options.onFatal ?? ((error: unknown) => {
+      this.logger.fatal({ err: error }, "the plugin's event log failed; stopping");
+      void this.stop();
+    });
+    this.jobs = new Jobs({
+      state: this.state,
+      appender: new Appender(this.log, (event) => evolvePlugin(this.state, event), onFatal),
+      backend: this.backend,
+      reasoner: options.reasoner,
+      rules: { schemaVersions: this.versions.schema_versions, envelopeVersions: this.versions.envelope_versions, checks: new ResultChecks() },
+      clock,
+      random,
+      logger: this.logger,
+      maxConcurrentJobs: this.maxConcurrentJobs,
+    });
+    this.subscription = new Subscription({
+      backend: this.backend,
+      clock,
+      random,
+      logger: this.logger,
+      cursor: () => this.state.cursor,
+      onJob: (data, id) => this.jobs.onFrame(data, id),
+    });
+    this.heartbeats = new Heartbeats({
+      backend: this.backend,
+      clock,
+      logger: this.logger,
+      body: () => this.heartbeat(),
+      onAnswer: (answer) => this.onHeartbeatAnswer(answer),
+    });
+  }
+
+  /** Takes up what the log left open, sends the first heartbeat, then subscribes (unless that heartbeat was refused). */
+  async start(): Promise<void> {
+    this.jobs.recover();
+    await this.heartbeats.start();
+    if (this.refused === undefined && !this.stopping) this.subscription.resume();
+  }
+
+  /**
+   * Stops taking jobs, lets running jobs and pending POSTs go on for `stopGraceMs`, then cuts them off
+   * (each is taken up again by the next start), and closes the log.
+   */
+  async stop(): Promise<void> {
+    if (this.stopping) return;
+    this.stopping = true;
+    await Promise.all([this.subscription.stop(), this.heartbeats.stop()]);
+    await this.jobs.stop(this.options.stopGraceMs ?? 10_000);
+    await this.log.close();
+    await this.backend.close();
+  }
+
+  status(): PluginStatus {
+    return {
+      stream: this.subscription.state,
+      streamsOpened: this.subscription.opened,
+      nextStreamTryInMs: this.subscription.nextTryInMs,
+      heartbeats: this.heartbeats.done,
+      refused: this.refused,
+      running: [...this.jobs.running],
+      queued: this.jobs.queue.map((q) => q.job_id),
+      jobs: Object.fromEntries([...this.state.jobs.values()].map((job) => [job.job_id, job.stage])),
+    };
+  }
+
+  private heartbeat(): Heartbeat {
+    return {
+      plugin: { name: 'assistant-relay', version },
+      provider_kind: this.options.providerKind,
+      ...this.versions,
+      status: this.refused !== undefined ? 'degraded' : this.jobs.running.size >= this.maxConcurrentJobs ? 'busy' : 'ready',
+      running_job_ids: this.jobs.started(),
+      reasoner: { name: this.options.reasoner.name, ...(this.options.reasoner.model !== undefined ? { model: this.options.reasoner.model } : {}) },
+    };
+  }
+
+  private onHeartbeatAnswer(answer: HeartbeatAnswer): void {
+    if (answer.refused !== undefined) {
+      if (this.refused === undefined) this.logger.error({ refused: answer.refused }, 'the backend refused this plugin: it takes no jobs until a heartbeat is accepted');
+      this.refused = answer.refused;
+      this.subscription.pause();
+      return;
+    }
+    if (this.refused !== undefined) this.logger.info('the backend accepts this plugin again');
+    this.refused = undefined;
+    if (!this.stopping) this.subscription.resume();
+  }
+}
+
+/** Opens the plugin's log, takes up what it left open, and starts. */
+export async function startPlugin(options: PluginOptions): Promise<Plugin> {
+  const plugin = new Plugin(options);
+  await plugin.start();
+  return plugin;
+}
