@@ -89,15 +89,17 @@ function decide(command: JobCommand, job: JobState): JobDecision {
       return { events: [{ type: 'job.released', ...fact }], outcome: 'released' };
     }
     case 'complete':
-      if (isSettled(job)) {
-        if (state !== 'completed') return nothing('settled');
-        return nothing(equal(job.context.result, command.result) ? 'duplicate' : 'conflict');
+    case 'fail': {
+      // Past its deadline a job is over, whatever comes: it expires now if its timer has not fired yet.
+      if (!isSettled(job) && at >= job.context.deadline_at) return { events: [{ type: 'job.expired', ...fact }], outcome: 'expired' };
+      if (command.type === 'complete') {
+        if (isSettled(job)) return nothing(state !== 'completed' ? 'settled' : equal(job.context.result, command.result) ? 'duplicate' : 'conflict');
+        return { events: [{ type: 'job.completed', ...fact, result: command.result }], outcome: 'completed' };
       }
-      return { events: [{ type: 'job.completed', ...fact, result: command.result }], outcome: 'completed' };
-    case 'fail':
       // The same failure again is a duplicate; a job that ended otherwise stays as it ended.
       if (isSettled(job)) return nothing(state === 'failed' && equal(job.context.error, command.error) ? 'duplicate' : 'settled');
       return { events: [{ type: 'job.failed', ...fact, error: command.error }], outcome: 'failed' };
+    }
     case 'expire':
       if (isSettled(job) || at < job.context.deadline_at) return nothing('unchanged');
       return { events: [{ type: 'job.expired', ...fact }], outcome: 'expired' };

@@ -28,8 +28,25 @@ export const ByoEnvelope = z.looseObject({
 });
 export type ByoEnvelope = z.infer<typeof ByoEnvelope>;
 
-/** A plain JSON object, or a BYO envelope; `byo: true` on the job says which. */
-export const JsonObject = z.record(z.string(), z.unknown());
+/** How deep a payload, result or schema may nest: far past any real one, far short of a stack overflow. */
+export const MAX_JSON_DEPTH = 64;
+
+/** Whether a parsed JSON value nests no deeper than `max` (looked at without recursion). */
+export function withinDepth(value: unknown, max: number = MAX_JSON_DEPTH): boolean {
+  const stack: Array<[unknown, number]> = [[value, 1]];
+  while (stack.length > 0) {
+    const [item, depth] = stack.pop()!;
+    if (item === null || typeof item !== 'object') continue;
+    if (depth > max) return false;
+    for (const child of Object.values(item)) stack.push([child, depth + 1]);
+  }
+  return true;
+}
+
+/** A plain JSON object, or a BYO envelope (`byo: true` on the job says which); bounded in depth, so no one can make a stack overflow of it. */
+export const JsonObject = z
+  .record(z.string(), z.unknown())
+  .refine((value) => withinDepth(value), { message: `nests deeper than ${MAX_JSON_DEPTH} levels` });
 
 /** The ReasoningJob envelope (2.1), one SSE frame of the integration's stream. */
 export const ReasoningJob = z.object({
@@ -103,7 +120,7 @@ export const HeartbeatAnswer = z.object({
   interval_s: z.number().int().min(1),
   /** Refused: the plugin must stop taking jobs and tell its operator (`code`: e.g. `unsupported_version`). */
   refused: CodedError.optional(),
-  /** The backend has no capability profile yet, or a stale one: a probe job will follow. */
+  /** The backend wants a capability profile from the plugin (a probe job follows). Always false in this release: clients probe. */
   probe_requested: z.boolean(),
 });
 export type HeartbeatAnswer = z.infer<typeof HeartbeatAnswer>;
@@ -192,8 +209,8 @@ export const JobPath = IntegrationPath.extend({ job_id: z.string().refine(isUuid
 /** The job stream's `Last-Event-ID`: the id of the last frame the plugin received (6d.1). */
 export const JobStreamHeaders = z.looseObject({
   'last-event-id': z
-    .string(fails('invalid_last_event_id'))
-    .regex(/^[1-9][0-9]{0,15}$/, fails('invalid_last_event_id'))
+    .string(fails('invalid_stream_cursor'))
+    .regex(/^[1-9][0-9]{0,15}$/, fails('invalid_stream_cursor'))
     .transform(Number)
     .optional(),
 });

@@ -32,8 +32,9 @@ it('a client probes, analyses and summarises through the backend and the plugin,
   const app = await buildBackendServer(backend, { limits: HTTP_LIMITS });
   const url = await app.listen({ host: '127.0.0.1', port: 0 });
   stops.push(async () => {
+    const closing = app.close();
     await backend.close();
-    await app.close();
+    await closing;
     await log.close();
   });
   const integration = await backend.integrations.create('assistant-relay');

@@ -41,9 +41,10 @@ async function startBackend(): Promise<Running> {
   const created = await backend.integrations.create('assistant-relay');
   if ('refused' in created) throw new Error(created.refused.message);
   stops.push(async () => {
-    // The backend ends its streams first: a server does not close while a stream holds a connection.
+    // As a host closes: the server stops taking requests (late ones get 503), the backend ends its streams, then the server is done.
+    const closing = app.close();
     await backend.close();
-    await app.close();
+    await closing;
     await log.close();
     rmSync(dir, { recursive: true, force: true });
   });
@@ -51,6 +52,12 @@ async function startBackend(): Promise<Running> {
 }
 
 const base = (r: Running, id = r.integration.integration_id) => `${r.url}/api/v1/assistant/integrations/${id}`;
+/** `{a: {a: … {}}}`, `depth` levels deep. */
+function nested(depth: number): Record<string, unknown> {
+  let value: Record<string, unknown> = {};
+  for (let i = 0; i < depth; i += 1) value = { a: value };
+  return value;
+}
 const job = () => ({ job_id: randomUUID(), purpose: 'live_analysis', payload: { session_id: 's', transcript: [{ speaker: 'a', text: 'hi' }] } });
 const heartbeat = {
   plugin: { name: 'test-plugin', version: '1.0.0' },
@@ -118,13 +125,64 @@ describe('backend over HTTP: bad input gets a coded 4xx and leaves the log untou
     { name: 'a result for an unknown job', path: `/jobs/${randomUUID()}/result`, token: 'relay', body: { result: {} }, status: 404, code: 'job_not_found' },
     { name: 'a result that is neither result nor error', path: `/jobs/${randomUUID()}/result`, token: 'relay', body: { answer: 42 }, status: 400, code: 'invalid_request' },
     { name: 'a job path with a bad job_id', path: '/jobs/x/running', token: 'relay', body: undefined, status: 400, code: 'invalid_job_id' },
-  ] as const)('$name: $status $code', async ({ path, token, body, status, code }) => {
+    { name: 'a payload that does not fit its purpose', path: '/jobs', token: 'client', body: { ...job(), payload: { transcript: 'no' } }, status: 400, code: 'invalid_payload' },
+    { name: 'a BYO job whose payload is not an envelope', path: '/jobs', token: 'client', body: { ...job(), byo: true }, status: 400, code: 'invalid_payload' },
+    { name: 'a payload nested past any real one', path: '/jobs', token: 'client', body: { ...job(), payload: nested(1_000) }, status: 400, code: 'invalid_request' },
+    { name: 'a result nested past any real one', path: `/jobs/${randomUUID()}/result`, token: 'relay', body: { result: nested(1_000) }, status: 400, code: 'invalid_request' },
+    { name: 'malformed JSON', path: '/jobs', token: 'client', raw: '{"job_id":', status: 400, code: 'invalid_json' },
+  ] as const)('$name: $status $code', async (row) => {
+    const { path, token, status, code } = row;
+    const body = 'body' in row ? row.body : undefined;
     const r = await startBackend();
     const before = countEvents(r.db);
     const bearer = token === 'relay' ? r.integration.relay_token : token === 'client' ? r.integration.client_token : undefined;
-    const answer = await request(`${base(r)}${path}`, { method: 'POST', ...(bearer ? { token: bearer } : {}), ...(body === undefined ? {} : { body }) });
+    const answer = await request(`${base(r)}${path}`, {
+      method: 'POST',
+      ...(bearer ? { token: bearer } : {}),
+      ...(body === undefined ? {} : { body }),
+      ...('raw' in row ? { rawBody: row.raw, headers: { 'content-type': 'application/json' } } : {}),
+    });
     expect(answer).toMatchObject({ status, body: { error: { code, message: expect.any(String) } } });
     expect(countEvents(r.db)).toBe(before);
+  });
+
+  it('a bad Last-Event-ID on the job stream is 400 invalid_stream_cursor', async () => {
+    const r = await startBackend();
+    const answer = await SseConnection.open(`${base(r)}/stream`, { token: r.integration.relay_token, lastEventId: '3:4:5' });
+    expect([answer.status, JSON.parse(answer.body).error.code]).toEqual([400, 'invalid_stream_cursor']);
+  });
+
+  it("another integration's token is 401", async () => {
+    const r = await startBackend();
+    const other = await r.backend.integrations.create('assistant-relay');
+    if ('refused' in other) throw new Error(other.refused.message);
+    expect((await request(`${base(r)}/jobs`, { token: other.client_token, body: job() })).status).toBe(401);
+  });
+
+  it('a refused plugin gets no stream and runs nothing (403 plugin_refused), and hears why at each heartbeat', async () => {
+    const r = await startBackend();
+    const { relay_token } = r.integration;
+    const answer = await request(`${base(r)}/heartbeat`, { token: relay_token, body: { ...heartbeat, schema_versions: { min: 2, max: 2 } } });
+    expect(answer.body).toMatchObject({ refused: { code: 'unsupported_version' } });
+    const stream = await SseConnection.open(`${base(r)}/stream`, { token: relay_token });
+    expect([stream.status, JSON.parse(stream.body).error.code]).toEqual([403, 'plugin_refused']);
+    const body = job();
+    await request(`${base(r)}/jobs`, { token: r.integration.client_token, body });
+    expect(await request(`${base(r)}/jobs/${body.job_id}/running`, { token: relay_token, method: 'POST' })).toMatchObject({ status: 403, body: { error: { code: 'plugin_refused' } } });
+    // Admitted again at its next heartbeat.
+    await request(`${base(r)}/heartbeat`, { token: relay_token, body: heartbeat });
+    expect((await request(`${base(r)}/jobs/${body.job_id}/running`, { token: relay_token, method: 'POST' })).status).toBe(200);
+  });
+
+  it('an invalid result for a job that has ended is 409, not 422', async () => {
+    const r = await startBackend();
+    const body = job();
+    await request(`${base(r)}/jobs`, { token: r.integration.client_token, body });
+    await request(`${base(r)}/jobs/${body.job_id}/cancel`, { token: r.integration.client_token, method: 'POST' });
+    expect(await request(`${base(r)}/jobs/${body.job_id}/result`, { token: r.integration.relay_token, body: { result: { nonsense: true } } })).toMatchObject({
+      status: 409,
+      body: { error: { code: 'job_settled' } },
+    });
   });
 
   it('an unknown integration is 401, as a wrong token is: nothing says which integrations exist', async () => {

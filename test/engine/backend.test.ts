@@ -88,7 +88,7 @@ describe('backend: a job from creation to result', () => {
     const [[id, envelope]] = jobFrames(socket) as [[string, ReasoningJob]];
     expect(id).toBe('1');
     expect(envelope).toMatchObject({ event_type: 'reasoning_job', job_id: body.job_id, purpose: 'live_analysis', byo: false, provider_kind: 'assistant-relay' });
-    expect(await backend.running(integration_id, body.job_id)).toBe('running');
+    expect((await backend.running(integration_id, body.job_id)).outcome).toBe('running');
     expect((await backend.result(integration_id, body.job_id, { result: insights })).outcome).toBe('completed');
     expect((await backend.result(integration_id, body.job_id, { result: insights })).outcome).toBe('duplicate');
     expect((await backend.result(integration_id, body.job_id, { result: { insights: [] } })).outcome).toBe('conflict');

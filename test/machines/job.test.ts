@@ -79,6 +79,11 @@ describe('job decider: how a job ends', () => {
     spec.given([created, { type: 'job.failed', ...fact(300), error }]).when({ type: 'complete', job_id: J, result: {}, at: 400 }).thenNothing('settled');
   });
 
+  it('a result or a failure past the deadline expires the job instead', () => {
+    spec.given([created, delivered(1, 100)]).when({ type: 'complete', job_id: J, result: { insights: [] }, at: 30_000 }).then([{ type: 'job.expired', ...fact(30_000) }], 'expired');
+    spec.given([created]).when({ type: 'fail', job_id: J, error: { code: 'x', message: 'y' }, at: 31_000 }).then([{ type: 'job.expired', ...fact(31_000) }], 'expired');
+  });
+
   it.each([
     { at: 29_999, outcome: 'unchanged' },
     { at: 30_000, outcome: 'expired' },

@@ -18,7 +18,7 @@ export const clientRoutes: FastifyPluginAsync<{ readonly backend: Backend }> = a
 
   app.post(`${BASE}/jobs`, { schema: { params: IntegrationPath, body: JobCreateBody } }, async (request, reply) => {
     const answer = await backend.createJob(request.params.id, request.body);
-    if (answer.outcome === 'invalid') return sendError(reply, 'invalid_response_schema', 'message' in answer ? answer.message : undefined);
+    if (answer.outcome === 'invalid' && 'code' in answer) return sendError(reply, answer.code, answer.message);
     if (answer.outcome === 'conflict') return sendError(reply, 'job_conflict');
     if (answer.job === undefined) return sendError(reply, 'unauthorized');
     // A retried create answers the job as it stands now.
@@ -26,7 +26,7 @@ export const clientRoutes: FastifyPluginAsync<{ readonly backend: Backend }> = a
   });
 
   app.get(`${BASE}/jobs/:job_id`, { schema: { params: JobPath } }, async (request, reply) => {
-    const job = backend.job(request.params.job_id);
+    const job = await backend.committedJob(request.params.job_id);
     return job === undefined || job.context.integration_id !== request.params.id ? sendError(reply, 'job_not_found') : jobView(job);
   });
 
@@ -35,6 +35,6 @@ export const clientRoutes: FastifyPluginAsync<{ readonly backend: Backend }> = a
     if (job === undefined || job.context.integration_id !== request.params.id) return sendError(reply, 'job_not_found');
     const outcome = await backend.cancel(request.params.job_id);
     if (outcome === 'settled') return sendError(reply, 'job_settled');
-    return jobView(backend.job(request.params.job_id)!);
+    return jobView((await backend.committedJob(request.params.job_id))!);
   });
 };

@@ -5,8 +5,7 @@
  */
 import type { FastifyPluginAsync, FastifyReply } from 'fastify';
 import { Heartbeat, IntegrationPath, JobPath, JobResultBody, JobStreamHeaders } from '../../protocol/index.js';
-import type { Backend } from '../../engine/backend/backend.js';
-import type { JobOutcome } from '../../machines/job-decider.js';
+import type { Backend, JobAnswer } from '../../engine/backend/backend.js';
 import { sendError } from '../http/errors.js';
 import { streamTransport } from '../http/sse-transport.js';
 import type { ZodTypeProvider } from '../http/validation.js';
@@ -14,19 +13,21 @@ import { integrationAuthPlugin } from './auth.js';
 
 const BASE = '/api/v1/assistant/integrations/:id';
 
-/** How a job command's outcome reads on the wire. */
-export function answerJob(reply: FastifyReply, outcome: JobOutcome | 'invalid', ok: () => unknown, message?: string) {
-  switch (outcome) {
+/** How the outcome of what a plugin says of a job reads on the wire. */
+function answerJob(reply: FastifyReply, answer: JobAnswer) {
+  switch (answer.outcome) {
     case 'unknown':
       return sendError(reply, 'job_not_found');
     case 'settled':
+    // Too late: the deadline passed, and the job expired now.
+    case 'expired':
       return sendError(reply, 'job_settled');
     case 'conflict':
       return sendError(reply, 'result_conflict');
     case 'invalid':
-      return sendError(reply, 'result_invalid', message);
+      return sendError(reply, answer.code, answer.message);
     default:
-      return reply.code(200).send(ok());
+      return reply.code(200).send({ ok: true });
   }
 }
 
@@ -36,6 +37,9 @@ export const pluginRoutes: FastifyPluginAsync<{ readonly backend: Backend }> = a
 
   // No HEAD twin: a HEAD answer can carry no stream.
   app.get(`${BASE}/stream`, { exposeHeadRoute: false, schema: { params: IntegrationPath, headers: JobStreamHeaders } }, async (request, reply) => {
+    // A refused plugin takes no jobs (6c.5): its heartbeats go on, and the first one admitted opens the way.
+    const refusal = backend.refusalOf(request.params.id);
+    if (refusal !== undefined) return sendError(reply, 'plugin_refused', refusal.message);
     backend.openStream(request.params.id, request.headers['last-event-id'], () => streamTransport(reply));
     return reply;
   });
@@ -47,12 +51,12 @@ export const pluginRoutes: FastifyPluginAsync<{ readonly backend: Backend }> = a
   });
 
   app.post(`${BASE}/jobs/:job_id/running`, { schema: { params: JobPath } }, async (request, reply) => {
-    const outcome = await backend.running(request.params.id, request.params.job_id);
-    return answerJob(reply, outcome, () => ({ ok: true }));
+    const answer = await backend.running(request.params.id, request.params.job_id);
+    return answerJob(reply, answer);
   });
 
   app.post(`${BASE}/jobs/:job_id/result`, { schema: { params: JobPath, body: JobResultBody } }, async (request, reply) => {
-    const answer = await backend.result(request.params.id, request.params.job_id, request.body);
-    return answerJob(reply, answer.outcome, () => ({ ok: true }), 'message' in answer ? answer.message : undefined);
+    // A result of a job taken before a refusal is still taken: the refusal stops new jobs, not finished ones.
+    return answerJob(reply, await backend.result(request.params.id, request.params.job_id, request.body));
   });
 };

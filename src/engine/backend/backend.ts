@@ -5,19 +5,20 @@
  * re-armed from the fold on start) and `SubscriptionActor` (the stream). A payload or result that is a BYO
  * envelope is relayed as it came: the backend never reads inside it.
  */
-import { ByoEnvelope, PURPOSES, jsonSchemaOf, type JobCreateBody, type JobResultBody } from '../../protocol/index.js';
+import { z } from 'zod';
+import { ByoEnvelope, PURPOSES, jsonSchemaOf, type CodedError, type JobCreateBody, type JobResultBody } from '../../protocol/index.js';
 import { checkResponseSchema, resultProblems } from '../../protocol/response-schema.js';
 import type { BackendEvent } from '../../machines/backend-events.js';
 import { isRevoked } from '../../machines/integration.js';
 import type { JobCommand, JobOutcome } from '../../machines/job-decider.js';
-import { jobState, type JobSnapshot } from '../../machines/job.js';
+import { isSettled, jobState, type JobSnapshot } from '../../machines/job.js';
 import type { EventLog } from '../../storage/event-log.js';
 import { AfterCommit } from '../after-commit.js';
 import { Appender } from '../append.js';
 import { randomIds, systemClock, type Clock, type IdSource } from '../clock.js';
 import type { FailureContext } from '../config.js';
 import { Deadlines } from '../deadlines.js';
-import { inBackground } from '../failures.js';
+import { HostClosingError, inBackground } from '../failures.js';
 import type { SubscriberTransport, SubscriptionActor } from '../subscription-actor.js';
 import { frameOf } from './frames.js';
 import { Integrations } from './integrations.js';
@@ -42,8 +43,17 @@ export const HEARTBEAT_INTERVAL_MS = 30_000;
 
 export type JobAnswer =
   | { readonly outcome: JobOutcome; readonly job: JobSnapshot | undefined }
-  /** Refused before anything was logged: a create's `response_schema` that does not compile, or a plain result that does not follow the job's (which stays open). */
-  | { readonly outcome: 'invalid'; readonly job: JobSnapshot | undefined; readonly message: string };
+  /**
+   * Refused before anything was logged: a create's payload that does not fit its purpose (or is not a BYO
+   * envelope for a BYO job) or `response_schema` that does not compile; a plain result that does not follow
+   * the job's schema (the job stays open); a plugin its heartbeat was refused.
+   */
+  | {
+      readonly outcome: 'invalid';
+      readonly code: 'invalid_payload' | 'invalid_response_schema' | 'result_invalid' | 'plugin_refused';
+      readonly job: JobSnapshot | undefined;
+      readonly message: string;
+    };
 
 
 export class Backend {
@@ -108,11 +118,13 @@ export class Backend {
   async createJob(integrationId: string, body: JobCreateBody): Promise<JobAnswer> {
     const integration = this.projection.integration(integrationId);
     if (integration === undefined || isRevoked(integration)) return { outcome: 'unknown', job: undefined };
+    const payload = body.byo ? ByoEnvelope.safeParse(body.payload) : PURPOSES[body.purpose].payload.safeParse(body.payload);
+    if (!payload.success) return { outcome: 'invalid', code: 'invalid_payload', job: undefined, message: z.prettifyError(payload.error) };
     if (body.response_schema !== undefined) {
       try {
         checkResponseSchema(body.response_schema);
       } catch (error) {
-        return { outcome: 'invalid', job: undefined, message: (error as Error).message };
+        return { outcome: 'invalid', code: 'invalid_response_schema', job: undefined, message: (error as Error).message };
       }
     }
     const at = this.clock.now();
@@ -135,6 +147,17 @@ export class Backend {
     return this.projection.job(jobId);
   }
 
+  /** The job as the log holds it: what a client reads, so that a crash can never take back what it saw. */
+  async committedJob(jobId: string): Promise<JobSnapshot | undefined> {
+    await this.appender.settled();
+    return this.projection.job(jobId);
+  }
+
+  /** Why the integration's plugin is refused, if its latest heartbeat was: it takes no jobs then. */
+  refusalOf(integrationId: string): CodedError | undefined {
+    return this.projection.integration(integrationId)?.context.seen?.refused;
+  }
+
   async cancel(jobId: string): Promise<JobOutcome> {
     return this.command({ type: 'cancel', job_id: jobId, at: this.clock.now() });
   }
@@ -142,10 +165,13 @@ export class Backend {
   // ---- jobs: the plugin's side ----------------------------------------------------------------------
 
   /** The plugin runs the job: its lease runs a full lease from now. */
-  async running(integrationId: string, jobId: string): Promise<JobOutcome> {
-    if (this.projection.job(jobId)?.context.integration_id !== integrationId) return 'unknown';
+  async running(integrationId: string, jobId: string): Promise<JobAnswer> {
+    const job = this.projection.job(jobId);
+    if (job === undefined || job.context.integration_id !== integrationId) return { outcome: 'unknown', job: undefined };
+    const refusal = this.refusalOf(integrationId);
+    if (refusal !== undefined) return { outcome: 'invalid', code: 'plugin_refused', job, message: refusal.message };
     const at = this.clock.now();
-    return this.command({ type: 'run', job_id: jobId, lease_until: at + this.leaseMs, at });
+    return { outcome: await this.command({ type: 'run', job_id: jobId, lease_until: at + this.leaseMs, at }), job: this.projection.job(jobId) };
   }
 
   /** The completion endpoint (4.1): a result (checked against `response_schema` unless the job is BYO) or a failure report. */
@@ -154,13 +180,15 @@ export class Backend {
     if (job === undefined || job.context.integration_id !== integrationId) return { outcome: 'unknown', job: undefined };
     const at = this.clock.now();
     if ('error' in body) return { outcome: await this.command({ type: 'fail', job_id: jobId, error: body.error, at }), job: this.projection.job(jobId) };
-    // A BYO result is an envelope the backend never reads inside; a plain one follows the job's schema.
-    const invalid = job.context.byo
-      ? ByoEnvelope.safeParse(body.result).success
-        ? undefined
-        : 'the result of a BYO job must be a BYO envelope'
-      : resultProblems(job.context.response_schema, body.result);
-    if (invalid !== undefined) return { outcome: 'invalid', job, message: invalid };
+    // A BYO result is an envelope the backend never reads inside; a plain one follows the job's schema. A settled job's answer says so first.
+    const invalid = isSettled(job)
+      ? undefined
+      : job.context.byo
+        ? ByoEnvelope.safeParse(body.result).success
+          ? undefined
+          : 'the result of a BYO job must be a BYO envelope'
+        : resultProblems(job.context.response_schema, body.result);
+    if (invalid !== undefined) return { outcome: 'invalid', code: 'result_invalid', job, message: invalid };
     return { outcome: await this.command({ type: 'complete', job_id: jobId, result: body.result, at }), job: this.projection.job(jobId) };
   }
 
@@ -193,7 +221,8 @@ export class Backend {
   // ---- the loop ----------------------------------------------------------------------------------
 
   private async command(command: JobCommand): Promise<JobOutcome> {
-    if (this.closed) return 'unchanged';
+    // Nothing new enters the log of a closing backend; the edge answers 503 `shutting_down`.
+    if (this.closed) throw new HostClosingError();
     const decision = this.projection.decideJob(command);
     if (decision.events.length > 0) await this.appender.append(decision.events);
     else if (this.appender.uncommitted.length > 0) await this.appender.settled();

@@ -99,7 +99,7 @@ export class Integrations {
     await Promise.all([...(seen === undefined ? [] : [this.appender.append([seen])]), this.renew(renewals, at)]);
     return {
       ok: true,
-      interval_s: Math.round(this.heartbeatIntervalMs / 1000),
+      interval_s: Math.max(1, Math.round(this.heartbeatIntervalMs / 1000)),
       ...(refused === undefined ? {} : { refused }),
       probe_requested: false,
     };
