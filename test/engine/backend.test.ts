@@ -171,6 +171,43 @@ describe('backend: time', () => {
   });
 });
 
+describe('backend: a restart with jobs out', () => {
+  it('re-arms leases from the log: a running job whose plugin went quiet is released after the restart, and sent on the next stream', async () => {
+    const dir = tempDir();
+    const first = await start(dir);
+    const { integration_id } = await integrationOf(first.backend);
+    first.backend.openStream(integration_id, undefined, () => new FakeSocket());
+    const body = liveAnalysis({ deadline_ms: 600_000 });
+    await first.backend.createJob(integration_id, body);
+    await settle();
+    await first.backend.running(integration_id, body.job_id);
+    await first.stop();
+    // Back 60 s later: the lease (90 s from the run) has 30 s left.
+    const clock = new SimulatedClock(first.clock.now() + 60_000);
+    const second = await start(dir, clock);
+    expect(jobState(second.backend.job(body.job_id)!)).toBe('running');
+    clock.increment(29_999);
+    await settle();
+    expect(jobState(second.backend.job(body.job_id)!)).toBe('running');
+    clock.increment(1);
+    await settle();
+    expect(jobState(second.backend.job(body.job_id)!)).toBe('created');
+    const socket = new FakeSocket();
+    second.backend.openStream(integration_id, undefined, () => socket);
+    await settle();
+    expect(jobFrames(socket).map(([id, job]) => [id, job.job_id])).toEqual([['2', body.job_id]]);
+  });
+
+  it('cancelling a job that has ended is refused as settled', async () => {
+    const { backend } = await start();
+    const { integration_id } = await integrationOf(backend);
+    const body = liveAnalysis();
+    await backend.createJob(integration_id, body);
+    await backend.result(integration_id, body.job_id, { result: insights });
+    expect(await backend.cancel(body.job_id)).toBe('settled');
+  });
+});
+
 describe('backend: the stream', () => {
   it('sends a job created before any stream once one opens', async () => {
     const { backend } = await start();
