@@ -14,6 +14,7 @@ import { HTTP_LIMITS } from '../../src/adapters/http/limits.js';
 import { backendStreamOf, type BackendEvent } from '../../src/machines/backend-events.js';
 import { ReasoningJob } from '../../src/protocol/index.js';
 import { EventLog } from '../../src/storage/event-log.js';
+import { heartbeatOf } from '../support/backend.js';
 import { tempDir } from '../support/host.js';
 import { request } from '../support/http.js';
 import { countEvents } from '../support/log.js';
@@ -59,15 +60,7 @@ function nested(depth: number): Record<string, unknown> {
   return value;
 }
 const job = () => ({ job_id: randomUUID(), purpose: 'live_analysis', payload: { session_id: 's', transcript: [{ speaker: 'a', text: 'hi' }] } });
-const heartbeat = {
-  plugin: { name: 'test-plugin', version: '1.0.0' },
-  provider_kind: 'assistant-relay',
-  schema_versions: { min: 1, max: 1 },
-  envelope_versions: { min: 1, max: 1 },
-  status: 'ready',
-  running_job_ids: [],
-  reasoner: { name: 'builtin' },
-};
+const heartbeat = heartbeatOf();
 
 describe('backend over HTTP: a job end to end', () => {
   it('a client creates a job, the plugin gets it on its stream, runs it, posts its result; the client reads it', async () => {

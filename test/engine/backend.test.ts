@@ -11,7 +11,8 @@ import { Backend } from '../../src/engine/backend/backend.js';
 import type { NewIntegration } from '../../src/engine/backend/integrations.js';
 import { backendStreamOf, type BackendEvent } from '../../src/machines/backend-events.js';
 import { jobState } from '../../src/machines/job.js';
-import { JobCreateBody, ReasoningJob, type Heartbeat } from '../../src/protocol/index.js';
+import { JobCreateBody, ReasoningJob } from '../../src/protocol/index.js';
+import { heartbeatOf } from '../support/backend.js';
 import { readEvents } from '../support/log.js';
 import { EventLog } from '../../src/storage/event-log.js';
 import { SimulatedClock } from '../support/clock.js';
@@ -57,6 +58,17 @@ function jobFrames(socket: FakeSocket): Array<[string, ReasoningJob]> {
 }
 
 const settle = () => new Promise((resolve) => setImmediate(resolve));
+
+/** An integration with its stream open and one job (10 min deadline) sent on it. */
+async function streamingJob(backend: Backend) {
+  const { integration_id } = await integrationOf(backend);
+  const socket = new FakeSocket();
+  backend.openStream(integration_id, undefined, () => socket);
+  const body = liveAnalysis({ deadline_ms: 600_000 });
+  await backend.createJob(integration_id, body);
+  await settle();
+  return { integration_id, socket, body };
+}
 
 async function integrationOf(backend: Backend): Promise<NewIntegration> {
   const created = await backend.integrations.create('assistant-relay');
@@ -141,12 +153,7 @@ describe('backend: time', () => {
 
   it('sends a job again when its lease lapses with no word from the plugin', async () => {
     const { backend, clock } = await start();
-    const { integration_id } = await integrationOf(backend);
-    const socket = new FakeSocket();
-    backend.openStream(integration_id, undefined, () => socket);
-    const body = liveAnalysis({ deadline_ms: 600_000 });
-    await backend.createJob(integration_id, body);
-    await settle();
+    const { socket, body } = await streamingJob(backend);
     clock.increment(89_999);
     await settle();
     expect(jobFrames(socket).map(([id]) => id)).toEqual(['1']);
@@ -242,16 +249,7 @@ describe('backend: the stream', () => {
 });
 
 describe('backend: heartbeats', () => {
-  const beat = (over: Partial<Heartbeat> = {}): Heartbeat => ({
-    plugin: { name: 'assistant-relay-plugin', version: '0.1.0' },
-    provider_kind: 'assistant-relay',
-    schema_versions: { min: 1, max: 1 },
-    envelope_versions: { min: 1, max: 1 },
-    status: 'ready',
-    running_job_ids: [],
-    reasoner: { name: 'builtin' },
-    ...over,
-  });
+  const beat = heartbeatOf;
   const stateOf = (backend: Backend, id: string) => backend.integrations.integration(id)!.value;
 
   it('an integration is online after one heartbeat, offline after three missed, and online again after one', async () => {
@@ -280,12 +278,7 @@ describe('backend: heartbeats', () => {
 
   it('the jobs a heartbeat names as running keep their lease', async () => {
     const { backend, clock } = await start();
-    const { integration_id } = await integrationOf(backend);
-    const socket = new FakeSocket();
-    backend.openStream(integration_id, undefined, () => socket);
-    const body = liveAnalysis({ deadline_ms: 600_000 });
-    await backend.createJob(integration_id, body);
-    await settle();
+    const { integration_id, socket, body } = await streamingJob(backend);
     await backend.running(integration_id, body.job_id);
     for (let i = 0; i < 5; i += 1) {
       clock.increment(30_000);
