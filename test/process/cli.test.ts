@@ -6,7 +6,10 @@ import Database from 'better-sqlite3';
 import { chmodSync, existsSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { USAGE, UsageError, parseServeArgs } from '../../src/adapters/cli/args.js';
+import { USAGE, parseServeArgs } from '../../src/adapters/cli/args.js';
+import { BACKEND_USAGE } from '../../src/adapters/cli/backend.js';
+import { UsageError } from '../../src/adapters/cli/flags.js';
+import { PLUGIN_USAGE } from '../../src/adapters/cli/plugin.js';
 import { EventLog } from '../../src/storage/event-log.js';
 import { ServeChild, runCli, useChildFolder } from '../support/child.js';
 import { post, request, script } from '../support/http.js';
@@ -212,10 +215,13 @@ describe('serve: configuration', () => {
     expect(existsSync(db)).toBe(false);
   });
 
-  it('prints the usage on stdout and exits 0 for --help', async () => {
-    const result = await runCli(['--help']);
-    expect(result).toMatchObject({ code: 0, stderr: '' });
-    expect(result.stdout).toBe(`${USAGE}\n`);
+  it('prints the usage on stdout and exits 0 for --help: every command\'s at the top, one command\'s after it', async () => {
+    const all = await runCli(['--help']);
+    expect(all).toMatchObject({ code: 0, stderr: '' });
+    expect(all.stdout).toBe(`${[USAGE, BACKEND_USAGE, PLUGIN_USAGE].join('\n\n')}\n`);
+    for (const [command, usage] of [['serve', USAGE], ['backend', BACKEND_USAGE], ['plugin', PLUGIN_USAGE]] as const) {
+      expect(await runCli([command, '--help'])).toMatchObject({ code: 0, stderr: '', stdout: `${usage}\n` });
+    }
   });
 
   it('refuses a --db file that is not an assistant-relay event log, and leaves it untouched', async () => {

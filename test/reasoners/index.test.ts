@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { UsageError } from '../../src/adapters/cli/args.js';
+import { UsageError } from '../../src/adapters/cli/flags.js';
 import { reasonerFrom, type ReasonerOptions } from '../../src/adapters/reasoners/index.js';
 import { closeReceivers } from '../support/receiver.js';
 import { chatServer } from './chat-server.js';

@@ -2,12 +2,12 @@
  * `assistant-relay serve` flags. Every flag can also come from `ASSISTANT_RELAY_<FLAG>` (dashes as
  * underscores, upper case); a flag on the command line wins.
  */
-import { parseArgs } from 'node:util';
 import { parseAllowlist } from '../../protocol/callback-url.js';
 import { parsePortRanges, type PortRange } from '../../protocol/port-ranges.js';
 import type { Form } from '../../machines/events.js';
 import { BUILTIN_AGENTS, type BuiltinAgentName } from '../agents/index.js';
 import { httpLimits } from '../http/limits.js';
+import { UsageError, integer, logLevelOf, parseDuration, readFlags, type LogLevel } from './flags.js';
 
 export interface ServeOptions {
   readonly host: string;
@@ -30,13 +30,6 @@ export interface ServeOptions {
   readonly sessionIdleTtlMs: number | undefined;
   readonly synchronous: 'normal' | 'full';
   readonly logLevel: LogLevel;
-}
-
-export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
-export type LogLevel = (typeof LOG_LEVELS)[number];
-
-export class UsageError extends Error {
-  override readonly name = 'UsageError';
 }
 
 export const USAGE = `usage: assistant-relay serve [options]
@@ -90,37 +83,12 @@ const FLAGS = {
 
 type Flag = keyof typeof FLAGS;
 
-function integer(flag: Flag, text: string, min: number, max: number): number {
-  if (!/^\d+$/.test(text)) throw new UsageError(`--${flag} must be a whole number, not ${JSON.stringify(text)}`);
-  const n = Number(text);
-  if (n < min || n > max) throw new UsageError(`--${flag} must be between ${min} and ${max}`);
-  return n;
-}
 
 /** Connection time limits are meant in seconds; an hour is already far past any use, and far below Node's timer range. */
 const CONNECTION_LIMIT_MAX_MS = 3_600_000;
 
-const UNITS: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 };
-
-/** `500ms`, `90s`, `30m`, `24h`, `7d`, or bare milliseconds. */
-export function parseDuration(flag: Flag, text: string, maxMs = Number.MAX_SAFE_INTEGER): number {
-  const match = /^(\d+)(ms|s|m|h|d)?$/.exec(text);
-  if (match === null) throw new UsageError(`--${flag} must be a duration such as 500ms, 90s, 30m or 24h`);
-  const ms = Number(match[1]) * UNITS[match[2] ?? 'ms']!;
-  if (ms < 1 || !Number.isSafeInteger(ms)) throw new UsageError(`--${flag} must be at least 1ms`);
-  if (ms > maxMs) throw new UsageError(`--${flag} must be at most ${maxMs}ms`);
-  return ms;
-}
-
 export function parseServeArgs(argv: readonly string[], env: NodeJS.ProcessEnv): ServeOptions {
-  let values: Partial<Record<Flag, string>>;
-  try {
-    ({ values } = parseArgs({ args: [...argv], options: FLAGS, strict: true, allowPositionals: false }));
-  } catch (error) {
-    throw new UsageError((error as Error).message);
-  }
-  const get = (flag: Flag): string | undefined =>
-    values[flag] ?? env[`ASSISTANT_RELAY_${flag.toUpperCase().replaceAll('-', '_')}`];
+  const get = readFlags(argv, FLAGS, env);
   const agent = get('agent') ?? 'echo';
   if (!(agent in BUILTIN_AGENTS)) throw new UsageError(`--agent must be one of ${Object.keys(BUILTIN_AGENTS).join(', ')}`);
   const form = get('form') ?? 'A';
@@ -143,8 +111,7 @@ export function parseServeArgs(argv: readonly string[], env: NodeJS.ProcessEnv):
   }
   const durability = get('durability') ?? 'normal';
   if (durability !== 'normal' && durability !== 'full') throw new UsageError('--durability must be normal or full');
-  const logLevel = get('log-level') ?? 'info';
-  if (!(LOG_LEVELS as readonly string[]).includes(logLevel)) throw new UsageError(`--log-level must be one of ${LOG_LEVELS.join(', ')}`);
+  const logLevel = logLevelOf(get('log-level'));
   const token = get('token');
   const tokenFile = get('token-file');
   if (token === undefined && tokenFile === undefined) throw new UsageError('--token or --token-file is required');
@@ -183,6 +150,6 @@ export function parseServeArgs(argv: readonly string[], env: NodeJS.ProcessEnv):
     connectionIdleTimeoutMs: optionalDuration('connection-idle-timeout', CONNECTION_LIMIT_MAX_MS),
     sessionIdleTtlMs: optionalDuration('session-idle-ttl'),
     synchronous: durability,
-    logLevel: logLevel as LogLevel,
+    logLevel,
   };
 }

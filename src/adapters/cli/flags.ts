@@ -1,0 +1,51 @@
+/**
+ * What every command's flags have in common: parsed by `node:util` parseArgs, each one also readable from
+ * `ASSISTANT_RELAY_<FLAG>` (dashes as underscores, upper case; the command line wins), refused with a
+ * `UsageError` (exit 2, with the usage) when it is wrong.
+ */
+import { parseArgs } from 'node:util';
+
+export class UsageError extends Error {
+  override readonly name = 'UsageError';
+}
+
+export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
+export type LogLevel = (typeof LOG_LEVELS)[number];
+
+export type FlagSpec<F extends string> = Record<F, { readonly type: 'string' }>;
+
+/** The flags of `argv` (no positionals), each falling back to its environment variable. */
+export function readFlags<F extends string>(argv: readonly string[], spec: FlagSpec<F>, env: NodeJS.ProcessEnv): (flag: F) => string | undefined {
+  let values: Partial<Record<F, string>>;
+  try {
+    ({ values } = parseArgs({ args: [...argv], options: spec, strict: true, allowPositionals: false }) as { values: Partial<Record<F, string>> });
+  } catch (error) {
+    throw new UsageError((error as Error).message);
+  }
+  return (flag) => values[flag] ?? env[`ASSISTANT_RELAY_${flag.toUpperCase().replaceAll('-', '_')}`];
+}
+
+export function integer(flag: string, text: string, min: number, max: number): number {
+  if (!/^\d+$/.test(text)) throw new UsageError(`--${flag} must be a whole number, not ${JSON.stringify(text)}`);
+  const n = Number(text);
+  if (n < min || n > max) throw new UsageError(`--${flag} must be between ${min} and ${max}`);
+  return n;
+}
+
+const UNITS: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 };
+
+/** `500ms`, `90s`, `30m`, `24h`, `7d`, or bare milliseconds. */
+export function parseDuration(flag: string, text: string, maxMs = Number.MAX_SAFE_INTEGER): number {
+  const match = /^(\d+)(ms|s|m|h|d)?$/.exec(text);
+  if (match === null) throw new UsageError(`--${flag} must be a duration such as 500ms, 90s, 30m or 24h`);
+  const ms = Number(match[1]) * UNITS[match[2] ?? 'ms']!;
+  if (ms < 1 || !Number.isSafeInteger(ms)) throw new UsageError(`--${flag} must be at least 1ms`);
+  if (ms > maxMs) throw new UsageError(`--${flag} must be at most ${maxMs}ms`);
+  return ms;
+}
+
+export function logLevelOf(text: string | undefined): LogLevel {
+  const level = text ?? 'info';
+  if (!(LOG_LEVELS as readonly string[]).includes(level)) throw new UsageError(`--log-level must be one of ${LOG_LEVELS.join(', ')}`);
+  return level as LogLevel;
+}
