@@ -4,13 +4,11 @@
  * that probes the plugin's capabilities, runs a live analysis and a session summary, and reads each
  * result, valid for its purpose.
  */
-import { randomUUID } from 'node:crypto';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { expect, it } from 'vitest';
-import { PURPOSES, type JobPurpose } from '../../src/protocol/index.js';
 import { runCli, start, useChildFolder } from '../support/child.js';
-import { request } from '../support/http.js';
+import { probeAnalyseSummarise } from '../support/backend.js';
 
 const folder = useChildFolder();
 
@@ -41,27 +39,7 @@ it('creates an integration, runs backend and plugin, and probes, analyses and su
   ).toMatchObject({ plugin: 'started', reasoner: 'builtin' });
 
   const base = `${listening}/api/v1/assistant/integrations/${integration.integration_id}`;
-  const transcript = [
-    { speaker: 'Ana', text: 'Our budget is 40,000 for the year.' },
-    { speaker: 'Ben', text: 'What is the timeline for rollout?' },
-    { speaker: 'Ana', text: 'We decided to start in March. I will send the contract.' },
-  ];
-  const payloads: Record<JobPurpose, Record<string, unknown>> = {
-    capability_probe: {},
-    live_analysis: { session_id: 'call-1', transcript },
-    session_summary: { session_id: 'call-1', transcript },
-  };
-  for (const purpose of ['capability_probe', 'live_analysis', 'session_summary'] as const) {
-    const job_id = randomUUID();
-    expect((await request(`${base}/jobs`, { token: integration.client_token, body: { job_id, purpose, payload: payloads[purpose] } })).status).toBe(201);
-    let view: Record<string, unknown> = {};
-    for (const since = Date.now(); view.state !== 'completed' && view.state !== 'failed'; await new Promise((resolve) => setTimeout(resolve, 50))) {
-      if (Date.now() - since > 15_000) throw new Error(`the ${purpose} job is still ${String(view.state)}`);
-      view = (await request(`${base}/jobs/${job_id}`, { token: integration.client_token })).body as Record<string, unknown>;
-    }
-    expect(view).toMatchObject({ state: 'completed', purpose });
-    expect(PURPOSES[purpose].result.safeParse(view.result).success).toBe(true);
-  }
+  await probeAnalyseSummarise(base, integration.client_token);
 });
 
 it('refuses an integration for a provider that is coming soon, with exit 2', async () => {

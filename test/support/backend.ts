@@ -1,5 +1,10 @@
-/** Reasoning-channel fixtures shared by the backend's tests: a heartbeat an admitted plugin would send. */
-import type { Heartbeat } from '../../src/protocol/index.js';
+/** Reasoning-channel fixtures shared by the backend's tests. */
+import { randomUUID } from 'node:crypto';
+import { expect } from 'vitest';
+import { PURPOSES, type Heartbeat, type JobPurpose } from '../../src/protocol/index.js';
+import { request } from './http.js';
+
+/** A heartbeat an admitted plugin would send. */
 
 export function heartbeatOf(over: Partial<Heartbeat> = {}): Heartbeat {
   return {
@@ -12,4 +17,35 @@ export function heartbeatOf(over: Partial<Heartbeat> = {}): Heartbeat {
     reasoner: { name: 'builtin' },
     ...over,
   };
+}
+
+const TRANSCRIPT = [
+  { speaker: 'Ana', text: 'Our budget is 40,000 for the year.' },
+  { speaker: 'Ben', text: 'What is the timeline for rollout?' },
+  { speaker: 'Ana', text: 'We decided to start in March. I will send the contract.' },
+];
+
+const PAYLOADS: Record<JobPurpose, Record<string, unknown>> = {
+  capability_probe: {},
+  live_analysis: { session_id: 'call-1', transcript: TRANSCRIPT },
+  session_summary: { session_id: 'call-1', transcript: TRANSCRIPT },
+};
+
+/**
+ * What a client does in issue 9's full run, against `base` (`…/integrations/{id}`): probe the plugin's
+ * capabilities, run a live analysis and a session summary, and read each result until it is there,
+ * checking that it is valid for its purpose.
+ */
+export async function probeAnalyseSummarise(base: string, clientToken: string): Promise<void> {
+  for (const purpose of ['capability_probe', 'live_analysis', 'session_summary'] as const) {
+    const job_id = randomUUID();
+    expect((await request(`${base}/jobs`, { token: clientToken, body: { job_id, purpose, payload: PAYLOADS[purpose] } })).status).toBe(201);
+    let view: Record<string, unknown> = {};
+    for (const since = Date.now(); view.state !== 'completed' && view.state !== 'failed'; await new Promise((resolve) => setTimeout(resolve, 20))) {
+      if (Date.now() - since > 15_000) throw new Error(`the ${purpose} job is still ${String(view.state)}`);
+      view = (await request(`${base}/jobs/${job_id}`, { token: clientToken })).body as Record<string, unknown>;
+    }
+    expect(view).toMatchObject({ state: 'completed', purpose });
+    expect(PURPOSES[purpose].result.safeParse(view.result).success).toBe(true);
+  }
 }
