@@ -7,6 +7,7 @@
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { expect, it } from 'vitest';
+import { CapabilityProfile } from '../../src/protocol/index.js';
 import { runCli, start, useChildFolder } from '../support/child.js';
 import { probeAnalyseSummarise } from '../support/backend.js';
 
@@ -40,6 +41,19 @@ it('creates an integration, runs backend and plugin, and probes, analyses and su
 
   const base = `${listening}/api/v1/assistant/integrations/${integration.integration_id}`;
   await probeAnalyseSummarise(base, integration.client_token);
+
+  // The same backend from the terminal: `job create --wait` prints the result, `job show` the job.
+  const clientTokenFile = join(dir, 'client-token');
+  writeFileSync(clientTokenFile, `${integration.client_token}\n`, { mode: 0o600 });
+  const client = ['--backend', listening, '--integration', integration.integration_id, '--client-token-file', clientTokenFile];
+  const probed = await runCli(['job', 'create', ...client, '--purpose', 'capability_probe', '--wait']);
+  expect([probed.code, probed.stderr]).toEqual([0, expect.stringMatching(/: completed/)]);
+  expect(CapabilityProfile.safeParse(JSON.parse(probed.stdout)).success).toBe(true);
+  const jobId = /job (\S+): completed/.exec(probed.stderr)![1]!;
+  const shown = await runCli(['job', 'show', ...client, '--job', jobId]);
+  expect([shown.code, JSON.parse(shown.stdout)]).toEqual([0, expect.objectContaining({ job_id: jobId, state: 'completed' })]);
+  const refused = await runCli(['job', 'cancel', ...client, '--job', jobId]);
+  expect([refused.code, refused.stderr]).toEqual([1, expect.stringMatching(/^assistant-relay job: the backend answered 409 job_settled/)]);
 });
 
 it('refuses an integration for a provider that is coming soon, with exit 2', async () => {

@@ -12,17 +12,26 @@ export class UsageError extends Error {
 export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
 export type LogLevel = (typeof LOG_LEVELS)[number];
 
-export type FlagSpec<F extends string> = Record<F, { readonly type: 'string' }>;
+export type FlagSpec = Record<string, { readonly type: 'string' | 'boolean' }>;
 
-/** The flags of `argv` (no positionals), each falling back to its environment variable. */
-export function readFlags<F extends string>(argv: readonly string[], spec: FlagSpec<F>, env: NodeJS.ProcessEnv): (flag: F) => string | undefined {
-  let values: Partial<Record<F, string>>;
+type FlagValue<T> = T extends { readonly type: 'boolean' } ? boolean : string;
+
+/**
+ * The flags of `argv` (no positionals), each falling back to its environment variable; a boolean flag is set
+ * from the environment by `1` or `true`.
+ */
+export function readFlags<S extends FlagSpec>(argv: readonly string[], spec: S, env: NodeJS.ProcessEnv): <F extends keyof S & string>(flag: F) => FlagValue<S[F]> | undefined {
+  let values: Record<string, string | boolean | undefined>;
   try {
-    ({ values } = parseArgs({ args: [...argv], options: spec, strict: true, allowPositionals: false }) as { values: Partial<Record<F, string>> });
+    ({ values } = parseArgs({ args: [...argv], options: spec, strict: true, allowPositionals: false }));
   } catch (error) {
     throw new UsageError((error as Error).message);
   }
-  return (flag) => values[flag] ?? env[`ASSISTANT_RELAY_${flag.toUpperCase().replaceAll('-', '_')}`];
+  return <F extends keyof S & string>(flag: F) => {
+    const fromEnv = env[`ASSISTANT_RELAY_${flag.toUpperCase().replaceAll('-', '_')}`];
+    if (spec[flag]!.type === 'boolean') return (values[flag] ?? (fromEnv === undefined ? undefined : fromEnv === '1' || fromEnv === 'true')) as FlagValue<S[F]> | undefined;
+    return (values[flag] ?? fromEnv) as FlagValue<S[F]> | undefined;
+  };
 }
 
 export function integer(flag: string, text: string, min: number, max: number): number {

@@ -1,13 +1,15 @@
 #!/usr/bin/env node
 /**
  * The `assistant-relay` command: `serve` runs the host standalone, `backend` the backend relay, `plugin`
- * the assistant plugin. A server prints exactly one line on stdout when ready, `{"listening":"http://H:PORT"}`;
- * everything else is structured JSON logging on stderr, tokens redacted.
+ * the assistant plugin, `job` creates and follows reasoning jobs as a client. A server prints exactly one
+ * line on stdout when ready, `{"listening":"http://H:PORT"}`; everything else is structured JSON logging on
+ * stderr, tokens redacted.
  */
 import { createAssistantHost } from '../host.js';
 import { USAGE, parseServeArgs, type ServeOptions } from './args.js';
 import { BACKEND_USAGE, backendCommand } from './backend.js';
 import { UsageError } from './flags.js';
+import { JOB_USAGE, jobCommand } from './job.js';
 import { PLUGIN_USAGE, pluginCommand } from './plugin.js';
 import { exitOnFatal, jsonLogger, readTokenFile, runUntilSignalled } from './service.js';
 
@@ -49,6 +51,7 @@ const COMMANDS: Record<string, { readonly run: (argv: readonly string[]) => Prom
   serve: { run: serve, usage: USAGE },
   backend: { run: (argv) => backendCommand(argv, process.env), usage: BACKEND_USAGE },
   plugin: { run: (argv) => pluginCommand(argv, process.env), usage: PLUGIN_USAGE },
+  job: { run: (argv) => jobCommand(argv, process.env), usage: JOB_USAGE },
 };
 
 const ALL_USAGE = Object.values(COMMANDS).map(({ usage }) => usage).join('\n\n');

@@ -1,0 +1,24 @@
+/** The flags every command shares: a string or boolean flag, the command line winning over its environment variable. */
+import { describe, expect, it } from 'vitest';
+import { UsageError, readFlags } from '../../src/adapters/cli/flags.js';
+
+const SPEC = { backend: { type: 'string' }, wait: { type: 'boolean' } } as const;
+
+describe('readFlags', () => {
+  it('reads a string and a boolean flag from the command line', () => {
+    const flags = readFlags(['--backend', 'http://127.0.0.1:1', '--wait'], SPEC, {});
+    expect([flags('backend'), flags('wait')]).toEqual(['http://127.0.0.1:1', true]);
+  });
+
+  it('falls back to ASSISTANT_RELAY_<FLAG>, a boolean set by 1 or true and unset by anything else', () => {
+    expect(readFlags([], SPEC, { ASSISTANT_RELAY_BACKEND: 'http://127.0.0.1:2', ASSISTANT_RELAY_WAIT: '1' })('wait')).toBe(true);
+    expect(readFlags([], SPEC, { ASSISTANT_RELAY_WAIT: 'true' })('wait')).toBe(true);
+    expect(readFlags([], SPEC, { ASSISTANT_RELAY_WAIT: '0' })('wait')).toBe(false);
+    expect(readFlags([], SPEC, {})('wait')).toBeUndefined();
+    expect(readFlags(['--backend', 'http://127.0.0.1:3'], SPEC, { ASSISTANT_RELAY_BACKEND: 'http://127.0.0.1:2' })('backend')).toBe('http://127.0.0.1:3');
+  });
+
+  it('refuses an unknown flag, a positional and a boolean given a value, as usage errors', () => {
+    for (const argv of [['--nope'], ['positional'], ['--wait=yes']]) expect(() => readFlags(argv, SPEC, {})).toThrow(UsageError);
+  });
+});
