@@ -8,22 +8,10 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { expect, it } from 'vitest';
 import { CapabilityProfile } from '../../src/protocol/index.js';
-import { runCli, start, useChildFolder } from '../support/child.js';
+import { runCli, started, useChildFolder } from '../support/child.js';
 import { probeAnalyseSummarise } from '../support/backend.js';
 
 const folder = useChildFolder();
-
-/** Starts `assistant-relay ARGS` and resolves with its first stdout line, parsed. */
-async function started(args: readonly string[]): Promise<Record<string, unknown>> {
-  const { output, exited } = start(args, {});
-  const deadline = Date.now() + 15_000;
-  while (!output.stdout.includes('\n')) {
-    if (Date.now() > deadline) throw new Error(`${args[0]} printed nothing; stderr ${output.stderr.slice(0, 2_000)}`);
-    const exit = await Promise.race([exited, new Promise((resolve) => setTimeout(resolve, 20, undefined))]);
-    if (exit !== undefined) throw new Error(`${args[0]} exited: ${output.stderr.slice(0, 2_000)}`);
-  }
-  return JSON.parse(output.stdout.slice(0, output.stdout.indexOf('\n'))) as Record<string, unknown>;
-}
 
 it('creates an integration, runs backend and plugin, and probes, analyses and summarises through them', { timeout: 60_000 }, async () => {
   const dir = folder();
@@ -34,9 +22,9 @@ it('creates an integration, runs backend and plugin, and probes, analyses and su
   const tokenFile = join(dir, 'relay-token');
   writeFileSync(tokenFile, `${integration.relay_token}\n`, { mode: 0o600 });
 
-  const { listening } = (await started(['backend', '--port', '0', '--db', db, '--log-level', 'warn'])) as { listening: string };
+  const { listening } = (await started(['backend', '--port', '0', '--db', db, '--log-level', 'warn'])).line as { listening: string };
   expect(
-    await started(['plugin', '--backend', listening, '--integration', integration.integration_id, '--relay-token-file', tokenFile, '--db', join(dir, 'plugin.db'), '--log-level', 'warn']),
+    (await started(['plugin', '--backend', listening, '--integration', integration.integration_id, '--relay-token-file', tokenFile, '--db', join(dir, 'plugin.db'), '--log-level', 'warn'])).line,
   ).toMatchObject({ plugin: 'started', reasoner: 'builtin' });
 
   const base = `${listening}/api/v1/assistant/integrations/${integration.integration_id}`;

@@ -49,6 +49,19 @@ export function start(args: readonly string[], env: Record<string, string>, scri
   return { child, output, exited };
 }
 
+/** Starts `assistant-relay ARGS` (a `backend` or a `plugin`) and resolves once it has printed its first stdout line, with that line parsed. */
+export async function started(args: readonly string[], env: Record<string, string> = {}) {
+  const running = start(args, env);
+  const { output, exited } = running;
+  const deadline = Date.now() + 15_000;
+  while (!output.stdout.includes('\n')) {
+    if (Date.now() > deadline) throw new Error(`${args[0]} printed nothing; stderr ${output.stderr.slice(0, 2_000)}`);
+    const exit = await Promise.race([exited, new Promise((resolve) => setTimeout(resolve, 20, undefined))]);
+    if (exit !== undefined) throw new Error(`${args[0]} exited: ${output.stderr.slice(0, 2_000)}`);
+  }
+  return { ...running, line: JSON.parse(output.stdout.slice(0, output.stdout.indexOf('\n'))) as Record<string, unknown> };
+}
+
 /** Runs the CLI to its end, e.g. to see how it refuses bad flags. */
 export async function runCli(args: readonly string[], env: Record<string, string> = {}): Promise<CliResult> {
   const { output, exited } = start(args, env);

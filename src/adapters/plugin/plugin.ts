@@ -77,6 +77,11 @@ export class Plugin {
   private readonly maxConcurrentJobs: number;
   private refused: CodedError | undefined;
   private stopping = false;
+  /**
+   * Keeps the process alive from start to stop, as a listening server does: the clock's timers never do,
+   * so without it a plugin waiting out a backoff with no socket open (the backend down) would just exit.
+   */
+  private alive: NodeJS.Timeout | undefined;
 
   constructor(private readonly options: PluginOptions) {
     const clock = options.clock ?? systemClock;
@@ -137,8 +142,14 @@ export class Plugin {
 
   /** Takes up what the log left open, sends the first heartbeat, then subscribes (unless that heartbeat was refused). */
   async start(): Promise<void> {
-    this.jobs.recover();
-    await this.heartbeats.start();
+    this.alive = setInterval(() => {}, 2 ** 31 - 1);
+    try {
+      this.jobs.recover();
+      await this.heartbeats.start();
+    } catch (error) {
+      clearInterval(this.alive);
+      throw error;
+    }
     if (this.refused === undefined && !this.stopping) this.subscription.resume();
   }
 
@@ -149,10 +160,14 @@ export class Plugin {
   async stop(): Promise<void> {
     if (this.stopping) return;
     this.stopping = true;
-    await Promise.all([this.subscription.stop(), this.heartbeats.stop()]);
-    await this.jobs.stop(this.options.stopGraceMs ?? 10_000);
-    await this.log.close();
-    await this.backend.close();
+    try {
+      await Promise.all([this.subscription.stop(), this.heartbeats.stop()]);
+      await this.jobs.stop(this.options.stopGraceMs ?? 10_000);
+      await this.log.close();
+      await this.backend.close();
+    } finally {
+      clearInterval(this.alive);
+    }
   }
 
   status(): PluginStatus {
