@@ -38,6 +38,9 @@ it('creates an integration, runs backend and plugin, and probes, analyses and su
   expect([probed.code, probed.stderr]).toEqual([0, expect.stringMatching(/: completed/)]);
   expect(CapabilityProfile.safeParse(JSON.parse(probed.stdout)).success).toBe(true);
   const jobId = /job (\S+): completed/.exec(probed.stderr)![1]!;
+  // The same --job again is the same job, not a second run: its result is printed again.
+  const again = await runCli(['job', 'create', ...client, '--purpose', 'capability_probe', '--job', jobId, '--wait']);
+  expect([again.code, again.stdout]).toEqual([0, probed.stdout]);
   const shown = await runCli(['job', 'show', ...client, '--job', jobId]);
   expect([shown.code, JSON.parse(shown.stdout)]).toEqual([0, expect.objectContaining({ job_id: jobId, state: 'completed' })]);
   const refused = await runCli(['job', 'cancel', ...client, '--job', jobId]);

@@ -1,8 +1,9 @@
 /**
  * `assistant-relay job create|show|cancel`: the client's side of the reasoning channel from a terminal.
- * `create --wait` creates a job (a fresh `job_id`, so a retry of the command is a new job), follows it
- * with a progress line on stderr until it ends, and prints its result (or its view) as JSON on stdout;
- * it exits 0 when the job completed, 1 when it failed, expired or was cancelled.
+ * `create --wait` creates a job (a fresh `job_id` unless `--job` names one: the same id again is the same
+ * job, so a retried command never runs it twice), follows it with a progress line on stderr until it
+ * ends, and prints its result (or its view) as JSON on stdout; it exits 0 when the job completed, 1 when
+ * it failed, expired or was cancelled.
  */
 import { randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
@@ -14,6 +15,7 @@ export const JOB_USAGE = `usage: assistant-relay job create|show|cancel --backen
   create --purpose P       live_analysis, session_summary or capability_probe
          --payload FILE    the payload as a JSON file (default {})
          --deadline D      e.g. 30s, 5m (default 30s)
+         --job ID          its job_id, a UUID (default a fresh one): the same again is the same job
          --wait            follow the job until it ends, and print its result
   show --job ID            print the job as it stands
   cancel --job ID          cancel an open job
@@ -105,7 +107,7 @@ async function runJobCommand(argv: readonly string[], env: NodeJS.ProcessEnv): P
     const file = flags('payload');
     const payload = file === undefined ? {} : payloadFrom(file);
     const deadline_ms = parseDuration('deadline', flags('deadline') ?? '30s');
-    view = viewOf(await call(client, '/jobs', { method: 'POST', body: { job_id: randomUUID(), purpose, payload, deadline_ms } }));
+    view = viewOf(await call(client, '/jobs', { method: 'POST', body: { job_id: flags('job') ?? randomUUID(), purpose, payload, deadline_ms } }));
     if (flags('wait') === true) view = await follow(client, view);
   } else if (verb === 'show') {
     view = viewOf(await call(client, `/jobs/${encodeURIComponent(required('job'))}`, { method: 'GET' }));
