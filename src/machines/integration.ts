@@ -105,6 +105,10 @@ export function isRevoked(snapshot: IntegrationSnapshot): boolean {
   return snapshot.value === 'revoked';
 }
 
+export function integrationState(snapshot: IntegrationSnapshot): 'unseen' | 'online' | 'offline' | 'revoked' {
+  return typeof snapshot.value === 'string' ? 'revoked' : (snapshot.value.active as 'unseen');
+}
+
 export function isOnline(snapshot: IntegrationSnapshot): boolean {
   return typeof snapshot.value === 'object' && snapshot.value.active === 'online';
 }

@@ -9,6 +9,7 @@ import {
   CapabilityProfile,
   Heartbeat,
   HeartbeatAnswer,
+  IntegrationView,
   JobCreateBody,
   JobResultBody,
   JobView,
@@ -28,6 +29,7 @@ const BODIES: ReadonlyArray<readonly [string, z.ZodType]> = [
   ['job-create', JobCreateBody],
   ['job-result', JobResultBody],
   ['job-view', JobView],
+  ['integration-view', IntegrationView],
   ['provider-registry', ProviderRegistry],
 ];
 

@@ -231,3 +231,32 @@ export const JobView = z.object({
   error: CodedError.optional(),
 });
 export type JobView = z.infer<typeof JobView>;
+
+/**
+ * An integration as its client reads it (`GET …/integrations/{id}`): whether its plugin is there, what
+ * that plugin said of itself at its latest heartbeat, and the capability profile of its latest completed
+ * plain `capability_probe` job (2.4).
+ */
+export const IntegrationView = z.object({
+  integration_id: z.string(),
+  provider_kind: z.string(),
+  /** unseen: no heartbeat yet; offline: three heartbeats missed; revoked: its tokens no longer work. */
+  state: z.enum(['unseen', 'online', 'offline', 'revoked']),
+  created_at: z.iso.datetime(),
+  plugin: z
+    .object({
+      name: z.string(),
+      version: z.string(),
+      status: Heartbeat.shape.status,
+      reasoner: Heartbeat.shape.reasoner,
+      schema_versions: VersionRange,
+      envelope_versions: VersionRange,
+      last_heartbeat_at: z.iso.datetime(),
+      refused: CodedError.optional(),
+    })
+    .optional(),
+  capability_profile: CapabilityProfile.optional(),
+  /** The probe job the profile came from, and when it completed. */
+  capability_probe: z.object({ job_id: JobId, completed_at: z.iso.datetime() }).optional(),
+});
+export type IntegrationView = z.infer<typeof IntegrationView>;

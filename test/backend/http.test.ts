@@ -12,7 +12,7 @@ import type { NewIntegration } from '../../src/engine/backend/integrations.js';
 import { buildBackendServer } from '../../src/adapters/backend/server.js';
 import { HTTP_LIMITS } from '../../src/adapters/http/limits.js';
 import { backendStreamOf, type BackendEvent } from '../../src/machines/backend-events.js';
-import { ReasoningJob } from '../../src/protocol/index.js';
+import { IntegrationView, ReasoningJob } from '../../src/protocol/index.js';
 import { EventLog } from '../../src/storage/event-log.js';
 import { heartbeatOf } from '../support/backend.js';
 import { tempDir } from '../support/host.js';
@@ -103,6 +103,43 @@ describe('backend over HTTP: a job end to end', () => {
     const body = job();
     await request(`${base(r)}/jobs`, { token: r.integration.client_token, body });
     expect(await request(`${base(r)}/jobs/${body.job_id}/cancel`, { token: r.integration.client_token, method: 'POST' })).toMatchObject({ status: 200, body: { state: 'cancelled' } });
+  });
+});
+
+describe('backend over HTTP: what a client reads of its integration', () => {
+  const profile = {
+    profile_version: 1,
+    provider_kind: 'assistant-relay',
+    skills: [{ name: 'summarise', description: 'sums up a session' }],
+    models: [],
+    tools: [],
+    limits: { max_concurrent_jobs: 4, max_payload_bytes: 1_000_000 },
+    schema_versions: { min: 1, max: 1 },
+    envelope_versions: { min: 1, max: 1 },
+  };
+
+  it('is unseen before any heartbeat, online with what its plugin said after one, and shows the latest probe\'s profile', async () => {
+    const r = await startBackend();
+    const { relay_token, client_token, integration_id } = r.integration;
+    const before = await request(base(r), { token: client_token });
+    expect(before).toMatchObject({ status: 200, body: { integration_id, provider_kind: 'assistant-relay', state: 'unseen' } });
+    expect(before.body).not.toHaveProperty('plugin');
+    expect(before.body).not.toHaveProperty('capability_profile');
+
+    expect((await request(`${base(r)}/heartbeat`, { token: relay_token, body: heartbeat })).status).toBe(200);
+    expect(await request(base(r), { token: client_token })).toMatchObject({
+      status: 200,
+      body: { state: 'online', plugin: { name: heartbeat.plugin.name, status: 'ready', reasoner: heartbeat.reasoner, last_heartbeat_at: expect.any(String) } },
+    });
+
+    const probe = { job_id: randomUUID(), purpose: 'capability_probe', payload: {} };
+    expect((await request(`${base(r)}/jobs`, { token: client_token, body: probe })).status).toBe(201);
+    expect((await request(`${base(r)}/jobs/${probe.job_id}/result`, { token: relay_token, body: { result: profile } })).status).toBe(200);
+    const after = await request(base(r), { token: client_token });
+    expect(after).toMatchObject({ status: 200, body: { capability_profile: profile, capability_probe: { job_id: probe.job_id, completed_at: expect.any(String) } } });
+    expect(IntegrationView.safeParse(after.body).success).toBe(true);
+    // The plugin's token is not the client's.
+    expect((await request(base(r), { token: relay_token })).status).toBe(401);
   });
 });
 

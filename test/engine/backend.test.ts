@@ -137,6 +137,45 @@ describe('backend: a job from creation to result', () => {
   });
 });
 
+describe('backend: the capability profile', () => {
+  const profile = {
+    profile_version: 1,
+    provider_kind: 'assistant-relay',
+    skills: [],
+    models: [],
+    tools: [],
+    limits: { max_concurrent_jobs: 1, max_payload_bytes: 1_000 },
+    schema_versions: { min: 1, max: 1 },
+    envelope_versions: { min: 1, max: 1 },
+  };
+  const probe = (over: Partial<JobCreateBody> = {}) => JobCreateBody.parse({ job_id: randomUUID(), purpose: 'capability_probe', payload: {}, ...over });
+
+  it("is the latest completed plain probe's, kept across a restart; a BYO probe or a result that is no profile leaves it be", async () => {
+    const dir = tempDir();
+    const first = await start(dir);
+    const { integration_id } = await integrationOf(first.backend);
+    const profileOf = async (backend: Backend) => (await backend.committedIntegration(integration_id))?.profile;
+    expect(await profileOf(first.backend)).toBeUndefined();
+
+    const plain = probe();
+    await first.backend.createJob(integration_id, plain);
+    await first.backend.result(integration_id, plain.job_id, { result: profile });
+    expect(await profileOf(first.backend)).toMatchObject({ job_id: plain.job_id, profile });
+
+    const byo = probe({ byo: true, payload: { ciphertext: 'c', nonce: 'n' } });
+    await first.backend.createJob(integration_id, byo);
+    expect((await first.backend.result(integration_id, byo.job_id, { result: { ciphertext: 'c2', nonce: 'n2' } })).outcome).toBe('completed');
+    const own = probe({ response_schema: { type: 'object' } });
+    await first.backend.createJob(integration_id, own);
+    expect((await first.backend.result(integration_id, own.job_id, { result: { anything: true } })).outcome).toBe('completed');
+    expect(await profileOf(first.backend)).toMatchObject({ job_id: plain.job_id });
+
+    await first.stop();
+    const second = await start(dir);
+    expect(await profileOf(second.backend)).toMatchObject({ job_id: plain.job_id, profile });
+  });
+});
+
 describe('backend: time', () => {
   it('expires a job at its deadline, not a millisecond before', async () => {
     const { backend, clock } = await start();

@@ -43,6 +43,12 @@ it('creates an integration, runs backend and plugin, and probes, analyses and su
   expect([again.code, again.stdout]).toEqual([0, probed.stdout]);
   const shown = await runCli(['job', 'show', ...client, '--job', jobId]);
   expect([shown.code, JSON.parse(shown.stdout)]).toEqual([0, expect.objectContaining({ job_id: jobId, state: 'completed' })]);
+  // The probe's profile is now the integration's, and its plugin is online.
+  const listed = await runCli(['integrations', ...client]);
+  expect([listed.code, JSON.parse(listed.stdout)]).toEqual([
+    0,
+    [expect.objectContaining({ integration_id: integration.integration_id, state: 'online', capability_profile: JSON.parse(probed.stdout) })],
+  ]);
   const refused = await runCli(['job', 'cancel', ...client, '--job', jobId]);
   expect([refused.code, refused.stderr]).toEqual([1, expect.stringMatching(/^assistant-relay job: the backend answered 409 job_settled/)]);
 });

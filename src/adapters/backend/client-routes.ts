@@ -1,6 +1,7 @@
 /**
- * The client's side of the backend, which the seed does not show (PROTOCOL.md 6.7): create a job
- * (idempotent by `job_id`), read it, cancel it. Every route is the integration's, with its client token.
+ * The client's side of the backend, which the seed does not show (PROTOCOL.md 6.7): read the integration
+ * (its plugin's presence and capability profile), create a job (idempotent by `job_id`), read it, cancel
+ * it. Every route is the integration's, with its client token.
  */
 import type { FastifyPluginAsync } from 'fastify';
 import { IntegrationPath, JobCreateBody, JobPath } from '../../protocol/index.js';
@@ -8,13 +9,19 @@ import type { Backend } from '../../engine/backend/backend.js';
 import { sendError } from '../http/errors.js';
 import type { ZodTypeProvider } from '../http/validation.js';
 import { integrationAuthPlugin } from './auth.js';
-import { jobView } from './view.js';
+import { integrationView, jobView } from './view.js';
 
 const BASE = '/api/v1/assistant/integrations/:id';
 
 export const clientRoutes: FastifyPluginAsync<{ readonly backend: Backend }> = async (scope, { backend }) => {
   await scope.register(integrationAuthPlugin, { backend, role: 'client' });
   const app = scope.withTypeProvider<ZodTypeProvider>();
+
+  app.get(BASE, { schema: { params: IntegrationPath } }, async (request, reply) => {
+    const read = await backend.committedIntegration(request.params.id);
+    // The auth plugin admitted the token, so the integration exists; it may have been revoked since.
+    return read === undefined ? sendError(reply, 'unauthorized') : integrationView(read.integration, read.profile);
+  });
 
   app.post(`${BASE}/jobs`, { schema: { params: IntegrationPath, body: JobCreateBody } }, async (request, reply) => {
     const answer = await backend.createJob(request.params.id, request.body);

@@ -1,14 +1,15 @@
 #!/usr/bin/env node
 /**
  * The `assistant-relay` command: `serve` runs the host standalone, `backend` the backend relay, `plugin`
- * the assistant plugin, `job` creates and follows reasoning jobs as a client. A server prints exactly one
- * line on stdout when ready, `{"listening":"http://H:PORT"}`; everything else is structured JSON logging on
- * stderr, tokens redacted.
+ * the assistant plugin; `job` creates and follows reasoning jobs as a client, and `integrations` shows
+ * what a client can read of its integration. A server prints exactly one line on stdout when ready,
+ * `{"listening":"http://H:PORT"}`; everything else is structured JSON logging on stderr, tokens redacted.
  */
 import { createAssistantHost } from '../host.js';
 import { USAGE, parseServeArgs, type ServeOptions } from './args.js';
 import { BACKEND_USAGE, backendCommand } from './backend.js';
 import { UsageError } from './flags.js';
+import { INTEGRATIONS_USAGE, integrationsCommand } from './integrations.js';
 import { JOB_USAGE, jobCommand } from './job.js';
 import { PLUGIN_USAGE, pluginCommand } from './plugin.js';
 import { exitOnFatal, jsonLogger, readTokenFile, runUntilSignalled } from './service.js';
@@ -52,6 +53,7 @@ const COMMANDS: Record<string, { readonly run: (argv: readonly string[]) => Prom
   backend: { run: (argv) => backendCommand(argv, process.env), usage: BACKEND_USAGE },
   plugin: { run: (argv) => pluginCommand(argv, process.env), usage: PLUGIN_USAGE },
   job: { run: (argv) => jobCommand(argv, process.env), usage: JOB_USAGE },
+  integrations: { run: (argv) => integrationsCommand(argv, process.env), usage: INTEGRATIONS_USAGE },
 };
 
 const ALL_USAGE = Object.values(COMMANDS).map(({ usage }) => usage).join('\n\n');

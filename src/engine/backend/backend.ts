@@ -9,7 +9,7 @@ import { z } from 'zod';
 import { ByoEnvelope, PURPOSES, jsonSchemaOf, type CodedError, type JobCreateBody, type JobResultBody } from '../../protocol/index.js';
 import { checkResponseSchema, resultProblems } from '../../protocol/response-schema.js';
 import type { BackendEvent } from '../../machines/backend-events.js';
-import { isRevoked } from '../../machines/integration.js';
+import { isRevoked, type IntegrationSnapshot } from '../../machines/integration.js';
 import type { JobCommand, JobOutcome } from '../../machines/job-decider.js';
 import { isSettled, jobState, type JobSnapshot } from '../../machines/job.js';
 import type { EventLog } from '../../storage/event-log.js';
@@ -22,7 +22,7 @@ import { HostClosingError, inBackground } from '../failures.js';
 import type { SubscriberTransport, SubscriptionActor } from '../subscription-actor.js';
 import { frameOf } from './frames.js';
 import { Integrations } from './integrations.js';
-import { BackendProjection } from './projection.js';
+import { BackendProjection, type ProbedProfile } from './projection.js';
 import { JobStreams } from './streams.js';
 
 export interface BackendConfig {
@@ -151,6 +151,13 @@ export class Backend {
   async committedJob(jobId: string): Promise<JobSnapshot | undefined> {
     await this.appender.settled();
     return this.projection.job(jobId);
+  }
+
+  /** The integration and its current capability profile as the log holds them (what its client reads). */
+  async committedIntegration(integrationId: string): Promise<{ integration: IntegrationSnapshot; profile: ProbedProfile | undefined } | undefined> {
+    await this.appender.settled();
+    const integration = this.projection.integration(integrationId);
+    return integration === undefined ? undefined : { integration, profile: this.projection.profile(integrationId) };
   }
 
   /** Why the integration's plugin is refused, if its latest heartbeat was: it takes no jobs then. */

@@ -9,6 +9,14 @@ import { evolveIntegration, initialIntegration, type IntegrationSnapshot } from 
 import { jobDecider, type JobCommand, type JobOutcome } from '../../machines/job-decider.js';
 import type { JobEvent } from '../../machines/job-events.js';
 import { isSettled, type JobSnapshot } from '../../machines/job.js';
+import { CapabilityProfile } from '../../protocol/index.js';
+
+/** An integration's current capability profile (2.4): the result of its latest completed plain probe. */
+export interface ProbedProfile {
+  readonly job_id: string;
+  readonly completed_at: number;
+  readonly profile: CapabilityProfile;
+}
 
 export class BackendProjection {
   private readonly integrations = new Map<string, IntegrationSnapshot>();
@@ -17,6 +25,7 @@ export class BackendProjection {
   private readonly open = new Map<string, Set<string>>();
   /** Frames sent on each integration's stream so far: the next one's id is one more. */
   private readonly sent = new Map<string, number>();
+  private readonly profiles = new Map<string, ProbedProfile>();
 
   apply(event: BackendEvent): void {
     switch (event.type) {
@@ -50,6 +59,15 @@ export class BackendProjection {
       this.open.get(integration_id)?.delete(event.job_id);
     }
     if (event.type === 'job.delivered') this.sent.set(integration_id, event.seq);
+    if (event.type === 'job.completed' && job.context.purpose === 'capability_probe' && !job.context.byo) {
+      // A BYO result is opaque to the backend; a plain one followed the job's response_schema, which a client may have chosen.
+      const profile = CapabilityProfile.safeParse(event.result);
+      if (profile.success) this.profiles.set(integration_id, { job_id: event.job_id, completed_at: event.at, profile: profile.data });
+    }
+  }
+
+  profile(integrationId: string): ProbedProfile | undefined {
+    return this.profiles.get(integrationId);
   }
 
   integration(integrationId: string): IntegrationSnapshot | undefined {
