@@ -40,6 +40,9 @@ export const HTTP_ERRORS = {
   job_settled: { status: 409, message: 'the job has ended already' },
   result_conflict: { status: 409, message: 'the job was completed with another result' },
   result_invalid: { status: 422, message: 'the result does not follow the job\'s response_schema' },
+  integration_not_found: { status: 404, message: 'no such integration' },
+  integration_revoked: { status: 409, message: 'the integration is revoked: its tokens cannot be rotated' },
+  provider_refused: { status: 422, message: 'the provider cannot be used for an integration' },
 } as const satisfies Record<string, { status: number; message: string }>;
 
 export type HttpErrorCode = keyof typeof HTTP_ERRORS;

@@ -203,6 +203,13 @@ const fails = (code: HttpErrorCode) => ({ error: code });
 /** `…/integrations/{id}/…`. */
 export const IntegrationPath = z.object({ id: z.string().refine(isUuid, fails('invalid_integration_id')) });
 
+/** `…/admin/integrations/{id}/tokens/{role}/rotate`. */
+export const TokenRolePath = IntegrationPath.extend({ role: z.enum(['relay', 'client']) });
+
+/** The operator's `POST …/admin/integrations`. */
+export const IntegrationCreateBody = z.object({ provider_kind: z.string().min(1).max(100).default('assistant-relay') }).strict();
+export type IntegrationCreateBody = z.infer<typeof IntegrationCreateBody>;
+
 /** `…/integrations/{id}/jobs/{job_id}/…`. */
 export const JobPath = IntegrationPath.extend({ job_id: z.string().refine(isUuid, fails('invalid_job_id')) });
 

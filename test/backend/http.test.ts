@@ -12,7 +12,7 @@ import type { NewIntegration } from '../../src/engine/backend/integrations.js';
 import { buildBackendServer } from '../../src/adapters/backend/server.js';
 import { HTTP_LIMITS } from '../../src/adapters/http/limits.js';
 import { backendStreamOf, type BackendEvent } from '../../src/machines/backend-events.js';
-import { IntegrationView, ReasoningJob } from '../../src/protocol/index.js';
+import { IntegrationView, ReasoningJob, tokenDigest } from '../../src/protocol/index.js';
 import { EventLog } from '../../src/storage/event-log.js';
 import { heartbeatOf } from '../support/backend.js';
 import { tempDir } from '../support/host.js';
@@ -32,12 +32,12 @@ afterEach(async () => {
   for (const stop of stops.splice(0).reverse()) await stop();
 });
 
-async function startBackend(): Promise<Running> {
+async function startBackend(operatorTokenDigest?: string): Promise<Running> {
   const dir = tempDir();
   const db = join(dir, 'backend.db');
   const log = EventLog.open<BackendEvent>({ path: db, streamOf: backendStreamOf });
   const backend = await Backend.start(log);
-  const app: FastifyInstance = await buildBackendServer(backend, { limits: HTTP_LIMITS });
+  const app: FastifyInstance = await buildBackendServer(backend, { limits: HTTP_LIMITS, ...(operatorTokenDigest === undefined ? {} : { operatorTokenDigest }) });
   const url = await app.listen({ host: '127.0.0.1', port: 0 });
   const created = await backend.integrations.create('assistant-relay');
   if ('refused' in created) throw new Error(created.refused.message);
@@ -140,6 +140,68 @@ describe('backend over HTTP: what a client reads of its integration', () => {
     expect(IntegrationView.safeParse(after.body).success).toBe(true);
     // The plugin's token is not the client's.
     expect((await request(base(r), { token: relay_token })).status).toBe(401);
+  });
+});
+
+describe('backend over HTTP: the operator\'s admin routes', () => {
+  const OPERATOR = 'operator-token-for-tests';
+  const admin = (r: Running) => `${r.url}/api/v1/admin/integrations`;
+
+  it('are not there at all when the backend has no operator token', async () => {
+    const r = await startBackend();
+    expect(await request(admin(r), { token: OPERATOR })).toMatchObject({ status: 404, body: { error: { code: 'not_found' } } });
+  });
+
+  it('create, list, rotate and revoke integrations; the old token stops working at once', async () => {
+    const r = await startBackend(tokenDigest(OPERATOR));
+    const created = await request(admin(r), { token: OPERATOR, body: {} });
+    expect(created).toMatchObject({ status: 201, body: { integration_id: expect.any(String), provider_kind: 'assistant-relay' } });
+    const fresh = created.body as NewIntegration;
+    const own = (token: string) => request(`${r.url}/api/v1/assistant/integrations/${fresh.integration_id}`, { token });
+    expect((await own(fresh.client_token)).status).toBe(200);
+
+    const listed = await request(admin(r), { token: OPERATOR });
+    expect(listed.status).toBe(200);
+    expect((listed.body as { integrations: Array<{ integration_id: string }> }).integrations.map((i) => i.integration_id).sort()).toEqual(
+      [r.integration.integration_id, fresh.integration_id].sort(),
+    );
+
+    const rotated = await request(`${admin(r)}/${fresh.integration_id}/tokens/client/rotate`, { token: OPERATOR, method: 'POST' });
+    expect(rotated).toMatchObject({ status: 200, body: { integration_id: fresh.integration_id, role: 'client', token: expect.any(String) } });
+    expect((await own(fresh.client_token)).status).toBe(401);
+    expect((await own((rotated.body as { token: string }).token)).status).toBe(200);
+    // The plugin's token was not touched.
+    expect((await request(`${base(r, fresh.integration_id)}/heartbeat`, { token: fresh.relay_token, body: heartbeat })).status).toBe(200);
+
+    expect(await request(`${admin(r)}/${fresh.integration_id}/revoke`, { token: OPERATOR, method: 'POST' })).toMatchObject({ status: 200, body: { state: 'revoked' } });
+    expect((await request(`${base(r, fresh.integration_id)}/heartbeat`, { token: fresh.relay_token, body: heartbeat })).status).toBe(401);
+    expect((await own((rotated.body as { token: string }).token)).status).toBe(401);
+    expect(await request(`${admin(r)}/${fresh.integration_id}/tokens/relay/rotate`, { token: OPERATOR, method: 'POST' })).toMatchObject({
+      status: 409,
+      body: { error: { code: 'integration_revoked' } },
+    });
+    // Revoking again changes nothing.
+    const events = countEvents(r.db);
+    expect((await request(`${admin(r)}/${fresh.integration_id}/revoke`, { token: OPERATOR, method: 'POST' })).status).toBe(200);
+    expect(countEvents(r.db)).toBe(events);
+  });
+
+  it('refuse a wrong token, a provider that cannot be used, an unknown integration and malformed input, appending nothing', async () => {
+    const r = await startBackend(tokenDigest(OPERATOR));
+    const before = countEvents(r.db);
+    expect(await request(admin(r), { token: r.integration.client_token })).toMatchObject({ status: 401, body: { error: { code: 'unauthorized' } } });
+    expect(await request(admin(r), { body: {} })).toMatchObject({ status: 401 });
+    expect(await request(admin(r), { token: OPERATOR, body: { provider_kind: 'a2a-bridge' } })).toMatchObject({
+      status: 422,
+      body: { error: { code: 'provider_refused', message: expect.stringMatching(/coming soon/) } },
+    });
+    expect(await request(admin(r), { token: OPERATOR, body: { provider_kind: 'assistant-relay', extra: 1 } })).toMatchObject({ status: 400 });
+    expect(await request(admin(r), { token: OPERATOR, rawBody: '{"provider_kind":', headers: { 'content-type': 'application/json' } })).toMatchObject({ status: 400, body: { error: { code: 'invalid_json' } } });
+    expect(await request(`${admin(r)}/${randomUUID()}/revoke`, { token: OPERATOR, method: 'POST' })).toMatchObject({ status: 404, body: { error: { code: 'integration_not_found' } } });
+    expect(await request(`${admin(r)}/${randomUUID()}/tokens/client/rotate`, { token: OPERATOR, method: 'POST' })).toMatchObject({ status: 404 });
+    expect(await request(`${admin(r)}/not-a-uuid/revoke`, { token: OPERATOR, method: 'POST' })).toMatchObject({ status: 400, body: { error: { code: 'invalid_integration_id' } } });
+    expect(await request(`${admin(r)}/${r.integration.integration_id}/tokens/operator/rotate`, { token: OPERATOR, method: 'POST' })).toMatchObject({ status: 400 });
+    expect(countEvents(r.db)).toBe(before);
   });
 });
 

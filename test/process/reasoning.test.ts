@@ -4,12 +4,13 @@
  * that probes the plugin's capabilities, runs a live analysis and a session summary, and reads each
  * result, valid for its purpose.
  */
-import { writeFileSync } from 'node:fs';
+import { readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { expect, it } from 'vitest';
 import { CapabilityProfile } from '../../src/protocol/index.js';
 import { runCli, started, useChildFolder } from '../support/child.js';
 import { probeAnalyseSummarise } from '../support/backend.js';
+import { request } from '../support/http.js';
 
 const folder = useChildFolder();
 
@@ -22,7 +23,7 @@ it('creates an integration, runs backend and plugin, and probes, analyses and su
   const tokenFile = join(dir, 'relay-token');
   writeFileSync(tokenFile, `${integration.relay_token}\n`, { mode: 0o600 });
 
-  const { listening } = (await started(['backend', '--port', '0', '--db', db, '--log-level', 'warn'])).line as { listening: string };
+  const { listening } = (await started(['backend', '--port', '0', '--db', db, '--token-file', join(dir, 'operator-token'), '--log-level', 'warn'])).line as { listening: string };
   expect(
     (await started(['plugin', '--backend', listening, '--integration', integration.integration_id, '--relay-token-file', tokenFile, '--db', join(dir, 'plugin.db'), '--log-level', 'warn'])).line,
   ).toMatchObject({ plugin: 'started', reasoner: 'builtin' });
@@ -49,6 +50,11 @@ it('creates an integration, runs backend and plugin, and probes, analyses and su
     0,
     [expect.objectContaining({ integration_id: integration.integration_id, state: 'online', capability_profile: JSON.parse(probed.stdout) })],
   ]);
+  // The operator token file was created on first use, 0600, and opens the admin routes.
+  const operator = readFileSync(join(dir, 'operator-token'), 'utf8').trim();
+  expect(statSync(join(dir, 'operator-token')).mode & 0o777).toBe(0o600);
+  const all = await request(`${listening}/api/v1/admin/integrations`, { token: operator });
+  expect(all).toMatchObject({ status: 200, body: { integrations: [{ integration_id: integration.integration_id, state: 'online' }] } });
   const refused = await runCli(['job', 'cancel', ...client, '--job', jobId]);
   expect([refused.code, refused.stderr]).toEqual([1, expect.stringMatching(/^assistant-relay job: the backend answered 409 job_settled/)]);
 });

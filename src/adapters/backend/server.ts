@@ -1,9 +1,10 @@
-/** The backend relay's HTTP surface (4.1): the plugin's routes and the client's, each with its own credential. */
+/** The backend relay's HTTP surface (4.1): the plugin's routes, the client's and the operator's, each with its own credential. */
 import type { FastifyBaseLogger, FastifyInstance } from 'fastify';
 import type { Backend } from '../../engine/backend/backend.js';
 import { newHttpApp } from '../http/app.js';
 import type { HttpLimits } from '../http/limits.js';
 import { validationPlugin } from '../http/validation.js';
+import { adminRoutes } from './admin-routes.js';
 import { clientRoutes } from './client-routes.js';
 import { pluginRoutes } from './plugin-routes.js';
 
@@ -13,6 +14,8 @@ export const BACKEND_BODY_LIMIT = 4 * 1024 * 1024;
 export interface BackendHttpOptions {
   readonly limits: HttpLimits;
   readonly logger?: FastifyBaseLogger;
+  /** The SHA-256 digest of the operator token; without one there are no admin routes. */
+  readonly operatorTokenDigest?: string;
 }
 
 export async function buildBackendServer(backend: Backend, options: BackendHttpOptions): Promise<FastifyInstance> {
@@ -28,6 +31,7 @@ export async function buildBackendServer(backend: Backend, options: BackendHttpO
     await scope.register(validationPlugin);
     await scope.register(pluginRoutes, { backend });
     await scope.register(clientRoutes, { backend });
+    if (options.operatorTokenDigest !== undefined) await scope.register(adminRoutes, { backend, operatorTokenDigest: options.operatorTokenDigest });
   });
   return app;
 }

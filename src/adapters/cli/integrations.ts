@@ -2,7 +2,7 @@
  * `assistant-relay integrations`: the integrations the given credentials can read, as a JSON array of
  * `IntegrationView`s on stdout (whether each one's plugin is online, what it said of itself last, its
  * capability profile). A client token reads its own integration; listing every integration is the
- * operator's, over the admin endpoint, when that lands.
+ * operator's (`GET /api/v1/admin/integrations`).
  */
 import { IntegrationView } from '../../protocol/index.js';
 import { BackendClient, CLIENT_FLAGS, CLIENT_USAGE, runClientCommand } from './client.js';

@@ -75,6 +75,34 @@ export class Integrations {
     return this.projection.integration(integrationId);
   }
 
+  /** Every integration, oldest first. */
+  all(): IntegrationSnapshot[] {
+    return this.projection.integrationIds().map((id) => this.projection.integration(id)!);
+  }
+
+  /**
+   * A fresh token for one role, handed out this once; the old one stops working as the new digest is
+   * logged. `undefined`: no such integration, or it is revoked.
+   */
+  async rotate(integrationId: string, role: 'relay' | 'client'): Promise<string | undefined> {
+    const integration = this.projection.integration(integrationId);
+    if (integration === undefined || isRevoked(integration)) return undefined;
+    const token = newToken();
+    await this.appender.append([{ type: 'integration.token_rotated', integration_id: integrationId, role, token_digest: tokenDigest(token), at: this.clock.now() }]);
+    return token;
+  }
+
+  /** Revokes the integration: both its tokens stop working, for good. Revoking it again changes nothing. */
+  async revoke(integrationId: string): Promise<IntegrationSnapshot | undefined> {
+    const integration = this.projection.integration(integrationId);
+    if (integration === undefined) return undefined;
+    if (!isRevoked(integration)) {
+      this.presence.delete(integrationId);
+      await this.appender.append([{ type: 'integration.revoked', integration_id: integrationId, at: this.clock.now() }]);
+    }
+    return this.projection.integration(integrationId);
+  }
+
   /** Whether `token` is the integration's current token of that role (constant time; a revoked integration has none). */
   authenticates(integrationId: string, role: 'relay' | 'client', token: string): boolean {
     const integration = this.projection.integration(integrationId);

@@ -1,0 +1,54 @@
+/**
+ * The operator's side of the backend (PROTOCOL.md 6e.12): create integrations while the backend runs,
+ * list them, rotate a token, revoke an integration. Guarded by the operator token, checked in constant time
+ * against its digest before the body is read; a backend started without one has no admin routes at all.
+ */
+import type { FastifyPluginAsync } from 'fastify';
+import { IntegrationCreateBody, IntegrationPath, TokenRolePath, bearerToken, matchesDigest } from '../../protocol/index.js';
+import type { Backend } from '../../engine/backend/backend.js';
+import { sendError } from '../http/errors.js';
+import type { ZodTypeProvider } from '../http/validation.js';
+import { integrationView } from './view.js';
+
+const BASE = '/api/v1/admin/integrations';
+
+export const adminRoutes: FastifyPluginAsync<{ readonly backend: Backend; readonly operatorTokenDigest: string }> = async (scope, { backend, operatorTokenDigest }) => {
+  scope.addHook('onRequest', async (request, reply) => {
+    const token = bearerToken(request.headers.authorization);
+    if (token === undefined || !matchesDigest(token, operatorTokenDigest)) {
+      return sendError(reply, 'unauthorized', undefined, { 'www-authenticate': 'Bearer realm="assistant-relay-admin"' });
+    }
+  });
+  const app = scope.withTypeProvider<ZodTypeProvider>();
+
+  app.post(BASE, { schema: { body: IntegrationCreateBody } }, async (request, reply) => {
+    const created = await backend.integrations.create(request.body.provider_kind);
+    if ('refused' in created) return sendError(reply, 'provider_refused', created.refused.message);
+    return reply.code(201).send(created);
+  });
+
+  app.get(BASE, async () => {
+    const views = [];
+    for (const { context } of backend.integrations.all()) {
+      const read = (await backend.committedIntegration(context.integration_id))!;
+      views.push(integrationView(read.integration, read.profile));
+    }
+    return { integrations: views };
+  });
+
+  app.post(`${BASE}/:id/tokens/:role/rotate`, { schema: { params: TokenRolePath } }, async (request, reply) => {
+    const { id, role } = request.params;
+    const integration = backend.integrations.integration(id);
+    if (integration === undefined) return sendError(reply, 'integration_not_found');
+    const token = await backend.integrations.rotate(id, role);
+    if (token === undefined) return sendError(reply, 'integration_revoked');
+    return { integration_id: id, role, token };
+  });
+
+  app.post(`${BASE}/:id/revoke`, { schema: { params: IntegrationPath } }, async (request, reply) => {
+    const revoked = await backend.integrations.revoke(request.params.id);
+    if (revoked === undefined) return sendError(reply, 'integration_not_found');
+    const read = (await backend.committedIntegration(request.params.id))!;
+    return integrationView(read.integration, read.profile);
+  });
+};
