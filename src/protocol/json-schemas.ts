@@ -9,6 +9,7 @@ import {
   CapabilityProfile,
   Heartbeat,
   HeartbeatAnswer,
+  IntegrationCreateBody,
   IntegrationView,
   JobCreateBody,
   JobResultBody,
@@ -30,6 +31,7 @@ const BODIES: ReadonlyArray<readonly [string, z.ZodType]> = [
   ['job-result', JobResultBody],
   ['job-view', JobView],
   ['integration-view', IntegrationView],
+  ['integration-create', IntegrationCreateBody],
   ['provider-registry', ProviderRegistry],
 ];
 
