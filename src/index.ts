@@ -1,5 +1,8 @@
 /** The public contract of `assistant-relay`: the embedding API, the agent port, and the wire types. */
-export { createAssistantHost, type AssistantHost, type AssistantHostOptions, type ListenOptions } from './adapters/host.js';
+export { createAssistantHost, type AssistantHost, type AssistantHostOptions, type ListenOptions, type ReasoningChannelOptions } from './adapters/host.js';
+export { Plugin, startPlugin, type PluginOptions, type PluginStatus } from './adapters/plugin/index.js';
+export { builtinReasoner, commandReasoner, openAiReasoner } from './adapters/reasoners/index.js';
+export { ReasonerError, type Reasoner, type ReasoningRequest } from './engine/reasoner.js';
 export { echoAgent, scriptAgent, BUILTIN_AGENTS, type BuiltinAgentName } from './adapters/agents/index.js';
 export type { Agent, ReplySink, Turn, MemoryEntry } from './engine/agent.js';
 export type { Clock, IdSource } from './engine/clock.js';

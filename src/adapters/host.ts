@@ -3,6 +3,9 @@
  *
  *   const host = await createAssistantHost({ db: './data/relay.db', token, agent });
  *   const url = await host.listen({ port: 8787 });
+ *
+ * With `backend`, the same process also serves the reasoning channel: a plugin takes the integration's
+ * jobs from a backend relay and answers them with your reasoner, until `close()`.
  */
 import type { FastifyBaseLogger, FastifyInstance } from 'fastify';
 import type { Agent } from '../engine/agent.js';
@@ -19,6 +22,8 @@ import type { SessionLimits } from '../machines/session.js';
 import { EventLog } from '../storage/event-log.js';
 import { BUILTIN_AGENTS, type BuiltinAgentName } from './agents/index.js';
 import { httpLimits } from './http/limits.js';
+import { startPlugin, type Plugin, type PluginOptions } from './plugin/index.js';
+import type { Reasoner } from '../engine/reasoner.js';
 import { buildServer } from './http/server.js';
 
 export interface AssistantHostOptions {
@@ -72,6 +77,23 @@ export interface AssistantHostOptions {
   readonly ids?: IdSource;
   /** Called if the event log cannot be written. Default: crash, so that a restart folds the log again. */
   readonly onFatal?: (error: unknown) => void;
+  /** The reasoning channel too: a plugin taking this integration's jobs from a backend relay (PROTOCOL.md 6d). */
+  readonly backend?: ReasoningChannelOptions;
+}
+
+export interface ReasoningChannelOptions {
+  /** The backend relay's base URL. */
+  readonly url: string;
+  readonly integration: string;
+  /** The integration's RELAY_TOKEN (never logged). */
+  readonly relayToken: string;
+  readonly reasoner: Reasoner;
+  /** The plugin's own event log. Default: next to `db`, `relay.db` → `relay.plugin.db`. */
+  readonly db?: string;
+  /** Default `assistant-relay`. */
+  readonly providerKind?: string;
+  /** Jobs run at once. Default 4. */
+  readonly maxConcurrentJobs?: number;
 }
 
 export interface ListenOptions {
@@ -102,7 +124,9 @@ export interface AssistantHost {
   sessionIds(): string[];
   /** Every event as it is committed to the log. Returns an unsubscribe function. */
   onEvent(listener: (event: DomainEvent) => void): () => void;
-  /** Ends every stream, stops serving, and closes the log. */
+  /** The reasoning channel's plugin, when the host was given a `backend`. */
+  readonly plugin: Plugin | undefined;
+  /** Ends every stream, stops the plugin (its running jobs get its stop grace), stops serving, and closes the log. */
   close(): Promise<void>;
 }
 
@@ -160,6 +184,15 @@ export async function createAssistantHost(options: AssistantHostOptions): Promis
     throw error;
   }
   const server = await buildServer(engine, { token: options.token, callbacks, limits, ...(options.logger ? { logger: options.logger } : {}) });
+  let plugin: Plugin | undefined;
+  try {
+    plugin = options.backend === undefined ? undefined : await startReasoningChannel(options.backend, options);
+  } catch (error) {
+    await engine.close();
+    await server.close();
+    await log.close();
+    throw error;
+  }
   let closed: Promise<void> | undefined;
   return {
     epoch: engine.epoch,
@@ -173,16 +206,33 @@ export async function createAssistantHost(options: AssistantHostOptions): Promis
     deliveryStats: () => engine.deliveryStats(),
     sessionIds: () => engine.sessionIds(),
     onEvent: (listener) => engine.subscribeEvents(listener),
+    plugin,
     close() {
       closed ??= (async () => {
         const stopping = server.close();
-        await engine.close();
+        await Promise.all([engine.close(), plugin?.stop()]);
         await stopping;
         await log.close();
       })();
       return closed;
     },
   };
+}
+
+function startReasoningChannel(backend: ReasoningChannelOptions, host: AssistantHostOptions): Promise<Plugin> {
+  return startPlugin({
+    backendUrl: backend.url,
+    integrationId: backend.integration,
+    relayToken: backend.relayToken,
+    reasoner: backend.reasoner,
+    db: backend.db ?? host.db.replace(/(\.db)?$/, '.plugin.db'),
+    providerKind: backend.providerKind ?? 'assistant-relay',
+    ...(backend.maxConcurrentJobs !== undefined ? { maxConcurrentJobs: backend.maxConcurrentJobs } : {}),
+    ...(host.clock ? { clock: host.clock } : {}),
+    // The plugin calls only the level methods, which every pino-compatible logger has.
+    ...(host.logger ? { logger: host.logger.child({ component: 'plugin' }) as unknown as NonNullable<PluginOptions['logger']> } : {}),
+    ...(host.onFatal ? { onFatal: host.onFatal } : {}),
+  });
 }
 
 /** Where the engine's unawaited failures and abandoned deliveries go when the embedder gives a logger. */

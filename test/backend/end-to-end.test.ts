@@ -1,29 +1,29 @@
 /**
  * The reasoning channel end to end, in one process over loopback HTTP: the backend relay, the assistant
- * plugin with the builtin reasoner, and a client: probe the capabilities, run a live analysis and a
- * session summary, and read each result, valid for its purpose.
+ * plugin with the builtin reasoner (standalone, and embedded in an assistant host), and a client: probe
+ * the capabilities, run a live analysis and a session summary, and read each result, valid for its purpose.
  */
-import { rmSync } from 'node:fs';
+import { existsSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterEach, it } from 'vitest';
+import { afterEach, expect, it } from 'vitest';
 import { buildBackendServer } from '../../src/adapters/backend/server.js';
 import { HTTP_LIMITS } from '../../src/adapters/http/limits.js';
-import { startPlugin } from '../../src/adapters/plugin/index.js';
-import { builtinReasoner } from '../../src/adapters/reasoners/index.js';
 import { Backend } from '../../src/engine/backend/backend.js';
+// The plugin, the reasoners and the host as an embedder imports them: from the package's entry point.
+import { builtinReasoner, createAssistantHost, startPlugin } from '../../src/index.js';
 import { backendStreamOf, type BackendEvent } from '../../src/machines/backend-events.js';
 import { EventLog } from '../../src/storage/event-log.js';
 import { tempDir } from '../support/host.js';
 import { probeAnalyseSummarise } from '../support/backend.js';
+import { request } from '../support/http.js';
 
 const stops: Array<() => Promise<void>> = [];
 afterEach(async () => {
   for (const stop of stops.splice(0).reverse()) await stop();
 });
 
-it('a client probes, analyses and summarises through the backend and the plugin, and reads valid results', async () => {
-  const dir = tempDir();
-  stops.push(async () => rmSync(dir, { recursive: true, force: true }));
+/** A backend relay on loopback with one integration. */
+async function startBackend(dir: string) {
   const log = EventLog.open<BackendEvent>({ path: join(dir, 'backend.db'), streamOf: backendStreamOf });
   const backend = await Backend.start(log);
   const app = await buildBackendServer(backend, { limits: HTTP_LIMITS });
@@ -36,7 +36,13 @@ it('a client probes, analyses and summarises through the backend and the plugin,
   });
   const integration = await backend.integrations.create('assistant-relay');
   if ('refused' in integration) throw new Error(integration.refused.message);
+  return { url, integration };
+}
 
+it('a client probes, analyses and summarises through the backend and the plugin, and reads valid results', async () => {
+  const dir = tempDir();
+  stops.push(async () => rmSync(dir, { recursive: true, force: true }));
+  const { url, integration } = await startBackend(dir);
   const plugin = await startPlugin({
     backendUrl: url,
     integrationId: integration.integration_id,
@@ -49,4 +55,24 @@ it('a client probes, analyses and summarises through the backend and the plugin,
 
   const base = `${url}/api/v1/assistant/integrations/${integration.integration_id}`;
   await probeAnalyseSummarise(base, integration.client_token);
+});
+
+it('an assistant host given a backend serves the reasoning channel beside the chat, and stops its plugin on close', async () => {
+  const dir = tempDir();
+  stops.push(async () => rmSync(dir, { recursive: true, force: true }));
+  const { url, integration } = await startBackend(dir);
+  const db = join(dir, 'relay.db');
+  const host = await createAssistantHost({
+    db,
+    token: 'chat-token',
+    agent: 'echo',
+    backend: { url, integration: integration.integration_id, relayToken: integration.relay_token, reasoner: builtinReasoner({ providerKind: 'assistant-relay' }) },
+  });
+  stops.push(() => host.close());
+  const chat = await host.listen();
+  expect((await request(`${chat}/healthz`)).status).toBe(200);
+  await probeAnalyseSummarise(`${url}/api/v1/assistant/integrations/${integration.integration_id}`, integration.client_token);
+  expect(existsSync(join(dir, 'relay.plugin.db'))).toBe(true);
+  await host.close();
+  expect(host.plugin!.status().stream).toBe('stopped');
 });
