@@ -98,6 +98,45 @@ describe('backend over HTTP: a job end to end', () => {
     stream.close();
   });
 
+  it('a client follows a job as it changes, to its end, and resumes from its last frame id', async () => {
+    const r = await startBackend();
+    const { relay_token, client_token } = r.integration;
+    const body = job();
+    expect((await request(`${base(r)}/jobs`, { token: client_token, body })).status).toBe(201);
+    const events = `${base(r)}/jobs/${body.job_id}/events`;
+    const follower = await SseConnection.open(events, { token: client_token });
+    expect(follower.status).toBe(200);
+    await follower.until((c) => c.frames.length === 1, 5_000, 'the job as it stands');
+    const stateOf = (frame: { data: string }) => (JSON.parse(frame.data) as { state: string }).state;
+    expect(stateOf(follower.frames[0]!)).toBe('created');
+
+    const stream = await SseConnection.open(`${base(r)}/stream`, { token: relay_token });
+    await stream.until((c) => c.frames.length === 1, 5_000, 'the job frame');
+    expect((await request(`${base(r)}/jobs/${body.job_id}/running`, { token: relay_token, method: 'POST' })).status).toBe(200);
+    const result = { insights: [] };
+    expect((await request(`${base(r)}/jobs/${body.job_id}/result`, { token: relay_token, body: { result } })).status).toBe(200);
+    await follower.until((c) => c.frames.some((f) => stateOf(f) === 'completed'), 5_000, 'the completed job');
+    expect(follower.frames.map(stateOf)).toEqual(['created', 'delivered', 'running', 'completed']);
+    expect(follower.frames.map((f) => Number(f.id))).toEqual([1, 2, 3, 4]);
+    expect(JSON.parse(follower.frames[3]!.data)).toMatchObject({ state: 'completed', result });
+    follower.close();
+    stream.close();
+
+    // Behind: the job as it stands now, at once. Up to date: nothing until it changes (it never will).
+    const behind = await SseConnection.open(events, { token: client_token, lastEventId: '2' });
+    await behind.until((c) => c.frames.length === 1, 5_000, 'the current view');
+    expect([behind.frames[0]!.id, stateOf(behind.frames[0]!)]).toEqual(['4', 'completed']);
+    behind.close();
+    const current = await SseConnection.open(events, { token: client_token, lastEventId: '4' });
+    await current.until((c) => c.comments.length >= 1, 5_000, 'the open comment');
+    expect(current.frames).toEqual([]);
+    current.close();
+
+    // Not this integration's job, or no job: 404; a bad cursor: 400.
+    expect((await request(`${base(r)}/jobs/${randomUUID()}/events`, { token: client_token })).status).toBe(404);
+    expect(await request(events, { token: client_token, headers: { 'last-event-id': 'x' } })).toMatchObject({ status: 400, body: { error: { code: 'invalid_stream_cursor' } } });
+  });
+
   it('a client cancels an open job', async () => {
     const r = await startBackend();
     const body = job();

@@ -1,12 +1,13 @@
 /**
  * The client's side of the backend, which the seed does not show (PROTOCOL.md 6.7): read the integration
- * (its plugin's presence and capability profile), create a job (idempotent by `job_id`), read it, cancel
- * it. Every route is the integration's, with its client token.
+ * (its plugin's presence and capability profile), create a job (idempotent by `job_id`), read it, follow
+ * it as it changes (SSE), cancel it. Every route is the integration's, with its client token.
  */
 import type { FastifyPluginAsync } from 'fastify';
-import { IntegrationPath, JobCreateBody, JobPath } from '../../protocol/index.js';
+import { IntegrationPath, JobCreateBody, JobPath, JobStreamHeaders } from '../../protocol/index.js';
 import type { Backend } from '../../engine/backend/backend.js';
 import { sendError } from '../http/errors.js';
+import { streamTransport } from '../http/sse-transport.js';
 import type { ZodTypeProvider } from '../http/validation.js';
 import { integrationAuthPlugin } from './auth.js';
 import { integrationView, jobView } from './view.js';
@@ -35,6 +36,14 @@ export const clientRoutes: FastifyPluginAsync<{ readonly backend: Backend }> = a
   app.get(`${BASE}/jobs/:job_id`, { schema: { params: JobPath } }, async (request, reply) => {
     const job = await backend.committedJob(request.params.job_id);
     return job === undefined || job.context.integration_id !== request.params.id ? sendError(reply, 'job_not_found') : jobView(job);
+  });
+
+  // No HEAD twin: a HEAD answer can carry no stream.
+  app.get(`${BASE}/jobs/:job_id/events`, { exposeHeadRoute: false, schema: { params: JobPath, headers: JobStreamHeaders } }, async (request, reply) => {
+    const job = await backend.committedJob(request.params.job_id);
+    if (job === undefined || job.context.integration_id !== request.params.id) return sendError(reply, 'job_not_found');
+    backend.follow(job, request.headers['last-event-id'], () => streamTransport(reply), (changed) => JSON.stringify(jobView(changed)));
+    return reply;
   });
 
   app.post(`${BASE}/jobs/:job_id/cancel`, { schema: { params: JobPath } }, async (request, reply) => {

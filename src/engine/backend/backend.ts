@@ -23,6 +23,7 @@ import type { SubscriberTransport, SubscriptionActor } from '../subscription-act
 import { frameOf } from './frames.js';
 import { Integrations } from './integrations.js';
 import { BackendProjection, type ProbedProfile } from './projection.js';
+import { JobFollowers, type RenderJob } from './followers.js';
 import { JobStreams } from './streams.js';
 
 export interface BackendConfig {
@@ -69,6 +70,7 @@ export class Backend {
   private readonly deadlines: Deadlines<string>;
   private readonly leases: Deadlines<string>;
   private readonly streams: JobStreams;
+  private readonly followers: JobFollowers;
   private readonly report: (error: unknown, context: FailureContext) => void;
   private closed = false;
 
@@ -77,6 +79,7 @@ export class Backend {
     this.ids = config.ids ?? randomIds;
     this.leaseMs = config.leaseMs ?? DEFAULT_LEASE_MS;
     this.streams = new JobStreams(this.clock, config.keepaliveMs ?? 20_000);
+    this.followers = new JobFollowers(this.clock, config.keepaliveMs ?? 20_000);
     this.epoch = this.ids.token();
     this.report = config.onError ?? ((error, context) => process.emitWarning(`assistant-relay backend: ${context.what} failed: ${String(error)}`));
     this.appender = new Appender(log, (event) => this.projection.apply(event), config.onFatal ?? ((error) => process.nextTick(() => { throw error; })));
@@ -215,6 +218,14 @@ export class Backend {
     return actor;
   }
 
+  /**
+   * A client follows a committed job: it is sent the job now (unless its cursor shows this version) and
+   * after each change, until it leaves or the backend closes.
+   */
+  follow(job: JobSnapshot, cursor: number | undefined, connect: () => SubscriberTransport, render: RenderJob): SubscriptionActor {
+    return this.followers.open(job, this.projection.version(job.context.job_id), cursor, connect, render);
+  }
+
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
@@ -222,6 +233,7 @@ export class Backend {
     this.leases.stop();
     this.integrations.stop();
     this.streams.closeAll();
+    this.followers.closeAll();
     await this.appender.settled();
   }
 
@@ -247,6 +259,7 @@ export class Backend {
   private committed(event: BackendEvent): void {
     if (event.type === 'backend.started' || !('job_id' in event)) return;
     const job = this.projection.job(event.job_id)!;
+    this.followers.push(job, this.projection.version(event.job_id));
     switch (event.type) {
       case 'job.created':
       case 'job.released':

@@ -26,6 +26,8 @@ export class BackendProjection {
   /** Frames sent on each integration's stream so far: the next one's id is one more. */
   private readonly sent = new Map<string, number>();
   private readonly profiles = new Map<string, ProbedProfile>();
+  /** How many events each job has had: the id of the frame its followers get (6e.13). */
+  private readonly versions = new Map<string, number>();
 
   apply(event: BackendEvent): void {
     switch (event.type) {
@@ -51,6 +53,7 @@ export class BackendProjection {
   private applyJob(event: JobEvent): void {
     const job = jobDecider.evolve(this.jobs.get(event.job_id), event)!;
     this.jobs.set(event.job_id, job);
+    this.versions.set(event.job_id, (this.versions.get(event.job_id) ?? 0) + 1);
     const { integration_id } = event;
     if (event.type === 'job.created') {
       const open = this.open.get(integration_id) ?? new Set<string>();
@@ -64,6 +67,10 @@ export class BackendProjection {
       const profile = CapabilityProfile.safeParse(event.result);
       if (profile.success) this.profiles.set(integration_id, { job_id: event.job_id, completed_at: event.at, profile: profile.data });
     }
+  }
+
+  version(jobId: string): number {
+    return this.versions.get(jobId) ?? 0;
   }
 
   profile(integrationId: string): ProbedProfile | undefined {
