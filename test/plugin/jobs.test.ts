@@ -130,6 +130,15 @@ describe('a failed job is posted, never dropped', () => {
     expect(backend.heartbeats[0]).toMatchObject({ schema_versions: { min: 1, max: 2 } });
   });
 
+  it('a version between two it handles that is not a whole number: failed unsupported_version, not run', async () => {
+    const reasoner = answering();
+    const { backend } = await fixture.open({ reasoner, schemaVersions: { min: 1, max: 2 } });
+    backend.send(makeJob(Date.now(), { schema_version: 1.5 }));
+    await backend.until(() => backend.results.length === 1, 'the failure');
+    expect(backend.results[0]!.body).toMatchObject({ error: { code: 'unsupported_version' } });
+    expect(reasoner.calls).toHaveLength(0);
+  });
+
   it('a frame without a job_id is ignored, and the stream goes on', async () => {
     const { backend } = await fixture.open({ reasoner: answering() });
     backend.send({ hello: 'world' });

@@ -38,7 +38,7 @@ export type Verdict =
   | { readonly kind: 'run'; readonly job: AcceptedJob; readonly deadline_at: number; readonly check: ResultCheck }
   | { readonly kind: 'fail'; readonly outcome: JobResultBody };
 
-const within = (version: unknown, range: VersionRange) => typeof version === 'number' && version >= range.min && version <= range.max;
+const within = (version: unknown, range: VersionRange) => Number.isInteger(version) && (version as number) >= range.min && (version as number) <= range.max;
 
 export function judge(job: Record<string, unknown>, now: number, rules: IntakeRules): Verdict {
   if (!within(job.schema_version, rules.schemaVersions) || !within(job.envelope_version, rules.envelopeVersions)) {
