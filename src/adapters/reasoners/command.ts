@@ -2,10 +2,12 @@
  * The `command` reasoner: runs a program of the operator's (an argv array, no shell) once per job, writes
  * the prompt (prompt.ts) to its stdin as JSON, and takes one JSON object from its stdout as the result. Exit
  * status 0 is success; otherwise the tail of its stderr says why. At the deadline, or when the plugin stops,
- * its process group gets SIGTERM, then SIGKILL if it is still there after a grace period; the job settles
- * once the program is gone, so no job leaves a process behind.
+ * its process group gets SIGTERM, then SIGKILL if it is still there after a grace period. The job settles
+ * once the program has exited and its process group has no live member left (what is left gets SIGKILL),
+ * so no job leaves a process behind.
  */
 import { spawn } from 'node:child_process';
+import { readdirSync, readFileSync } from 'node:fs';
 import { systemClock, type Clock } from '../../engine/clock.js';
 import { ReasonerError, type Reasoner } from '../../engine/reasoner.js';
 import { jobEnd } from './deadline.js';
@@ -20,6 +22,55 @@ export interface CommandReasonerOptions {
   /** Bound on stdout (default 4 MiB): more fails the job. */
   readonly maxOutputBytes?: number;
   readonly clock?: Clock;
+}
+
+/** How often, and how long at most, to look for what the program left in its process group. */
+const GROUP_POLL_MS = 10;
+const GROUP_WAIT_MS = 2_000;
+
+/**
+ * Once the program has exited: SIGKILL whatever it left in its process group (a killed shell's children
+ * are still dying; a daemon it started must not outlive the job), and resolve when the group is gone.
+ */
+function afterGroup(pgid: number, clock: Clock): Promise<void> {
+  const exists = () => groupAlive(pgid);
+  if (!exists()) return Promise.resolve();
+  try {
+    process.kill(-pgid, 'SIGKILL');
+  } catch {
+    // Gone in between.
+  }
+  const until = clock.now() + GROUP_WAIT_MS;
+  return new Promise((resolve) => {
+    const look = () => (!exists() || clock.now() >= until ? resolve() : clock.setTimeout(look, GROUP_POLL_MS));
+    look();
+  });
+}
+
+/**
+ * Whether the process group still has a live member. A zombie does not count: once killed, what the
+ * program started is reaped by whoever adopted it, which may take its time (or, under a pid 1 that does
+ * not reap, never come).
+ */
+function groupAlive(pgid: number): boolean {
+  try {
+    process.kill(-pgid, 0);
+  } catch {
+    return false;
+  }
+  if (process.platform !== 'linux') return true;
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
+      // After the parenthesised command name: state, ppid, pgrp.
+      const [state, , pgrp] = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+      if (Number(pgrp) === pgid && state !== 'Z') return true;
+    } catch {
+      // Gone while we looked.
+    }
+  }
+  return false;
 }
 
 /** How much of stderr is kept for the error message: its end, where programs say what went wrong. */
@@ -86,7 +137,7 @@ export function commandReasoner({ argv, killGraceMs = 2_000, maxOutputBytes = 4 
         child.stdin!.on('error', () => {});
         child.stdin!.end(JSON.stringify(promptOf(request)));
         child.on('close', (code, signal) =>
-          settle(() => {
+          void afterGroup(child.pid!, clock).then(() => settle(() => {
             if (end.signal.aborted) throw end.failure();
             if (overflow) throw new ReasonerError('invalid_result', `${program} wrote more than ${maxOutputBytes} bytes to stdout`);
             const said = stderr.trim() === '' ? '' : `: ${clip(stderr.trim(), STDERR_TAIL)}`;
@@ -98,7 +149,7 @@ export function commandReasoner({ argv, killGraceMs = 2_000, maxOutputBytes = 4 
               throw new ReasonerError('invalid_result', `${program} did not write one JSON object to stdout: ${(error as Error).message}`);
             }
             return conformingResult(request.response_schema, result);
-          }),
+          })),
         );
       });
     },
