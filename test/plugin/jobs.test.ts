@@ -238,6 +238,21 @@ describe('posting a result', () => {
     ]);
   });
 
+  it('a run refused because the plugin is refused (403) leaves the job open and unrun; sent again, it runs', async () => {
+    const reasoner = answering();
+    const { plugin, backend } = await fixture.open({ reasoner });
+    const job = makeJob(Date.now());
+    const id = job.job_id as string;
+    backend.runningAnswers.set(id, 403);
+    backend.send(job);
+    await backend.until(() => backend.running.length === 1 && plugin.status().running.length === 0, 'the refused run');
+    expect([plugin.status().jobs[id], reasoner.calls.length]).toEqual(['received', 0]);
+    backend.runningAnswers.delete(id);
+    backend.send(job);
+    await backend.until(() => backend.resultsOf(id).length === 1, 'the result');
+    expect(reasoner.calls).toHaveLength(1);
+  });
+
   it.each([
     ['409 (the job ended otherwise): closed settled', 409, 'settled'],
     ['400 (any other refusal): closed rejected', 400, 'rejected'],

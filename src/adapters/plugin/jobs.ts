@@ -39,6 +39,8 @@ export class Jobs {
   readonly running = new Set<string>();
   readonly queue: Array<{ job_id: string; run: Run }> = [];
   private readonly posting = new Set<string>();
+  /** Received, not run: the backend refused this plugin (403) when it asked to run them. A redelivery runs them. */
+  private readonly parked = new Set<string>();
   private readonly work = new Set<Promise<void>>();
   /** Aborted when a stop's grace ends: runs and waits still going are cut off. */
   private readonly cutOff = new AbortController();
@@ -85,6 +87,9 @@ export class Jobs {
     const known = this.options.state.jobs.get(frame.job_id);
     if (known === undefined) {
       this.background(this.receive(frame.job_id, frame.job, cursor));
+    } else if (this.parked.delete(known.job_id)) {
+      // Sent again: the backend admits this plugin once more.
+      this.consider(known.job_id);
     } else if (known.stage === 'closed' && known.outcome !== undefined && !this.posting.has(known.job_id)) {
       // The backend did not get (or lost) our answer: the same outcome again, never a second run.
       this.background(this.deliver(known.job_id).then(() => undefined));
@@ -123,6 +128,12 @@ export class Jobs {
     const answer = await untilAnswered(() => this.options.backend.running(job_id), run.deadline_at, this.retryContext);
     if (answer.kind === 'stopped') return;
     if (answer.kind === 'gave_up') return this.finish(job_id, jobError('deadline_exceeded', 'the backend could not be told the job runs before its deadline'));
+    if (answer.status === 403) {
+      // This plugin is refused (PROTOCOL.md 6e.7), the job is not over: it waits, unrun and open, for a redelivery.
+      this.options.logger.warn({ job_id }, 'the backend refuses this plugin: the job waits to be sent again');
+      this.parked.add(job_id);
+      return;
+    }
     if (answer.status !== 200) return this.close(job_id, answer);
     await this.options.appender.append([{ type: 'plugin.job_started', job_id, at: this.options.clock.now() }]);
     const outcome = await runReasoner(this.options.reasoner, run, this.options.clock, this.cutOff.signal);
