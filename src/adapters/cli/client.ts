@@ -5,7 +5,7 @@
  * line on stderr and exit 1: these are terminal tools, not supervised servers.
  */
 import type { z } from 'zod';
-import { UsageError } from './flags.js';
+import { UsageError, requiredFlag } from './flags.js';
 import { readTokenFile } from './service.js';
 
 export const CLIENT_FLAGS = {
@@ -27,11 +27,7 @@ export class BackendClient {
 
   /** From the client flags; each is required. */
   static fromFlags(flag: (name: keyof typeof CLIENT_FLAGS) => string | undefined): BackendClient {
-    const required = (name: keyof typeof CLIENT_FLAGS) => {
-      const value = flag(name);
-      if (value === undefined || value === '') throw new UsageError(`--${name} is required`);
-      return value;
-    };
+    const required = (name: keyof typeof CLIENT_FLAGS) => requiredFlag(flag, name);
     const backend = required('backend');
     if (!URL.canParse(backend) || !/^https?:$/.test(new URL(backend).protocol)) throw new UsageError(`--backend must be an http or https URL, not ${JSON.stringify(backend)}`);
     const base = `${backend.replace(/\/+$/, '')}/api/v1/assistant/integrations/${encodeURIComponent(required('integration'))}`;

@@ -34,6 +34,13 @@ export function readFlags<S extends FlagSpec>(argv: readonly string[], spec: S, 
   };
 }
 
+/** A flag's value, refused as a usage error when it is missing or empty. */
+export function requiredFlag<F extends string>(read: (flag: F) => string | undefined, flag: F): string {
+  const value = read(flag);
+  if (value === undefined || value === '') throw new UsageError(`--${flag} is required`);
+  return value;
+}
+
 export function integer(flag: string, text: string, min: number, max: number): number {
   if (!/^\d+$/.test(text)) throw new UsageError(`--${flag} must be a whole number, not ${JSON.stringify(text)}`);
   const n = Number(text);

@@ -9,7 +9,7 @@ import { randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { JobView, type JobPurpose } from '../../protocol/index.js';
 import { BackendClient, CLIENT_FLAGS, CLIENT_USAGE, runClientCommand } from './client.js';
-import { UsageError, parseDuration, readFlags } from './flags.js';
+import { UsageError, parseDuration, readFlags, requiredFlag } from './flags.js';
 
 export const JOB_USAGE = `usage: assistant-relay job create|show|cancel --backend URL --integration ID --client-token-file FILE [options]
 ${CLIENT_USAGE}
@@ -53,11 +53,7 @@ async function runJobCommand(argv: readonly string[], env: NodeJS.ProcessEnv): P
   const [verb, ...rest] = argv;
   if (verb !== 'create' && verb !== 'show' && verb !== 'cancel') throw new UsageError(`job takes create, show or cancel, not ${JSON.stringify(verb ?? '')}`);
   const flags = readFlags(rest, FLAGS, env);
-  const required = (flag: 'purpose' | 'job') => {
-    const value = flags(flag);
-    if (value === undefined || value === '') throw new UsageError(`--${flag} is required`);
-    return value;
-  };
+  const required = (flag: 'purpose' | 'job') => requiredFlag(flags, flag);
   const client = BackendClient.fromFlags(flags);
   let view: JobView;
   if (verb === 'create') {

@@ -5,7 +5,7 @@
  */
 import { startPlugin } from '../plugin/index.js';
 import { REASONER_FLAGS, REASONER_USAGE, reasonerFrom, type ReasonerFlag } from '../reasoners/index.js';
-import { UsageError, integer, logLevelOf, readFlags } from './flags.js';
+import { integer, logLevelOf, readFlags, requiredFlag } from './flags.js';
 import { jsonLogger, readTokenFile, runUntilSignalled } from './service.js';
 
 export const PLUGIN_USAGE = `usage: assistant-relay plugin --backend URL --integration ID --relay-token-file FILE [options]
@@ -34,11 +34,7 @@ const FLAGS = {
 
 export async function pluginCommand(argv: readonly string[], env: NodeJS.ProcessEnv): Promise<void> {
   const get = readFlags(argv, FLAGS, env);
-  const required = (flag: 'backend' | 'integration' | 'relay-token-file') => {
-    const value = get(flag);
-    if (value === undefined || value === '') throw new UsageError(`--${flag} is required`);
-    return value;
-  };
+  const required = (flag: 'backend' | 'integration' | 'relay-token-file') => requiredFlag(get, flag);
   const backendUrl = required('backend');
   const integrationId = required('integration');
   const relayToken = readTokenFile(required('relay-token-file'), { create: false });
