@@ -27,14 +27,9 @@ export const adminRoutes: FastifyPluginAsync<{ readonly backend: Backend; readon
     return reply.code(201).send(created);
   });
 
-  app.get(BASE, async () => {
-    const views = [];
-    for (const { context } of backend.integrations.all()) {
-      const read = (await backend.committedIntegration(context.integration_id))!;
-      views.push(integrationView(read.integration, read.profile));
-    }
-    return { integrations: views };
-  });
+  app.get(BASE, async () => ({
+    integrations: (await backend.committedIntegrations()).map((read) => integrationView(read)),
+  }));
 
   app.post(`${BASE}/:id/tokens/:role/rotate`, { schema: { params: TokenRolePath } }, async (request, reply) => {
     const { id, role } = request.params;
@@ -49,6 +44,6 @@ export const adminRoutes: FastifyPluginAsync<{ readonly backend: Backend; readon
     const revoked = await backend.integrations.revoke(request.params.id);
     if (revoked === undefined) return sendError(reply, 'integration_not_found');
     const read = (await backend.committedIntegration(request.params.id))!;
-    return integrationView(read.integration, read.profile);
+    return integrationView(read);
   });
 };

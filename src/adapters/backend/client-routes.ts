@@ -21,7 +21,7 @@ export const clientRoutes: FastifyPluginAsync<{ readonly backend: Backend }> = a
   app.get(BASE, { schema: { params: IntegrationPath } }, async (request, reply) => {
     const read = await backend.committedIntegration(request.params.id);
     // The auth plugin admitted the token, so the integration exists; it may have been revoked since.
-    return read === undefined ? sendError(reply, 'unauthorized') : integrationView(read.integration, read.profile);
+    return read === undefined ? sendError(reply, 'unauthorized') : integrationView(read);
   });
 
   app.post(`${BASE}/jobs`, { schema: { params: IntegrationPath, body: JobCreateBody } }, async (request, reply) => {

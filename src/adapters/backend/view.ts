@@ -1,8 +1,8 @@
 /** What a client reads: a job (`JobView`) and an integration (`IntegrationView`), times as ISO 8601. */
 import type { IntegrationView, JobView } from '../../protocol/index.js';
-import { integrationState, type IntegrationSnapshot } from '../../machines/integration.js';
+import { integrationState } from '../../machines/integration.js';
 import { jobState, type JobSnapshot } from '../../machines/job.js';
-import type { ProbedProfile } from '../../engine/backend/projection.js';
+import type { IntegrationRead } from '../../engine/backend/backend.js';
 
 const iso = (ms: number) => new Date(ms).toISOString();
 
@@ -25,7 +25,7 @@ export function jobView(job: JobSnapshot): JobView {
 }
 
 /** An integration: whether its plugin is there, what it said of itself last, and its capability profile. */
-export function integrationView(integration: IntegrationSnapshot, probed: ProbedProfile | undefined): IntegrationView {
+export function integrationView({ integration, profile: probed }: IntegrationRead): IntegrationView {
   const c = integration.context;
   const seen = c.seen;
   return {

@@ -26,6 +26,12 @@ import { BackendProjection, type ProbedProfile } from './projection.js';
 import { JobFollowers, type RenderJob } from './followers.js';
 import { JobStreams } from './streams.js';
 
+/** An integration and its current capability profile, as a client or the operator reads them. */
+export interface IntegrationRead {
+  readonly integration: IntegrationSnapshot;
+  readonly profile: ProbedProfile | undefined;
+}
+
 export interface BackendConfig {
   readonly clock?: Clock;
   readonly ids?: IdSource;
@@ -157,8 +163,18 @@ export class Backend {
   }
 
   /** The integration and its current capability profile as the log holds them (what its client reads). */
-  async committedIntegration(integrationId: string): Promise<{ integration: IntegrationSnapshot; profile: ProbedProfile | undefined } | undefined> {
+  async committedIntegration(integrationId: string): Promise<IntegrationRead | undefined> {
     await this.appender.settled();
+    return this.readIntegration(integrationId);
+  }
+
+  /** Every integration as the log holds it, oldest first (what the operator lists). */
+  async committedIntegrations(): Promise<IntegrationRead[]> {
+    await this.appender.settled();
+    return this.projection.integrationIds().map((id) => this.readIntegration(id)!);
+  }
+
+  private readIntegration(integrationId: string): IntegrationRead | undefined {
     const integration = this.projection.integration(integrationId);
     return integration === undefined ? undefined : { integration, profile: this.projection.profile(integrationId) };
   }

@@ -75,11 +75,6 @@ export class Integrations {
     return this.projection.integration(integrationId);
   }
 
-  /** Every integration, oldest first. */
-  all(): IntegrationSnapshot[] {
-    return this.projection.integrationIds().map((id) => this.projection.integration(id)!);
-  }
-
   /**
    * A fresh token for one role, handed out this once; the old one stops working as the new digest is
    * logged. `undefined`: no such integration, or it is revoked.
