@@ -33,8 +33,7 @@ const GROUP_WAIT_MS = 2_000;
  * are still dying; a daemon it started must not outlive the job), and resolve when the group is gone.
  */
 function afterGroup(pgid: number, clock: Clock): Promise<void> {
-  const exists = () => groupAlive(pgid);
-  if (!exists()) return Promise.resolve();
+  if (!groupAlive(pgid)) return Promise.resolve();
   try {
     process.kill(-pgid, 'SIGKILL');
   } catch {
@@ -42,7 +41,7 @@ function afterGroup(pgid: number, clock: Clock): Promise<void> {
   }
   const until = clock.now() + GROUP_WAIT_MS;
   return new Promise((resolve) => {
-    const look = () => (!exists() || clock.now() >= until ? resolve() : clock.setTimeout(look, GROUP_POLL_MS));
+    const look = () => (!groupAlive(pgid) || clock.now() >= until ? resolve() : clock.setTimeout(look, GROUP_POLL_MS));
     look();
   });
 }
