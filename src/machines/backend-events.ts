@@ -64,8 +64,12 @@ export type IntegrationEvent = IntegrationCreated | IntegrationTokenRotated | In
 
 export type BackendEvent = BackendStarted | IntegrationEvent | JobEvent;
 
+export function isJobEvent(event: BackendEvent): event is JobEvent {
+  return event.type.startsWith('job.');
+}
+
 /** The log's stream of an event: its job, its integration, or '' for the backend's own. */
 export function backendStreamOf(event: BackendEvent): string {
   if (event.type === 'backend.started') return '';
-  return 'job_id' in event ? `job:${event.job_id}` : `integration:${event.integration_id}`;
+  return isJobEvent(event) ? `job:${event.job_id}` : `integration:${event.integration_id}`;
 }

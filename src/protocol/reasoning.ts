@@ -94,6 +94,9 @@ export type JobCreateBody = z.infer<typeof JobCreateBody>;
 export const JobState = z.enum(['created', 'delivered', 'running', 'completed', 'failed', 'expired', 'cancelled']);
 export type JobState = z.infer<typeof JobState>;
 
+/** The states a job leaves by itself; the others are final. */
+export const OPEN_JOB_STATES: ReadonlySet<JobState> = new Set(['created', 'delivered', 'running']);
+
 /** Versions a plugin handles, as ranges of integers. */
 export const VersionRange = z.object({ min: z.number().int().min(1), max: z.number().int().min(1) }).refine((r) => r.min <= r.max, {
   message: 'a version range has min <= max',

@@ -9,6 +9,7 @@ import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { Backend } from '../../src/engine/backend/backend.js';
 import type { NewIntegration } from '../../src/engine/backend/integrations.js';
+import { LocalPubSub, type JobNotice, type NoticeHandler, type PubSub } from '../../src/engine/backend/pubsub.js';
 import { backendStreamOf, type BackendEvent } from '../../src/machines/backend-events.js';
 import { jobState } from '../../src/machines/job.js';
 import { JobCreateBody, ReasoningJob } from '../../src/protocol/index.js';
@@ -31,9 +32,9 @@ interface Started {
   stop(): Promise<void>;
 }
 
-async function start(dir = tempDir(), clock = new SimulatedClock()): Promise<Started> {
+async function start(dir = tempDir(), clock = new SimulatedClock(), pubsub?: PubSub): Promise<Started> {
   const log = EventLog.open<BackendEvent>({ path: join(dir, 'backend.db'), streamOf: backendStreamOf });
-  const backend = await Backend.start(log, { clock, leaseMs: 90_000 });
+  const backend = await Backend.start(log, { clock, leaseMs: 90_000, ...(pubsub === undefined ? {} : { pubsub }) });
   let stopped = false;
   const stop = async () => {
     if (stopped) return;
@@ -104,7 +105,7 @@ describe('backend: a job from creation to result', () => {
     expect((await backend.result(integration_id, body.job_id, { result: insights })).outcome).toBe('completed');
     expect((await backend.result(integration_id, body.job_id, { result: insights })).outcome).toBe('duplicate');
     expect((await backend.result(integration_id, body.job_id, { result: { insights: [] } })).outcome).toBe('conflict');
-    expect(jobState(backend.job(body.job_id)!)).toBe('completed');
+    expect(jobState((await backend.committedJob(body.job_id))!)).toBe('completed');
   });
 
   it('refuses a result that does not follow response_schema, and keeps the job open for a correct one', async () => {
@@ -114,7 +115,7 @@ describe('backend: a job from creation to result', () => {
     await backend.createJob(integration_id, body);
     const answer = await backend.result(integration_id, body.job_id, { result: { insights: [{ text: '', kind: 'shout' }] } });
     expect(answer).toMatchObject({ outcome: 'invalid', message: expect.stringMatching(/result/) });
-    expect(jobState(backend.job(body.job_id)!)).toBe('created');
+    expect(jobState((await backend.committedJob(body.job_id))!)).toBe('created');
     expect((await backend.result(integration_id, body.job_id, { result: insights })).outcome).toBe('completed');
   });
 
@@ -133,7 +134,7 @@ describe('backend: a job from creation to result', () => {
     const { integration_id } = await integrationOf(backend);
     const body = liveAnalysis({ response_schema: { type: 'no such type' } });
     expect(await backend.createJob(integration_id, body)).toMatchObject({ outcome: 'invalid', job: undefined });
-    expect(backend.job(body.job_id)).toBeUndefined();
+    expect(await backend.committedJob(body.job_id)).toBeUndefined();
   });
 });
 
@@ -184,10 +185,10 @@ describe('backend: time', () => {
     await backend.createJob(integration_id, body);
     clock.increment(4_999);
     await settle();
-    expect(jobState(backend.job(body.job_id)!)).toBe('created');
+    expect(jobState((await backend.committedJob(body.job_id))!)).toBe('created');
     clock.increment(1);
     await settle();
-    expect(jobState(backend.job(body.job_id)!)).toBe('expired');
+    expect(jobState((await backend.committedJob(body.job_id))!)).toBe('expired');
   });
 
   it('sends a job again when its lease lapses with no word from the plugin', async () => {
@@ -213,7 +214,7 @@ describe('backend: time', () => {
     const second = await start(dir, clock);
     clock.increment(0);
     await settle();
-    expect(jobState(second.backend.job(body.job_id)!)).toBe('expired');
+    expect(jobState((await second.backend.committedJob(body.job_id))!)).toBe('expired');
   });
 });
 
@@ -231,13 +232,13 @@ describe('backend: a restart with jobs out', () => {
     // Back 60 s later: the lease (90 s from the run) has 30 s left.
     const clock = new SimulatedClock(first.clock.now() + 60_000);
     const second = await start(dir, clock);
-    expect(jobState(second.backend.job(body.job_id)!)).toBe('running');
+    expect(jobState((await second.backend.committedJob(body.job_id))!)).toBe('running');
     clock.increment(29_999);
     await settle();
-    expect(jobState(second.backend.job(body.job_id)!)).toBe('running');
+    expect(jobState((await second.backend.committedJob(body.job_id))!)).toBe('running');
     clock.increment(1);
     await settle();
-    expect(jobState(second.backend.job(body.job_id)!)).toBe('created');
+    expect(jobState((await second.backend.committedJob(body.job_id))!)).toBe('created');
     const socket = new FakeSocket();
     second.backend.openStream(integration_id, undefined, () => socket);
     await settle();
@@ -250,7 +251,7 @@ describe('backend: a restart with jobs out', () => {
     const body = liveAnalysis();
     await backend.createJob(integration_id, body);
     await backend.result(integration_id, body.job_id, { result: insights });
-    expect(await backend.cancel(body.job_id)).toBe('settled');
+    expect((await backend.cancel(integration_id, body.job_id)).outcome).toBe('settled');
   });
 });
 
@@ -325,7 +326,7 @@ describe('backend: heartbeats', () => {
     }
     await settle();
     // 150 s after it started, far past one lease: still running, never sent again.
-    expect([jobState(backend.job(body.job_id)!), jobFrames(socket).length]).toEqual(['running', 1]);
+    expect([jobState((await backend.committedJob(body.job_id))!), jobFrames(socket).length]).toEqual(['running', 1]);
   });
 
   it('logs what a plugin says of itself only when it is news', async () => {
@@ -341,5 +342,56 @@ describe('backend: heartbeats', () => {
     const { backend } = await start();
     expect(await backend.integrations.create('a2a-bridge')).toMatchObject({ refused: { code: 'provider_coming_soon' } });
     expect(await backend.integrations.create('nobody')).toMatchObject({ refused: { code: 'unknown_provider' } });
+  });
+});
+
+/** Records what is published, and carries it on a turn later, as a broker between processes would. */
+class BrokerLikePubSub implements PubSub {
+  readonly published: Array<[string, JobNotice]> = [];
+  private readonly local = new LocalPubSub();
+  publish(topic: string, notice: JobNotice): void {
+    this.published.push([topic, notice]);
+    setImmediate(() => this.local.publish(topic, notice));
+  }
+  subscribe(topic: string, handler: NoticeHandler): () => void {
+    return this.local.subscribe(topic, handler);
+  }
+}
+
+describe('backend: the JobStore and PubSub seams', () => {
+  it('publishes each committed change of a job on assistant_channel:{integration}, in the order committed', async () => {
+    const pubsub = new BrokerLikePubSub();
+    const { backend } = await start(tempDir(), new SimulatedClock(), pubsub);
+    const { integration_id, body } = await streamingJob(backend);
+    await backend.running(integration_id, body.job_id);
+    await backend.result(integration_id, body.job_id, { result: insights });
+    expect(pubsub.published).toEqual(
+      (['job.created', 'job.delivered', 'job.started', 'job.completed'] as const).map((type) => [
+        `assistant_channel:${integration_id}`,
+        type === 'job.delivered' ? { job_id: body.job_id, type, seq: 1 } : { job_id: body.job_id, type },
+      ]),
+    );
+  });
+
+  it('with notices that arrive late, each job is still delivered once, frames in order, and a follower ends on the settled view', async () => {
+    const { backend } = await start(tempDir(), new SimulatedClock(), new BrokerLikePubSub());
+    const { integration_id } = await integrationOf(backend);
+    const socket = new FakeSocket();
+    backend.openStream(integration_id, undefined, () => socket);
+    const bodies = Array.from({ length: 5 }, () => liveAnalysis({ deadline_ms: 600_000 }));
+    await Promise.all(bodies.map((body) => backend.createJob(integration_id, body)));
+    const follower = new FakeSocket();
+    backend.follow((await backend.committedJob(bodies[0]!.job_id))!, undefined, () => follower, (job) => JSON.stringify({ state: jobState(job) }));
+    for (let i = 0; i < 5; i += 1) await settle();
+    expect(jobFrames(socket).map(([id, job]) => [Number(id), job.job_id])).toEqual(bodies.map((body, i) => [i + 1, body.job_id]));
+    await backend.running(integration_id, bodies[0]!.job_id);
+    await backend.result(integration_id, bodies[0]!.job_id, { result: insights });
+    for (let i = 0; i < 5; i += 1) await settle();
+    const views = [...follower.written.join('').matchAll(/^id: (\d+)\ndata: (.*)$/gm)].map((m) => [Number(m[1]), JSON.parse(m[2]!).state]);
+    // Only the newest view matters: one read late may skip a version, never show one twice or out of order.
+    expect(views.at(0)).toEqual([2, 'delivered']);
+    expect(views.at(-1)).toEqual([4, 'completed']);
+    expect(views.map(([version]) => version)).toEqual([...new Set(views.map(([version]) => version))].sort((a, b) => a - b));
+    expect(jobFrames(socket)).toHaveLength(5);
   });
 });

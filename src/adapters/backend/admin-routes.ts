@@ -33,11 +33,8 @@ export const adminRoutes: FastifyPluginAsync<{ readonly backend: Backend; readon
 
   app.post(`${BASE}/:id/tokens/:role/rotate`, { schema: { params: TokenRolePath } }, async (request, reply) => {
     const { id, role } = request.params;
-    const integration = backend.integrations.integration(id);
-    if (integration === undefined) return sendError(reply, 'integration_not_found');
-    const token = await backend.integrations.rotate(id, role);
-    if (token === undefined) return sendError(reply, 'integration_revoked');
-    return { integration_id: id, role, token };
+    const rotated = await backend.integrations.rotate(id, role);
+    return 'refused' in rotated ? sendError(reply, rotated.refused) : { integration_id: id, role, token: rotated.token };
   });
 
   app.post(`${BASE}/:id/revoke`, { schema: { params: IntegrationPath } }, async (request, reply) => {

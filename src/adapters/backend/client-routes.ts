@@ -47,10 +47,9 @@ export const clientRoutes: FastifyPluginAsync<{ readonly backend: Backend }> = a
   });
 
   app.post(`${BASE}/jobs/:job_id/cancel`, { schema: { params: JobPath } }, async (request, reply) => {
-    const job = backend.job(request.params.job_id);
-    if (job === undefined || job.context.integration_id !== request.params.id) return sendError(reply, 'job_not_found');
-    const outcome = await backend.cancel(request.params.job_id);
-    if (outcome === 'settled') return sendError(reply, 'job_settled');
-    return jobView((await backend.committedJob(request.params.job_id))!);
+    const answer = await backend.cancel(request.params.id, request.params.job_id);
+    if (answer.job === undefined) return sendError(reply, 'job_not_found');
+    if (answer.outcome === 'settled') return sendError(reply, 'job_settled');
+    return jobView(answer.job);
   });
 };

@@ -5,6 +5,7 @@
  * line on stderr and exit 1: these are terminal tools, not supervised servers.
  */
 import type { z } from 'zod';
+import { SseParser, type SseEvent } from '../plugin/sse-parser.js';
 import { UsageError, requiredFlag } from './flags.js';
 import { readTokenFile } from './service.js';
 
@@ -41,17 +42,30 @@ export class BackendClient {
       headers: { authorization: `Bearer ${this.token}`, ...(init.body === undefined ? {} : { 'content-type': 'application/json' }) },
       ...(init.body === undefined ? {} : { body: JSON.stringify(init.body) }),
     });
-    const text = await response.text();
-    let body: unknown = text;
-    try {
-      body = JSON.parse(text);
-    } catch {
-      // Not JSON: kept as text for the message below.
-    }
-    if (response.ok) return schema.parse(body);
-    const error = (body as { error?: { code?: string; message?: string } } | undefined)?.error;
-    throw new Error(`the backend answered ${response.status}${error ? ` ${error.code}: ${error.message}` : ''}`);
+    if (!response.ok) throw await answerError(response);
+    return schema.parse(JSON.parse(await response.text()));
   }
+
+  /** An SSE stream below the integration's base, its events as they arrive, resumed after `cursor` if given; ends when the backend ends it. */
+  async *events(path: string, cursor: string | undefined): AsyncGenerator<SseEvent> {
+    const response = await fetch(`${this.base}${path}`, {
+      headers: { authorization: `Bearer ${this.token}`, accept: 'text/event-stream', ...(cursor === undefined ? {} : { 'last-event-id': cursor }) },
+    });
+    if (!response.ok || response.body === null) throw await answerError(response);
+    const parser = new SseParser();
+    for await (const chunk of response.body.pipeThrough(new TextDecoderStream())) yield* parser.feed(chunk);
+  }
+}
+
+/** A backend's answer that was not a success, as an error that says what it was. */
+async function answerError(response: Response): Promise<Error> {
+  let error: { code?: string; message?: string } | undefined;
+  try {
+    error = (JSON.parse(await response.text()) as { error?: typeof error } | undefined)?.error;
+  } catch {
+    // Not our error body: the status says enough.
+  }
+  return new Error(`the backend answered ${response.status}${error ? ` ${error.code}: ${error.message}` : ''}`);
 }
 
 /** Runs a client command: a usage error is thrown on (exit 2), any other failure is a line on stderr and exit 1. */

@@ -7,7 +7,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
-import { JobView, type JobPurpose } from '../../protocol/index.js';
+import { JobView, OPEN_JOB_STATES, type JobPurpose } from '../../protocol/index.js';
 import { BackendClient, CLIENT_FLAGS, CLIENT_USAGE, runClientCommand } from './client.js';
 import { UsageError, parseDuration, readFlags, requiredFlag } from './flags.js';
 
@@ -31,11 +31,8 @@ const FLAGS = {
   wait: { type: 'boolean' },
 } as const;
 
-/** The states a job leaves by itself (the rest are terminal). */
-const OPEN_STATES: ReadonlySet<string> = new Set(['created', 'delivered', 'running']);
-
-/** How often `--wait` asks how the job stands. */
-const POLL_MS = 250;
+/** How often `--wait` tries to follow the job again after its stream was cut, before it gives up. */
+const FOLLOW_ATTEMPTS = 5;
 
 function payloadFrom(file: string): unknown {
   try {
@@ -72,18 +69,41 @@ async function runJobCommand(argv: readonly string[], env: NodeJS.ProcessEnv): P
   if (verb === 'create' && flags('wait') === true && view.state !== 'completed') process.exitCode = 1;
 }
 
-/** Asks how the job stands until it ends, saying so on stderr whenever that changes (one line, rewritten on a terminal). */
+/**
+ * Follows the job's events (SSE, PROTOCOL.md 6e.13) until it ends, saying so on stderr whenever it changes
+ * (one line, rewritten on a terminal). A cut stream is followed again from its last frame id, after 0.5 s,
+ * 1 s, 2 s…; a backend that stays away ends the command.
+ */
 async function follow(client: BackendClient, created: JobView): Promise<JobView> {
   const tty = process.stderr.isTTY;
+  const path = `/jobs/${encodeURIComponent(created.job_id)}/events`;
   let view = created;
   let said = '';
-  for (;;) {
+  const say = () => {
     const line = `job ${view.job_id}: ${view.state}${view.deliveries > 0 ? ` (delivered ${view.deliveries}×)` : ''}`;
     if (line !== said) process.stderr.write(tty ? `\r${line}\u001b[K` : `${line}\n`);
     said = line;
-    if (!OPEN_STATES.has(view.state)) break;
-    await new Promise((resolve) => setTimeout(resolve, POLL_MS));
-    view = await client.call(JobView, `/jobs/${encodeURIComponent(view.job_id)}`, { method: 'GET' });
+  };
+  say();
+  let cursor: string | undefined;
+  let cuts = 0;
+  while (OPEN_JOB_STATES.has(view.state)) {
+    let cut: unknown = new Error('the backend ended the job\'s event stream');
+    try {
+      for await (const event of client.events(path, cursor)) {
+        view = JobView.parse(JSON.parse(event.data));
+        cursor = event.id;
+        cuts = 0;
+        say();
+        if (!OPEN_JOB_STATES.has(view.state)) break;
+      }
+    } catch (error) {
+      cut = error;
+    }
+    if (!OPEN_JOB_STATES.has(view.state)) break;
+    cuts += 1;
+    if (cuts >= FOLLOW_ATTEMPTS) throw cut;
+    await new Promise((resolve) => setTimeout(resolve, 250 * 2 ** cuts));
   }
   if (tty) process.stderr.write('\n');
   return view;

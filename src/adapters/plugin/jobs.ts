@@ -10,6 +10,7 @@
  *   `deadline_exceeded`;
  * - finished, not closed: its outcome is posted (again).
  */
+import { setMaxListeners } from 'node:events';
 import type { BaseLogger } from 'pino';
 import type { Appender } from '../../engine/append.js';
 import type { Clock } from '../../engine/clock.js';
@@ -48,6 +49,8 @@ export class Jobs {
   private stopping = false;
 
   constructor(private readonly options: JobsOptions) {
+    // Every running job and every retried post listens for the cut-off: as many listeners as jobs in flight, not a leak.
+    setMaxListeners(0, this.cutOff.signal);
     this.retryContext = { clock: options.clock, random: options.random, stop: this.cutOff.signal };
   }
 

@@ -2,16 +2,20 @@
  * The backend relay's engine (1.1, 1.3, 4.1, 6.1): integrations, and the reasoning jobs it relays to each
  * integration's plugin over one live stream. Built from the host's parts: the event log and `Appender`
  * (append first, act after), `AfterCommit`, the `Clock`, `Deadlines` (job deadlines and delivery leases,
- * re-armed from the fold on start) and `SubscriptionActor` (the stream). A payload or result that is a BYO
- * envelope is relayed as it came: the backend never reads inside it.
+ * re-armed from the fold on start) and `SubscriptionActor` (the stream). Jobs are kept through the
+ * `JobStore` seam and their changes travel through the `PubSub` seam: the engine decides with the pure
+ * job decider and reads through those two alone. A payload or result that is a BYO envelope is relayed as
+ * it came: the backend never reads inside it.
  */
 import { z } from 'zod';
 import { ByoEnvelope, PURPOSES, jsonSchemaOf, type CodedError, type JobCreateBody, type JobResultBody } from '../../protocol/index.js';
 import { checkResponseSchema, resultProblems } from '../../protocol/response-schema.js';
-import type { BackendEvent } from '../../machines/backend-events.js';
+import { isJobEvent, type BackendEvent } from '../../machines/backend-events.js';
+import type { Decision } from '../../machines/decider.js';
 import { isRevoked, type IntegrationSnapshot } from '../../machines/integration.js';
-import type { JobCommand, JobOutcome } from '../../machines/job-decider.js';
-import { isSettled, jobState, type JobSnapshot } from '../../machines/job.js';
+import { jobDecider, type JobCommand, type JobOutcome } from '../../machines/job-decider.js';
+import type { JobEvent } from '../../machines/job-events.js';
+import { isSettled, type JobSnapshot } from '../../machines/job.js';
 import type { EventLog } from '../../storage/event-log.js';
 import { AfterCommit } from '../after-commit.js';
 import { Appender } from '../append.js';
@@ -20,10 +24,11 @@ import type { FailureContext } from '../config.js';
 import { Deadlines } from '../deadlines.js';
 import { HostClosingError, inBackground } from '../failures.js';
 import type { SubscriberTransport, SubscriptionActor } from '../subscription-actor.js';
-import { frameOf } from './frames.js';
-import { Integrations } from './integrations.js';
-import { BackendProjection, type ProbedProfile } from './projection.js';
 import { JobFollowers, type RenderJob } from './followers.js';
+import { Integrations } from './integrations.js';
+import { LogJobStore, type JobDecide } from './job-store.js';
+import { BackendProjection, type ProbedProfile } from './projection.js';
+import { LocalPubSub, assistantChannel, type JobNotice, type PubSub } from './pubsub.js';
 import { JobStreams } from './streams.js';
 
 /** An integration and its current capability profile, as a client or the operator reads them. */
@@ -40,13 +45,14 @@ export interface BackendConfig {
   /** The heartbeat interval plugins are told (30 s, 2.3); three missed show an integration offline. */
   readonly heartbeatIntervalMs?: number;
   readonly keepaliveMs?: number;
+  /** Where a committed job change is published for streams and followers (default: this process alone). */
+  readonly pubsub?: PubSub;
   readonly onFatal?: (error: unknown) => void;
   readonly onError?: (error: unknown, context: FailureContext) => void;
 }
 
 export const DEFAULT_LEASE_MS = 90_000;
 export const HEARTBEAT_INTERVAL_MS = 30_000;
-
 
 export type JobAnswer =
   | { readonly outcome: JobOutcome; readonly job: JobSnapshot | undefined }
@@ -62,6 +68,15 @@ export type JobAnswer =
       readonly message: string;
     };
 
+type InvalidCode = Extract<JobAnswer, { outcome: 'invalid' }>['code'];
+
+/** What a decision refused before anything was logged, and why. */
+interface Invalid {
+  readonly invalid: InvalidCode;
+  readonly message: string;
+}
+
+const nothing = <Outcome>(outcome: Outcome): Decision<JobEvent, Outcome> => ({ events: [], outcome });
 
 export class Backend {
   readonly epoch: string;
@@ -72,6 +87,8 @@ export class Backend {
   readonly integrations: Integrations;
   private readonly projection = new BackendProjection();
   private readonly appender: Appender<BackendEvent>;
+  private readonly store: LogJobStore;
+  private readonly pubsub: PubSub;
   private readonly afterCommit: AfterCommit<BackendEvent>;
   private readonly deadlines: Deadlines<string>;
   private readonly leases: Deadlines<string>;
@@ -84,11 +101,23 @@ export class Backend {
     this.clock = config.clock ?? systemClock;
     this.ids = config.ids ?? randomIds;
     this.leaseMs = config.leaseMs ?? DEFAULT_LEASE_MS;
-    this.streams = new JobStreams(this.clock, config.keepaliveMs ?? 20_000);
-    this.followers = new JobFollowers(this.clock, config.keepaliveMs ?? 20_000);
     this.epoch = this.ids.token();
     this.report = config.onError ?? ((error, context) => process.emitWarning(`assistant-relay backend: ${context.what} failed: ${String(error)}`));
-    this.appender = new Appender(log, (event) => this.projection.apply(event), config.onFatal ?? ((error) => process.nextTick(() => { throw error; })));
+    this.appender = new Appender(log, (event) => this.fold(event), config.onFatal ?? ((error) => process.nextTick(() => { throw error; })));
+    this.store = new LogJobStore(this.projection, this.appender);
+    this.pubsub = config.pubsub ?? new LocalPubSub((error, topic) => this.report(error, { what: `a subscriber of ${topic}` }));
+    const keepaliveMs = config.keepaliveMs ?? 20_000;
+    const background = (work: Promise<unknown>, what: string) => this.background(work, what);
+    this.streams = new JobStreams({
+      clock: this.clock,
+      keepaliveMs,
+      store: this.store,
+      pubsub: this.pubsub,
+      leaseMs: this.leaseMs,
+      update: (jobId, decide) => this.update(jobId, decide),
+      background,
+    });
+    this.followers = new JobFollowers({ clock: this.clock, keepaliveMs, store: this.store, pubsub: this.pubsub, background });
     this.afterCommit = new AfterCommit((error, what, event) => this.report(error, { what: event === undefined ? what : `${what} (${event.type})` }));
     this.deadlines = new Deadlines(this.clock, (jobId) => this.background(this.command({ type: 'expire', job_id: jobId, at: this.clock.now() }), 'job deadline'));
     this.leases = new Deadlines(this.clock, (jobId) => this.background(this.command({ type: 'release', job_id: jobId, at: this.clock.now() }), 'delivery lease'));
@@ -97,26 +126,28 @@ export class Backend {
       this.appender,
       this.clock,
       config.heartbeatIntervalMs ?? HEARTBEAT_INTERVAL_MS,
-      async (jobIds, at) => {
-        for (const job_id of jobIds) await this.command({ type: 'run', job_id, lease_until: at + this.leaseMs, at });
-      },
+      (integrationId, jobIds, at) =>
+        Promise.all(jobIds.map((job_id) => this.update(job_id, (job) => this.ofIntegration(integrationId, job, (own) => jobDecider.decide({ type: 'run', job_id, lease_until: at + this.leaseMs, at }, own))))),
       (work) => this.background(work, 'offline deadline'),
     );
-    this.afterCommit.add({ name: 'jobs', event: (event) => this.committed(event) });
+    // The store first: a notice's listener reads the job as this event left it.
+    this.afterCommit.add({ name: 'job store', event: (event) => isJobEvent(event) && this.store.committed(event) });
+    this.afterCommit.add({ name: 'jobs', event: (event) => isJobEvent(event) && this.committed(event) });
   }
 
   /** Folds the log, starts a new epoch, and re-arms every open job's deadline and lease from it. */
   static async start(log: EventLog<BackendEvent>, config: BackendConfig = {}): Promise<Backend> {
     const backend = new Backend(log, config);
-    for (const { event } of log.read()) backend.projection.apply(event);
+    for (const { event } of log.read()) {
+      backend.fold(event);
+      if (isJobEvent(event)) backend.store.committed(event);
+    }
     log.onCommit((events) => backend.afterCommit.dispatch(events));
     await backend.appender.append([{ type: 'backend.started', epoch: backend.epoch, at: backend.clock.now() }]);
-    for (const job of backend.projection.allOpenJobs()) backend.arm(job);
+    for (const job of await backend.store.allOpenJobs()) backend.arm(job);
     backend.integrations.rearm();
     return backend;
   }
-
-  // ---- integrations -------------------------------------------------------------------------------
 
   // ---- jobs: the client's side ----------------------------------------------------------------------
 
@@ -149,17 +180,12 @@ export class Backend {
       deadline_at: at + body.deadline_ms,
       at,
     });
-    return { outcome, job: this.projection.job(body.job_id) };
+    return this.answer(body.job_id, outcome);
   }
 
-  job(jobId: string): JobSnapshot | undefined {
-    return this.projection.job(jobId);
-  }
-
-  /** The job as the log holds it: what a client reads, so that a crash can never take back what it saw. */
+  /** The job as committed: what a client reads, so that a crash can never take back what it saw. */
   async committedJob(jobId: string): Promise<JobSnapshot | undefined> {
-    await this.appender.settled();
-    return this.projection.job(jobId);
+    return (await this.store.job(jobId))?.job;
   }
 
   /** The integration and its current capability profile as the log holds them (what its client reads). */
@@ -184,54 +210,51 @@ export class Backend {
     return this.projection.integration(integrationId)?.context.seen?.refused;
   }
 
-  async cancel(jobId: string): Promise<JobOutcome> {
-    return this.command({ type: 'cancel', job_id: jobId, at: this.clock.now() });
+  /** The client cancels one of its integration's jobs. */
+  async cancel(integrationId: string, jobId: string): Promise<JobAnswer> {
+    const at = this.clock.now();
+    const outcome = await this.update(jobId, (job) => this.ofIntegration(integrationId, job, (own) => jobDecider.decide({ type: 'cancel', job_id: jobId, at }, own)));
+    return this.answer(jobId, outcome);
   }
 
   // ---- jobs: the plugin's side ----------------------------------------------------------------------
 
   /** The plugin runs the job: its lease runs a full lease from now. */
   async running(integrationId: string, jobId: string): Promise<JobAnswer> {
-    const job = this.projection.job(jobId);
-    if (job === undefined || job.context.integration_id !== integrationId) return { outcome: 'unknown', job: undefined };
     const refusal = this.refusalOf(integrationId);
-    if (refusal !== undefined) return { outcome: 'invalid', code: 'plugin_refused', job, message: refusal.message };
     const at = this.clock.now();
-    return { outcome: await this.command({ type: 'run', job_id: jobId, lease_until: at + this.leaseMs, at }), job: this.projection.job(jobId) };
+    const outcome = await this.update<JobOutcome | Invalid>(jobId, (job) =>
+      this.ofIntegration(integrationId, job, (own): Decision<JobEvent, JobOutcome | Invalid> =>
+        refusal === undefined ? jobDecider.decide({ type: 'run', job_id: jobId, lease_until: at + this.leaseMs, at }, own) : nothing({ invalid: 'plugin_refused', message: refusal.message }),
+      ),
+    );
+    return this.answer(jobId, outcome);
   }
 
   /** The completion endpoint (4.1): a result (checked against `response_schema` unless the job is BYO) or a failure report. */
   async result(integrationId: string, jobId: string, body: JobResultBody): Promise<JobAnswer> {
-    const job = this.projection.job(jobId);
-    if (job === undefined || job.context.integration_id !== integrationId) return { outcome: 'unknown', job: undefined };
     const at = this.clock.now();
-    if ('error' in body) return { outcome: await this.command({ type: 'fail', job_id: jobId, error: body.error, at }), job: this.projection.job(jobId) };
-    // A BYO result is an envelope the backend never reads inside; a plain one follows the job's schema. A settled job's answer says so first.
-    const invalid = isSettled(job)
-      ? undefined
-      : job.context.byo
-        ? ByoEnvelope.safeParse(body.result).success
+    const outcome = await this.update<JobOutcome | Invalid>(jobId, (job) =>
+      this.ofIntegration(integrationId, job, (own): Decision<JobEvent, JobOutcome | Invalid> => {
+        if ('error' in body) return jobDecider.decide({ type: 'fail', job_id: jobId, error: body.error, at }, own);
+        // A BYO result is an envelope the backend never reads inside; a plain one follows the job's schema. A settled job's answer says so first.
+        const invalid = isSettled(own)
           ? undefined
-          : 'the result of a BYO job must be a BYO envelope'
-        : resultProblems(job.context.response_schema, body.result);
-    if (invalid !== undefined) return { outcome: 'invalid', code: 'result_invalid', job, message: invalid };
-    return { outcome: await this.command({ type: 'complete', job_id: jobId, result: body.result, at }), job: this.projection.job(jobId) };
+          : own.context.byo
+            ? ByoEnvelope.safeParse(body.result).success
+              ? undefined
+              : 'the result of a BYO job must be a BYO envelope'
+            : resultProblems(own.context.response_schema, body.result);
+        if (invalid !== undefined) return nothing({ invalid: 'result_invalid', message: invalid });
+        return jobDecider.decide({ type: 'complete', job_id: jobId, result: body.result, at }, own);
+      }),
+    );
+    return this.answer(jobId, outcome);
   }
 
-  /**
-   * Opens the integration's stream; one at a time, so a second one takes over from the first (which is
-   * told `superseded` and ends). Every job waiting for the plugin is sent on it: created ones, and
-   * delivered ones the cursor does not show the plugin received; a running one is not (its plugin has it,
-   * and a lapsed lease brings it back).
-   */
+  /** Opens the integration's stream; a second one takes over from the first (`JobStreams`). */
   openStream(integrationId: string, cursor: number | undefined, connect: () => SubscriberTransport): SubscriptionActor {
-    const actor = this.streams.open(integrationId, connect);
-    for (const job of this.projection.openJobs(integrationId)) {
-      const state = jobState(job);
-      const seen = cursor !== undefined && job.context.seq !== undefined && job.context.seq <= cursor;
-      if (state === 'created' || (state === 'delivered' && !seen)) this.deliver(job);
-    }
-    return actor;
+    return this.streams.open(integrationId, cursor, connect);
   }
 
   /**
@@ -239,7 +262,7 @@ export class Backend {
    * after each change, until it leaves or the backend closes.
    */
   follow(job: JobSnapshot, cursor: number | undefined, connect: () => SubscriberTransport, render: RenderJob): SubscriptionActor {
-    return this.followers.open(job, this.projection.version(job.context.job_id), cursor, connect, render);
+    return this.followers.open(job, cursor, connect, render);
   }
 
   async close(): Promise<void> {
@@ -255,56 +278,66 @@ export class Backend {
 
   // ---- the loop ----------------------------------------------------------------------------------
 
-  private async command(command: JobCommand): Promise<JobOutcome> {
+  private fold(event: BackendEvent): void {
+    this.projection.apply(event);
+    if (isJobEvent(event)) this.store.folded(event);
+  }
+
+  private update<Outcome>(jobId: string, decide: JobDecide<Outcome>): Promise<Outcome> {
     // Nothing new enters the log of a closing backend; the edge answers 503 `shutting_down`.
-    if (this.closed) throw new HostClosingError();
-    const decision = this.projection.decideJob(command);
-    if (decision.events.length > 0) await this.appender.append(decision.events);
-    else if (this.appender.uncommitted.length > 0) await this.appender.settled();
-    return decision.outcome;
+    if (this.closed) return Promise.reject(new HostClosingError());
+    return this.store.update(jobId, decide);
   }
 
-  private deliver(job: JobSnapshot): void {
-    const { job_id, integration_id } = job.context;
-    const at = this.clock.now();
-    const command: JobCommand = { type: 'deliver', job_id, seq: this.projection.nextSeq(integration_id), lease_until: at + this.leaseMs, at };
-    this.background(this.command(command), 'job delivery');
+  private command(command: JobCommand): Promise<JobOutcome> {
+    return this.update(command.job_id, (job) => jobDecider.decide(command, job));
   }
 
-  /** Once committed: frames go out, deadlines and leases follow the job. */
-  private committed(event: BackendEvent): void {
-    if (event.type === 'backend.started' || !('job_id' in event)) return;
-    const job = this.projection.job(event.job_id)!;
-    this.followers.push(job, this.projection.version(event.job_id));
+  /** A decision on a job of this integration; another integration's job is as unknown as a job never created. */
+  private ofIntegration<Outcome>(integrationId: string, job: JobSnapshot | undefined, decide: (job: JobSnapshot) => Decision<JobEvent, Outcome>): Decision<JobEvent, Outcome | 'unknown'> {
+    return job === undefined || job.context.integration_id !== integrationId ? nothing('unknown') : decide(job);
+  }
+
+  /** The answer to a command: its outcome and the job as committed now. */
+  private async answer(jobId: string, outcome: JobOutcome | Invalid): Promise<JobAnswer> {
+    const job = await this.committedJob(jobId);
+    if (typeof outcome === 'object') return { outcome: 'invalid', code: outcome.invalid, job, message: outcome.message };
+    return { outcome, job: outcome === 'unknown' ? undefined : job };
+  }
+
+  /** Once committed: deadlines and leases follow the job, and its integration's topic hears of it. */
+  private committed(event: JobEvent): void {
     switch (event.type) {
       case 'job.created':
-      case 'job.released':
-        this.arm(job);
-        if (this.streams.isLive(event.integration_id) && !this.closed) this.deliver(job);
-        return;
+        this.deadlines.set(event.job_id, event.deadline_at);
+        break;
       case 'job.delivered':
-        this.arm(job);
-        this.streams.push(event.integration_id, frameOf(job, event.seq));
-        return;
       case 'job.started':
       case 'job.renewed':
-        this.arm(job);
-        return;
+        this.leases.set(event.job_id, event.lease_until);
+        break;
+      case 'job.released':
+        this.leases.delete(event.job_id);
+        break;
       default:
         this.deadlines.delete(event.job_id);
         this.leases.delete(event.job_id);
     }
+    this.pubsub.publish(assistantChannel(event.integration_id), noticeOf(event));
   }
 
   /** Sets the job's deadline, and its lease while it has one. */
   private arm(job: JobSnapshot): void {
     const { job_id, deadline_at, lease_until } = job.context;
     this.deadlines.set(job_id, deadline_at);
-    if (lease_until === undefined) this.leases.delete(job_id);
-    else this.leases.set(job_id, lease_until);
+    if (lease_until !== undefined) this.leases.set(job_id, lease_until);
   }
 
   private background(work: Promise<unknown>, what: string): void {
     inBackground(work, this.report, { what });
   }
+}
+
+function noticeOf(event: JobEvent): JobNotice {
+  return event.type === 'job.delivered' ? { job_id: event.job_id, type: event.type, seq: event.seq } : { job_id: event.job_id, type: event.type };
 }

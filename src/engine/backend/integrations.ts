@@ -31,8 +31,8 @@ export class Integrations {
     private readonly appender: Appender<BackendEvent>,
     private readonly clock: Clock,
     private readonly heartbeatIntervalMs: number,
-    /** Renews the leases of the jobs a heartbeat names as running. */
-    private readonly renew: (jobIds: readonly string[], at: number) => Promise<void>,
+    /** Renews the leases of the jobs a heartbeat names as running (those of another integration are not touched). */
+    private readonly renew: (integrationId: string, jobIds: readonly string[], at: number) => Promise<unknown>,
     onOfflineFailure: (work: Promise<unknown>) => void,
   ) {
     this.presence = new Deadlines(clock, (integration_id) =>
@@ -75,16 +75,14 @@ export class Integrations {
     return this.projection.integration(integrationId);
   }
 
-  /**
-   * A fresh token for one role, handed out this once; the old one stops working as the new digest is
-   * logged. `undefined`: no such integration, or it is revoked.
-   */
-  async rotate(integrationId: string, role: 'relay' | 'client'): Promise<string | undefined> {
+  /** A fresh token for one role, handed out this once; the old one stops working as the new digest is logged. */
+  async rotate(integrationId: string, role: 'relay' | 'client'): Promise<{ readonly token: string } | { readonly refused: 'integration_not_found' | 'integration_revoked' }> {
     const integration = this.projection.integration(integrationId);
-    if (integration === undefined || isRevoked(integration)) return undefined;
+    if (integration === undefined) return { refused: 'integration_not_found' };
+    if (isRevoked(integration)) return { refused: 'integration_revoked' };
     const token = newToken();
     await this.appender.append([{ type: 'integration.token_rotated', integration_id: integrationId, role, token_digest: tokenDigest(token), at: this.clock.now() }]);
-    return token;
+    return { token };
   }
 
   /** Revokes the integration: both its tokens stop working, for good. Revoking it again changes nothing. */
@@ -118,8 +116,8 @@ export class Integrations {
     const refused = refusalOf(integration, heartbeat);
     const seen = seenOf(integration, heartbeat, refused, at);
     this.presence.set(integrationId, at + MISSED_HEARTBEATS * this.heartbeatIntervalMs);
-    const renewals = refused === undefined ? heartbeat.running_job_ids.filter((jobId) => this.projection.job(jobId)?.context.integration_id === integrationId) : [];
-    await Promise.all([...(seen === undefined ? [] : [this.appender.append([seen])]), this.renew(renewals, at)]);
+    const renewals = refused === undefined ? heartbeat.running_job_ids : [];
+    await Promise.all([...(seen === undefined ? [] : [this.appender.append([seen])]), this.renew(integrationId, renewals, at)]);
     return {
       ok: true,
       interval_s: Math.max(1, Math.round(this.heartbeatIntervalMs / 1000)),

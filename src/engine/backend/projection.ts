@@ -4,9 +4,8 @@
  * frames sent on its stream). No I/O, no clock: a test drives it with events alone.
  */
 import type { BackendEvent } from '../../machines/backend-events.js';
-import type { Decision } from '../../machines/decider.js';
 import { evolveIntegration, initialIntegration, type IntegrationSnapshot } from '../../machines/integration.js';
-import { jobDecider, type JobCommand, type JobOutcome } from '../../machines/job-decider.js';
+import { jobDecider } from '../../machines/job-decider.js';
 import type { JobEvent } from '../../machines/job-events.js';
 import { isSettled, type JobSnapshot } from '../../machines/job.js';
 import { CapabilityProfile } from '../../protocol/index.js';
@@ -99,12 +98,8 @@ export class BackendProjection {
     return [...this.open.keys()].flatMap((integrationId) => this.openJobs(integrationId));
   }
 
-  /** The id the integration's next stream frame takes. */
-  nextSeq(integrationId: string): number {
-    return (this.sent.get(integrationId) ?? 0) + 1;
-  }
-
-  decideJob(command: JobCommand): Decision<JobEvent, JobOutcome> {
-    return jobDecider.decide(command, this.jobs.get(command.job_id));
+  /** The id of the newest frame the integration's streams have been given (0: none yet). */
+  lastSeq(integrationId: string): number {
+    return this.sent.get(integrationId) ?? 0;
   }
 }

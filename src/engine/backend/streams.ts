@@ -2,48 +2,139 @@
  * The integrations' job streams (4.1, 6.1): one live stream per integration, each run by a subscription
  * actor over its socket. A second stream takes over from the first, which hears why (`superseded`) after
  * what it was sent, and ends.
+ *
+ * A stream learns of its integration's jobs from the `PubSub` topic `assistant_channel:{integration}` and
+ * reads them from the `JobStore`: a created or released job is delivered on it, and a delivery it decided
+ * goes out as a frame once committed. Each stream does this work one step at a time, in the order it heard
+ * of it, so its frames leave in the order their deliveries were decided.
  */
-import type { Frame } from '../../machines/subscription.js';
+import { jobDecider } from '../../machines/job-decider.js';
+import { isSettled, jobState, type JobSnapshot } from '../../machines/job.js';
 import type { Clock } from '../clock.js';
 import { SubscriptionActor, type SubscriberTransport } from '../subscription-actor.js';
-import { SUPERSEDED_FRAME } from './frames.js';
+import { SUPERSEDED_FRAME, frameOf } from './frames.js';
+import type { JobDecide, JobStore } from './job-store.js';
+import { assistantChannel, type JobNotice, type PubSub } from './pubsub.js';
 
 /** A plugin never has more than this queued for it before it is dropped (it resumes from its cursor). */
 const MAX_QUEUED_BYTES = 8 * 1024 * 1024;
 
+export interface StreamParts {
+  readonly clock: Clock;
+  readonly keepaliveMs: number;
+  readonly store: JobStore;
+  readonly pubsub: PubSub;
+  /** How long a delivered job waits for its plugin to say it runs it. */
+  readonly leaseMs: number;
+  /** The engine's way into the store (it refuses once the engine closes). */
+  readonly update: <Outcome>(jobId: string, decide: JobDecide<Outcome>) => Promise<Outcome>;
+  /** Reports a failure of work done in the background, unless it is expected (the engine closing). */
+  readonly background: (work: Promise<unknown>, what: string) => void;
+}
+
+interface LiveStream {
+  readonly integrationId: string;
+  readonly actor: SubscriptionActor;
+  /** The id of the newest frame given on the integration's streams, as this one knows it. */
+  lastSeq: number;
+  /** Deliveries with an id up to this one were decided before this stream caught up: not its frames. */
+  firstSeq: number;
+  /** Its work, one step after another. */
+  work: Promise<void>;
+  closed: boolean;
+}
+
 export class JobStreams {
-  private readonly streams = new Map<string, SubscriptionActor>();
+  private readonly streams = new Map<string, LiveStream>();
 
-  constructor(
-    private readonly clock: Clock,
-    private readonly keepaliveMs: number,
-  ) {}
+  constructor(private readonly parts: StreamParts) {}
 
-  isLive(integrationId: string): boolean {
-    return this.streams.has(integrationId);
-  }
-
-  /** Opens the integration's stream, taking over from the one it had. */
-  open(integrationId: string, connect: () => SubscriberTransport): SubscriptionActor {
+  /**
+   * Opens the integration's stream, taking over from the one it had. It is sent every job waiting for
+   * the plugin: created ones, and delivered ones the cursor does not show the plugin received; a running
+   * one is not (its plugin has it, and a lapsed lease brings it back).
+   */
+  open(integrationId: string, cursor: number | undefined, connect: () => SubscriberTransport): SubscriptionActor {
     const previous = this.streams.get(integrationId);
     if (previous !== undefined) {
       // Its plugin must not reconnect at once: another plugin holds the integration now.
-      previous.push([{ kind: 'resync', task_id: '', text: SUPERSEDED_FRAME, bytes: SUPERSEDED_FRAME.length }]);
-      previous.close('superseded');
+      previous.actor.push([{ kind: 'resync', task_id: '', text: SUPERSEDED_FRAME, bytes: SUPERSEDED_FRAME.length }]);
+      previous.actor.close('superseded');
     }
-    const actor = new SubscriptionActor(connect(), this.clock, { keepaliveMs: this.keepaliveMs, maxQueuedBytes: MAX_QUEUED_BYTES }, (closed) => {
-      if (this.streams.get(integrationId) === closed) this.streams.delete(integrationId);
+    let unsubscribe = (): void => {};
+    const actor = new SubscriptionActor(connect(), this.parts.clock, { keepaliveMs: this.parts.keepaliveMs, maxQueuedBytes: MAX_QUEUED_BYTES }, () => {
+      stream.closed = true;
+      unsubscribe();
+      if (this.streams.get(integrationId) === stream) this.streams.delete(integrationId);
     });
-    this.streams.set(integrationId, actor);
+    const stream: LiveStream = { integrationId, actor, lastSeq: 0, firstSeq: 0, work: Promise.resolve(), closed: false };
+    this.streams.set(integrationId, stream);
     actor.open('');
+    // In one step: the catch-up is queued before any notice can be.
+    this.enqueue(stream, () => this.catchUp(stream, cursor));
+    unsubscribe = this.parts.pubsub.subscribe(assistantChannel(integrationId), (notice) => this.enqueue(stream, () => this.noticed(stream, notice)));
+    if (stream.closed) unsubscribe();
     return actor;
   }
 
-  push(integrationId: string, frame: Frame): void {
-    this.streams.get(integrationId)?.push([frame]);
+  closeAll(): void {
+    for (const { actor } of [...this.streams.values()]) actor.close('host_closing');
   }
 
-  closeAll(): void {
-    for (const actor of [...this.streams.values()]) actor.close('host_closing');
+  private async catchUp(stream: LiveStream, cursor: number | undefined): Promise<void> {
+    const { jobs, lastSeq } = await this.parts.store.openJobs(stream.integrationId);
+    stream.lastSeq = Math.max(stream.lastSeq, lastSeq);
+    stream.firstSeq = stream.lastSeq;
+    for (const job of jobs) {
+      const { seq } = job.context;
+      const state = jobState(job);
+      if (state === 'created') this.deliver(stream, job, isWaiting);
+      // Unless it was sent again since it was read.
+      else if (state === 'delivered' && !(cursor !== undefined && seq !== undefined && seq <= cursor)) this.deliver(stream, job, (now) => jobState(now) === 'delivered' && now.context.seq === seq);
+    }
   }
+
+  private async noticed(stream: LiveStream, notice: JobNotice): Promise<void> {
+    switch (notice.type) {
+      case 'job.created':
+      case 'job.released': {
+        const stored = await this.parts.store.job(notice.job_id);
+        if (stored !== undefined && isWaiting(stored.job)) this.deliver(stream, stored.job, isWaiting);
+        return;
+      }
+      case 'job.delivered': {
+        if (notice.seq <= stream.firstSeq) return;
+        const stored = await this.parts.store.job(notice.job_id);
+        // A job settled meanwhile is not worth a frame: its plugin would only hear that it is too late.
+        if (stored !== undefined && !isSettled(stored.job)) stream.actor.push([frameOf(stored.job, notice.seq)]);
+        return;
+      }
+      default:
+        return;
+    }
+  }
+
+  /** Delivers the job on this stream if `when` still holds of it when the store decides. */
+  private deliver(stream: LiveStream, job: JobSnapshot, when: (now: JobSnapshot) => boolean): void {
+    const { job_id } = job.context;
+    const at = this.parts.clock.now();
+    const lease_until = at + this.parts.leaseMs;
+    const work = this.parts.update(job_id, (now) => {
+      if (stream.closed || now === undefined || !when(now)) return { events: [], outcome: 'unchanged' };
+      // A store that retries its transaction calls this again and skips an id: harmless, ids only need to increase.
+      return jobDecider.decide({ type: 'deliver', job_id, seq: ++stream.lastSeq, lease_until, at }, now);
+    });
+    this.parts.background(work, 'job delivery');
+  }
+
+  private enqueue(stream: LiveStream, step: () => Promise<void>): void {
+    const next = stream.work.then(() => (stream.closed ? undefined : step()));
+    this.parts.background(next, 'job stream');
+    stream.work = next.catch(() => undefined);
+  }
+}
+
+/** A job waiting for a stream: created, or released when its lease lapsed. */
+function isWaiting(job: JobSnapshot): boolean {
+  return jobState(job) === 'created';
 }

@@ -1,0 +1,98 @@
+/**
+ * The backend's `JobStore` seam: where reasoning jobs are kept. `update` runs a decision against one
+ * job's current state and appends what it decides, atomically; the reads give what the engine needs to
+ * deliver, follow and re-arm jobs. Nothing in the interface is SQLite's, so a store over another database
+ * (PostgreSQL: a transaction with the job's row locked) takes its place without touching the engine.
+ *
+ * The default, `LogJobStore`, keeps jobs in the backend's own event log: decisions are taken against the
+ * in-memory fold (which already holds what was appended and not yet committed, so a retry is a duplicate
+ * at once), reads answer what is committed.
+ */
+import type { BackendEvent } from '../../machines/backend-events.js';
+import type { Decision } from '../../machines/decider.js';
+import type { JobEvent } from '../../machines/job-events.js';
+import type { JobSnapshot } from '../../machines/job.js';
+import type { Appender } from '../append.js';
+import type { BackendProjection } from './projection.js';
+
+/** A job and its version: how many events it has had (1: created). */
+export interface StoredJob {
+  readonly job: JobSnapshot;
+  readonly version: number;
+}
+
+/** What an integration's stream starts from. */
+export interface OpenJobs {
+  /** The integration's open jobs, oldest first. */
+  readonly jobs: readonly JobSnapshot[];
+  /** The id of the newest frame any of its streams has been given (0: none yet). */
+  readonly lastSeq: number;
+}
+
+/**
+ * A decision on one job, from its current state (`undefined`: no such job). It must be pure and its events
+ * must all be that job's: a store may call it again when its transaction has to be retried.
+ */
+export type JobDecide<Outcome> = (job: JobSnapshot | undefined) => Decision<JobEvent, Outcome>;
+
+export interface JobStore {
+  /**
+   * Decides against the job's current state and appends the events, atomically: no other update of the
+   * job comes between. Resolves once the events, or the state a decision of none was taken on, are
+   * committed, with the decision's outcome; every committed event reaches the engine's after-commit
+   * dispatch.
+   */
+  update<Outcome>(jobId: string, decide: JobDecide<Outcome>): Promise<Outcome>;
+  /** The job as committed (never a state a crash could take back). */
+  job(jobId: string): Promise<StoredJob | undefined>;
+  /** The integration's open jobs and stream position, as of at least everything committed before the call. */
+  openJobs(integrationId: string): Promise<OpenJobs>;
+  /** Every open job: what a start re-arms deadlines and leases from. */
+  allOpenJobs(): Promise<readonly JobSnapshot[]>;
+}
+
+export class LogJobStore implements JobStore {
+  private readonly committedJobs = new Map<string, StoredJob>();
+  /** Each folded event's job as it left it, until the event is committed. */
+  private readonly afterEvent = new WeakMap<JobEvent, StoredJob>();
+
+  constructor(
+    private readonly projection: BackendProjection,
+    private readonly appender: Appender<BackendEvent>,
+  ) {}
+
+  /** The projection has folded a job event (appended now, or read from the log at start). */
+  folded(event: JobEvent): void {
+    const job = this.projection.job(event.job_id)!;
+    this.afterEvent.set(event, { job, version: this.projection.version(event.job_id) });
+  }
+
+  /** A folded job event is committed: reads see the job as that event left it. */
+  committed(event: JobEvent): void {
+    const stored = this.afterEvent.get(event);
+    if (stored === undefined) throw new Error(`job store: ${event.type} for ${event.job_id} committed but never folded`);
+    this.committedJobs.set(event.job_id, stored);
+  }
+
+  async update<Outcome>(jobId: string, decide: JobDecide<Outcome>): Promise<Outcome> {
+    const decision = decide(this.projection.job(jobId));
+    const stray = decision.events.find((event) => event.job_id !== jobId);
+    if (stray !== undefined) throw new Error(`job store: a decision on ${jobId} emitted ${stray.type} for ${stray.job_id}`);
+    if (decision.events.length > 0) await this.appender.append(decision.events);
+    // A duplicate's answer must not be read before the original is durable.
+    else if (this.appender.uncommitted.length > 0) await this.appender.settled();
+    return decision.outcome;
+  }
+
+  async job(jobId: string): Promise<StoredJob | undefined> {
+    return this.committedJobs.get(jobId);
+  }
+
+  async openJobs(integrationId: string): Promise<OpenJobs> {
+    return { jobs: this.projection.openJobs(integrationId), lastSeq: this.projection.lastSeq(integrationId) };
+  }
+
+  async allOpenJobs(): Promise<readonly JobSnapshot[]> {
+    return this.projection.allOpenJobs();
+  }
+}

@@ -1,0 +1,128 @@
+/**
+ * What every `JobStore` must do, as a suite any store runs against itself: the default over the backend's
+ * SQLite log today, a store over another database tomorrow. A store is opened on a folder, so that a
+ * second opening of the same folder is a restart.
+ */
+import { randomUUID } from 'node:crypto';
+import { afterEach, describe, expect, it } from 'vitest';
+import type { Decision } from '../../src/machines/decider.js';
+import { jobDecider, type JobCommand, type JobOutcome } from '../../src/machines/job-decider.js';
+import type { JobEvent } from '../../src/machines/job-events.js';
+import { jobState, type JobSnapshot } from '../../src/machines/job.js';
+import type { JobStore } from '../../src/engine/backend/job-store.js';
+import { tempDir } from './host.js';
+
+export interface OpenedJobStore {
+  readonly store: JobStore;
+  /** The job events the store handed to after-commit dispatch, in order. */
+  readonly committed: readonly JobEvent[];
+  close(): Promise<void>;
+}
+
+const INTEGRATION = 'b8a7c1f0-0000-4000-8000-000000000001';
+
+function create(job_id: string, integration_id = INTEGRATION, at = 1_000): JobCommand {
+  return {
+    type: 'create',
+    job_id,
+    integration_id,
+    purpose: 'live_analysis',
+    payload: { session_id: 's', transcript: [] },
+    byo: false,
+    response_schema: { type: 'object' },
+    provider_kind: 'assistant-relay',
+    deadline_at: at + 60_000,
+    at,
+  };
+}
+
+const decided = (command: JobCommand) => (job: JobSnapshot | undefined) => jobDecider.decide(command, job);
+
+export function describeJobStore(name: string, open: (dir: string) => Promise<OpenedJobStore>): void {
+  describe(`JobStore contract: ${name}`, () => {
+    const opened: OpenedJobStore[] = [];
+    afterEach(async () => {
+      for (const store of opened.splice(0)) await store.close();
+    });
+    const openAt = async (dir = tempDir()) => {
+      const store = await open(dir);
+      opened.push(store);
+      return { ...store, dir };
+    };
+
+    it('decides against the current state, appends, and answers the outcome once committed', async () => {
+      const { store, committed } = await openAt();
+      const job_id = randomUUID();
+      let seen: JobSnapshot | undefined | 'not called' = 'not called';
+      const outcome = await store.update(job_id, (job) => {
+        seen = job;
+        return jobDecider.decide(create(job_id), job);
+      });
+      expect([seen, outcome]).toEqual([undefined, 'created']);
+      const stored = await store.job(job_id);
+      expect([jobState(stored!.job), stored!.version]).toEqual(['created', 1]);
+      expect(committed.map((e) => [e.type, e.job_id])).toEqual([['job.created', job_id]]);
+    });
+
+    it('reads only what is committed, and answers a duplicate only once the original is durable', async () => {
+      const { store } = await openAt();
+      const job_id = randomUUID();
+      const first = store.update(job_id, decided(create(job_id)));
+      expect(await store.job(job_id)).toBeUndefined();
+      const again = await store.update(job_id, decided(create(job_id)));
+      expect(again).toBe('duplicate');
+      expect(await store.job(job_id)).toBeDefined();
+      expect(await first).toBe('created');
+    });
+
+    it('runs concurrent updates of one job one after the other: each decides on what the last one left', async () => {
+      const { store } = await openAt();
+      const job_id = randomUUID();
+      await store.update(job_id, decided(create(job_id)));
+      const at = 2_000;
+      const outcomes = await Promise.all([
+        store.update(job_id, decided({ type: 'complete', job_id, result: { insights: [] }, at })),
+        store.update(job_id, decided({ type: 'cancel', job_id, at })),
+        store.update(job_id, decided({ type: 'fail', job_id, error: { code: 'reasoner_error', message: 'x' }, at })),
+      ]);
+      expect(outcomes).toEqual(['completed', 'settled', 'settled']);
+      expect((await store.job(job_id))!.version).toBe(2);
+    });
+
+    it('refuses a decision with another job\'s event and appends nothing of it', async () => {
+      const { store, committed } = await openAt();
+      const job_id = randomUUID();
+      const stray = (): Decision<JobEvent, JobOutcome> => jobDecider.decide(create(randomUUID()), undefined);
+      await expect(store.update(job_id, stray)).rejects.toThrow(/job store/);
+      expect([await store.job(job_id), committed]).toEqual([undefined, []]);
+    });
+
+    it('lists an integration\'s open jobs oldest first with its newest frame id; settled ones leave the list', async () => {
+      const { store } = await openAt();
+      const [a, b, c] = [randomUUID(), randomUUID(), randomUUID()];
+      for (const job_id of [a, b, c]) await store.update(job_id, decided(create(job_id)));
+      const elsewhere = randomUUID();
+      await store.update(elsewhere, decided(create(elsewhere, 'another-integration')));
+      await store.update(a, decided({ type: 'deliver', job_id: a, seq: 7, lease_until: 90_000, at: 2_000 }));
+      await store.update(b, decided({ type: 'cancel', job_id: b, at: 2_000 }));
+      const open = await store.openJobs(INTEGRATION);
+      expect([open.jobs.map((job) => job.context.job_id), open.lastSeq]).toEqual([[a, c], 7]);
+      expect(await store.openJobs('no-such-integration')).toEqual({ jobs: [], lastSeq: 0 });
+      expect((await store.allOpenJobs()).map((job) => job.context.job_id).sort()).toEqual([a, c, elsewhere].sort());
+    });
+
+    it('keeps every job, its version and the stream position across a restart', async () => {
+      const first = await openAt();
+      const job_id = randomUUID();
+      await first.store.update(job_id, decided(create(job_id)));
+      await first.store.update(job_id, decided({ type: 'deliver', job_id, seq: 1, lease_until: 90_000, at: 2_000 }));
+      await first.close();
+      opened.splice(opened.indexOf(first), 1);
+      const second = await openAt(first.dir);
+      const stored = await second.store.job(job_id);
+      expect([jobState(stored!.job), stored!.version]).toEqual(['delivered', 2]);
+      expect((await second.store.openJobs(INTEGRATION)).lastSeq).toBe(1);
+      expect(await second.store.update(job_id, decided(create(job_id)))).toBe('duplicate');
+    });
+  });
+}

@@ -1,0 +1,54 @@
+/**
+ * What every `PubSub` must do, as a suite any implementation runs against itself: the in-process default
+ * today, a broker (NATS, Redis) tomorrow. `settle` waits until whatever was published has been heard.
+ */
+import { describe, expect, it } from 'vitest';
+import { assistantChannel, type JobNotice, type PubSub } from '../../src/engine/backend/pubsub.js';
+
+export interface OpenedPubSub {
+  readonly pubsub: PubSub;
+  settle(): Promise<void>;
+}
+
+const created = (job_id: string): JobNotice => ({ job_id, type: 'job.created' });
+
+export function describePubSub(name: string, open: () => Promise<OpenedPubSub>): void {
+  describe(`PubSub contract: ${name}`, () => {
+    it('hears what is published on its topic, in order, and nothing of another topic', async () => {
+      const { pubsub, settle } = await open();
+      const heard: JobNotice[] = [];
+      pubsub.subscribe(assistantChannel('a'), (notice) => heard.push(notice));
+      pubsub.publish(assistantChannel('a'), created('1'));
+      pubsub.publish(assistantChannel('b'), created('2'));
+      pubsub.publish(assistantChannel('a'), { job_id: '1', type: 'job.delivered', seq: 4 });
+      await settle();
+      // Notices are plain JSON: a broker between processes carries them as they are.
+      expect(JSON.parse(JSON.stringify(heard))).toEqual([created('1'), { job_id: '1', type: 'job.delivered', seq: 4 }]);
+    });
+
+    it('every subscriber hears each notice; one that unsubscribed hears nothing more', async () => {
+      const { pubsub, settle } = await open();
+      const [first, second]: [string[], string[]] = [[], []];
+      const leave = pubsub.subscribe(assistantChannel('a'), (notice) => first.push(notice.job_id));
+      pubsub.subscribe(assistantChannel('a'), (notice) => second.push(notice.job_id));
+      pubsub.publish(assistantChannel('a'), created('1'));
+      await settle();
+      leave();
+      pubsub.publish(assistantChannel('a'), created('2'));
+      await settle();
+      expect([first, second]).toEqual([['1'], ['1', '2']]);
+    });
+
+    it('a subscriber that throws does not keep the notice from the others', async () => {
+      const { pubsub, settle } = await open();
+      const heard: string[] = [];
+      pubsub.subscribe(assistantChannel('a'), () => {
+        throw new Error('subscriber broke');
+      });
+      pubsub.subscribe(assistantChannel('a'), (notice) => heard.push(notice.job_id));
+      pubsub.publish(assistantChannel('a'), created('1'));
+      await settle();
+      expect(heard).toEqual(['1']);
+    });
+  });
+}
