@@ -4,6 +4,7 @@
  */
 import type { CodedError, Heartbeat, VersionRange } from '../protocol/index.js';
 import type { JobEvent } from './job-events.js';
+import type { PairingEvent } from './pairing-events.js';
 
 export interface BackendStarted {
   readonly type: 'backend.started';
@@ -11,7 +12,7 @@ export interface BackendStarted {
   readonly at: number;
 }
 
-/** An operator created an integration: one paired assistant, with its two tokens, kept as digests only. */
+/** An operator or a pairing created an integration: one paired assistant, with its two tokens, kept as digests only. */
 export interface IntegrationCreated {
   readonly type: 'integration.created';
   readonly integration_id: string;
@@ -20,6 +21,8 @@ export interface IntegrationCreated {
   readonly relay_token_digest: string;
   /** SHA-256 of the token the client presents to create and follow jobs. */
   readonly client_token_digest: string;
+  /** Made by a pairing (not by an operator): which, and the two public keys it ended with (never a secret). */
+  readonly pairing?: { readonly pairing_id: string; readonly client_key: string; readonly assistant_key: string };
   readonly at: number;
 }
 
@@ -62,14 +65,19 @@ export interface IntegrationOffline {
 
 export type IntegrationEvent = IntegrationCreated | IntegrationTokenRotated | IntegrationRevoked | IntegrationSeen | IntegrationOffline;
 
-export type BackendEvent = BackendStarted | IntegrationEvent | JobEvent;
+export type BackendEvent = BackendStarted | IntegrationEvent | JobEvent | PairingEvent;
 
 export function isJobEvent(event: BackendEvent): event is JobEvent {
   return event.type.startsWith('job.');
 }
 
+export function isPairingEvent(event: BackendEvent): event is PairingEvent {
+  return event.type.startsWith('pairing.');
+}
+
 /** The log's stream of an event: its job, its integration, or '' for the backend's own. */
 export function backendStreamOf(event: BackendEvent): string {
   if (event.type === 'backend.started') return '';
-  return isJobEvent(event) ? `job:${event.job_id}` : `integration:${event.integration_id}`;
+  if (isJobEvent(event)) return `job:${event.job_id}`;
+  return isPairingEvent(event) ? `pairing:${event.pairing_id}` : `integration:${event.integration_id}`;
 }

@@ -43,6 +43,13 @@ export const HTTP_ERRORS = {
   integration_not_found: { status: 404, message: 'no such integration' },
   integration_revoked: { status: 409, message: 'the integration is revoked: its tokens cannot be rotated' },
   provider_refused: { status: 422, message: 'the provider cannot be used for an integration' },
+  invalid_pairing_id: { status: 400, message: 'the pairing id must be a UUID' },
+  pairing_not_found: { status: 404, message: 'no such pairing (or no open pairing with this handle)' },
+  pairing_out_of_order: { status: 409, message: 'the pairing is not at the step this message belongs to' },
+  pairing_conflict: { status: 409, message: 'this step of the pairing was taken with another message' },
+  pairing_ended: { status: 410, message: 'the pairing has ended: completed, aborted or expired' },
+  too_many_pairings: { status: 429, message: 'the backend holds the most open pairings it takes; try again later' },
+  too_many_attempts: { status: 429, message: 'too many pairing codes that name no pairing; try again later' },
 } as const satisfies Record<string, { status: number; message: string }>;
 
 export type HttpErrorCode = keyof typeof HTTP_ERRORS;
@@ -82,7 +89,8 @@ export const JOB_ERRORS = {
   invalid_response_schema: "the job's response_schema is not a JSON Schema the assistant can check results against",
   unsupported_version: "the job's schema_version or envelope_version is outside the versions the plugin handles",
   invalid_job: 'the job envelope does not follow the ReasoningJob schema',
-  byo_unsupported: 'the plugin cannot decrypt BYO jobs yet',
+  byo_unsupported: 'the plugin holds no BYO keys: it was not paired',
+  envelope_invalid: "the job's BYO envelope does not open: tampered, sealed under another pairing's key or for another job",
 } as const;
 
 export type JobErrorCode = keyof typeof JOB_ERRORS;

@@ -6,3 +6,5 @@ export * from './sse.js';
 export * from './reasoning.js';
 export * from './providers.js';
 export * from './tokens.js';
+export * from './byo/index.js';
+export * from './pairing-wire.js';

@@ -1,11 +1,11 @@
 /**
- * Every body of the reasoning channel, and the provider registry's file, as a JSON Schema file generated
+ * Every body of the reasoning channel and of pairing, and the provider registry's file, as a JSON Schema file generated
  * from its zod schema, for other implementations, for editors and for the jobs' `response_schema`:
  * schemas/<name>.json. `npm run diagrams` writes them and a test holds the files to the schemas.
  */
 import type { z } from 'zod';
+import { ByoEnvelope } from './byo/envelope.js';
 import {
-  ByoEnvelope,
   CapabilityProfile,
   Heartbeat,
   HeartbeatAnswer,
@@ -19,6 +19,20 @@ import {
   jsonSchemaOf,
   type JobPurpose,
 } from './reasoning.js';
+import {
+  AbortBody,
+  AssistantConfirmAnswer,
+  ClientConfirmAnswer,
+  ClientKeyBody,
+  CommitBody,
+  ConfirmBody,
+  PairingJoinAnswer,
+  PairingJoinBody,
+  PairingStartAnswer,
+  PairingStartBody,
+  PairingView,
+  RevealBody,
+} from './pairing-wire.js';
 import { ProviderRegistry } from './providers.js';
 
 const BODIES: ReadonlyArray<readonly [string, z.ZodType]> = [
@@ -33,6 +47,18 @@ const BODIES: ReadonlyArray<readonly [string, z.ZodType]> = [
   ['integration-view', IntegrationView],
   ['integration-create', IntegrationCreateBody],
   ['provider-registry', ProviderRegistry],
+  ['pairing/start', PairingStartBody],
+  ['pairing/start-answer', PairingStartAnswer],
+  ['pairing/join', PairingJoinBody],
+  ['pairing/join-answer', PairingJoinAnswer],
+  ['pairing/commit', CommitBody],
+  ['pairing/client-key', ClientKeyBody],
+  ['pairing/reveal', RevealBody],
+  ['pairing/confirm', ConfirmBody],
+  ['pairing/client-confirm-answer', ClientConfirmAnswer],
+  ['pairing/assistant-confirm-answer', AssistantConfirmAnswer],
+  ['pairing/abort', AbortBody],
+  ['pairing-view', PairingView],
 ];
 
 export interface SchemaFile {

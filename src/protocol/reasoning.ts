@@ -17,16 +17,6 @@ export const JobId = z.string().refine(isUuid, { message: 'job_id must be a UUID
 export const JobPurpose = z.enum(['live_analysis', 'session_summary', 'capability_probe']);
 export type JobPurpose = z.infer<typeof JobPurpose>;
 
-/**
- * A BYO-encrypted payload or result (2.2). Text encoding, key ids and associated data come with BYO
- * encryption; until then the relay checks only that it is an envelope, and keeps any further fields, so
- * that the envelope can grow without the backend, which never reads it, having to change.
- */
-export const ByoEnvelope = z.looseObject({
-  ciphertext: z.string().min(1),
-  nonce: z.string().min(1),
-});
-export type ByoEnvelope = z.infer<typeof ByoEnvelope>;
 
 /** How deep a payload, result or schema may nest: far past any real one, far short of a stack overflow. */
 export const MAX_JSON_DEPTH = 64;

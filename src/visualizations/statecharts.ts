@@ -4,6 +4,7 @@ import { conversationMachine } from '../machines/conversation.js';
 import { deliveryMachine } from '../machines/delivery.js';
 import { integrationMachine } from '../machines/integration.js';
 import { jobMachine } from '../machines/job.js';
+import { pairingMachine } from '../machines/pairing.js';
 import { sessionMachine } from '../machines/session.js';
 import { subscriptionMachine } from '../machines/subscription.js';
 import { taskMachine } from '../machines/task.js';
@@ -23,6 +24,7 @@ const MACHINES: ReadonlyArray<{ name: string; title: string; machine: AnyStateMa
   { name: 'delivery', title: 'Callback delivery', machine: deliveryMachine },
   { name: 'job', title: 'Reasoning job', machine: jobMachine },
   { name: 'integration', title: 'Integration (backend)', machine: integrationMachine },
+  { name: 'pairing', title: 'Pairing (backend)', machine: pairingMachine },
 ];
 
 export function statechartPages(): StatechartPage[] {

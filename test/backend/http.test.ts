@@ -3,19 +3,11 @@
  * create, read and cancel; and bad input on each route answered with a coded 4xx, nothing logged.
  */
 import { randomUUID } from 'node:crypto';
-import { rmSync } from 'node:fs';
-import { join } from 'node:path';
-import type { FastifyInstance } from 'fastify';
 import { afterEach, describe, expect, it } from 'vitest';
 import { Backend } from '../../src/engine/backend/backend.js';
 import type { NewIntegration } from '../../src/engine/backend/integrations.js';
-import { buildBackendServer } from '../../src/adapters/backend/server.js';
-import { HTTP_LIMITS } from '../../src/adapters/http/limits.js';
-import { backendStreamOf, type BackendEvent } from '../../src/machines/backend-events.js';
 import { IntegrationView, ReasoningJob, tokenDigest } from '../../src/protocol/index.js';
-import { EventLog } from '../../src/storage/event-log.js';
-import { heartbeatOf } from '../support/backend.js';
-import { tempDir } from '../support/host.js';
+import { heartbeatOf, serveBackend } from '../support/backend.js';
 import { request } from '../support/http.js';
 import { countEvents } from '../support/log.js';
 import { SseConnection } from '../support/sse.js';
@@ -33,23 +25,11 @@ afterEach(async () => {
 });
 
 async function startBackend(operatorTokenDigest?: string): Promise<Running> {
-  const dir = tempDir();
-  const db = join(dir, 'backend.db');
-  const log = EventLog.open<BackendEvent>({ path: db, streamOf: backendStreamOf });
-  const backend = await Backend.start(log);
-  const app: FastifyInstance = await buildBackendServer(backend, { limits: HTTP_LIMITS, ...(operatorTokenDigest === undefined ? {} : { operatorTokenDigest }) });
-  const url = await app.listen({ host: '127.0.0.1', port: 0 });
-  const created = await backend.integrations.create('assistant-relay');
+  const served = await serveBackend(operatorTokenDigest === undefined ? {} : { operatorTokenDigest });
+  stops.push(() => served.stop());
+  const created = await served.backend.integrations.create('assistant-relay');
   if ('refused' in created) throw new Error(created.refused.message);
-  stops.push(async () => {
-    // As a host closes: the server stops taking requests (late ones get 503), the backend ends its streams, then the server is done.
-    const closing = app.close();
-    await backend.close();
-    await closing;
-    await log.close();
-    rmSync(dir, { recursive: true, force: true });
-  });
-  return { url, db, integration: created, backend };
+  return { url: served.url, db: served.db, integration: created, backend: served.backend };
 }
 
 const base = (r: Running, id = r.integration.integration_id) => `${r.url}/api/v1/assistant/integrations/${id}`;

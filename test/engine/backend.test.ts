@@ -13,7 +13,7 @@ import { LocalPubSub, type JobNotice, type NoticeHandler, type PubSub } from '..
 import { backendStreamOf, type BackendEvent } from '../../src/machines/backend-events.js';
 import { jobState } from '../../src/machines/job.js';
 import { JobCreateBody, ReasoningJob } from '../../src/protocol/index.js';
-import { heartbeatOf } from '../support/backend.js';
+import { SHAPED_ENVELOPE, heartbeatOf } from '../support/backend.js';
 import { readEvents } from '../support/log.js';
 import { EventLog } from '../../src/storage/event-log.js';
 import { SimulatedClock } from '../support/clock.js';
@@ -163,9 +163,9 @@ describe('backend: the capability profile', () => {
     await first.backend.result(integration_id, plain.job_id, { result: profile });
     expect(await profileOf(first.backend)).toMatchObject({ job_id: plain.job_id, profile });
 
-    const byo = probe({ byo: true, payload: { ciphertext: 'c', nonce: 'n' } });
+    const byo = probe({ byo: true, payload: SHAPED_ENVELOPE });
     await first.backend.createJob(integration_id, byo);
-    expect((await first.backend.result(integration_id, byo.job_id, { result: { ciphertext: 'c2', nonce: 'n2' } })).outcome).toBe('completed');
+    expect((await first.backend.result(integration_id, byo.job_id, { result: { ...SHAPED_ENVELOPE, ciphertext: 'B'.repeat(22) } })).outcome).toBe('completed');
     const own = probe({ response_schema: { type: 'object' } });
     await first.backend.createJob(integration_id, own);
     expect((await first.backend.result(integration_id, own.job_id, { result: { anything: true } })).outcome).toBe('completed');

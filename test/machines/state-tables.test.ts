@@ -13,6 +13,7 @@ import { conversationMachine } from '../../src/machines/conversation.js';
 import { deliveryMachine } from '../../src/machines/delivery.js';
 import { integrationMachine } from '../../src/machines/integration.js';
 import { jobMachine } from '../../src/machines/job.js';
+import { pairingMachine } from '../../src/machines/pairing.js';
 import { sessionMachine } from '../../src/machines/session.js';
 import { subscriptionMachine } from '../../src/machines/subscription.js';
 import { taskMachine } from '../../src/machines/task.js';
@@ -25,6 +26,7 @@ const MACHINES: ReadonlyArray<[string, AnyStateMachine]> = [
   ['subscription', subscriptionMachine],
   ['job', jobMachine],
   ['integration', integrationMachine],
+  ['pairing', pairingMachine],
 ];
 
 /** `State | Event | Next` of the first table in the file's header comment. */

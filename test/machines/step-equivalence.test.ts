@@ -13,6 +13,7 @@ import { conversationMachine, type ConversationSnapshot } from '../../src/machin
 import { deliveryMachine, type DeliverySnapshot } from '../../src/machines/delivery.js';
 import { integrationMachine } from '../../src/machines/integration.js';
 import { jobMachine, type JobSnapshot } from '../../src/machines/job.js';
+import { pairingMachine } from '../../src/machines/pairing.js';
 import { sessionMachine, type SessionSnapshot } from '../../src/machines/session.js';
 import { subscriptionMachine } from '../../src/machines/subscription.js';
 import { taskMachine } from '../../src/machines/task.js';
@@ -27,6 +28,8 @@ interface Case {
   readonly machine: AnyStateMachine;
   readonly input: unknown;
   readonly events: readonly EventFor[];
+  /** How many events deep to explore (default DEPTH): a machine with a longer chain of steps needs more. */
+  readonly depth?: number;
 }
 
 const S = 's';
@@ -114,6 +117,22 @@ const CASES: readonly Case[] = [
     ],
   },
   {
+    name: 'pairing',
+    machine: pairingMachine,
+    depth: 7,
+    input: { type: 'pairing.started', pairing_id: 'p', handle: 'H', provider_kind: 'k', schema_version: 1, envelope_version: 1, client_pairing_token_digest: 'c', expires_at: 100, at: 1 },
+    events: [
+      () => ({ type: 'pairing.joined', pairing_id: 'p', assistant_pairing_token_digest: 'a', at: 2 }),
+      () => ({ type: 'pairing.committed', pairing_id: 'p', commitment: 'm', at: 3 }),
+      () => ({ type: 'pairing.client_key_sent', pairing_id: 'p', client_key: 'ck', at: 4 }),
+      () => ({ type: 'pairing.revealed', pairing_id: 'p', assistant_key: 'ak', nonce: 'n', at: 5 }),
+      () => ({ type: 'pairing.client_confirmed', pairing_id: 'p', confirmation: 'cc', client_token_digest: 't', at: 6 }),
+      () => ({ type: 'pairing.completed', pairing_id: 'p', confirmation: 'ac', integration_id: 'i', at: 7 }),
+      () => ({ type: 'pairing.aborted', pairing_id: 'p', by: 'client', reason: 'r', at: 8 }),
+      () => ({ type: 'pairing.expired', pairing_id: 'p', at: 9 }),
+    ],
+  },
+  {
     name: 'task',
     machine: taskMachine,
     input: { task_id: 't', at: 1, callback: cb },
@@ -163,7 +182,7 @@ const trace = (snapshot: { value: unknown; status: string; context: unknown }, a
 });
 
 describe('stepper equals xstate transition() on every reachable state and event', () => {
-  it.each(CASES)('$name', ({ machine, input, events }) => {
+  it.each(CASES)('$name', ({ machine, input, events, depth: maxDepth = DEPTH }) => {
     const ours = stepper(machine);
     const [initial, initialActions] = ours.initial(input);
     const [theirInitial, theirInitialActions] = initialTransition(machine, input);
@@ -174,7 +193,7 @@ describe('stepper equals xstate transition() on every reachable state and event'
     const eventTypes = new Set<string>();
     let frontier = [initial];
     let compared = 0;
-    for (let depth = 0; depth < DEPTH && frontier.length > 0; depth += 1) {
+    for (let depth = 0; depth < maxDepth && frontier.length > 0; depth += 1) {
       const next = [];
       for (const snapshot of frontier) {
         visitedValues.add(JSON.stringify(snapshot.value));

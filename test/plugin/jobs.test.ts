@@ -97,7 +97,7 @@ describe('a failed job is posted, never dropped', () => {
   const failures: Array<[string, Record<string, unknown>, string]> = [
     ['schema_version 2', { schema_version: 2 }, 'unsupported_version'],
     ['envelope_version 0', { envelope_version: 0 }, 'unsupported_version'],
-    ['a BYO payload', { byo: true, payload: { ciphertext: 'x', nonce: 'y' } }, 'byo_unsupported'],
+    ['a BYO payload, to a plugin with no keys', { byo: true, payload: { kid: 'AAAAAAAAAAAA', nonce: 'A'.repeat(32), ciphertext: 'A'.repeat(22) } }, 'byo_unsupported'],
     ['an envelope without a purpose', { purpose: undefined }, 'invalid_job'],
     ['a response_schema that is not a schema', { response_schema: { type: 12 } }, 'invalid_job'],
   ];

@@ -4,7 +4,7 @@ import { describe, expect, it } from 'vitest';
 import { BACKOFF, fullJitter } from '../../src/adapters/plugin/backoff.js';
 import { evolvePlugin, initialPluginState, type PluginEvent } from '../../src/adapters/plugin/events.js';
 import { JOB_ERRORS } from '../../src/protocol/errors.js';
-import { SseParser } from '../../src/adapters/plugin/sse-parser.js';
+import { SseParser } from '../../src/adapters/client/sse-parser.js';
 
 describe('SseParser', () => {
   it('reads frames split anywhere, CRLF, CR or LF, skipping comments', () => {

@@ -1,8 +1,52 @@
 /** Reasoning-channel fixtures shared by the backend's tests. */
 import { randomUUID } from 'node:crypto';
+import { rmSync } from 'node:fs';
+import { join } from 'node:path';
 import { expect } from 'vitest';
+import { buildBackendServer } from '../../src/adapters/backend/server.js';
+import { HTTP_LIMITS } from '../../src/adapters/http/limits.js';
+import { Backend, type BackendConfig } from '../../src/engine/backend/backend.js';
+import { backendStreamOf, type BackendEvent } from '../../src/machines/backend-events.js';
 import { PURPOSES, type Heartbeat, type JobPurpose } from '../../src/protocol/index.js';
+import { EventLog } from '../../src/storage/event-log.js';
+import { tempDir } from './host.js';
 import { request } from './http.js';
+
+export interface ServedBackend {
+  readonly url: string;
+  readonly dir: string;
+  readonly db: string;
+  readonly backend: Backend;
+  /** Stops it as a backend stops (late requests get 503); the folder stays unless `remove`. */
+  stop(options?: { readonly remove?: boolean }): Promise<void>;
+}
+
+/** A backend engine on a real SQLite log in `dir`, served over loopback HTTP. */
+export async function serveBackend(options: { readonly dir?: string; readonly config?: BackendConfig; readonly operatorTokenDigest?: string } = {}): Promise<ServedBackend> {
+  const dir = options.dir ?? tempDir();
+  const db = join(dir, 'backend.db');
+  const log = EventLog.open<BackendEvent>({ path: db, streamOf: backendStreamOf });
+  const backend = await Backend.start(log, options.config);
+  const app = await buildBackendServer(backend, { limits: HTTP_LIMITS, ...(options.operatorTokenDigest === undefined ? {} : { operatorTokenDigest: options.operatorTokenDigest }) });
+  const url = await app.listen({ host: '127.0.0.1', port: 0 });
+  let stopped = false;
+  return {
+    url,
+    dir,
+    db,
+    backend,
+    async stop({ remove = true } = {}) {
+      if (!stopped) {
+        stopped = true;
+        const closing = app.close();
+        await backend.close();
+        await closing;
+        await log.close();
+      }
+      if (remove) rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
 
 /** A heartbeat an admitted plugin would send. */
 
@@ -49,3 +93,6 @@ export async function probeAnalyseSummarise(base: string, clientToken: string): 
     expect(PURPOSES[purpose].result.safeParse(view.result).success).toBe(true);
   }
 }
+
+/** An envelope of the right shape that no key opens: what the backend, which holds none, must take as it is. */
+export const SHAPED_ENVELOPE = { kid: 'AAAAAAAAAAAA', nonce: 'A'.repeat(32), ciphertext: 'A'.repeat(22) };

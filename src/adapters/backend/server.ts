@@ -1,4 +1,4 @@
-/** The backend relay's HTTP surface (4.1): the plugin's routes, the client's and the operator's, each with its own credential. */
+/** The backend relay's HTTP surface (4.1): the plugin's routes, the client's, pairing's and the operator's, each with its own credential. */
 import type { FastifyBaseLogger, FastifyInstance } from 'fastify';
 import type { Backend } from '../../engine/backend/backend.js';
 import { newHttpApp } from '../http/app.js';
@@ -6,6 +6,7 @@ import type { HttpLimits } from '../http/limits.js';
 import { validationPlugin } from '../http/validation.js';
 import { adminRoutes } from './admin-routes.js';
 import { clientRoutes } from './client-routes.js';
+import { pairingRoutes } from './pairing-routes.js';
 import { pluginRoutes } from './plugin-routes.js';
 
 /** A job's payload or result may be a whole transcript: 4 MiB. */
@@ -31,6 +32,7 @@ export async function buildBackendServer(backend: Backend, options: BackendHttpO
     await scope.register(validationPlugin);
     await scope.register(pluginRoutes, { backend });
     await scope.register(clientRoutes, { backend });
+    await scope.register(pairingRoutes, { backend });
     if (options.operatorTokenDigest !== undefined) await scope.register(adminRoutes, { backend, operatorTokenDigest: options.operatorTokenDigest });
   });
   return app;

@@ -1,7 +1,8 @@
-/** What a client reads: a job (`JobView`) and an integration (`IntegrationView`), times as ISO 8601. */
-import type { IntegrationView, JobView } from '../../protocol/index.js';
+/** What a client reads: a job (`JobView`), an integration (`IntegrationView`) and a pairing (`PairingView`), times as ISO 8601. */
+import type { IntegrationView, JobView, PairingView } from '../../protocol/index.js';
 import { integrationState } from '../../machines/integration.js';
 import { jobState, type JobSnapshot } from '../../machines/job.js';
+import { pairingState, type PairingSnapshot } from '../../machines/pairing.js';
 import type { IntegrationRead } from '../../engine/backend/backend.js';
 
 const iso = (ms: number) => new Date(ms).toISOString();
@@ -47,5 +48,28 @@ export function integrationView({ integration, profile: probed }: IntegrationRea
           },
         }),
     ...(probed === undefined ? {} : { capability_profile: probed.profile, capability_probe: { job_id: probed.job_id, completed_at: iso(probed.completed_at) } }),
+  };
+}
+
+/** A pairing: its step, and every message of either side so far (public values only). */
+export function pairingView(pairing: PairingSnapshot): PairingView {
+  const c = pairing.context;
+  const optional = <K extends string>(key: K, value: string | undefined) => (value === undefined ? {} : ({ [key]: value } as Record<K, string>));
+  return {
+    pairing_id: c.pairing_id,
+    provider_kind: c.provider_kind,
+    schema_version: c.schema_version,
+    envelope_version: c.envelope_version,
+    state: pairingState(pairing),
+    created_at: iso(c.created_at),
+    expires_at: iso(c.expires_at),
+    ...optional('commitment', c.commitment),
+    ...optional('client_key', c.client_key),
+    ...optional('assistant_key', c.assistant_key),
+    ...optional('nonce', c.nonce),
+    ...optional('client_confirmation', c.client_confirmation),
+    ...optional('assistant_confirmation', c.assistant_confirmation),
+    ...optional('integration_id', c.integration_id),
+    ...(c.aborted === undefined ? {} : { aborted: c.aborted }),
   };
 }

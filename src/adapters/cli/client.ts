@@ -1,11 +1,13 @@
 /**
- * What the client commands (`job`, `integrations`) share: the flags that name an integration and its
- * client token, and one call to the backend's client routes, whose answer is parsed with its zod schema or
- * turned into an error that says what the backend answered. Failures that are not usage errors are a plain
- * line on stderr and exit 1: these are terminal tools, not supervised servers.
+ * What the client commands (`job`, `integrations`, `pair`) share: the flags that name an integration and
+ * its client token, the client of that integration's routes, and how a failure ends the command: a usage
+ * error exits 2, anything else is a plain line on stderr and exit 1 (these are terminal tools, not
+ * supervised servers).
  */
+import type { Keyring } from '../../protocol/index.js';
 import type { z } from 'zod';
-import { SseParser, type SseEvent } from '../plugin/sse-parser.js';
+import { AssistantKeysFile, ClientKeysFile, KeysFileError, keyringOfFile, readKeysFile } from '../byo/keys-file.js';
+import { BackendClient } from '../client/backend-client.js';
 import { UsageError, requiredFlag } from './flags.js';
 import { readTokenFile } from './service.js';
 
@@ -13,59 +15,55 @@ export const CLIENT_FLAGS = {
   backend: { type: 'string' },
   integration: { type: 'string' },
   'client-token-file': { type: 'string' },
+  keys: { type: 'string' },
 } as const;
 
-export const CLIENT_USAGE = `  --backend URL            the backend relay's base URL
+export const CLIENT_USAGE = `  --keys FILE              the client's keys file, written by \`assistant-relay pair\`: the backend, the
+                           integration, its client token and the keys of BYO jobs; or, without pairing:
+  --backend URL            the backend relay's base URL
   --integration ID         the integration
   --client-token-file FILE its client token (a private file)`;
 
-export class BackendClient {
-  private constructor(
-    /** `…/api/v1/assistant/integrations/{id}`. */
-    private readonly base: string,
-    private readonly token: string,
-  ) {}
+/** What the client flags name: the integration's client, and the pairing's keys when they came from a keys file. */
+export interface ClientCredentials {
+  readonly client: BackendClient;
+  readonly keys: Keyring | undefined;
+}
 
-  /** From the client flags; each is required. */
-  static fromFlags(flag: (name: keyof typeof CLIENT_FLAGS) => string | undefined): BackendClient {
-    const required = (name: keyof typeof CLIENT_FLAGS) => requiredFlag(flag, name);
-    const backend = required('backend');
-    if (!URL.canParse(backend) || !/^https?:$/.test(new URL(backend).protocol)) throw new UsageError(`--backend must be an http or https URL, not ${JSON.stringify(backend)}`);
-    const base = `${backend.replace(/\/+$/, '')}/api/v1/assistant/integrations/${encodeURIComponent(required('integration'))}`;
-    return new BackendClient(base, readTokenFile(required('client-token-file'), { create: false }));
-  }
+export function credentialsFromFlags(flag: (name: keyof typeof CLIENT_FLAGS) => string | undefined): ClientCredentials {
+  const keysFile = flag('keys');
+  if (keysFile === undefined) return { client: clientFromFlags(flag), keys: undefined };
+  const given = (['integration', 'client-token-file'] as const).filter((name) => flag(name) !== undefined);
+  if (given.length > 0) throw new UsageError(`--keys names the integration and its token: leave out --${given.join(' and --')}`);
+  const file = keysFileFlag(keysFile, ClientKeysFile);
+  return { client: integrationClient(flag('backend') ?? file.backend, file.integration_id, file.client_token), keys: keyringOfFile(file) };
+}
 
-  /** `path` below the integration's base; a 2xx answer parsed with `schema`, anything else an error. */
-  async call<T>(schema: z.ZodType<T>, path: string, init: { method: 'GET' | 'POST'; body?: unknown }): Promise<T> {
-    const response = await fetch(`${this.base}${path}`, {
-      method: init.method,
-      headers: { authorization: `Bearer ${this.token}`, ...(init.body === undefined ? {} : { 'content-type': 'application/json' }) },
-      ...(init.body === undefined ? {} : { body: JSON.stringify(init.body) }),
-    });
-    if (!response.ok) throw await answerError(response);
-    return schema.parse(JSON.parse(await response.text()));
-  }
-
-  /** An SSE stream below the integration's base, its events as they arrive, resumed after `cursor` if given; ends when the backend ends it. */
-  async *events(path: string, cursor: string | undefined): AsyncGenerator<SseEvent> {
-    const response = await fetch(`${this.base}${path}`, {
-      headers: { authorization: `Bearer ${this.token}`, accept: 'text/event-stream', ...(cursor === undefined ? {} : { 'last-event-id': cursor }) },
-    });
-    if (!response.ok || response.body === null) throw await answerError(response);
-    const parser = new SseParser();
-    for await (const chunk of response.body.pipeThrough(new TextDecoderStream())) yield* parser.feed(chunk);
+/** The keys file a `--keys` flag names; one that cannot be used is a usage error that says why. */
+export function keysFileFlag<S extends typeof ClientKeysFile | typeof AssistantKeysFile>(path: string, schema: S): z.infer<S> {
+  try {
+    return readKeysFile(path, schema);
+  } catch (error) {
+    if (error instanceof KeysFileError) throw new UsageError(error.message);
+    throw error;
   }
 }
 
-/** A backend's answer that was not a success, as an error that says what it was. */
-async function answerError(response: Response): Promise<Error> {
-  let error: { code?: string; message?: string } | undefined;
-  try {
-    error = (JSON.parse(await response.text()) as { error?: typeof error } | undefined)?.error;
-  } catch {
-    // Not our error body: the status says enough.
-  }
-  return new Error(`the backend answered ${response.status}${error ? ` ${error.code}: ${error.message}` : ''}`);
+/** The client of the integration the flags name, with its client token; each flag is required. */
+export function clientFromFlags(flag: (name: keyof typeof CLIENT_FLAGS) => string | undefined): BackendClient {
+  const required = (name: keyof typeof CLIENT_FLAGS) => requiredFlag(flag, name);
+  return integrationClient(required('backend'), required('integration'), readTokenFile(required('client-token-file'), { create: false }));
+}
+
+/** The client of one integration: `…/api/v1/assistant/integrations/{id}`. */
+export function integrationClient(backend: string, integrationId: string, token: string): BackendClient {
+  return new BackendClient(`${backendBase(backend)}/api/v1/assistant/integrations/${encodeURIComponent(integrationId)}`, token);
+}
+
+/** A `--backend` flag's URL, without its trailing slashes; only http and https. */
+export function backendBase(backend: string): string {
+  if (!URL.canParse(backend) || !/^https?:$/.test(new URL(backend).protocol)) throw new UsageError(`--backend must be an http or https URL, not ${JSON.stringify(backend)}`);
+  return backend.replace(/\/+$/, '');
 }
 
 /** Runs a client command: a usage error is thrown on (exit 2), any other failure is a line on stderr and exit 1. */

@@ -5,7 +5,7 @@
  * operator's (`GET /api/v1/admin/integrations`).
  */
 import { IntegrationView } from '../../protocol/index.js';
-import { BackendClient, CLIENT_FLAGS, CLIENT_USAGE, runClientCommand } from './client.js';
+import { CLIENT_FLAGS, CLIENT_USAGE, clientFromFlags, runClientCommand } from './client.js';
 import { readFlags } from './flags.js';
 
 export const INTEGRATIONS_USAGE = `usage: assistant-relay integrations --backend URL --integration ID --client-token-file FILE
@@ -15,7 +15,7 @@ Each flag may also be set as ASSISTANT_RELAY_<FLAG>, e.g. ASSISTANT_RELAY_BACKEN
 
 export function integrationsCommand(argv: readonly string[], env: NodeJS.ProcessEnv): Promise<void> {
   return runClientCommand('integrations', async () => {
-    const client = BackendClient.fromFlags(readFlags(argv, CLIENT_FLAGS, env));
+    const client = clientFromFlags(readFlags(argv, CLIENT_FLAGS, env));
     const view = await client.call(IntegrationView, '', { method: 'GET' });
     process.stdout.write(`${JSON.stringify([view])}\n`);
   });

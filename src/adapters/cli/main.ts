@@ -1,8 +1,8 @@
 #!/usr/bin/env node
 /**
  * The `assistant-relay` command: `serve` runs the host standalone, `backend` the backend relay, `plugin`
- * the assistant plugin; `job` creates and follows reasoning jobs as a client, and `integrations` shows
- * what a client can read of its integration. A server prints exactly one line on stdout when ready,
+ * the assistant plugin; `pair` pairs a client with an assistant through a backend, `job` creates and
+ * follows reasoning jobs as a client, and `integrations` shows what a client can read of its integration. A server prints exactly one line on stdout when ready,
  * `{"listening":"http://H:PORT"}`; everything else is structured JSON logging on stderr, tokens redacted.
  */
 import { createAssistantHost } from '../host.js';
@@ -11,6 +11,7 @@ import { BACKEND_USAGE, backendCommand } from './backend.js';
 import { UsageError } from './flags.js';
 import { INTEGRATIONS_USAGE, integrationsCommand } from './integrations.js';
 import { JOB_USAGE, jobCommand } from './job.js';
+import { PAIR_USAGE, pairCommand } from './pair.js';
 import { PLUGIN_USAGE, pluginCommand } from './plugin.js';
 import { exitOnFatal, jsonLogger, readTokenFile, runUntilSignalled } from './service.js';
 
@@ -52,6 +53,7 @@ const COMMANDS: Record<string, { readonly run: (argv: readonly string[]) => Prom
   serve: { run: serve, usage: USAGE },
   backend: { run: (argv) => backendCommand(argv, process.env), usage: BACKEND_USAGE },
   plugin: { run: (argv) => pluginCommand(argv, process.env), usage: PLUGIN_USAGE },
+  pair: { run: (argv) => pairCommand(argv, process.env), usage: PAIR_USAGE },
   job: { run: (argv) => jobCommand(argv, process.env), usage: JOB_USAGE },
   integrations: { run: (argv) => integrationsCommand(argv, process.env), usage: INTEGRATIONS_USAGE },
 };

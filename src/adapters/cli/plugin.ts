@@ -2,15 +2,28 @@
  * `assistant-relay plugin`: the assistant plugin (1.3) standalone: it takes its integration's jobs from a
  * backend relay and answers them with a reasoner, until SIGTERM. Prints `{"plugin":"started",…}` once
  * it has started (its first heartbeat sent, its stream opening).
+ *
+ * Paired (PROTOCOL.md 7), it runs from its keys file: `--pairing-code CODE --keys FILE` completes the
+ * pairing a client started (showing the short authentication string on stderr and in the started line)
+ * and writes the file; later, `--keys FILE` alone names the backend, the integration, the RELAY_TOKEN and
+ * the keys that open BYO jobs.
  */
+import type { Keyring } from '../../protocol/index.js';
+import { AssistantKeysFile, keyringOfFile, storedKeys, writeKeysFile } from '../byo/keys-file.js';
+import { pairAsAssistant } from '../client/pairing.js';
 import { startPlugin } from '../plugin/index.js';
 import { REASONER_FLAGS, REASONER_USAGE, reasonerFrom, type ReasonerFlag } from '../reasoners/index.js';
-import { integer, logLevelOf, readFlags, requiredFlag } from './flags.js';
+import { backendBase, keysFileFlag } from './client.js';
+import { UsageError, integer, logLevelOf, readFlags, requiredFlag } from './flags.js';
 import { jsonLogger, readTokenFile, runUntilSignalled } from './service.js';
 
-export const PLUGIN_USAGE = `usage: assistant-relay plugin --backend URL --integration ID --relay-token-file FILE [options]
+export const PLUGIN_USAGE = `usage: assistant-relay plugin --keys FILE [--backend URL --pairing-code CODE] [options]
+       assistant-relay plugin --backend URL --integration ID --relay-token-file FILE [options]
+  --keys FILE              the assistant's keys file: the backend, the integration, its RELAY_TOKEN and the
+                           keys of BYO jobs (mode 0600)
+  --pairing-code CODE      pair first with the client that shows this code, and write --keys
   --backend URL            the backend relay's base URL
-  --integration ID         the integration this plugin answers for
+  --integration ID         the integration this plugin answers for (unpaired: no BYO jobs)
   --relay-token-file FILE  the integration's RELAY_TOKEN (a private file)
   --db FILE                the plugin's own event log (default data/plugin.db)
   --provider KIND          the provider it speaks for (default assistant-relay)
@@ -24,6 +37,8 @@ const FLAGS = {
   backend: { type: 'string' },
   integration: { type: 'string' },
   'relay-token-file': { type: 'string' },
+  keys: { type: 'string' },
+  'pairing-code': { type: 'string' },
   db: { type: 'string' },
   provider: { type: 'string' },
   'max-concurrent-jobs': { type: 'string' },
@@ -32,13 +47,55 @@ const FLAGS = {
   ...REASONER_FLAGS,
 } as const;
 
+/** Where the plugin answers, and with what: from the flags, or from a keys file (paired first if a code is given). */
+interface Standing {
+  readonly backendUrl: string;
+  readonly integrationId: string;
+  readonly relayToken: string;
+  readonly providerKind: string;
+  readonly keys: Keyring | undefined;
+  readonly sas: string | undefined;
+}
+
+async function standingOf(get: ReturnType<typeof readFlags<typeof FLAGS>>): Promise<Standing> {
+  const required = (flag: 'backend' | 'integration' | 'relay-token-file' | 'keys') => requiredFlag(get, flag);
+  const keysFile = get('keys');
+  if (keysFile === undefined) {
+    if (get('pairing-code') !== undefined) throw new UsageError('--pairing-code needs --keys: the file the pairing writes');
+    return {
+      backendUrl: required('backend'),
+      integrationId: required('integration'),
+      relayToken: readTokenFile(required('relay-token-file'), { create: false }),
+      providerKind: get('provider') ?? 'assistant-relay',
+      keys: undefined,
+      sas: undefined,
+    };
+  }
+  const given = (['integration', 'relay-token-file', 'provider'] as const).filter((flag) => get(flag) !== undefined);
+  if (given.length > 0) throw new UsageError(`--keys names the integration, its token and its provider: leave out --${given.join(' and --')}`);
+  let sas: string | undefined;
+  const code = get('pairing-code');
+  if (code !== undefined) {
+    const backend = backendBase(required('backend'));
+    const paired = await pairAsAssistant({ backend, code, onSas: (shown) => process.stderr.write(`Short authentication string: ${shown} (the client must show the same)\n`) });
+    writeKeysFile(keysFile, {
+      kind: 'assistant-relay/assistant-keys',
+      version: 1,
+      backend,
+      integration_id: paired.integration_id,
+      provider_kind: paired.provider_kind,
+      relay_token: paired.token,
+      keys: [storedKeys(paired.keys, Date.now())],
+    });
+    sas = paired.sas;
+  }
+  const file = keysFileFlag(keysFile, AssistantKeysFile);
+  return { backendUrl: get('backend') ?? file.backend, integrationId: file.integration_id, relayToken: file.relay_token, providerKind: file.provider_kind, keys: keyringOfFile(file), sas };
+}
+
 export async function pluginCommand(argv: readonly string[], env: NodeJS.ProcessEnv): Promise<void> {
   const get = readFlags(argv, FLAGS, env);
-  const required = (flag: 'backend' | 'integration' | 'relay-token-file') => requiredFlag(get, flag);
-  const backendUrl = required('backend');
-  const integrationId = required('integration');
-  const relayToken = readTokenFile(required('relay-token-file'), { create: false });
-  const providerKind = get('provider') ?? 'assistant-relay';
+  const { backendUrl, integrationId, relayToken, providerKind, keys, sas } = await standingOf(get);
   const maxConcurrentJobs = integer('max-concurrent-jobs', get('max-concurrent-jobs') ?? '4', 1, 1_000);
   const flags = Object.fromEntries((Object.keys(REASONER_FLAGS) as ReasonerFlag[]).map((flag) => [flag, get(flag)]));
   const reasoner = reasonerFrom(get('reasoner') ?? 'builtin', { providerKind, flags }, env);
@@ -52,7 +109,8 @@ export async function pluginCommand(argv: readonly string[], env: NodeJS.Process
     providerKind,
     maxConcurrentJobs,
     logger,
+    ...(keys === undefined ? {} : { keys }),
   });
-  logger.info({ backend: backendUrl, integration: integrationId, reasoner: reasoner.name }, 'plugin started');
-  runUntilSignalled(logger, { plugin: 'started', integration: integrationId, reasoner: reasoner.name }, () => plugin.stop());
+  logger.info({ backend: backendUrl, integration: integrationId, reasoner: reasoner.name, byo: keys !== undefined }, 'plugin started');
+  runUntilSignalled(logger, { plugin: 'started', integration: integrationId, reasoner: reasoner.name, byo: keys !== undefined, ...(sas === undefined ? {} : { sas }) }, () => plugin.stop());
 }

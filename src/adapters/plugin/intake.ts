@@ -1,11 +1,28 @@
 /**
  * What the plugin makes of a job frame, before anything runs: whose job it is (no `job_id`, no job: the
  * frame is dropped), then whether it may run at all. A job that may not is failed with a code, never run
- * and never crashed on: versions it does not handle, an envelope it cannot read, a BYO payload, a deadline
- * already past, a `response_schema` that is not a schema.
+ * and never crashed on: versions it does not handle, an envelope it cannot read, a BYO payload without
+ * keys or that does not open, a deadline already past, a `response_schema` that is not a schema.
+ *
+ * A BYO payload is opened here, each time a job is judged (at receipt, and again after a restart): the
+ * log keeps the envelope, and the plaintext lives only in memory, for the run.
  */
 import { z } from 'zod';
-import { JobId, ReasoningJob, type JobResultBody, type VersionRange } from '../../protocol/index.js';
+import {
+  ByoEnvelope,
+  EnvelopeError,
+  JobId,
+  JsonObject,
+  MAX_JSON_DEPTH,
+  ReasoningJob,
+  open,
+  type CodedError,
+  type Direction,
+  type EnvelopeBinding,
+  type Keyring,
+  type SessionKeys,
+  type VersionRange,
+} from '../../protocol/index.js';
 import { jobError } from './job-errors.js';
 import type { ResultCheck, ResultChecks } from './result-check.js';
 
@@ -32,11 +49,21 @@ export interface IntakeRules {
   readonly schemaVersions: VersionRange;
   readonly envelopeVersions: VersionRange;
   readonly checks: ResultChecks;
+  /** The pairing's keys, read at each use (a rotation replaces them); none: the plugin was not paired. */
+  readonly keys?: () => Keyring;
 }
 
 export type Verdict =
-  | { readonly kind: 'run'; readonly job: AcceptedJob; readonly deadline_at: number; readonly check: ResultCheck }
-  | { readonly kind: 'fail'; readonly outcome: JobResultBody };
+  | {
+      readonly kind: 'run';
+      /** For a BYO job: with its payload opened. */
+      readonly job: AcceptedJob;
+      readonly deadline_at: number;
+      readonly check: ResultCheck;
+      /** A BYO job's: the keys its payload was sealed under, which seal its result too. */
+      readonly keys?: SessionKeys;
+    }
+  | { readonly kind: 'fail'; readonly outcome: { readonly error: CodedError } };
 
 const within = (version: unknown, range: VersionRange) => Number.isInteger(version) && (version as number) >= range.min && (version as number) <= range.max;
 
@@ -48,7 +75,14 @@ export function judge(job: Record<string, unknown>, now: number, rules: IntakeRu
   }
   const parsed = AnyVersionJob.safeParse(job);
   if (!parsed.success) return fail(jobError('invalid_job', z.prettifyError(parsed.error).slice(0, 2_000)));
-  if (parsed.data.byo) return fail(jobError('byo_unsupported'));
+  let accepted: { job: AcceptedJob; keys?: SessionKeys } = { job: parsed.data };
+  if (parsed.data.byo) {
+    const keyring = rules.keys?.();
+    if (keyring === undefined) return fail(jobError('byo_unsupported'));
+    const opened = openPayload(parsed.data, keyring);
+    if ('problem' in opened) return fail(jobError('envelope_invalid', opened.problem));
+    accepted = opened;
+  }
   const deadline_at = Date.parse(parsed.data.deadline_at);
   if (deadline_at <= now) return fail(jobError('deadline_exceeded', 'the job arrived after its deadline'));
   let check: ResultCheck;
@@ -57,9 +91,33 @@ export function judge(job: Record<string, unknown>, now: number, rules: IntakeRu
   } catch (error) {
     return fail(jobError('invalid_job', `response_schema is not a valid JSON Schema: ${(error as Error).message}`.slice(0, 2_000)));
   }
-  return { kind: 'run', job: parsed.data, deadline_at, check };
+  return { kind: 'run', ...accepted, deadline_at, check };
 }
 
-function fail(outcome: JobResultBody): Verdict {
+/** What a job's envelope in `direction` is bound to: the job itself, and the envelope version it came under. */
+export function bindingOf(job: AcceptedJob, direction: Direction): EnvelopeBinding {
+  return { job_id: job.job_id, purpose: job.purpose, direction, envelope_version: job.envelope_version };
+}
+
+/**
+ * The job with its payload opened, and the keys that sealed it; or why it does not open. `open`'s words
+ * name the check that failed, never the plaintext.
+ */
+function openPayload(job: AcceptedJob, keyring: Keyring): { job: AcceptedJob; keys: SessionKeys } | { problem: string } {
+  let payload: unknown;
+  try {
+    payload = open((kid) => keyring.keyOf(kid), bindingOf(job, 'client_to_assistant'), job.payload);
+  } catch (error) {
+    if (error instanceof EnvelopeError) return { problem: error.message };
+    throw error;
+  }
+  const plain = JsonObject.safeParse(payload);
+  if (!plain.success) return { problem: `the envelope opened but does not hold a JSON object nesting at most ${MAX_JSON_DEPTH} levels` };
+  // It opened, so it is an envelope, and the keyring holds the keys it names.
+  const keys = keyring.keyOf((job.payload as ByoEnvelope).kid)!;
+  return { job: { ...job, payload: plain.data }, keys };
+}
+
+function fail(outcome: { readonly error: CodedError }): Verdict {
   return { kind: 'fail', outcome };
 }

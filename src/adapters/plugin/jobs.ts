@@ -9,6 +9,9 @@
  * - received or started, not finished: run again (it was cut off) if its deadline allows, else failed
  *   `deadline_exceeded`;
  * - finished, not closed: its outcome is posted (again).
+ *
+ * A BYO job's plaintext never leaves memory: the log keeps its payload and its result as envelopes, and its
+ * failure report (plain on the wire) only its code and the catalogue's words.
  */
 import { setMaxListeners } from 'node:events';
 import type { BaseLogger } from 'pino';
@@ -19,7 +22,7 @@ import type { JobResultBody } from '../../protocol/index.js';
 import { errorCodeOf, type Backend } from './backend.js';
 import type { JobClosed, PluginEvent, PluginState } from './events.js';
 import { judge, readJobFrame, type IntakeRules } from './intake.js';
-import { jobError } from './job-errors.js';
+import { inClear, jobError } from './job-errors.js';
 import { untilAnswered, type Final, type RetryContext } from './retry.js';
 import { runReasoner, type Run } from './run.js';
 
@@ -108,6 +111,8 @@ export class Jobs {
   private consider(job_id: string): void {
     const verdict = judge(this.options.state.jobs.get(job_id)!.job, this.options.clock.now(), this.options.rules);
     if (verdict.kind === 'fail') {
+      // Judging's words never quote a BYO plaintext (an envelope that does not open says only which check failed): the operator reads why here.
+      this.options.logger.warn({ job_id, error: verdict.outcome.error }, 'job not run');
       this.background(this.finish(job_id, verdict.outcome));
       return;
     }
@@ -141,12 +146,15 @@ export class Jobs {
     await this.options.appender.append([{ type: 'plugin.job_started', job_id, at: this.options.clock.now() }]);
     const outcome = await runReasoner(this.options.reasoner, run, this.options.clock, this.cutOff.signal);
     if (outcome === 'stopped') return;
-    if ('error' in outcome) this.options.logger.warn({ job_id, error: outcome.error }, 'job failed');
+    if ('error' in outcome) this.options.logger.warn({ job_id, error: run.keys === undefined ? outcome.error : inClear(outcome.error).error }, 'job failed');
     return this.finish(job_id, outcome);
   }
 
   private async finish(job_id: string, outcome: JobResultBody): Promise<void> {
-    await this.options.appender.append([{ type: 'plugin.job_finished', job_id, outcome, at: this.options.clock.now() }]);
+    // Every outcome is recorded here, so every way a BYO job can fail is made safe to send in one place.
+    const byo = this.options.state.jobs.get(job_id)!.job.byo === true;
+    const recorded = byo && 'error' in outcome ? inClear(outcome.error) : outcome;
+    await this.options.appender.append([{ type: 'plugin.job_finished', job_id, outcome: recorded, at: this.options.clock.now() }]);
     return this.post(job_id);
   }
 

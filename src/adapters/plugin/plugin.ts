@@ -10,7 +10,7 @@ import type { Dispatcher } from 'undici';
 import { Appender } from '../../engine/append.js';
 import { systemClock, type Clock } from '../../engine/clock.js';
 import type { Reasoner } from '../../engine/reasoner.js';
-import { ENVELOPE_VERSION, SCHEMA_VERSION, type CodedError, type Heartbeat, type HeartbeatAnswer, type VersionRange } from '../../protocol/index.js';
+import { ENVELOPE_VERSION, SCHEMA_VERSION, type CodedError, type Heartbeat, type HeartbeatAnswer, type Keyring, type VersionRange } from '../../protocol/index.js';
 import { EventLog } from '../../storage/event-log.js';
 import { Backend } from './backend.js';
 import { evolvePlugin, initialPluginState, type JobStage, type PluginEvent, type PluginState } from './events.js';
@@ -35,6 +35,13 @@ export interface PluginOptions {
   /** The versions of jobs it handles; heartbeats advertise them. Default: 1 to 1. */
   readonly schemaVersions?: VersionRange;
   readonly envelopeVersions?: VersionRange;
+  /**
+   * The pairing's keys, for BYO jobs: a payload opens under the keys its envelope names, and its result is
+   * sealed under the same ones. A function is called each time a BYO job is judged, so that a rotation can
+   * hand the plugin new keys without a restart; it should not throw. None: the plugin was not paired, and
+   * BYO jobs fail `byo_unsupported`.
+   */
+  readonly keys?: Keyring | (() => Keyring);
   /** Jobs run at once; more wait their turn. Default 4. */
   readonly maxConcurrentJobs?: number;
   /** How long `stop()` lets running jobs and pending POSTs finish before it cuts them off. Default 10 s. */
@@ -112,12 +119,18 @@ export class Plugin {
       this.logger.fatal({ err: error }, "the plugin's event log failed; stopping");
       void this.stop();
     });
+    const keys = options.keys;
     this.jobs = new Jobs({
       state: this.state,
       appender: new Appender(this.log, (event) => evolvePlugin(this.state, event), onFatal),
       backend: this.backend,
       reasoner: options.reasoner,
-      rules: { schemaVersions: this.versions.schema_versions, envelopeVersions: this.versions.envelope_versions, checks: new ResultChecks() },
+      rules: {
+        schemaVersions: this.versions.schema_versions,
+        envelopeVersions: this.versions.envelope_versions,
+        checks: new ResultChecks(),
+        ...(keys !== undefined ? { keys: typeof keys === 'function' ? keys : () => keys } : {}),
+      },
       clock,
       random,
       logger: this.logger,

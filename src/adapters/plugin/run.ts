@@ -2,11 +2,13 @@
  * One reasoner run: the job's deadline is the run's abort signal, and its outcome is always something to
  * post (a result that follows `response_schema`, or a failure with a code), except when the plugin stops
  * first: then the run is cut off, and the job is run again after a restart if its deadline allows.
+ * A BYO job's result is checked as plaintext, then sealed here, once: what the log records and every
+ * POST sends is that one envelope, so a re-post is the same result to the backend.
  */
 import type { Clock } from '../../engine/clock.js';
 import { ReasonerError, type Reasoner } from '../../engine/reasoner.js';
-import { CodedError, type JobResultBody } from '../../protocol/index.js';
-import type { AcceptedJob } from './intake.js';
+import { CodedError, seal, type JobResultBody, type SessionKeys } from '../../protocol/index.js';
+import { bindingOf, type AcceptedJob } from './intake.js';
 import { jobError } from './job-errors.js';
 import type { ResultCheck } from './result-check.js';
 
@@ -14,6 +16,8 @@ export interface Run {
   readonly job: AcceptedJob;
   readonly deadline_at: number;
   readonly check: ResultCheck;
+  /** A BYO job's: the keys its payload was sealed under (its result goes back under the same kid, so it opens across a rotation). */
+  readonly keys?: SessionKeys;
 }
 
 /** The outcome, or `stopped` when `stop` aborted before the reasoner answered. */
@@ -52,7 +56,8 @@ export async function runReasoner(reasoner: Reasoner, run: Run, clock: Clock, st
     return jobError('invalid_result', 'the reasoner did not answer with a JSON object');
   }
   const verdict = run.check(first.result);
-  return verdict.ok ? { result: first.result } : jobError('invalid_result', verdict.message.slice(0, 2_000));
+  if (!verdict.ok) return jobError('invalid_result', verdict.message.slice(0, 2_000));
+  return { result: run.keys === undefined ? first.result : seal(run.keys, bindingOf(run.job, 'assistant_to_client'), first.result) };
 }
 
 /** A reasoner's rejection as a failure to post: its own code when it gave a valid one, else `reasoner_error`. */

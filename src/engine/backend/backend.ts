@@ -27,6 +27,7 @@ import type { SubscriberTransport, SubscriptionActor } from '../subscription-act
 import { JobFollowers, type RenderJob } from './followers.js';
 import { Integrations } from './integrations.js';
 import { LogJobStore, type JobDecide } from './job-store.js';
+import { PAIRING_TTL_MS, Pairings } from './pairings.js';
 import { BackendProjection, type ProbedProfile } from './projection.js';
 import { LocalPubSub, assistantChannel, type JobNotice, type PubSub } from './pubsub.js';
 import { JobStreams } from './streams.js';
@@ -45,6 +46,8 @@ export interface BackendConfig {
   /** The heartbeat interval plugins are told (30 s, 2.3); three missed show an integration offline. */
   readonly heartbeatIntervalMs?: number;
   readonly keepaliveMs?: number;
+  /** How long an open pairing waits for its next message before it expires. Default 10 minutes. */
+  readonly pairingTtlMs?: number;
   /** Where a committed job change is published for streams and followers (default: this process alone). */
   readonly pubsub?: PubSub;
   readonly onFatal?: (error: unknown) => void;
@@ -85,6 +88,8 @@ export class Backend {
   private readonly leaseMs: number;
   /** Integrations, their tokens and heartbeats. */
   readonly integrations: Integrations;
+  /** Pairings: the messages of both sides, carried in order; the integration each one ends with. */
+  readonly pairings: Pairings;
   private readonly projection = new BackendProjection();
   private readonly appender: Appender<BackendEvent>;
   private readonly store: LogJobStore;
@@ -130,6 +135,9 @@ export class Backend {
         Promise.all(jobIds.map((job_id) => this.update(job_id, (job) => this.ofIntegration(integrationId, job, (own) => jobDecider.decide({ type: 'run', job_id, lease_until: at + this.leaseMs, at }, own))))),
       (work) => this.background(work, 'offline deadline'),
     );
+    this.pairings = new Pairings(this.projection, this.appender, this.clock, this.ids, config.pairingTtlMs ?? PAIRING_TTL_MS, (work) => this.background(work, 'pairing expiry'));
+    // A revoked integration's stream ends at once: its plugin must not wait for its next heartbeat to hear it.
+    this.afterCommit.add({ name: 'revocations', event: (event) => event.type === 'integration.revoked' && this.streams.end(event.integration_id) });
     // The store first: a notice's listener reads the job as this event left it.
     this.afterCommit.add({ name: 'job store', event: (event) => isJobEvent(event) && this.store.committed(event) });
     this.afterCommit.add({ name: 'jobs', event: (event) => isJobEvent(event) && this.committed(event) });
@@ -146,6 +154,7 @@ export class Backend {
     await backend.appender.append([{ type: 'backend.started', epoch: backend.epoch, at: backend.clock.now() }]);
     for (const job of await backend.store.allOpenJobs()) backend.arm(job);
     backend.integrations.rearm();
+    backend.pairings.rearm();
     return backend;
   }
 
@@ -271,6 +280,7 @@ export class Backend {
     this.deadlines.stop();
     this.leases.stop();
     this.integrations.stop();
+    this.pairings.stop();
     this.streams.closeAll();
     this.followers.closeAll();
     await this.appender.settled();

@@ -3,11 +3,14 @@
  * through the machines' `evolve`, and the indexes the engine reads (each integration's open jobs, the
  * frames sent on its stream). No I/O, no clock: a test drives it with events alone.
  */
-import type { BackendEvent } from '../../machines/backend-events.js';
+import { isPairingEvent, type BackendEvent } from '../../machines/backend-events.js';
 import { evolveIntegration, initialIntegration, type IntegrationSnapshot } from '../../machines/integration.js';
 import { jobDecider } from '../../machines/job-decider.js';
 import type { JobEvent } from '../../machines/job-events.js';
 import { isSettled, type JobSnapshot } from '../../machines/job.js';
+import { pairingDecider } from '../../machines/pairing-decider.js';
+import type { PairingEvent } from '../../machines/pairing-events.js';
+import { isPairingOpen, type PairingSnapshot } from '../../machines/pairing.js';
 import { CapabilityProfile } from '../../protocol/index.js';
 
 /** An integration's current capability profile (2.4): the result of its latest completed plain probe. */
@@ -27,6 +30,9 @@ export class BackendProjection {
   private readonly profiles = new Map<string, ProbedProfile>();
   /** How many events each job has had: the id of the frame its followers get (6e.13). */
   private readonly versions = new Map<string, number>();
+  private readonly pairings = new Map<string, PairingSnapshot>();
+  /** The open pairings by their code's handle. */
+  private readonly handles = new Map<string, string>();
 
   apply(event: BackendEvent): void {
     switch (event.type) {
@@ -45,8 +51,30 @@ export class BackendProjection {
         return;
       }
       default:
-        return this.applyJob(event);
+        return isPairingEvent(event) ? this.applyPairing(event) : this.applyJob(event);
     }
+  }
+
+  private applyPairing(event: PairingEvent): void {
+    const pairing = pairingDecider.evolve(this.pairings.get(event.pairing_id), event)!;
+    this.pairings.set(event.pairing_id, pairing);
+    if (event.type === 'pairing.started') this.handles.set(event.handle, event.pairing_id);
+    else if (!isPairingOpen(pairing)) this.handles.delete(pairing.context.handle);
+  }
+
+  pairing(pairingId: string): PairingSnapshot | undefined {
+    return this.pairings.get(pairingId);
+  }
+
+  /** The open pairing a code's handle names. */
+  pairingByHandle(handle: string): PairingSnapshot | undefined {
+    const id = this.handles.get(handle);
+    return id === undefined ? undefined : this.pairings.get(id);
+  }
+
+  /** Every open pairing (what a start re-arms the expiry of, and what the limit on open pairings counts). */
+  openPairings(): PairingSnapshot[] {
+    return [...this.handles.values()].map((id) => this.pairings.get(id)!);
   }
 
   private applyJob(event: JobEvent): void {

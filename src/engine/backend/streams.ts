@@ -77,6 +77,11 @@ export class JobStreams {
     return actor;
   }
 
+  /** Ends the integration's stream, if it has one: the integration was revoked. */
+  end(integrationId: string): void {
+    this.streams.get(integrationId)?.actor.close('session_ended');
+  }
+
   closeAll(): void {
     for (const { actor } of [...this.streams.values()]) actor.close('host_closing');
   }

@@ -1,8 +1,9 @@
 /**
  * An incremental `text/event-stream` parser (the HTML standard's "event stream interpretation"), fed the
  * stream's text as it arrives. Written here rather than taken from undici's `EventSource` because the
- * plugin must own reconnection: its own backoff, `Retry-After`, the cursor kept across restarts, and a
- * `superseded` frame that must stop reconnects; `EventSource` reconnects on its own terms.
+ * plugin and the clients must own reconnection (their own backoff, `Retry-After`, the cursor kept across
+ * restarts, a `superseded` frame that must stop reconnects) and send a Bearer header, which the browser's
+ * `EventSource` cannot. Browser-safe.
  */
 export interface SseEvent {
   /** The event's `id`, if it set one. */

@@ -1,0 +1,86 @@
+/**
+ * Where each side of a pairing keeps what it ends with (5, PROTOCOL.md 7): the backend, the integration,
+ * its own token and the pairing's keys, newest first, in one JSON file only its owner may read. A file
+ * others can read is refused, never used; a file is replaced whole (written beside, then renamed), so a
+ * crash leaves the old keys or the new ones, never half of each.
+ */
+import { randomUUID } from 'node:crypto';
+import { readFileSync, renameSync, rmSync } from 'node:fs';
+import { basename, dirname, join } from 'node:path';
+import { z } from 'zod';
+import { fromBase64Url, keyringOf, toBase64Url, type Keyring, type SessionKeys } from '../../protocol/index.js';
+import { createPrivateFile, exposure, makePrivateFolder } from '../../storage/private-files.js';
+
+const Key32 = z.string().refine((text) => fromBase64Url(text, { bytes: 32 }) !== undefined, 'a 32-byte key in base64url');
+
+const StoredKeys = z.object({
+  kid: z.string().regex(/^[A-Za-z0-9_-]{12}$/),
+  client_to_assistant: Key32,
+  assistant_to_client: Key32,
+  confirm: Key32,
+  /** Epoch ms. */
+  created_at: z.number().int(),
+});
+
+const common = {
+  version: z.literal(1),
+  backend: z.url(),
+  integration_id: z.uuid(),
+  provider_kind: z.string(),
+  keys: z.array(StoredKeys).min(1),
+};
+
+/** The client's file: with its client token, it creates jobs and reads their results. */
+export const ClientKeysFile = z.object({ kind: z.literal('assistant-relay/client-keys'), ...common, client_token: z.string().min(1) });
+export type ClientKeysFile = z.infer<typeof ClientKeysFile>;
+
+/** The assistant's file: with its RELAY_TOKEN, the plugin takes jobs. */
+export const AssistantKeysFile = z.object({ kind: z.literal('assistant-relay/assistant-keys'), ...common, relay_token: z.string().min(1) });
+export type AssistantKeysFile = z.infer<typeof AssistantKeysFile>;
+
+/** Why a keys file cannot be used. */
+export class KeysFileError extends Error {}
+
+export function storedKeys(keys: SessionKeys, at: number): z.infer<typeof StoredKeys> {
+  return { kid: keys.kid, client_to_assistant: toBase64Url(keys.client_to_assistant), assistant_to_client: toBase64Url(keys.assistant_to_client), confirm: toBase64Url(keys.confirm), created_at: at };
+}
+
+export function keyringOfFile(file: ClientKeysFile | AssistantKeysFile): Keyring {
+  const bytes = (text: string) => fromBase64Url(text, { bytes: 32 })!;
+  return keyringOf(file.keys.map((key) => ({ kid: key.kid, client_to_assistant: bytes(key.client_to_assistant), assistant_to_client: bytes(key.assistant_to_client), confirm: bytes(key.confirm) })));
+}
+
+/** Reads a keys file of that kind; refused when others may read it, or when it is not one. */
+export function readKeysFile<S extends typeof ClientKeysFile | typeof AssistantKeysFile>(path: string, schema: S): z.infer<S> {
+  const exposed = exposure([path]);
+  if (exposed !== undefined) throw new KeysFileError(`the keys file is not private: ${exposed}`);
+  let text: string;
+  try {
+    text = readFileSync(path, 'utf8');
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') throw new KeysFileError(`${path} does not exist: pair first`);
+    throw error;
+  }
+  let json: unknown;
+  try {
+    json = JSON.parse(text);
+  } catch {
+    throw new KeysFileError(`${path} is not JSON`);
+  }
+  const parsed = schema.safeParse(json);
+  if (!parsed.success) throw new KeysFileError(`${path} is not ${schema === ClientKeysFile ? "a client's" : "an assistant's"} keys file: ${z.prettifyError(parsed.error)}`);
+  return parsed.data as z.infer<S>;
+}
+
+/** Writes the file whole, mode 0600, replacing what was there. */
+export function writeKeysFile(path: string, contents: ClientKeysFile | AssistantKeysFile): void {
+  makePrivateFolder(dirname(path));
+  const beside = join(dirname(path), `.${basename(path)}.${randomUUID()}`);
+  createPrivateFile(beside, `${JSON.stringify(contents, null, 2)}\n`);
+  try {
+    renameSync(beside, path);
+  } catch (error) {
+    rmSync(beside, { force: true });
+    throw error;
+  }
+}

@@ -1,0 +1,68 @@
+/**
+ * Calls to the backend relay from a client's side (an app, the terminal commands, a pairing side):
+ * fetch-based and browser-safe. A 2xx answer is parsed with its zod schema; anything else is a
+ * `BackendError` that carries the status and the backend's error code, so a caller can act on which.
+ */
+import type { z } from 'zod';
+import { SseParser, type SseEvent } from './sse-parser.js';
+
+export class BackendError extends Error {
+  constructor(
+    readonly status: number,
+    /** The backend's `error.code`, when it answered with one. */
+    readonly code: string | undefined,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+export class BackendClient {
+  constructor(
+    /** Every path is below this URL. */
+    private readonly base: string,
+    /** Sent as `Authorization: Bearer`, when there is one. */
+    private readonly token?: string,
+  ) {}
+
+  /** The same backend with another base below it, or another token. */
+  at(path: string, token: string | undefined = this.token): BackendClient {
+    return new BackendClient(`${this.base}${path}`, token);
+  }
+
+  /** `path` below the base; a 2xx answer parsed with `schema`, anything else a `BackendError`. */
+  async call<T>(schema: z.ZodType<T>, path: string, init: { method: 'GET' | 'POST'; body?: unknown }): Promise<T> {
+    const response = await fetch(`${this.base}${path}`, {
+      method: init.method,
+      headers: { ...this.authorization(), ...(init.body === undefined ? {} : { 'content-type': 'application/json' }) },
+      ...(init.body === undefined ? {} : { body: JSON.stringify(init.body) }),
+    });
+    if (!response.ok) throw await answerError(response);
+    return schema.parse(JSON.parse(await response.text()));
+  }
+
+  /** An SSE stream below the base, its events as they arrive, resumed after `cursor` if given; ends when the backend ends it. */
+  async *events(path: string, cursor: string | undefined): AsyncGenerator<SseEvent> {
+    const response = await fetch(`${this.base}${path}`, {
+      headers: { ...this.authorization(), accept: 'text/event-stream', ...(cursor === undefined ? {} : { 'last-event-id': cursor }) },
+    });
+    if (!response.ok || response.body === null) throw await answerError(response);
+    const parser = new SseParser();
+    for await (const chunk of response.body.pipeThrough(new TextDecoderStream())) yield* parser.feed(chunk);
+  }
+
+  private authorization(): Record<string, string> {
+    return this.token === undefined ? {} : { authorization: `Bearer ${this.token}` };
+  }
+}
+
+/** A backend's answer that was not a success, as an error that says what it was. */
+async function answerError(response: Response): Promise<BackendError> {
+  let error: { code?: string; message?: string } | undefined;
+  try {
+    error = (JSON.parse(await response.text()) as { error?: typeof error } | undefined)?.error;
+  } catch {
+    // Not our error body: the status says enough.
+  }
+  return new BackendError(response.status, error?.code, `the backend answered ${response.status}${error ? ` ${error.code}: ${error.message}` : ''}`);
+}

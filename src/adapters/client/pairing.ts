@@ -1,0 +1,139 @@
+/**
+ * Both sides of a pairing over the backend relay (5, PROTOCOL.md 7): each sends its messages in order and
+ * waits for the other's by reading the pairing (every `pollMs`). Whatever a side finds wrong (a key that
+ * is not the one committed to, a confirmation that does not match) aborts the pairing at the backend, so
+ * the other side stops waiting, and throws. Browser-safe: the keys are handed back, and where they are
+ * kept is the caller's business.
+ */
+import {
+  AssistantConfirmAnswer,
+  AssistantPairing,
+  ClientConfirmAnswer,
+  ClientPairing,
+  ENVELOPE_VERSION,
+  PairingError,
+  PairingJoinAnswer,
+  PairingStartAnswer,
+  PairingView,
+  SCHEMA_VERSION,
+  crockfordRandom,
+  formatCode,
+  parseCode,
+  SECRET_LENGTH,
+  type SessionKeys,
+} from '../../protocol/index.js';
+import type { z } from 'zod';
+import { BackendClient } from './backend-client.js';
+
+export interface PairingOptions {
+  /** The backend relay's base URL. */
+  readonly backend: string;
+  /** How often a side reads the pairing while it waits for the other. Default 250 ms. */
+  readonly pollMs?: number;
+  /** The short authentication string, for a person to compare with the other side's. */
+  readonly onSas?: (sas: string) => void;
+}
+
+/** What a side ends with. */
+export interface Paired {
+  readonly integration_id: string;
+  readonly provider_kind: string;
+  /** The side's token for the integration: the client's token, or the plugin's RELAY_TOKEN. */
+  readonly token: string;
+  readonly keys: SessionKeys;
+  readonly sas: string;
+}
+
+/** The pairing failed: aborted by a side (`code` says why), expired, or refused by the backend. */
+export class PairingFailed extends Error {
+  constructor(
+    readonly code: string,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+const pause = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** One side's session with the backend for one pairing. */
+class Exchange {
+  constructor(
+    private readonly client: BackendClient,
+    private readonly pollMs: number,
+  ) {}
+
+  post<T>(schema: z.ZodType<T>, step: string, body: unknown): Promise<T> {
+    return this.client.call(schema, `/${step}`, { method: 'POST', body });
+  }
+
+  /** Reads the pairing until `ready` holds of it; an ended pairing fails the wait. */
+  async until(ready: (view: PairingView) => boolean): Promise<PairingView> {
+    for (;;) {
+      const view = await this.client.call(PairingView, '', { method: 'GET' });
+      if (ready(view)) return view;
+      if (view.state === 'aborted') throw new PairingFailed('pairing_aborted', `the ${view.aborted!.by}'s side aborted the pairing: ${view.aborted!.reason}`);
+      if (view.state === 'expired' || view.state === 'completed') throw new PairingFailed('pairing_ended', `the pairing ${view.state === 'expired' ? 'expired' : 'ended'} before this side was done`);
+      await pause(this.pollMs);
+    }
+  }
+
+  /** Runs a side's check; what it finds wrong aborts the pairing at the backend before it is thrown. */
+  async checked<T>(check: () => T): Promise<T> {
+    try {
+      return check();
+    } catch (error) {
+      if (!(error instanceof PairingError)) throw error;
+      await this.post(PairingView, 'abort', { reason: `${error.code}: ${error.message}` }).catch(() => undefined);
+      throw new PairingFailed(error.code, error.message);
+    }
+  }
+}
+
+/**
+ * The client's side: starts a pairing and hands `onCode` the code to show; once the assistant's side
+ * has joined and both have confirmed, resolves with the client token and the keys.
+ */
+export async function pairAsClient(options: PairingOptions & { readonly providerKind: string; readonly onCode: (code: string) => void }): Promise<Paired> {
+  const pairings = new BackendClient(`${options.backend}/api/v1/pairings`);
+  const started = await pairings.call(PairingStartAnswer, '', {
+    method: 'POST',
+    body: { provider_kind: options.providerKind, schema_version: SCHEMA_VERSION, envelope_version: ENVELOPE_VERSION },
+  });
+  const secret = crockfordRandom(SECRET_LENGTH);
+  options.onCode(formatCode({ handle: started.handle, secret }));
+  const exchange = new Exchange(pairings.at(`/${started.pairing_id}`, started.pairing_token), options.pollMs ?? 250);
+  const side = new ClientPairing(started.pairing_id, secret, { schema_version: SCHEMA_VERSION, envelope_version: ENVELOPE_VERSION });
+  const committed = await exchange.until((view) => view.commitment !== undefined);
+  await exchange.post(PairingView, 'client-key', { client_key: side.clientKey(committed.commitment!) });
+  const revealed = await exchange.until((view) => view.nonce !== undefined);
+  const { sas, confirmation } = await exchange.checked(() => side.reveal(revealed.assistant_key!, revealed.nonce!));
+  options.onSas?.(sas);
+  const { client_token } = await exchange.post(ClientConfirmAnswer, 'client-confirm', { confirmation });
+  const completed = await exchange.until((view) => view.state === 'completed').catch((error: unknown) => {
+    if (error instanceof PairingFailed && error.code === 'pairing_ended') throw new PairingFailed('pairing_ended', 'the pairing expired before the assistant confirmed');
+    throw error;
+  });
+  // Completed at the backend, but a confirmation that does not match means someone in the middle: these keys are not used.
+  const keys = await exchange.checked(() => side.finish(completed.assistant_confirmation!));
+  return { integration_id: completed.integration_id!, provider_kind: completed.provider_kind, token: client_token, keys, sas };
+}
+
+/** The assistant's side: joins with the code a person gave it, and pairs. */
+export async function pairAsAssistant(options: PairingOptions & { readonly code: string }): Promise<Paired> {
+  const code = parseCode(options.code);
+  if (code === undefined) throw new PairingFailed('invalid_code', 'a pairing code is 20 characters of Crockford base32, e.g. 7K3QD-M4X9P-ZR2T6-VHW8N');
+  const pairings = new BackendClient(`${options.backend}/api/v1/pairings`);
+  const joined = await pairings.call(PairingJoinAnswer, '/join', { method: 'POST', body: { handle: code.handle } });
+  const exchange = new Exchange(pairings.at(`/${joined.pairing_id}`, joined.pairing_token), options.pollMs ?? 250);
+  const side = new AssistantPairing(joined.pairing_id, code.secret, { schema_version: joined.schema_version, envelope_version: joined.envelope_version });
+  await exchange.post(PairingView, 'commit', { commitment: side.commitment() });
+  const keyed = await exchange.until((view) => view.client_key !== undefined);
+  const revealed = await exchange.checked(() => side.reveal(keyed.client_key!));
+  options.onSas?.(revealed.sas);
+  await exchange.post(PairingView, 'reveal', { assistant_key: revealed.assistant_key, nonce: revealed.nonce });
+  const confirmedByClient = await exchange.until((view) => view.client_confirmation !== undefined);
+  const { confirmation, keys } = await exchange.checked(() => side.confirm(confirmedByClient.client_confirmation!));
+  const done = await exchange.post(AssistantConfirmAnswer, 'assistant-confirm', { confirmation });
+  return { integration_id: done.integration_id, provider_kind: joined.provider_kind, token: done.relay_token, keys, sas: revealed.sas };
+}

@@ -1,0 +1,196 @@
+/**
+ * The backend's side of pairing (5, PROTOCOL.md 7): it carries the two sides' messages in the one order
+ * the protocol allows and keeps them in its log, and when the assistant's confirmation comes it creates
+ * the integration with the two tokens it issued, keeping only their digests and the two public keys. It
+ * holds no secret of the pairing and could not check one: the code's secret never reaches it, and the
+ * sides check each other's confirmations.
+ *
+ * Bounds: at most `MAX_OPEN_PAIRINGS` open at once; an open pairing expires after `ttlMs`; codes that name
+ * no pairing are limited to `MAX_UNKNOWN_HANDLES` a minute, so that guessing handles goes nowhere.
+ */
+import { crockfordRandom, HANDLE_LENGTH, newToken, providerOf, tokenDigest, matchesDigest, type CodedError, type PairingStartBody } from '../../protocol/index.js';
+import type { BackendEvent } from '../../machines/backend-events.js';
+import { pairingDecider, type PairingCommand, type PairingOutcome } from '../../machines/pairing-decider.js';
+import { isPairingOpen, type PairingSnapshot } from '../../machines/pairing.js';
+import type { Appender } from '../append.js';
+import type { Clock, IdSource } from '../clock.js';
+import { Deadlines } from '../deadlines.js';
+import type { BackendProjection } from './projection.js';
+
+export const PAIRING_TTL_MS = 10 * 60_000;
+export const MAX_OPEN_PAIRINGS = 64;
+export const MAX_UNKNOWN_HANDLES = 10;
+const UNKNOWN_HANDLE_WINDOW_MS = 60_000;
+
+export type PairingRole = 'client' | 'assistant';
+
+/** What a step answers: its outcome, the pairing after it, and a token issued with it. */
+export interface PairingAnswer {
+  readonly outcome: PairingOutcome;
+  readonly pairing: PairingSnapshot | undefined;
+  readonly token?: string;
+}
+
+export class Pairings {
+  private readonly expiries: Deadlines<string>;
+  /** When codes that named no pairing came, within the last minute. */
+  private unknownHandles: number[] = [];
+
+  constructor(
+    private readonly projection: BackendProjection,
+    private readonly appender: Appender<BackendEvent>,
+    private readonly clock: Clock,
+    private readonly ids: IdSource,
+    private readonly ttlMs: number,
+    onExpiryFailure: (work: Promise<unknown>) => void,
+  ) {
+    this.expiries = new Deadlines(clock, (pairing_id) => onExpiryFailure(this.decide({ type: 'expire', pairing_id, at: clock.now() })));
+  }
+
+  /** After the fold: every open pairing's expiry. */
+  rearm(): void {
+    for (const pairing of this.projection.openPairings()) this.expiries.set(pairing.context.pairing_id, pairing.context.expires_at);
+  }
+
+  stop(): void {
+    this.expiries.stop();
+  }
+
+  /** The client starts a pairing; the handle goes into its code, the token carries its later messages. */
+  async start(body: PairingStartBody): Promise<{ readonly pairing: PairingSnapshot; readonly token: string } | { readonly refused: CodedError } | 'too_many'> {
+    const provider = providerOf(body.provider_kind);
+    if (!provider.ok) return { refused: provider.error };
+    if (this.projection.openPairings().length >= MAX_OPEN_PAIRINGS) return 'too_many';
+    let handle = crockfordRandom(HANDLE_LENGTH);
+    while (this.projection.pairingByHandle(handle) !== undefined) handle = crockfordRandom(HANDLE_LENGTH);
+    const token = newToken();
+    const pairing_id = this.ids.uuid();
+    const at = this.clock.now();
+    await this.decide({
+      type: 'start',
+      pairing_id,
+      handle,
+      provider_kind: body.provider_kind,
+      schema_version: body.schema_version,
+      envelope_version: body.envelope_version,
+      client_pairing_token_digest: tokenDigest(token),
+      expires_at: at + this.ttlMs,
+      at,
+    });
+    this.expiries.set(pairing_id, at + this.ttlMs);
+    return { pairing: this.projection.pairing(pairing_id)!, token };
+  }
+
+  /** The assistant's side joins with a handle; codes that name no pairing are counted and limited. */
+  async join(handle: string): Promise<PairingAnswer | 'too_many'> {
+    const at = this.clock.now();
+    this.unknownHandles = this.unknownHandles.filter((when) => when > at - UNKNOWN_HANDLE_WINDOW_MS);
+    if (this.unknownHandles.length >= MAX_UNKNOWN_HANDLES) return 'too_many';
+    const pairing = this.projection.pairingByHandle(handle);
+    if (pairing === undefined) {
+      this.unknownHandles.push(at);
+      return { outcome: 'unknown', pairing: undefined };
+    }
+    const token = newToken();
+    const { pairing_id } = pairing.context;
+    const outcome = await this.decide({ type: 'join', pairing_id, assistant_pairing_token_digest: tokenDigest(token), at });
+    return { outcome, pairing: this.projection.pairing(pairing_id), ...(outcome === 'joined' ? { token } : {}) };
+  }
+
+  /** Which side `token` is of the pairing, if either (constant time). */
+  roleOf(pairingId: string, token: string): PairingRole | undefined {
+    const pairing = this.projection.pairing(pairingId);
+    if (pairing === undefined) return undefined;
+    if (matchesDigest(token, pairing.context.client_pairing_token_digest)) return 'client';
+    const assistant = pairing.context.assistant_pairing_token_digest;
+    return assistant !== undefined && matchesDigest(token, assistant) ? 'assistant' : undefined;
+  }
+
+  pairing(pairingId: string): PairingSnapshot | undefined {
+    return this.projection.pairing(pairingId);
+  }
+
+  /** The pairing as the log holds it. */
+  async committedPairing(pairingId: string): Promise<PairingSnapshot | undefined> {
+    await this.appender.settled();
+    return this.projection.pairing(pairingId);
+  }
+
+  async commit(pairing_id: string, commitment: string): Promise<PairingAnswer> {
+    return this.step({ type: 'commit', pairing_id, commitment, at: this.clock.now() });
+  }
+
+  async sendClientKey(pairing_id: string, client_key: string): Promise<PairingAnswer> {
+    return this.step({ type: 'send_client_key', pairing_id, client_key, at: this.clock.now() });
+  }
+
+  async reveal(pairing_id: string, assistant_key: string, nonce: string): Promise<PairingAnswer> {
+    return this.step({ type: 'reveal', pairing_id, assistant_key, nonce, at: this.clock.now() });
+  }
+
+  async abort(pairing_id: string, by: PairingRole, reason: string): Promise<PairingAnswer> {
+    return this.step({ type: 'abort', pairing_id, by, reason, at: this.clock.now() });
+  }
+
+  /**
+   * The client's confirmation: answered with its client token for the integration. Asked again (its
+   * answer was lost) before the pairing's expiry, with the same confirmation: a fresh token, the old one
+   * stops working.
+   */
+  async confirmClient(pairing_id: string, confirmation: string): Promise<PairingAnswer> {
+    const token = newToken();
+    const at = this.clock.now();
+    const answer = await this.step({ type: 'confirm_client', pairing_id, confirmation, client_token_digest: tokenDigest(token), at });
+    if (answer.outcome === 'client_confirmed') return { ...answer, token };
+    if (answer.outcome === 'duplicate') return this.reissue(answer.pairing!, 'client', token, at);
+    return answer;
+  }
+
+  /** The assistant's confirmation completes the pairing: the integration exists, with its two tokens. Asked again: as for the client's. */
+  async complete(pairing_id: string, confirmation: string): Promise<PairingAnswer> {
+    const token = newToken();
+    const at = this.clock.now();
+    const answer = await this.step({ type: 'complete', pairing_id, confirmation, integration_id: this.ids.uuid(), at }, (events) => {
+      const completed = events.find((event) => event.type === 'pairing.completed');
+      if (completed === undefined) return events;
+      const { context } = this.projection.pairing(pairing_id)!;
+      return [
+        ...events,
+        {
+          type: 'integration.created',
+          integration_id: completed.integration_id,
+          provider_kind: context.provider_kind,
+          relay_token_digest: tokenDigest(token),
+          client_token_digest: context.client_token_digest!,
+          pairing: { pairing_id, client_key: context.client_key!, assistant_key: context.assistant_key! },
+          at,
+        },
+      ];
+    });
+    if (answer.outcome === 'completed') return { ...answer, token };
+    if (answer.outcome === 'duplicate') return this.reissue(answer.pairing!, 'relay', token, at);
+    return answer;
+  }
+
+  /** A confirmation asked again after the pairing completed: a fresh token of that role, until the pairing's expiry. */
+  private async reissue(pairing: PairingSnapshot, role: 'client' | 'relay', token: string, at: number): Promise<PairingAnswer> {
+    const integration_id = pairing.context.integration_id!;
+    if (at >= pairing.context.expires_at) return { outcome: 'ended', pairing };
+    await this.appender.append([{ type: 'integration.token_rotated', integration_id, role, token_digest: tokenDigest(token), at }]);
+    return { outcome: 'duplicate', pairing, token };
+  }
+
+  private async step(command: Exclude<PairingCommand, { type: 'start' }>, also?: (events: readonly BackendEvent[]) => readonly BackendEvent[]): Promise<PairingAnswer> {
+    const outcome = await this.decide(command, also);
+    const pairing = this.projection.pairing(command.pairing_id);
+    if (pairing !== undefined && !isPairingOpen(pairing)) this.expiries.delete(command.pairing_id);
+    return { outcome, pairing };
+  }
+
+  private async decide(command: PairingCommand, also: (events: readonly BackendEvent[]) => readonly BackendEvent[] = (events) => events): Promise<PairingOutcome> {
+    const decision = pairingDecider.decide(command, this.projection.pairing(command.pairing_id));
+    if (decision.events.length > 0) await this.appender.append(also(decision.events));
+    else if (this.appender.uncommitted.length > 0) await this.appender.settled();
+    return decision.outcome;
+  }
+}

@@ -1,0 +1,84 @@
+/**
+ * The pairing's messages as the backend carries them (5, PROTOCOL.md 7): every body of `/api/v1/pairings`
+ * and what each answers. Keys, the commitment, the nonce and the confirmations are 32 bytes as strict
+ * base64url (43 characters); the backend checks their shape and cannot judge more.
+ */
+import { z } from 'zod';
+import type { HttpErrorCode } from './errors.js';
+import { isUuid } from './ids.js';
+import { CROCKFORD, HANDLE_LENGTH } from './byo/pairing.js';
+import { ENVELOPE_VERSION, SCHEMA_VERSION } from './reasoning.js';
+
+const fails = (code: HttpErrorCode) => ({ error: code });
+const Bytes32 = z.string().regex(/^[A-Za-z0-9_-]{42}[AEIMQUYcgkosw048]$/, '32 bytes as strict base64url (43 characters)');
+const Version = z.number().int().positive();
+
+export const PairingPath = z.object({ id: z.string().refine(isUuid, fails('invalid_pairing_id')) });
+
+/** The client starts a pairing (`POST /api/v1/pairings`). */
+export const PairingStartBody = z.strictObject({
+  provider_kind: z.string().min(1).max(100).default('assistant-relay'),
+  schema_version: Version.default(SCHEMA_VERSION),
+  envelope_version: Version.default(ENVELOPE_VERSION),
+});
+export type PairingStartBody = z.infer<typeof PairingStartBody>;
+
+/** What the client keeps: the handle goes into the code it shows; the token carries its later messages. */
+export const PairingStartAnswer = z.object({
+  pairing_id: z.uuid(),
+  handle: z.string(),
+  pairing_token: z.string(),
+  expires_at: z.iso.datetime(),
+});
+export type PairingStartAnswer = z.infer<typeof PairingStartAnswer>;
+
+/** The assistant's side joins with the handle of the code a person gave it (`POST /api/v1/pairings/join`). */
+export const PairingJoinBody = z.strictObject({
+  handle: z.string().regex(new RegExp(`^[${CROCKFORD}]{${HANDLE_LENGTH}}$`), `the pairing code's first ${HANDLE_LENGTH} characters`),
+});
+
+export const PairingJoinAnswer = z.object({
+  pairing_id: z.uuid(),
+  provider_kind: z.string(),
+  schema_version: Version,
+  envelope_version: Version,
+  pairing_token: z.string(),
+  expires_at: z.iso.datetime(),
+});
+export type PairingJoinAnswer = z.infer<typeof PairingJoinAnswer>;
+
+export const CommitBody = z.strictObject({ commitment: Bytes32 });
+export const ClientKeyBody = z.strictObject({ client_key: Bytes32 });
+export const RevealBody = z.strictObject({ assistant_key: Bytes32, nonce: Bytes32 });
+export const ConfirmBody = z.strictObject({ confirmation: Bytes32 });
+export const AbortBody = z.strictObject({ reason: z.string().min(1).max(500) });
+
+/** The client's confirmation is answered with its token for the integration, shown this once. */
+export const ClientConfirmAnswer = z.object({ client_token: z.string() });
+export type ClientConfirmAnswer = z.infer<typeof ClientConfirmAnswer>;
+
+/** The assistant's confirmation completes the pairing: the integration, and its RELAY_TOKEN, shown this once. */
+export const AssistantConfirmAnswer = z.object({ integration_id: z.uuid(), relay_token: z.string() });
+export type AssistantConfirmAnswer = z.infer<typeof AssistantConfirmAnswer>;
+
+export const PairingStateName = z.enum(['started', 'joined', 'committed', 'client_key_sent', 'revealed', 'client_confirmed', 'completed', 'aborted', 'expired']);
+
+/** `GET /api/v1/pairings/{id}` with either side's pairing token: every message so far. */
+export const PairingView = z.object({
+  pairing_id: z.uuid(),
+  provider_kind: z.string(),
+  schema_version: Version,
+  envelope_version: Version,
+  state: PairingStateName,
+  created_at: z.iso.datetime(),
+  expires_at: z.iso.datetime(),
+  commitment: z.string().optional(),
+  client_key: z.string().optional(),
+  assistant_key: z.string().optional(),
+  nonce: z.string().optional(),
+  client_confirmation: z.string().optional(),
+  assistant_confirmation: z.string().optional(),
+  integration_id: z.uuid().optional(),
+  aborted: z.object({ by: z.enum(['client', 'assistant']), reason: z.string() }).optional(),
+});
+export type PairingView = z.infer<typeof PairingView>;

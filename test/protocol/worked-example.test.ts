@@ -1,0 +1,69 @@
+/**
+ * PROTOCOL.md's worked example (section 7) is true: read from the document itself, every value is
+ * recomputed from its inputs, and the envelope opens with libsodium (an implementation no one here wrote)
+ * under the listed key and associated data.
+ */
+import { readFileSync } from 'node:fs';
+import { x25519 } from '@noble/curves/ed25519.js';
+import sodium from 'libsodium-wrappers';
+import { beforeAll, expect, it } from 'vitest';
+import { AssistantPairing, ClientPairing, associatedData, fromBase64Url, parseCode, seal, type EnvelopeBinding } from '../../src/protocol/index.js';
+
+interface Example {
+  readonly inputs: {
+    readonly pairing_id: string;
+    readonly pairing_code: string;
+    readonly client_secret_key: string;
+    readonly assistant_secret_key: string;
+    readonly reveal_nonce: string;
+    readonly schema_version: number;
+    readonly envelope_version: number;
+    readonly binding: EnvelopeBinding;
+    readonly envelope_nonce: string;
+    readonly plaintext: unknown;
+  };
+  readonly pairing: Record<string, string>;
+  readonly keys: Record<string, string>;
+  readonly associated_data: string;
+  readonly envelope: { readonly kid: string; readonly nonce: string; readonly ciphertext: string };
+}
+
+const text = readFileSync(new URL('../../PROTOCOL.md', import.meta.url), 'utf8');
+const example = JSON.parse(/```json worked-example\n([\s\S]*?)\n```/.exec(text)![1]!) as Example;
+const hex = (value: string) => new Uint8Array(Buffer.from(value, 'hex'));
+const toHex = (bytes: Uint8Array) => Buffer.from(bytes).toString('hex');
+
+beforeAll(async () => {
+  await sodium.ready;
+});
+
+it('every value of the worked example follows from its inputs', () => {
+  const { inputs } = example;
+  const code = parseCode(inputs.pairing_code)!;
+  const versions = { schema_version: inputs.schema_version, envelope_version: inputs.envelope_version };
+  const pairOf = (secret: string) => ({ secretKey: hex(secret), publicKey: x25519.getPublicKey(hex(secret)) });
+  const client = new ClientPairing(inputs.pairing_id, code.secret, versions, { keyPair: pairOf(inputs.client_secret_key) });
+  const assistant = new AssistantPairing(inputs.pairing_id, code.secret, versions, { keyPair: pairOf(inputs.assistant_secret_key), revealNonce: fromBase64Url(inputs.reveal_nonce, { bytes: 32 })! });
+  const commitment = assistant.commitment();
+  const client_key = client.clientKey(commitment);
+  const revealed = assistant.reveal(client_key);
+  const shown = client.reveal(revealed.assistant_key, revealed.nonce);
+  const confirmed = assistant.confirm(shown.confirmation);
+  const keys = client.finish(confirmed.confirmation);
+  expect({ commitment, client_key, assistant_key: revealed.assistant_key, sas: shown.sas, client_confirmation: shown.confirmation, assistant_confirmation: confirmed.confirmation }).toEqual(example.pairing);
+  expect(revealed.sas).toBe(shown.sas);
+  expect({ kid: keys.kid, client_to_assistant: toHex(keys.client_to_assistant), assistant_to_client: toHex(keys.assistant_to_client), confirm: toHex(keys.confirm) }).toEqual(example.keys);
+  expect(toHex(associatedData(inputs.binding, keys.kid))).toBe(example.associated_data);
+  expect(seal(keys, inputs.binding, inputs.plaintext, fromBase64Url(inputs.envelope_nonce, { bytes: 24 })!)).toEqual(example.envelope);
+});
+
+it('libsodium opens the example envelope with the listed key and associated data', () => {
+  const opened = sodium.crypto_aead_xchacha20poly1305_ietf_decrypt(
+    null,
+    fromBase64Url(example.envelope.ciphertext, { atLeast: 16 })!,
+    hex(example.associated_data),
+    fromBase64Url(example.envelope.nonce, { bytes: 24 })!,
+    hex(example.keys.client_to_assistant!),
+  );
+  expect(JSON.parse(new TextDecoder().decode(opened))).toEqual(example.inputs.plaintext);
+});
