@@ -2,6 +2,8 @@
 export { createAssistantHost, type AssistantHost, type AssistantHostOptions, type ListenOptions, type ReasoningChannelOptions } from './adapters/host.js';
 export { Plugin, startPlugin, type PluginOptions, type PluginStatus } from './adapters/plugin/index.js';
 export { builtinReasoner, commandReasoner, openAiReasoner } from './adapters/reasoners/index.js';
+export { PairingFailed, pairAsAssistant, pairAsClient, type Paired, type PairingOptions } from './adapters/client/pairing.js';
+export { AssistantKeysFile, ClientKeysFile, KeysFileError, keyringOfFile, readKeysFile, storedKeys, writeKeysFile } from './adapters/byo/keys-file.js';
 export { ReasonerError, type Reasoner, type ReasoningRequest } from './engine/reasoner.js';
 export { echoAgent, scriptAgent, BUILTIN_AGENTS, type BuiltinAgentName } from './adapters/agents/index.js';
 export type { Agent, ReplySink, Turn, MemoryEntry } from './engine/agent.js';

@@ -94,6 +94,8 @@ export interface ReasoningChannelOptions {
   readonly providerKind?: string;
   /** Jobs run at once. Default 4. */
   readonly maxConcurrentJobs?: number;
+  /** The pairing's keys (as `PluginOptions.keys`): with them, BYO jobs are opened and answered sealed. */
+  readonly keys?: PluginOptions['keys'];
 }
 
 export interface ListenOptions {
@@ -228,6 +230,7 @@ function startReasoningChannel(backend: ReasoningChannelOptions, host: Assistant
     db: backend.db ?? host.db.replace(/(\.db)?$/, '.plugin.db'),
     providerKind: backend.providerKind ?? 'assistant-relay',
     ...(backend.maxConcurrentJobs !== undefined ? { maxConcurrentJobs: backend.maxConcurrentJobs } : {}),
+    ...(backend.keys !== undefined ? { keys: backend.keys } : {}),
     ...(host.clock ? { clock: host.clock } : {}),
     // The plugin calls only the level methods, which every pino-compatible logger has.
     ...(host.logger ? { logger: host.logger.child({ component: 'plugin' }) as unknown as NonNullable<PluginOptions['logger']> } : {}),

@@ -63,7 +63,35 @@ export interface IntegrationOffline {
   readonly at: number;
 }
 
-export type IntegrationEvent = IntegrationCreated | IntegrationTokenRotated | IntegrationRevoked | IntegrationSeen | IntegrationOffline;
+/** The client asked to rotate the pairing's keys (PROTOCOL.md 7.12): what the plugin's stream carries to it. */
+export interface IntegrationRekeyRequested {
+  readonly type: 'integration.rekey_requested';
+  readonly integration_id: string;
+  readonly rekey_id: string;
+  readonly kid: string;
+  readonly client_key: string;
+  readonly mac: string;
+  readonly at: number;
+}
+
+/** The plugin answered the rotation: what the client reads to finish it. */
+export interface IntegrationRekeyAnswered {
+  readonly type: 'integration.rekey_answered';
+  readonly integration_id: string;
+  readonly rekey_id: string;
+  readonly assistant_key: string;
+  readonly mac: string;
+  readonly at: number;
+}
+
+export type IntegrationEvent =
+  | IntegrationCreated
+  | IntegrationTokenRotated
+  | IntegrationRevoked
+  | IntegrationSeen
+  | IntegrationOffline
+  | IntegrationRekeyRequested
+  | IntegrationRekeyAnswered;
 
 export type BackendEvent = BackendStarted | IntegrationEvent | JobEvent | PairingEvent;
 

@@ -11,10 +11,20 @@
  * | active.online  | integration.offline       | active.offline | three heartbeats missed                    |
  * | active.offline | integration.seen          | active.online  | one heartbeat brings it back               |
  * | active.*       | integration.token_rotated | active         | the old token of that role stops working   |
+ * | active.*       | integration.rekey_requested | active       | the client asks to rotate the keys          |
+ * | active.*       | integration.rekey_answered | active        | the plugin answered the rotation            |
  * | active.*       | integration.revoked       | revoked        | both tokens stop working                   |
  */
 import { assign, setup, type SnapshotFrom } from 'xstate';
-import type { IntegrationCreated, IntegrationEvent, IntegrationRevoked, IntegrationSeen, IntegrationTokenRotated } from './backend-events.js';
+import type {
+  IntegrationCreated,
+  IntegrationEvent,
+  IntegrationRekeyAnswered,
+  IntegrationRekeyRequested,
+  IntegrationRevoked,
+  IntegrationSeen,
+  IntegrationTokenRotated,
+} from './backend-events.js';
 import { stepper } from './step.js';
 
 export interface IntegrationContext {
@@ -26,6 +36,17 @@ export interface IntegrationContext {
   readonly revoked_at: number | undefined;
   /** What its plugin said of itself at its latest `integration.seen`. */
   readonly seen: Omit<IntegrationSeen, 'type' | 'integration_id'> | undefined;
+  /** The latest key rotation asked for, and its answer once the plugin gave one. */
+  readonly rekey: Rekey | undefined;
+}
+
+export interface Rekey {
+  readonly rekey_id: string;
+  readonly kid: string;
+  readonly client_key: string;
+  readonly mac: string;
+  readonly requested_at: number;
+  readonly answer: { readonly assistant_key: string; readonly mac: string } | undefined;
 }
 
 const SCRATCH: IntegrationContext = {
@@ -36,6 +57,7 @@ const SCRATCH: IntegrationContext = {
   created_at: 0,
   revoked_at: undefined,
   seen: undefined,
+  rekey: undefined,
 };
 
 export const integrationMachine = setup({
@@ -50,6 +72,10 @@ export const integrationMachine = setup({
     ),
     revoke: assign((_, event: IntegrationRevoked) => ({ revoked_at: event.at })),
     see: assign((_, { type: _seen, integration_id: _id, ...seen }: IntegrationSeen) => ({ seen })),
+    requestRekey: assign((_, event: IntegrationRekeyRequested) => ({
+      rekey: { rekey_id: event.rekey_id, kid: event.kid, client_key: event.client_key, mac: event.mac, requested_at: event.at, answer: undefined },
+    })),
+    answerRekey: assign(({ context }, event: IntegrationRekeyAnswered) => ({ rekey: { ...context.rekey!, answer: { assistant_key: event.assistant_key, mac: event.mac } } })),
   },
 }).createMachine({
   id: 'integration',
@@ -65,6 +91,7 @@ export const integrationMachine = setup({
           created_at: input.at,
           revoked_at: undefined,
           seen: undefined,
+          rekey: undefined,
         },
   initial: 'active',
   states: {
@@ -82,6 +109,8 @@ export const integrationMachine = setup({
       },
       on: {
         'integration.token_rotated': { actions: { type: 'rotate', params: ({ event }) => event } },
+        'integration.rekey_requested': { actions: { type: 'requestRekey', params: ({ event }) => event } },
+        'integration.rekey_answered': { actions: { type: 'answerRekey', params: ({ event }) => event } },
         'integration.revoked': { target: 'revoked', actions: { type: 'revoke', params: ({ event }) => event } },
       },
     },

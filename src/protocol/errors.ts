@@ -50,6 +50,8 @@ export const HTTP_ERRORS = {
   pairing_ended: { status: 410, message: 'the pairing has ended: completed, aborted or expired' },
   too_many_pairings: { status: 429, message: 'the backend holds the most open pairings it takes; try again later' },
   too_many_attempts: { status: 429, message: 'too many pairing codes that name no pairing; try again later' },
+  rekey_not_found: { status: 404, message: 'no such key rotation for this integration (a newer one replaces an unanswered one)' },
+  rekey_conflict: { status: 409, message: 'this key rotation was asked or answered with other content' },
 } as const satisfies Record<string, { status: number; message: string }>;
 
 export type HttpErrorCode = keyof typeof HTTP_ERRORS;

@@ -31,6 +31,9 @@ import {
   PairingStartAnswer,
   PairingStartBody,
   PairingView,
+  RekeyAnswerBody,
+  RekeyRequestBody,
+  RekeyView,
   RevealBody,
 } from './pairing-wire.js';
 import { ProviderRegistry } from './providers.js';
@@ -59,6 +62,9 @@ const BODIES: ReadonlyArray<readonly [string, z.ZodType]> = [
   ['pairing/assistant-confirm-answer', AssistantConfirmAnswer],
   ['pairing/abort', AbortBody],
   ['pairing-view', PairingView],
+  ['rekey/request', RekeyRequestBody],
+  ['rekey/answer', RekeyAnswerBody],
+  ['rekey-view', RekeyView],
 ];
 
 export interface SchemaFile {

@@ -82,3 +82,23 @@ export const PairingView = z.object({
   aborted: z.object({ by: z.enum(['client', 'assistant']), reason: z.string() }).optional(),
 });
 export type PairingView = z.infer<typeof PairingView>;
+
+/** The client asks to rotate the keys (`POST …/integrations/{id}/rekeys`, client token). */
+export const RekeyRequestBody = z.strictObject({
+  rekey_id: z.uuid(),
+  kid: z.string().regex(/^[A-Za-z0-9_-]{12}$/, 'a key id: 12 base64url characters'),
+  client_key: Bytes32,
+  mac: Bytes32,
+});
+
+/** The plugin answers it (`POST …/integrations/{id}/rekeys/{rekey_id}`, RELAY_TOKEN). */
+export const RekeyAnswerBody = z.strictObject({ assistant_key: Bytes32, mac: Bytes32 });
+
+export const RekeyPath = z.object({ id: z.string().refine(isUuid, fails('invalid_integration_id')), rekey_id: z.string().refine(isUuid, fails('rekey_not_found')) });
+
+/** A rotation as the client reads it (`GET …/rekeys/{rekey_id}`), and as the plugin's stream carries it (`event: rekey`, without the answer). */
+export const RekeyView = RekeyRequestBody.extend({
+  state: z.enum(['requested', 'answered']),
+  answer: RekeyAnswerBody.optional(),
+});
+export type RekeyView = z.infer<typeof RekeyView>;

@@ -6,7 +6,7 @@ import { randomUUID } from 'node:crypto';
 import { afterEach, describe, expect, it } from 'vitest';
 import { Backend } from '../../src/engine/backend/backend.js';
 import type { NewIntegration } from '../../src/engine/backend/integrations.js';
-import { IntegrationView, ReasoningJob, tokenDigest } from '../../src/protocol/index.js';
+import { IntegrationView, ReasoningJob, toBase64Url, tokenDigest } from '../../src/protocol/index.js';
 import { heartbeatOf, serveBackend } from '../support/backend.js';
 import { request } from '../support/http.js';
 import { countEvents } from '../support/log.js';
@@ -192,7 +192,11 @@ describe('backend over HTTP: the operator\'s admin routes', () => {
     // The plugin's token was not touched.
     expect((await request(`${base(r, fresh.integration_id)}/heartbeat`, { token: fresh.relay_token, body: heartbeat })).status).toBe(200);
 
+    // Its plugin's open stream ends the moment it is revoked, not at its next heartbeat.
+    const stream = await SseConnection.open(`${base(r, fresh.integration_id)}/stream`, { token: fresh.relay_token });
+    expect(stream.status).toBe(200);
     expect(await request(`${admin(r)}/${fresh.integration_id}/revoke`, { token: OPERATOR, method: 'POST' })).toMatchObject({ status: 200, body: { state: 'revoked' } });
+    await stream.untilEnded(5_000);
     expect((await request(`${base(r, fresh.integration_id)}/heartbeat`, { token: fresh.relay_token, body: heartbeat })).status).toBe(401);
     expect((await own((rotated.body as { token: string }).token)).status).toBe(401);
     expect(await request(`${admin(r)}/${fresh.integration_id}/tokens/relay/rotate`, { token: OPERATOR, method: 'POST' })).toMatchObject({
@@ -300,5 +304,39 @@ describe('backend over HTTP: bad input gets a coded 4xx and leaves the log untou
     const r = await startBackend();
     const answer = await request(`${base(r, randomUUID())}/jobs`, { token: r.integration.client_token, body: job() });
     expect(answer).toMatchObject({ status: 401, body: { error: { code: 'unauthorized' } } });
+  });
+});
+
+describe('backend over HTTP: key rotation is carried, never judged', () => {
+  it('a rotation asked by the client reaches the plugin\'s stream, its answer reaches the client, each once', async () => {
+    const r = await startBackend();
+    const { client_token, relay_token } = r.integration;
+    const key = (fill: number) => toBase64Url(new Uint8Array(32).fill(fill));
+    const request1 = { rekey_id: randomUUID(), kid: 'AAAAAAAAAAAA', client_key: key(1), mac: key(2) };
+    const stream = await SseConnection.open(`${base(r)}/stream`, { token: relay_token });
+    expect((await request(`${base(r)}/rekeys`, { token: client_token, body: request1 })).status).toBe(201);
+    expect((await request(`${base(r)}/rekeys`, { token: client_token, body: request1 })).status).toBe(200);
+    expect((await request(`${base(r)}/rekeys`, { token: client_token, body: { ...request1, mac: key(3) } })).body).toMatchObject({ error: { code: 'rekey_conflict' } });
+    // The plugin's token cannot ask, the client's cannot answer.
+    expect((await request(`${base(r)}/rekeys`, { token: relay_token, body: request1 })).status).toBe(401);
+    await stream.until((c) => c.frames.some((f) => f.event === 'rekey'), 5_000, 'the rekey frame');
+    expect(JSON.parse(stream.frames.find((f) => f.event === 'rekey')!.data)).toEqual(request1);
+    const answer = { assistant_key: key(4), mac: key(5) };
+    const at = `${base(r)}/rekeys/${request1.rekey_id}`;
+    expect((await request(at, { token: client_token })).body).toMatchObject({ state: 'requested' });
+    expect((await request(at, { token: client_token, body: answer })).status).toBe(401);
+    expect((await request(at, { token: relay_token, body: answer })).status).toBe(200);
+    expect((await request(at, { token: relay_token, body: answer })).status).toBe(200);
+    expect((await request(at, { token: relay_token, body: { ...answer, mac: key(6) } })).body).toMatchObject({ error: { code: 'rekey_conflict' } });
+    expect((await request(at, { token: client_token })).body).toEqual({ ...request1, state: 'answered', answer });
+    expect((await request(`${base(r)}/rekeys/${randomUUID()}`, { token: relay_token, body: answer })).body).toMatchObject({ error: { code: 'rekey_not_found' } });
+    // Answered, it is not sent again on a new stream; a new request is, to the stream open at the time.
+    stream.close();
+    const next = await SseConnection.open(`${base(r)}/stream`, { token: relay_token });
+    const request2 = { ...request1, rekey_id: randomUUID() };
+    expect((await request(`${base(r)}/rekeys`, { token: client_token, body: request2 })).status).toBe(201);
+    await next.until((c) => c.frames.some((f) => f.event === 'rekey'), 5_000, 'the second rekey frame');
+    expect(next.frames.filter((f) => f.event === 'rekey').map((f) => JSON.parse(f.data).rekey_id)).toEqual([request2.rekey_id]);
+    next.close();
   });
 });

@@ -113,7 +113,9 @@ const CASES: readonly Case[] = [
         schema_versions: { min: 1, max: 1 }, envelope_versions: { min: 1, max: 1 }, at: 4,
       }),
       () => ({ type: 'integration.offline', integration_id: 'i', at: 5 }),
-      () => ({ type: 'integration.revoked', integration_id: 'i', at: 6 }),
+      () => ({ type: 'integration.rekey_requested', integration_id: 'i', rekey_id: 'k', kid: 'd', client_key: 'c', mac: 'm', at: 6 }),
+      () => ({ type: 'integration.rekey_answered', integration_id: 'i', rekey_id: 'k', assistant_key: 'a', mac: 'n', at: 7 }),
+      () => ({ type: 'integration.revoked', integration_id: 'i', at: 8 }),
     ],
   },
   {

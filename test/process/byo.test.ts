@@ -8,7 +8,10 @@
 import { existsSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { expect, it } from 'vitest';
-import { CapabilityProfile, PURPOSES } from '../../src/protocol/index.js';
+import { randomUUID } from 'node:crypto';
+import { AssistantKeysFile, ClientKeysFile, keyringOfFile, readKeysFile } from '../../src/adapters/byo/keys-file.js';
+import { BackendClient } from '../../src/adapters/client/backend-client.js';
+import { CapabilityProfile, JobView, PURPOSES, open, seal, type SessionKeys } from '../../src/protocol/index.js';
 import { runCli, start, started, useChildFolder } from '../support/child.js';
 
 const folder = useChildFolder();
@@ -20,8 +23,8 @@ async function until(what: string, done: () => boolean): Promise<void> {
   }
 }
 
-it('pairs two processes through the backend and runs BYO jobs it cannot read', { timeout: 90_000 }, async () => {
-  const dir = folder();
+/** A backend, and a client and a plugin paired through it as processes. */
+async function pairedProcesses(dir: string, pluginArgs: readonly string[] = []) {
   const db = join(dir, 'backend.db');
   const backend = await started(['backend', '--port', '0', '--db', db, '--log-level', 'debug']);
   const listening = backend.line.listening as string;
@@ -32,8 +35,14 @@ it('pairs two processes through the backend and runs BYO jobs it cannot read', {
   await until('the pairing code', () => pairing.output.stdout.includes('\n'));
   const code = (JSON.parse(pairing.output.stdout.split('\n')[0]!) as { pairing_code: string }).pairing_code;
   expect(code).toMatch(/^[0-9A-Z]{5}(-[0-9A-Z]{5}){3}$/);
-  const plugin = await started(['plugin', '--backend', listening, '--pairing-code', code, '--keys', assistantKeys, '--db', join(dir, 'plugin.db'), '--log-level', 'warn']);
+  const plugin = await started(['plugin', '--backend', listening, '--pairing-code', code, '--keys', assistantKeys, '--db', join(dir, 'plugin.db'), '--log-level', 'warn', ...pluginArgs]);
   expect(await pairing.exited).toEqual({ code: 0, signal: null });
+  return { db, backend, listening, clientKeys, assistantKeys, pairing, plugin, code };
+}
+
+it('pairs two processes through the backend and runs BYO jobs it cannot read', { timeout: 90_000 }, async () => {
+  const dir = folder();
+  const { db, backend, clientKeys, assistantKeys, pairing, plugin, code } = await pairedProcesses(dir);
   expect(pairing.output.stderr).toContain(`Pairing code: ${code}`);
   const paired = JSON.parse(pairing.output.stdout.split('\n')[1]!) as { paired: boolean; sas: string; integration_id: string };
   expect(plugin.line).toMatchObject({ plugin: 'started', byo: true, integration: paired.integration_id, sas: paired.sas });
@@ -67,4 +76,42 @@ it('pairs two processes through the backend and runs BYO jobs it cannot read', {
   for (const file of files) expect(readFileSync(file).includes(SENTINEL), file).toBe(false);
   expect(backend.output.stdout + backend.output.stderr).not.toContain(SENTINEL);
   expect(backend.output.stderr.length).toBeGreaterThan(0);
+});
+
+it('rotates the keys while BYO jobs run: every job completes, those sealed under the old keys too', { timeout: 90_000 }, async () => {
+  const { listening, clientKeys, assistantKeys } = await pairedProcesses(folder(), ['--max-concurrent-jobs', '8']);
+  const before = keyringOfFile(readKeysFile(clientKeys, ClientKeysFile));
+  const file = readKeysFile(clientKeys, ClientKeysFile);
+  const client = new BackendClient(`${listening}/api/v1/assistant/integrations/${file.integration_id}`, file.client_token);
+  const payload = { session_id: 's', transcript: [{ speaker: 'Ana', text: `What is the budget, ${SENTINEL}?` }] };
+  /** A BYO job sealed under `keys`, created now; resolves with its job_id. */
+  const create = async (keys: SessionKeys) => {
+    const job_id = randomUUID();
+    const binding = { job_id, purpose: 'live_analysis', direction: 'client_to_assistant' as const, envelope_version: 1 };
+    await client.call(JobView, '/jobs', { method: 'POST', body: { job_id, purpose: 'live_analysis', payload: seal(keys, binding, payload), byo: true, deadline_ms: 60_000 } });
+    return job_id;
+  };
+  // Jobs under the old keys, created while the rotation runs.
+  const rotation = runCli(['rekey', '--keys', clientKeys, '--timeout', '30s']);
+  const old = await Promise.all(Array.from({ length: 30 }, () => create(before.current)));
+  const rotated = await rotation;
+  expect([rotated.code, rotated.stderr]).toEqual([0, '']);
+  const { kid } = JSON.parse(rotated.stdout) as { kid: string };
+  const after = keyringOfFile(readKeysFile(clientKeys, ClientKeysFile));
+  expect([after.current.kid, after.keyOf(before.current.kid)]).toEqual([kid, before.current]);
+  expect(readKeysFile(assistantKeys, AssistantKeysFile).keys.map((key) => key.kid)).toEqual([kid, before.current.kid]);
+  // And jobs under the new keys: the plugin opens them without a restart.
+  const fresh = await Promise.all(Array.from({ length: 10 }, () => create(after.current)));
+  for (const job_id of [...old, ...fresh]) {
+    let view = await client.call(JobView, `/jobs/${job_id}`, { method: 'GET' });
+    for (const since = Date.now(); view.state !== 'completed' && view.state !== 'failed' && Date.now() - since < 30_000; ) {
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      view = await client.call(JobView, `/jobs/${job_id}`, { method: 'GET' });
+    }
+    expect([job_id, view.state]).toEqual([job_id, 'completed']);
+    const result = open(after.keyOf, { job_id, purpose: 'live_analysis', direction: 'assistant_to_client', envelope_version: 1 }, view.result);
+    expect(PURPOSES.live_analysis.result.safeParse(result).success).toBe(true);
+    // A result goes back under the keys its payload came under.
+    expect((view.result as { kid: string }).kid).toBe(old.includes(job_id) ? before.current.kid : kid);
+  }
 });

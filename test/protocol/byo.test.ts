@@ -8,6 +8,9 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import {
   AssistantPairing,
   ClientPairing,
+  ClientRekey,
+  answerRekey,
+  keyringOf,
   EnvelopeError,
   PairingError,
   associatedData,
@@ -209,5 +212,38 @@ describe('authenticated pairing', () => {
     const b = pair();
     expect(a.clientKeys.kid).not.toBe(b.clientKeys.kid);
     expect(digestOf('x', a.pairingId)).not.toEqual(digestOf('x', b.pairingId));
+  });
+});
+
+describe('key rotation', () => {
+  const integration = '5d3c2b1a-0000-4000-8000-000000000001';
+
+  it('rotates under the current keys: both sides end with the same new keys, under a new kid', () => {
+    const { clientKeys, assistantKeys } = pair();
+    const rekey = new ClientRekey(integration, clientKeys, crypto.randomUUID());
+    const { answer, keys } = answerRekey(integration, keyringOf([assistantKeys]), rekey.request());
+    const rotated = rekey.finish(answer);
+    expect(rotated).toEqual(keys);
+    expect(rotated.kid).not.toBe(clientKeys.kid);
+    expect(rotated.client_to_assistant).not.toEqual(clientKeys.client_to_assistant);
+  });
+
+  it('refuses a request not made under keys the assistant holds, for another integration, or tampered', () => {
+    const { clientKeys, assistantKeys } = pair();
+    const stranger = pair().clientKeys;
+    const held = keyringOf([assistantKeys]);
+    const refused = (request: ReturnType<ClientRekey['request']>) => expect(() => answerRekey(integration, held, request)).toThrow(expect.objectContaining({ code: 'confirmation_failed' }));
+    refused(new ClientRekey(integration, stranger, crypto.randomUUID()).request());
+    refused(new ClientRekey(crypto.randomUUID(), clientKeys, crypto.randomUUID()).request());
+    const honest = new ClientRekey(integration, clientKeys, crypto.randomUUID()).request();
+    refused({ ...honest, client_key: toBase64Url(newKeyPair().publicKey) });
+    refused({ ...honest, kid: stranger.kid });
+  });
+
+  it('the client refuses an answer that does not confirm the new keys (a relay answering for the assistant)', () => {
+    const { clientKeys } = pair();
+    const rekey = new ClientRekey(integration, clientKeys, crypto.randomUUID());
+    rekey.request();
+    expect(() => rekey.finish({ assistant_key: toBase64Url(newKeyPair().publicKey), mac: toBase64Url(new Uint8Array(32)) })).toThrow(expect.objectContaining({ code: 'confirmation_failed' }));
   });
 });

@@ -4,13 +4,13 @@
  * it as it changes (SSE), cancel it. Every route is the integration's, with its client token.
  */
 import type { FastifyPluginAsync } from 'fastify';
-import { IntegrationPath, JobCreateBody, JobPath, JobStreamHeaders } from '../../protocol/index.js';
+import { IntegrationPath, JobCreateBody, JobPath, JobStreamHeaders, RekeyPath, RekeyRequestBody } from '../../protocol/index.js';
 import type { Backend } from '../../engine/backend/backend.js';
 import { sendError } from '../http/errors.js';
 import { streamTransport } from '../http/sse-transport.js';
 import type { ZodTypeProvider } from '../http/validation.js';
 import { integrationAuthPlugin } from './auth.js';
-import { integrationView, jobView } from './view.js';
+import { integrationView, jobView, rekeyView } from './view.js';
 
 const BASE = '/api/v1/assistant/integrations/:id';
 
@@ -51,5 +51,19 @@ export const clientRoutes: FastifyPluginAsync<{ readonly backend: Backend }> = a
     if (answer.job === undefined) return sendError(reply, 'job_not_found');
     if (answer.outcome === 'settled') return sendError(reply, 'job_settled');
     return jobView(answer.job);
+  });
+
+  // Key rotation (PROTOCOL.md 7.12): the client asks, the plugin answers on its own route, the client reads the answer.
+  app.post(`${BASE}/rekeys`, { schema: { params: IntegrationPath, body: RekeyRequestBody } }, async (request, reply) => {
+    const asked = await backend.integrations.requestRekey(request.params.id, request.body);
+    if (asked.outcome === 'unknown') return sendError(reply, 'unauthorized');
+    if (asked.outcome === 'conflict') return sendError(reply, 'rekey_conflict');
+    return reply.code(asked.outcome === 'requested' ? 201 : 200).send(rekeyView(asked.rekey!));
+  });
+
+  app.get(`${BASE}/rekeys/:rekey_id`, { schema: { params: RekeyPath } }, async (request, reply) => {
+    const read = await backend.committedIntegration(request.params.id);
+    const rekey = read?.integration.context.rekey;
+    return rekey?.rekey_id === request.params.rekey_id ? rekeyView(rekey) : sendError(reply, 'rekey_not_found');
   });
 };

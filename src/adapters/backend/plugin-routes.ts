@@ -4,7 +4,7 @@
  * its RELAY_TOKEN.
  */
 import type { FastifyPluginAsync, FastifyReply } from 'fastify';
-import { Heartbeat, IntegrationPath, JobPath, JobResultBody, JobStreamHeaders } from '../../protocol/index.js';
+import { Heartbeat, IntegrationPath, JobPath, JobResultBody, JobStreamHeaders, RekeyAnswerBody, RekeyPath } from '../../protocol/index.js';
 import type { Backend, JobAnswer } from '../../engine/backend/backend.js';
 import { sendError } from '../http/errors.js';
 import { streamTransport } from '../http/sse-transport.js';
@@ -58,5 +58,12 @@ export const pluginRoutes: FastifyPluginAsync<{ readonly backend: Backend }> = a
   app.post(`${BASE}/jobs/:job_id/result`, { schema: { params: JobPath, body: JobResultBody } }, async (request, reply) => {
     // A result of a job taken before a refusal is still taken: the refusal stops new jobs, not finished ones.
     return answerJob(reply, await backend.result(request.params.id, request.params.job_id, request.body));
+  });
+
+  app.post(`${BASE}/rekeys/:rekey_id`, { schema: { params: RekeyPath, body: RekeyAnswerBody } }, async (request, reply) => {
+    const outcome = await backend.integrations.answerRekey(request.params.id, request.params.rekey_id, request.body);
+    if (outcome === 'unknown') return sendError(reply, 'rekey_not_found');
+    if (outcome === 'conflict') return sendError(reply, 'rekey_conflict');
+    return { ok: true };
   });
 };

@@ -1,6 +1,6 @@
 /** What a client reads: a job (`JobView`), an integration (`IntegrationView`) and a pairing (`PairingView`), times as ISO 8601. */
-import type { IntegrationView, JobView, PairingView } from '../../protocol/index.js';
-import { integrationState } from '../../machines/integration.js';
+import type { IntegrationView, JobView, PairingView, RekeyView } from '../../protocol/index.js';
+import { integrationState, type Rekey } from '../../machines/integration.js';
 import { jobState, type JobSnapshot } from '../../machines/job.js';
 import { pairingState, type PairingSnapshot } from '../../machines/pairing.js';
 import type { IntegrationRead } from '../../engine/backend/backend.js';
@@ -71,5 +71,17 @@ export function pairingView(pairing: PairingSnapshot): PairingView {
     ...optional('assistant_confirmation', c.assistant_confirmation),
     ...optional('integration_id', c.integration_id),
     ...(c.aborted === undefined ? {} : { aborted: c.aborted }),
+  };
+}
+
+/** A key rotation: the client's request, and the plugin's answer once there is one. */
+export function rekeyView(rekey: Rekey): RekeyView {
+  return {
+    rekey_id: rekey.rekey_id,
+    kid: rekey.kid,
+    client_key: rekey.client_key,
+    mac: rekey.mac,
+    state: rekey.answer === undefined ? 'requested' : 'answered',
+    ...(rekey.answer === undefined ? {} : { answer: rekey.answer }),
   };
 }

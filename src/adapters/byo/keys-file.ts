@@ -8,7 +8,7 @@ import { randomUUID } from 'node:crypto';
 import { readFileSync, renameSync, rmSync } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
 import { z } from 'zod';
-import { fromBase64Url, keyringOf, toBase64Url, type Keyring, type SessionKeys } from '../../protocol/index.js';
+import { answerRekey, fromBase64Url, keyringOf, toBase64Url, type Keyring, type RekeyAnswer, type RekeyRequest, type SessionKeys } from '../../protocol/index.js';
 import { createPrivateFile, exposure, makePrivateFolder } from '../../storage/private-files.js';
 
 const Key32 = z.string().refine((text) => fromBase64Url(text, { bytes: 32 }) !== undefined, 'a 32-byte key in base64url');
@@ -20,7 +20,12 @@ const StoredKeys = z.object({
   confirm: Key32,
   /** Epoch ms. */
   created_at: z.number().int(),
+  /** The assistant's: the rotation that made these keys and how it answered, to answer it again alike. */
+  rekey: z.object({ rekey_id: z.uuid(), assistant_key: Key32, mac: Key32 }).optional(),
 });
+
+/** Key sets a side keeps: the newest seals; the two before it still open envelopes in flight across rotations. */
+export const KEPT_KEY_SETS = 3;
 
 const common = {
   version: z.literal(1),
@@ -83,4 +88,32 @@ export function writeKeysFile(path: string, contents: ClientKeysFile | Assistant
     rmSync(beside, { force: true });
     throw error;
   }
+}
+
+/**
+ * The assistant's keys, from its file, and the rotations it answers, kept in it before any answer goes
+ * out (an answer is never given for keys not kept). The same rotation again is answered as it was.
+ */
+export class AssistantKeys {
+  private keyringNow: Keyring;
+
+  constructor(
+    private readonly path: string,
+    private file: AssistantKeysFile,
+    private readonly clock: () => number = Date.now,
+  ) {
+    this.keyringNow = keyringOfFile(file);
+  }
+
+  readonly keyring = (): Keyring => this.keyringNow;
+
+  readonly rotate = async (request: RekeyRequest): Promise<RekeyAnswer> => {
+    const done = this.file.keys.find((key) => key.rekey?.rekey_id === request.rekey_id)?.rekey;
+    if (done !== undefined) return { assistant_key: done.assistant_key, mac: done.mac };
+    const { answer, keys } = answerRekey(this.file.integration_id, this.keyringNow, request);
+    this.file = { ...this.file, keys: [{ ...storedKeys(keys, this.clock()), rekey: { rekey_id: request.rekey_id, ...answer } }, ...this.file.keys].slice(0, KEPT_KEY_SETS) };
+    writeKeysFile(this.path, this.file);
+    this.keyringNow = keyringOfFile(this.file);
+    return answer;
+  };
 }

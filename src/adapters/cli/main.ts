@@ -1,7 +1,8 @@
 #!/usr/bin/env node
 /**
  * The `assistant-relay` command: `serve` runs the host standalone, `backend` the backend relay, `plugin`
- * the assistant plugin; `pair` pairs a client with an assistant through a backend, `job` creates and
+ * the assistant plugin; `pair` pairs a client with an assistant through a backend (`rekey` rotates its
+ * keys), `job` creates and
  * follows reasoning jobs as a client, and `integrations` shows what a client can read of its integration. A server prints exactly one line on stdout when ready,
  * `{"listening":"http://H:PORT"}`; everything else is structured JSON logging on stderr, tokens redacted.
  */
@@ -12,6 +13,7 @@ import { UsageError } from './flags.js';
 import { INTEGRATIONS_USAGE, integrationsCommand } from './integrations.js';
 import { JOB_USAGE, jobCommand } from './job.js';
 import { PAIR_USAGE, pairCommand } from './pair.js';
+import { REKEY_USAGE, rekeyCommand } from './rekey.js';
 import { PLUGIN_USAGE, pluginCommand } from './plugin.js';
 import { exitOnFatal, jsonLogger, readTokenFile, runUntilSignalled } from './service.js';
 
@@ -54,6 +56,7 @@ const COMMANDS: Record<string, { readonly run: (argv: readonly string[]) => Prom
   backend: { run: (argv) => backendCommand(argv, process.env), usage: BACKEND_USAGE },
   plugin: { run: (argv) => pluginCommand(argv, process.env), usage: PLUGIN_USAGE },
   pair: { run: (argv) => pairCommand(argv, process.env), usage: PAIR_USAGE },
+  rekey: { run: (argv) => rekeyCommand(argv, process.env), usage: REKEY_USAGE },
   job: { run: (argv) => jobCommand(argv, process.env), usage: JOB_USAGE },
   integrations: { run: (argv) => integrationsCommand(argv, process.env), usage: INTEGRATIONS_USAGE },
 };

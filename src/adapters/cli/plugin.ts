@@ -6,10 +6,10 @@
  * Paired (PROTOCOL.md 7), it runs from its keys file: `--pairing-code CODE --keys FILE` completes the
  * pairing a client started (showing the short authentication string on stderr and in the started line)
  * and writes the file; later, `--keys FILE` alone names the backend, the integration, the RELAY_TOKEN and
- * the keys that open BYO jobs.
+ * the keys that open BYO jobs. Key rotations the client asks for are answered, and the new keys kept in
+ * the same file.
  */
-import type { Keyring } from '../../protocol/index.js';
-import { AssistantKeysFile, keyringOfFile, storedKeys, writeKeysFile } from '../byo/keys-file.js';
+import { AssistantKeys, AssistantKeysFile, storedKeys, writeKeysFile } from '../byo/keys-file.js';
 import { pairAsAssistant } from '../client/pairing.js';
 import { startPlugin } from '../plugin/index.js';
 import { REASONER_FLAGS, REASONER_USAGE, reasonerFrom, type ReasonerFlag } from '../reasoners/index.js';
@@ -53,7 +53,7 @@ interface Standing {
   readonly integrationId: string;
   readonly relayToken: string;
   readonly providerKind: string;
-  readonly keys: Keyring | undefined;
+  readonly keys: AssistantKeys | undefined;
   readonly sas: string | undefined;
 }
 
@@ -90,7 +90,7 @@ async function standingOf(get: ReturnType<typeof readFlags<typeof FLAGS>>): Prom
     sas = paired.sas;
   }
   const file = keysFileFlag(keysFile, AssistantKeysFile);
-  return { backendUrl: get('backend') ?? file.backend, integrationId: file.integration_id, relayToken: file.relay_token, providerKind: file.provider_kind, keys: keyringOfFile(file), sas };
+  return { backendUrl: get('backend') ?? file.backend, integrationId: file.integration_id, relayToken: file.relay_token, providerKind: file.provider_kind, keys: new AssistantKeys(keysFile, file), sas };
 }
 
 export async function pluginCommand(argv: readonly string[], env: NodeJS.ProcessEnv): Promise<void> {
@@ -109,7 +109,7 @@ export async function pluginCommand(argv: readonly string[], env: NodeJS.Process
     providerKind,
     maxConcurrentJobs,
     logger,
-    ...(keys === undefined ? {} : { keys }),
+    ...(keys === undefined ? {} : { keys: keys.keyring, rotate: keys.rotate }),
   });
   logger.info({ backend: backendUrl, integration: integrationId, reasoner: reasoner.name, byo: keys !== undefined }, 'plugin started');
   runUntilSignalled(logger, { plugin: 'started', integration: integrationId, reasoner: reasoner.name, byo: keys !== undefined, ...(sas === undefined ? {} : { sas }) }, () => plugin.stop());

@@ -6,7 +6,7 @@
  */
 import { Agent, request, type Dispatcher } from 'undici';
 import type { Clock } from '../../engine/clock.js';
-import type { Heartbeat, JobResultBody } from '../../protocol/index.js';
+import type { Heartbeat, JobResultBody, RekeyAnswer } from '../../protocol/index.js';
 import { parseRetryAfter } from '../callback/transport.js';
 
 export interface BackendOptions {
@@ -74,6 +74,11 @@ export class Backend {
 
   result(jobId: string, body: JobResultBody, signal?: AbortSignal): Promise<Answer> {
     return this.post(`/jobs/${encodeURIComponent(jobId)}/result`, body, signal);
+  }
+
+  /** Answers a key rotation (PROTOCOL.md 7.12). */
+  rekey(rekeyId: string, body: RekeyAnswer, signal?: AbortSignal): Promise<Answer> {
+    return this.post(`/rekeys/${encodeURIComponent(rekeyId)}`, body, signal);
   }
 
   async close(): Promise<void> {

@@ -10,13 +10,14 @@ import type { Dispatcher } from 'undici';
 import { Appender } from '../../engine/append.js';
 import { systemClock, type Clock } from '../../engine/clock.js';
 import type { Reasoner } from '../../engine/reasoner.js';
-import { ENVELOPE_VERSION, SCHEMA_VERSION, type CodedError, type Heartbeat, type HeartbeatAnswer, type Keyring, type VersionRange } from '../../protocol/index.js';
+import { ENVELOPE_VERSION, SCHEMA_VERSION, type CodedError, type Heartbeat, type HeartbeatAnswer, type Keyring, type RekeyAnswer, type RekeyRequest, type VersionRange } from '../../protocol/index.js';
 import { EventLog } from '../../storage/event-log.js';
 import { Backend } from './backend.js';
 import { evolvePlugin, initialPluginState, type JobStage, type PluginEvent, type PluginState } from './events.js';
 import { Heartbeats } from './heartbeats.js';
 import { Jobs } from './jobs.js';
 import { ResultChecks } from './result-check.js';
+import { Rekeys } from './rekeys.js';
 import { Subscription, type StreamState } from './subscription.js';
 
 const { version } = createRequire(import.meta.url)('../../../package.json') as { version: string };
@@ -42,6 +43,13 @@ export interface PluginOptions {
    * BYO jobs fail `byo_unsupported`.
    */
   readonly keys?: Keyring | (() => Keyring);
+  /**
+   * Takes a key rotation the client asked for (PROTOCOL.md 7.12): checks it under the keys held
+   * (`answerRekey` does), keeps the new keys where `keys` will return them (the previous ones too), and
+   * gives the answer; the same request again gets the same answer. Throws `PairingError` to refuse one.
+   * None: rotations are ignored (logged).
+   */
+  readonly rotate?: (request: RekeyRequest) => Promise<RekeyAnswer>;
   /** Jobs run at once; more wait their turn. Default 4. */
   readonly maxConcurrentJobs?: number;
   /** How long `stop()` lets running jobs and pending POSTs finish before it cuts them off. Default 10 s. */
@@ -80,6 +88,8 @@ export class Plugin {
   private readonly jobs: Jobs;
   private readonly subscription: Subscription;
   private readonly heartbeats: Heartbeats;
+  /** Key rotations, when the plugin's owner can make new keys (`rotate`). */
+  private readonly rekeys: Rekeys | undefined;
   private readonly versions: { schema_versions: VersionRange; envelope_versions: VersionRange };
   private readonly maxConcurrentJobs: number;
   private refused: CodedError | undefined;
@@ -136,6 +146,7 @@ export class Plugin {
       logger: this.logger,
       maxConcurrentJobs: this.maxConcurrentJobs,
     });
+    this.rekeys = options.rotate === undefined ? undefined : new Rekeys({ backend: this.backend, clock, random, logger: this.logger, rotate: options.rotate });
     this.subscription = new Subscription({
       backend: this.backend,
       clock,
@@ -143,6 +154,10 @@ export class Plugin {
       logger: this.logger,
       cursor: () => this.state.cursor,
       onJob: (data, id) => this.jobs.onFrame(data, id),
+      onRekey: (data) => {
+        if (this.rekeys === undefined) this.logger.warn('a key rotation for a plugin that holds no keys to rotate: ignored');
+        else this.rekeys.onFrame(data);
+      },
     });
     this.heartbeats = new Heartbeats({
       backend: this.backend,
@@ -174,7 +189,7 @@ export class Plugin {
     if (this.stopping) return;
     this.stopping = true;
     try {
-      await Promise.all([this.subscription.stop(), this.heartbeats.stop()]);
+      await Promise.all([this.subscription.stop(), this.heartbeats.stop(), this.rekeys?.stop()]);
       await this.jobs.stop(this.options.stopGraceMs ?? 10_000);
       await this.log.close();
       await this.backend.close();

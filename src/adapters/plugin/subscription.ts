@@ -33,6 +33,8 @@ export interface SubscriptionOptions {
   readonly cursor: () => string | undefined;
   /** A job frame's data and its `id`. */
   readonly onJob: (data: string, id: string | undefined) => void;
+  /** A key rotation's request (`event: rekey`). */
+  readonly onRekey: (data: string) => void;
 }
 
 export class Subscription {
@@ -123,6 +125,7 @@ export class Subscription {
         for (const event of parser.feed(chunk)) {
           if (event.event === 'superseded') return { kind: 'superseded' };
           if (event.event === 'message') this.options.onJob(event.data, event.id);
+          else if (event.event === 'rekey') this.options.onRekey(event.data);
         }
       }
     } catch {

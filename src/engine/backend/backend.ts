@@ -25,6 +25,7 @@ import { Deadlines } from '../deadlines.js';
 import { HostClosingError, inBackground } from '../failures.js';
 import type { SubscriberTransport, SubscriptionActor } from '../subscription-actor.js';
 import { JobFollowers, type RenderJob } from './followers.js';
+import { rekeyFrame } from './frames.js';
 import { Integrations } from './integrations.js';
 import { LogJobStore, type JobDecide } from './job-store.js';
 import { PAIRING_TTL_MS, Pairings } from './pairings.js';
@@ -136,8 +137,7 @@ export class Backend {
       (work) => this.background(work, 'offline deadline'),
     );
     this.pairings = new Pairings(this.projection, this.appender, this.clock, this.ids, config.pairingTtlMs ?? PAIRING_TTL_MS, (work) => this.background(work, 'pairing expiry'));
-    // A revoked integration's stream ends at once: its plugin must not wait for its next heartbeat to hear it.
-    this.afterCommit.add({ name: 'revocations', event: (event) => event.type === 'integration.revoked' && this.streams.end(event.integration_id) });
+    this.afterCommit.add({ name: 'integration streams', event: (event) => this.toStream(event) });
     // The store first: a notice's listener reads the job as this event left it.
     this.afterCommit.add({ name: 'job store', event: (event) => isJobEvent(event) && this.store.committed(event) });
     this.afterCommit.add({ name: 'jobs', event: (event) => isJobEvent(event) && this.committed(event) });
@@ -261,9 +261,12 @@ export class Backend {
     return this.answer(jobId, outcome);
   }
 
-  /** Opens the integration's stream; a second one takes over from the first (`JobStreams`). */
+  /** Opens the integration's stream; a second one takes over from the first (`JobStreams`). A rotation not yet answered is sent on it. */
   openStream(integrationId: string, cursor: number | undefined, connect: () => SubscriberTransport): SubscriptionActor {
-    return this.streams.open(integrationId, cursor, connect);
+    const actor = this.streams.open(integrationId, cursor, connect);
+    const rekey = this.projection.integration(integrationId)?.context.rekey;
+    if (rekey !== undefined && rekey.answer === undefined) actor.push([rekeyFrame(rekey)]);
+    return actor;
   }
 
   /**
@@ -313,6 +316,13 @@ export class Backend {
     const job = await this.committedJob(jobId);
     if (typeof outcome === 'object') return { outcome: 'invalid', code: outcome.invalid, job, message: outcome.message };
     return { outcome, job: outcome === 'unknown' ? undefined : job };
+  }
+
+  /** What an integration's stream hears besides its jobs, once committed. */
+  private toStream(event: BackendEvent): void {
+    // A revoked integration's stream ends at once: its plugin must not wait for its next heartbeat to hear it.
+    if (event.type === 'integration.revoked') this.streams.end(event.integration_id);
+    if (event.type === 'integration.rekey_requested') this.streams.push(event.integration_id, rekeyFrame(this.projection.integration(event.integration_id)!.context.rekey!));
   }
 
   /** Once committed: deadlines and leases follow the job, and its integration's topic hears of it. */

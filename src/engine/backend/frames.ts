@@ -1,5 +1,6 @@
-/** A job on the integration's stream: its envelope (2.1, 6.1) and its SSE frame. */
+/** What the integration's stream carries: a job (its envelope, 2.1, 6.1, as an SSE frame), a key rotation, a takeover. */
 import { ENVELOPE_VERSION, SCHEMA_VERSION, terminalFrame, type ReasoningJob } from '../../protocol/index.js';
+import type { Rekey } from '../../machines/integration.js';
 import type { JobSnapshot } from '../../machines/job.js';
 import type { Frame } from '../../machines/subscription.js';
 
@@ -28,3 +29,10 @@ export function frameOf(job: JobSnapshot, seq: number): Frame {
 
 /** Tells a stream that a second one took its place (PROTOCOL.md 6). */
 export const SUPERSEDED_FRAME = `event: superseded\ndata: {"type":"superseded"}\n\n`;
+
+/** A key rotation on its way to the plugin (PROTOCOL.md 7.12): never dropped, and no id (the job frames' cursor does not count it). */
+export function rekeyFrame(rekey: Rekey): Frame {
+  const data = JSON.stringify({ rekey_id: rekey.rekey_id, kid: rekey.kid, client_key: rekey.client_key, mac: rekey.mac });
+  const text = `event: rekey\ndata: ${data}\n\n`;
+  return { kind: 'terminal', task_id: `rekey:${rekey.rekey_id}`, text, bytes: text.length };
+}

@@ -5,9 +5,9 @@
  * does not admit the plugin's versions.
  */
 import { randomUUID } from 'node:crypto';
-import { matchesDigest, newToken, providerOf, tokenDigest, type CodedError, type Heartbeat, type HeartbeatAnswer } from '../../protocol/index.js';
+import { matchesDigest, newToken, providerOf, tokenDigest, type CodedError, type Heartbeat, type HeartbeatAnswer, type RekeyAnswer, type RekeyRequest } from '../../protocol/index.js';
 import type { BackendEvent, IntegrationEvent } from '../../machines/backend-events.js';
-import { isOnline, isRevoked, type IntegrationSnapshot } from '../../machines/integration.js';
+import { isOnline, isRevoked, type IntegrationSnapshot, type Rekey } from '../../machines/integration.js';
 import type { Appender } from '../append.js';
 import type { Clock } from '../clock.js';
 import { Deadlines } from '../deadlines.js';
@@ -124,6 +124,33 @@ export class Integrations {
       ...(refused === undefined ? {} : { refused }),
       probe_requested: false,
     };
+  }
+
+  /**
+   * The client asks to rotate the pairing's keys (PROTOCOL.md 7.12): the backend carries the request to
+   * the plugin and cannot judge it. The same request again is a duplicate; another with the same id a
+   * conflict; a new one replaces the one before, answered or not.
+   */
+  async requestRekey(integrationId: string, request: RekeyRequest): Promise<{ readonly outcome: 'requested' | 'duplicate' | 'conflict' | 'unknown'; readonly rekey?: Rekey }> {
+    const integration = this.projection.integration(integrationId);
+    if (integration === undefined || isRevoked(integration)) return { outcome: 'unknown' };
+    const { rekey } = integration.context;
+    if (rekey?.rekey_id === request.rekey_id) {
+      const same = rekey.kid === request.kid && rekey.client_key === request.client_key && rekey.mac === request.mac;
+      return { outcome: same ? 'duplicate' : 'conflict', rekey };
+    }
+    await this.appender.append([{ type: 'integration.rekey_requested', integration_id: integrationId, ...request, at: this.clock.now() }]);
+    return { outcome: 'requested', rekey: this.projection.integration(integrationId)!.context.rekey! };
+  }
+
+  /** The plugin answers the integration's latest rotation; the same answer again is a duplicate, another a conflict. */
+  async answerRekey(integrationId: string, rekeyId: string, answer: RekeyAnswer): Promise<'answered' | 'duplicate' | 'conflict' | 'unknown'> {
+    const integration = this.projection.integration(integrationId);
+    const rekey = integration === undefined || isRevoked(integration) ? undefined : integration.context.rekey;
+    if (rekey?.rekey_id !== rekeyId) return 'unknown';
+    if (rekey.answer !== undefined) return rekey.answer.assistant_key === answer.assistant_key && rekey.answer.mac === answer.mac ? 'duplicate' : 'conflict';
+    await this.appender.append([{ type: 'integration.rekey_answered', integration_id: integrationId, rekey_id: rekeyId, ...answer, at: this.clock.now() }]);
+    return 'answered';
   }
 
   /** Appends an integration event while the integration is still there to take it. */

@@ -44,7 +44,9 @@ export class BackendProjection {
       case 'integration.token_rotated':
       case 'integration.revoked':
       case 'integration.seen':
-      case 'integration.offline': {
+      case 'integration.offline':
+      case 'integration.rekey_requested':
+      case 'integration.rekey_answered': {
         const integration = this.integrations.get(event.integration_id);
         if (integration === undefined) throw new Error(`event log: ${event.type} for ${event.integration_id}, not an integration`);
         this.integrations.set(event.integration_id, evolveIntegration(integration, event));

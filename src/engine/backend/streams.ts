@@ -9,6 +9,7 @@
  * of it, so its frames leave in the order their deliveries were decided.
  */
 import { jobDecider } from '../../machines/job-decider.js';
+import type { Frame } from '../../machines/subscription.js';
 import { isSettled, jobState, type JobSnapshot } from '../../machines/job.js';
 import type { Clock } from '../clock.js';
 import { SubscriptionActor, type SubscriberTransport } from '../subscription-actor.js';
@@ -75,6 +76,11 @@ export class JobStreams {
     unsubscribe = this.parts.pubsub.subscribe(assistantChannel(integrationId), (notice) => this.enqueue(stream, () => this.noticed(stream, notice)));
     if (stream.closed) unsubscribe();
     return actor;
+  }
+
+  /** Sends a frame that is not a job's on the integration's stream, if it has one. */
+  push(integrationId: string, frame: Frame): void {
+    this.streams.get(integrationId)?.actor.push([frame]);
   }
 
   /** Ends the integration's stream, if it has one: the integration was revoked. */

@@ -3,3 +3,4 @@ export * from './encoding.js';
 export * from './keys.js';
 export * from './envelope.js';
 export * from './pairing.js';
+export * from './rekey.js';
