@@ -5,7 +5,7 @@
  * results opened and checked by the client. The backend is blind: a sentinel in every payload and result
  * is never in its database file (WAL included) nor in anything it printed.
  */
-import { existsSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { expect, it } from 'vitest';
 import { randomUUID } from 'node:crypto';
@@ -71,6 +71,10 @@ it('pairs two processes through the backend and runs BYO jobs it cannot read', {
     if (purpose === 'session_summary') expect(JSON.stringify(result)).toContain(SENTINEL);
   }
 
+  // The same keys file names the integration for every client command.
+  const listed = await runCli(['integrations', ...client]);
+  expect([listed.code, (JSON.parse(listed.stdout) as Array<{ integration_id: string }>)[0]!.integration_id]).toEqual([0, paired.integration_id]);
+
   // What the backend holds and printed, read as a debugger would: never the sentinel.
   const files = [db, `${db}-wal`].filter(existsSync);
   for (const file of files) expect(readFileSync(file).includes(SENTINEL), file).toBe(false);
@@ -114,4 +118,17 @@ it('rotates the keys while BYO jobs run: every job completes, those sealed under
     // A result goes back under the keys its payload came under.
     expect((view.result as { kid: string }).kid).toBe(old.includes(job_id) ? before.current.kid : kid);
   }
+});
+
+it('refuses a keys file others can read, on either side, and a pairing with a provider that is coming soon', { timeout: 60_000 }, async () => {
+  const dir = folder();
+  const { listening, clientKeys, assistantKeys } = await pairedProcesses(dir);
+  for (const file of [clientKeys, assistantKeys]) chmodSync(file, 0o644);
+  const job = await runCli(['job', 'create', '--keys', clientKeys, '--purpose', 'capability_probe']);
+  expect([job.code, job.stderr]).toEqual([2, expect.stringMatching(/keys file is not private: .*chmod 600/)]);
+  const plugin = await runCli(['plugin', '--keys', assistantKeys, '--db', join(dir, 'plugin-2.db')]);
+  expect([plugin.code, plugin.stderr]).toEqual([2, expect.stringMatching(/keys file is not private/)]);
+  const comingSoon = await runCli(['pair', '--backend', listening, '--keys', join(dir, 'other-keys.json'), '--provider', 'a2a-bridge']);
+  expect([comingSoon.code, comingSoon.stderr]).toEqual([1, expect.stringMatching(/422 provider_refused: .*coming soon/)]);
+  expect(existsSync(join(dir, 'other-keys.json'))).toBe(false);
 });

@@ -15,7 +15,7 @@ import type { BackendClient } from '../client/backend-client.js';
 import { CLIENT_FLAGS, CLIENT_USAGE, credentialsFromFlags, runClientCommand } from './client.js';
 import { UsageError, parseDuration, readFlags, requiredFlag } from './flags.js';
 
-export const JOB_USAGE = `usage: assistant-relay job create|show|cancel --backend URL --integration ID --client-token-file FILE [options]
+export const JOB_USAGE = `usage: assistant-relay job create|show|cancel (--keys FILE | --backend URL --integration ID --client-token-file FILE) [options]
 ${CLIENT_USAGE}
   create --purpose P       live_analysis, session_summary or capability_probe
          --payload FILE    the payload as a JSON file (default {})

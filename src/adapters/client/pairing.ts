@@ -5,6 +5,7 @@
  * the other side stops waiting, and throws. Browser-safe: the keys are handed back, and where they are
  * kept is the caller's business.
  */
+import type { z } from 'zod';
 import {
   AssistantConfirmAnswer,
   AssistantPairing,
@@ -22,7 +23,6 @@ import {
   SECRET_LENGTH,
   type SessionKeys,
 } from '../../protocol/index.js';
-import type { z } from 'zod';
 import { BackendClient } from './backend-client.js';
 
 export interface PairingOptions {
