@@ -5,6 +5,8 @@ import { deliveryMachine } from '../machines/delivery.js';
 import { integrationMachine } from '../machines/integration.js';
 import { jobMachine } from '../machines/job.js';
 import { pairingMachine } from '../machines/pairing.js';
+import { clientSubscriptionMachine } from '../machines/client-subscription.js';
+import { clientTaskMachine } from '../machines/client-task.js';
 import { sessionMachine } from '../machines/session.js';
 import { subscriptionMachine } from '../machines/subscription.js';
 import { taskMachine } from '../machines/task.js';
@@ -25,6 +27,8 @@ const MACHINES: ReadonlyArray<{ name: string; title: string; machine: AnyStateMa
   { name: 'job', title: 'Reasoning job', machine: jobMachine },
   { name: 'integration', title: 'Integration (backend)', machine: integrationMachine },
   { name: 'pairing', title: 'Pairing (backend)', machine: pairingMachine },
+  { name: 'client-task', title: 'Task (the client\'s view)', machine: clientTaskMachine },
+  { name: 'client-subscription', title: 'Subscription (the client\'s)', machine: clientSubscriptionMachine },
 ];
 
 export function statechartPages(): StatechartPage[] {

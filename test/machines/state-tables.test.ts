@@ -14,6 +14,8 @@ import { deliveryMachine } from '../../src/machines/delivery.js';
 import { integrationMachine } from '../../src/machines/integration.js';
 import { jobMachine } from '../../src/machines/job.js';
 import { pairingMachine } from '../../src/machines/pairing.js';
+import { clientSubscriptionMachine } from '../../src/machines/client-subscription.js';
+import { clientTaskMachine } from '../../src/machines/client-task.js';
 import { sessionMachine } from '../../src/machines/session.js';
 import { subscriptionMachine } from '../../src/machines/subscription.js';
 import { taskMachine } from '../../src/machines/task.js';
@@ -27,6 +29,8 @@ const MACHINES: ReadonlyArray<[string, AnyStateMachine]> = [
   ['job', jobMachine],
   ['integration', integrationMachine],
   ['pairing', pairingMachine],
+  ['client-task', clientTaskMachine],
+  ['client-subscription', clientSubscriptionMachine],
 ];
 
 /** `State | Event | Next` of the first table in the file's header comment. */

@@ -14,6 +14,8 @@ import { deliveryMachine, type DeliverySnapshot } from '../../src/machines/deliv
 import { integrationMachine } from '../../src/machines/integration.js';
 import { jobMachine, type JobSnapshot } from '../../src/machines/job.js';
 import { pairingMachine } from '../../src/machines/pairing.js';
+import { clientSubscriptionMachine } from '../../src/machines/client-subscription.js';
+import { clientTaskMachine } from '../../src/machines/client-task.js';
 import { sessionMachine, type SessionSnapshot } from '../../src/machines/session.js';
 import { subscriptionMachine } from '../../src/machines/subscription.js';
 import { taskMachine } from '../../src/machines/task.js';
@@ -132,6 +134,31 @@ const CASES: readonly Case[] = [
       () => ({ type: 'pairing.completed', pairing_id: 'p', confirmation: 'ac', integration_id: 'i', at: 7 }),
       () => ({ type: 'pairing.aborted', pairing_id: 'p', by: 'client', reason: 'r', at: 8 }),
       () => ({ type: 'pairing.expired', pairing_id: 'p', at: 9 }),
+    ],
+  },
+  {
+    name: 'client task',
+    machine: clientTaskMachine,
+    input: { session_id: S, task_id: 't', at: 1 },
+    events: [
+      () => ({ type: 'task.accepted', at: 2 }),
+      () => ({ type: 'task.refused', code: 'session_ended', message: 'm', at: 3 }),
+      () => ({ type: 'reply.progress', reply: { session_id: S, task_id: 't', status: 'typing', label: 'x' }, at: 4 }),
+      () => ({ type: 'reply.terminal', reply: reply('t'), at: 5 }),
+      () => ({ type: 'resync.missed', at: 6 }),
+    ],
+  },
+  {
+    name: 'client subscription',
+    machine: clientSubscriptionMachine,
+    input: { session_id: S },
+    events: [
+      () => ({ type: 'stream.opened', at: 1 }),
+      () => ({ type: 'stream.failed', retry_at: 10, at: 2 }),
+      () => ({ type: 'reply.id', id: 'e:g:1', at: 3 }),
+      () => ({ type: 'stream.dropped', retry_at: 20, at: 4 }),
+      () => ({ type: 'retry', at: 5 }),
+      () => ({ type: 'close', at: 6 }),
     ],
   },
   {

@@ -6,23 +6,10 @@
  * kept is the caller's business.
  */
 import type { z } from 'zod';
-import {
-  AssistantConfirmAnswer,
-  AssistantPairing,
-  ClientConfirmAnswer,
-  ClientPairing,
-  ENVELOPE_VERSION,
-  PairingError,
-  PairingJoinAnswer,
-  PairingStartAnswer,
-  PairingView,
-  SCHEMA_VERSION,
-  crockfordRandom,
-  formatCode,
-  parseCode,
-  SECRET_LENGTH,
-  type SessionKeys,
-} from '../../protocol/index.js';
+// Modules of protocol/, never its index: the index also holds Node-only ones, and this file runs in a browser.
+import { AssistantPairing, ClientPairing, PairingError, SECRET_LENGTH, crockfordRandom, formatCode, parseCode, type SessionKeys } from '../../protocol/byo/index.js';
+import { AssistantConfirmAnswer, ClientConfirmAnswer, PairingJoinAnswer, PairingStartAnswer, PairingView } from '../../protocol/pairing-wire.js';
+import { ENVELOPE_VERSION, SCHEMA_VERSION } from '../../protocol/reasoning.js';
 import { BackendClient } from './backend-client.js';
 
 export interface PairingOptions {

@@ -3,7 +3,8 @@
  * wait for the plugin's answer (it comes through the plugin's job stream, so a plugin that is offline
  * answers when it is back), check it, and hand back the new keys. Browser-safe.
  */
-import { ClientRekey, RekeyView, type SessionKeys } from '../../protocol/index.js';
+import { ClientRekey, type SessionKeys } from '../../protocol/byo/index.js';
+import { RekeyView } from '../../protocol/pairing-wire.js';
 import type { BackendClient } from './backend-client.js';
 import { PairingFailed } from './pairing.js';
 
