@@ -79,6 +79,8 @@ export interface AssistantHostOptions {
   readonly onFatal?: (error: unknown) => void;
   /** The reasoning channel too: a plugin taking this integration's jobs from a backend relay (PROTOCOL.md 6d). */
   readonly backend?: ReasoningChannelOptions;
+  /** Browser origins (`https://app.example`) whose pages may call the host: CORS preflights are answered for them. None by default. */
+  readonly corsOrigins?: readonly string[];
 }
 
 export interface ReasoningChannelOptions {
@@ -185,7 +187,13 @@ export async function createAssistantHost(options: AssistantHostOptions): Promis
     await log.close();
     throw error;
   }
-  const server = await buildServer(engine, { token: options.token, callbacks, limits, ...(options.logger ? { logger: options.logger } : {}) });
+  const server = await buildServer(engine, {
+    token: options.token,
+    callbacks,
+    limits,
+    ...(options.logger ? { logger: options.logger } : {}),
+    ...(options.corsOrigins ? { corsOrigins: options.corsOrigins } : {}),
+  });
   let plugin: Plugin | undefined;
   try {
     plugin = options.backend === undefined ? undefined : await startReasoningChannel(options.backend, options);

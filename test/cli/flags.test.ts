@@ -1,6 +1,6 @@
 /** The flags every command shares: a string or boolean flag, the command line winning over its environment variable. */
 import { describe, expect, it } from 'vitest';
-import { UsageError, readFlags } from '../../src/adapters/cli/flags.js';
+import { UsageError, parseOrigins, readFlags } from '../../src/adapters/cli/flags.js';
 
 const SPEC = { backend: { type: 'string' }, wait: { type: 'boolean' } } as const;
 
@@ -20,5 +20,15 @@ describe('readFlags', () => {
 
   it('refuses an unknown flag, a positional and a boolean given a value, as usage errors', () => {
     for (const argv of [['--nope'], ['positional'], ['--wait=yes']]) expect(() => readFlags(argv, SPEC, {})).toThrow(UsageError);
+  });
+});
+
+describe('parseOrigins', () => {
+  it('takes origins as a browser writes them, and refuses anything else', () => {
+    expect(parseOrigins('cors-origin', 'https://App.example, http://localhost:5173/')).toEqual(['https://app.example', 'http://localhost:5173']);
+    expect(parseOrigins('cors-origin', undefined)).toEqual([]);
+    for (const bad of ['app.example', 'https://app.example/path', 'ftp://app.example', 'https://user@app.example', 'https://app.example?x=1']) {
+      expect(() => parseOrigins('cors-origin', bad), bad).toThrow(/--cors-origin: .* is not an origin/);
+    }
   });
 });

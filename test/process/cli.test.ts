@@ -121,6 +121,7 @@ describe('serve: configuration', () => {
       ASSISTANT_RELAY_CALLBACK_ALLOWLIST: 'https://Desktop.example.com:443,http://10.1.2.3:8080',
       ASSISTANT_RELAY_CALLBACK_LOOPBACK: 'on',
       ASSISTANT_RELAY_CALLBACK_LOOPBACK_PORTS: '8080, 9000-9100',
+      ASSISTANT_RELAY_CORS_ORIGIN: 'http://localhost:5173',
       ASSISTANT_RELAY_KEEPALIVE_MS: '250',
       ASSISTANT_RELAY_MAX_READERS: '7',
       ASSISTANT_RELAY_MAX_STREAMS: '64',
@@ -140,6 +141,7 @@ describe('serve: configuration', () => {
       agent: 'script',
       form: 'B',
       callbackAllowlist: ['https://desktop.example.com', 'http://10.1.2.3:8080'],
+      corsOrigins: ['http://localhost:5173'],
       callbackLoopback: true,
       callbackLoopbackPorts: [
         [8080, 8080],

@@ -22,12 +22,18 @@ export interface ServedBackend {
 }
 
 /** A backend engine on a real SQLite log in `dir`, served over loopback HTTP. */
-export async function serveBackend(options: { readonly dir?: string; readonly config?: BackendConfig; readonly operatorTokenDigest?: string } = {}): Promise<ServedBackend> {
+export async function serveBackend(
+  options: { readonly dir?: string; readonly config?: BackendConfig; readonly operatorTokenDigest?: string; readonly corsOrigins?: readonly string[] } = {},
+): Promise<ServedBackend> {
   const dir = options.dir ?? tempDir();
   const db = join(dir, 'backend.db');
   const log = EventLog.open<BackendEvent>({ path: db, streamOf: backendStreamOf });
   const backend = await Backend.start(log, options.config);
-  const app = await buildBackendServer(backend, { limits: HTTP_LIMITS, ...(options.operatorTokenDigest === undefined ? {} : { operatorTokenDigest: options.operatorTokenDigest }) });
+  const app = await buildBackendServer(backend, {
+    limits: HTTP_LIMITS,
+    ...(options.operatorTokenDigest === undefined ? {} : { operatorTokenDigest: options.operatorTokenDigest }),
+    ...(options.corsOrigins === undefined ? {} : { corsOrigins: options.corsOrigins }),
+  });
   const url = await app.listen({ host: '127.0.0.1', port: 0 });
   let stopped = false;
   return {

@@ -17,6 +17,8 @@ export interface BackendHttpOptions {
   readonly logger?: FastifyBaseLogger;
   /** The SHA-256 digest of the operator token; without one there are no admin routes. */
   readonly operatorTokenDigest?: string;
+  /** Browser origins allowed to call the backend (CORS); none by default. */
+  readonly corsOrigins?: readonly string[];
 }
 
 export async function buildBackendServer(backend: Backend, options: BackendHttpOptions): Promise<FastifyInstance> {
@@ -27,6 +29,7 @@ export async function buildBackendServer(backend: Backend, options: BackendHttpO
     maxParamLength: 200,
     epoch: backend.epoch,
     ...(options.logger === undefined ? {} : { logger: options.logger }),
+    ...(options.corsOrigins === undefined ? {} : { corsOrigins: options.corsOrigins }),
   });
   await app.register(async (scope) => {
     await scope.register(validationPlugin);

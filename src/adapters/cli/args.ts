@@ -7,7 +7,7 @@ import { parsePortRanges, type PortRange } from '../../protocol/port-ranges.js';
 import type { Form } from '../../machines/events.js';
 import { BUILTIN_AGENTS, type BuiltinAgentName } from '../agents/index.js';
 import { httpLimits } from '../http/limits.js';
-import { UsageError, integer, logLevelOf, parseDuration, readFlags, type LogLevel } from './flags.js';
+import { UsageError, integer, logLevelOf, parseDuration, parseOrigins, readFlags, type LogLevel } from './flags.js';
 
 export interface ServeOptions {
   readonly host: string;
@@ -18,6 +18,7 @@ export interface ServeOptions {
   readonly agent: BuiltinAgentName;
   readonly form: Form;
   readonly callbackAllowlist: readonly string[];
+  readonly corsOrigins: readonly string[];
   readonly callbackLoopback: boolean;
   /** Undefined: every port. */
   readonly callbackLoopbackPorts: readonly PortRange[] | undefined;
@@ -47,6 +48,8 @@ export const USAGE = `usage: assistant-relay serve [options]
                            loopback callback URLs allowed without an allowlist entry (default on)
   --callback-loopback-ports P
                            ...on these ports only, e.g. 8080,9000-9100 (default any port)
+  --cors-origin O          browser origins whose pages may call the host, comma-separated, e.g.
+                           https://app.example,http://localhost:5173 (default none)
   --keepalive-ms N         keep-alive comment interval on idle streams (default 20000)
   --max-readers N          live readers per session before 429 (default 4)
   --max-streams N          open streams in the process, all sessions, before 503 (default 512)
@@ -70,6 +73,7 @@ const FLAGS = {
   'callback-allowlist': { type: 'string' },
   'callback-loopback': { type: 'string' },
   'callback-loopback-ports': { type: 'string' },
+  'cors-origin': { type: 'string' },
   'keepalive-ms': { type: 'string' },
   'max-readers': { type: 'string' },
   'max-streams': { type: 'string' },
@@ -140,6 +144,7 @@ export function parseServeArgs(argv: readonly string[], env: NodeJS.ProcessEnv):
     agent: agent as BuiltinAgentName,
     form,
     callbackAllowlist,
+    corsOrigins: parseOrigins('cors-origin', get('cors-origin')),
     callbackLoopback: loopback === 'on',
     callbackLoopbackPorts,
     keepaliveMs: keepalive === undefined ? undefined : integer('keepalive-ms', keepalive, 1, 3_600_000),

@@ -9,7 +9,7 @@ import { backendStreamOf, type BackendEvent } from '../../machines/backend-event
 import { EventLog } from '../../storage/event-log.js';
 import { buildBackendServer } from '../backend/server.js';
 import { HTTP_LIMITS } from '../http/limits.js';
-import { UsageError, integer, logLevelOf, readFlags } from './flags.js';
+import { UsageError, integer, logLevelOf, parseOrigins, readFlags } from './flags.js';
 import { exitOnFatal, jsonLogger, readTokenFile, runUntilSignalled } from './service.js';
 
 export const BACKEND_USAGE = `usage: assistant-relay backend [options]
@@ -18,13 +18,21 @@ export const BACKEND_USAGE = `usage: assistant-relay backend [options]
   --db FILE                the backend's SQLite event log (default data/backend.db)
   --token-file FILE        the operator token, created (0600, random) if absent: turns on the admin
                            routes (/api/v1/admin/integrations); without it there are none
+  --cors-origin O          browser origins whose pages may call the backend, comma-separated (default none)
   --log-level L            fatal, error, warn, info, debug, trace, silent (default info)
        assistant-relay backend integration create [--db FILE] [--provider KIND]
   creates an integration (default provider assistant-relay) in a log no backend has open, and prints
   {"integration_id","provider_kind","relay_token","client_token"}: the tokens are shown this once.
 Each flag may also be set as ASSISTANT_RELAY_<FLAG>, e.g. ASSISTANT_RELAY_PORT=8788.`;
 
-const FLAGS = { host: { type: 'string' }, port: { type: 'string' }, db: { type: 'string' }, 'token-file': { type: 'string' }, 'log-level': { type: 'string' } } as const;
+const FLAGS = {
+  host: { type: 'string' },
+  port: { type: 'string' },
+  db: { type: 'string' },
+  'token-file': { type: 'string' },
+  'cors-origin': { type: 'string' },
+  'log-level': { type: 'string' },
+} as const;
 const INTEGRATION_FLAGS = { db: { type: 'string' }, provider: { type: 'string' } } as const;
 const DEFAULT_DB = 'data/backend.db';
 
@@ -36,6 +44,7 @@ export async function backendCommand(argv: readonly string[], env: NodeJS.Proces
   if (argv[0] === 'integration') return integrationCommand(argv.slice(1), env);
   const get = readFlags(argv, FLAGS, env);
   const db = get('db') ?? DEFAULT_DB;
+  const corsOrigins = parseOrigins('cors-origin', get('cors-origin'));
   const logger = jsonLogger(logLevelOf(get('log-level')));
   const tokenFile = get('token-file');
   const operatorTokenDigest = tokenFile === undefined ? undefined : tokenDigest(readTokenFile(tokenFile, { create: true }));
@@ -50,9 +59,9 @@ export async function backendCommand(argv: readonly string[], env: NodeJS.Proces
     await log.close();
     throw error;
   }
-  const app = await buildBackendServer(backend, { limits: HTTP_LIMITS, logger, ...(operatorTokenDigest === undefined ? {} : { operatorTokenDigest }) });
+  const app = await buildBackendServer(backend, { limits: HTTP_LIMITS, logger, corsOrigins, ...(operatorTokenDigest === undefined ? {} : { operatorTokenDigest }) });
   const url = await app.listen({ host: get('host') ?? '127.0.0.1', port: integer('port', get('port') ?? '8788', 0, 65535) });
-  logger.info({ url, db, epoch: backend.epoch, admin_routes: operatorTokenDigest !== undefined }, 'serving');
+  logger.info({ url, db, epoch: backend.epoch, admin_routes: operatorTokenDigest !== undefined, cors_origins: corsOrigins }, 'serving');
   runUntilSignalled(logger, { listening: url }, async () => {
     // Late requests get 503 while the streams end; then the server is done and the log closes.
     const closing = app.close();

@@ -65,3 +65,16 @@ export function logLevelOf(text: string | undefined): LogLevel {
   if (!(LOG_LEVELS as readonly string[]).includes(level)) throw new UsageError(`--log-level must be one of ${LOG_LEVELS.join(', ')}`);
   return level as LogLevel;
 }
+
+/** A comma-separated list of browser origins (`--cors-origin`), each as a browser writes it in `Origin`. */
+export function parseOrigins(flag: string, text: string | undefined): string[] {
+  if (text === undefined || text.trim() === '') return [];
+  return text.split(',').map((entry) => {
+    const value = entry.trim();
+    const url = URL.canParse(value) ? new URL(value) : undefined;
+    if (url === undefined || !/^https?:$/.test(url.protocol) || url.origin === 'null' || value.replace(/\/$/, '').toLowerCase() !== url.origin.toLowerCase()) {
+      throw new UsageError(`--${flag}: ${JSON.stringify(value)} is not an origin such as https://app.example or http://localhost:5173`);
+    }
+    return url.origin;
+  });
+}

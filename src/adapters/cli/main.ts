@@ -32,6 +32,7 @@ async function serve(argv: readonly string[]): Promise<void> {
     agent: options.agent,
     form: options.form,
     callbackAllowlist: options.callbackAllowlist,
+    corsOrigins: options.corsOrigins,
     callbackLoopback: options.callbackLoopback,
     ...(options.callbackLoopbackPorts !== undefined ? { callbackLoopbackPorts: options.callbackLoopbackPorts } : {}),
     synchronous: options.synchronous,
@@ -46,7 +47,7 @@ async function serve(argv: readonly string[]): Promise<void> {
     onFatal: exitOnFatal(logger),
   });
   const url = await host.listen({ host: options.host, port: options.port });
-  logger.info({ url, db: options.db, agent: options.agent, form: options.form, callback_allowlist: options.callbackAllowlist, callback_loopback: options.callbackLoopback, callback_loopback_ports: options.callbackLoopbackPorts, epoch: host.epoch }, 'serving');
+  logger.info({ url, db: options.db, agent: options.agent, form: options.form, callback_allowlist: options.callbackAllowlist, callback_loopback: options.callbackLoopback, callback_loopback_ports: options.callbackLoopbackPorts, cors_origins: options.corsOrigins, epoch: host.epoch }, 'serving');
   runUntilSignalled(logger, { listening: url }, () => host.close());
 }
 

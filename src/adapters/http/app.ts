@@ -1,8 +1,10 @@
 /**
  * A fastify instance with what every HTTP surface of ours has (the host's and the backend's): the time
  * limits, our error body on every failure (Node's own answers included), UTF-8 JSON bodies only, and
- * `GET /healthz`. Each surface registers its routes on it.
+ * `GET /healthz`; and CORS for the browser origins an operator lists (none by default: then no
+ * cross-origin browser request is let through). Each surface registers its routes on it.
  */
+import cors from '@fastify/cors';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import { answerClientError } from './client-errors.js';
 import { answerError, errorsPlugin } from './errors.js';
@@ -18,7 +20,17 @@ export interface HttpAppOptions {
   /** What `/healthz` answers as the process's epoch. */
   readonly epoch: string;
   readonly logger?: FastifyBaseLogger;
+  /** Origins (`https://app.example`) whose browser pages may call this surface; preflights answered for them. */
+  readonly corsOrigins?: readonly string[];
 }
+
+/** What a browser client sends besides simple headers, and may read besides simple ones. */
+const CORS = {
+  methods: ['GET', 'POST'],
+  allowedHeaders: ['authorization', 'content-type', 'last-event-id', 'accept'],
+  exposedHeaders: ['retry-after', 'www-authenticate'],
+  maxAge: 600,
+};
 
 export async function newHttpApp(options: HttpAppOptions): Promise<FastifyInstance> {
   const { limits } = options;
@@ -40,6 +52,7 @@ export async function newHttpApp(options: HttpAppOptions): Promise<FastifyInstan
     frameworkErrors: answerError,
     clientErrorHandler: answerClientError,
   });
+  if ((options.corsOrigins ?? []).length > 0) await app.register(cors, { ...CORS, origin: [...options.corsOrigins!] });
   await app.register(errorsPlugin);
   await app.register(jsonBodyPlugin);
   await app.register(healthPlugin, { epoch: options.epoch });

@@ -23,6 +23,8 @@ export interface HttpOptions {
   readonly callbacks: CallbackPolicy;
   readonly logger?: FastifyBaseLogger;
   readonly limits: HttpLimits;
+  /** Browser origins allowed to call the host (CORS); none by default. */
+  readonly corsOrigins?: readonly string[];
 }
 
 export async function buildServer(engine: Engine, options: HttpOptions): Promise<FastifyInstance> {
@@ -34,6 +36,7 @@ export async function buildServer(engine: Engine, options: HttpOptions): Promise
     maxParamLength: 4 * LIMITS.sessionIdMaxLength,
     epoch: engine.epoch,
     ...(options.logger === undefined ? {} : { logger: options.logger }),
+    ...(options.corsOrigins === undefined ? {} : { corsOrigins: options.corsOrigins }),
   });
   await app.register(async (scope) => {
     // Zod validation for our routes only: routes an embedder adds to the instance keep fastify's JSON Schema.
