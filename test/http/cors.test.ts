@@ -32,6 +32,10 @@ describe('CORS', () => {
       body: JSON.stringify({ session_id: 's', task_id: 't', text: script({ message: 'hi' }) }),
     });
     expect([answer.status, answer.headers.get('access-control-allow-origin')]).toEqual([202, APP]);
+    // The stream too, though it is written past fastify's reply.
+    const stream = await fetch(`${host.url}/v1/events?session_id=s`, { headers: { origin: APP, authorization: `Bearer ${TOKEN}` } });
+    expect([stream.status, stream.headers.get('access-control-allow-origin')]).toEqual([200, APP]);
+    await stream.body?.cancel();
     const other = await preflight(`${host.url}/v1/events?session_id=s`, 'http://evil.example');
     expect(other.headers.get('access-control-allow-origin')).toBeNull();
   });

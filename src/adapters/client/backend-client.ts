@@ -4,7 +4,7 @@
  * `BackendError` that carries the status and the backend's error code, so a caller can act on which.
  */
 import type { z } from 'zod';
-import { SseParser, type SseEvent } from './sse-parser.js';
+import { SseParser, textChunks, type SseEvent } from './sse-parser.js';
 
 export class BackendError extends Error {
   constructor(
@@ -48,7 +48,7 @@ export class BackendClient {
     });
     if (!response.ok || response.body === null) throw await answerError(response);
     const parser = new SseParser();
-    for await (const chunk of response.body.pipeThrough(new TextDecoderStream())) yield* parser.feed(chunk);
+    for await (const chunk of textChunks(response.body)) yield* parser.feed(chunk);
   }
 
   private authorization(): Record<string, string> {

@@ -14,7 +14,7 @@
  * The task and the subscription are the statecharts `machines/client-task.ts` and
  * `machines/client-subscription.ts`; this module runs them against fetch.
  */
-import { SseParser, type SseEvent } from './sse-parser.js';
+import { SseParser, textChunks, type SseEvent } from './sse-parser.js';
 import { clientTaskState, evolveClientTask, initialClientTask, type ClientTaskEvent, type ClientTaskSnapshot } from '../../machines/client-task.js';
 import { evolveClientSubscription, initialClientSubscription, type ClientSubscriptionEvent, type ClientSubscriptionSnapshot } from '../../machines/client-subscription.js';
 import { ErrorBody, IncomingAccepted, IncomingIgnored, ProgressReply, ResyncFrame, TerminalReply } from '../../protocol/wire.js';
@@ -168,7 +168,7 @@ class SessionLink {
     this.markOpened();
     const parser = new SseParser();
     try {
-      for await (const chunk of response.body.pipeThrough(new TextDecoderStream())) {
+      for await (const chunk of textChunks(response.body)) {
         for (const event of parser.feed(chunk)) this.onEvent(event);
         if (this.closed) return undefined;
       }

@@ -55,3 +55,18 @@ export class SseParser {
     return { ...(id !== undefined ? { id } : {}), event: event || 'message', data: data.join('\n') };
   }
 }
+
+/** A response body's text as it arrives, read with a reader (not `for await`, which not every browser's streams support). */
+export async function* textChunks(body: ReadableStream<Uint8Array>): AsyncGenerator<string> {
+  const reader = body.pipeThrough(new TextDecoderStream()).getReader();
+  try {
+    for (;;) {
+      const { done, value } = await reader.read();
+      if (done) return;
+      yield value;
+    }
+  } finally {
+    // Leaving early (the caller stopped reading) cancels the body, which closes the connection.
+    await reader.cancel().catch(() => undefined);
+  }
+}

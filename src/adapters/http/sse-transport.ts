@@ -4,10 +4,13 @@ import type { SubscriberTransport } from '../../engine/subscription-actor.js';
 
 /** Takes the raw response over from fastify and exposes it as the engine's transport. */
 export function streamTransport(reply: FastifyReply): SubscriberTransport {
+  // Headers the hooks set on the reply (CORS's among them) would be lost once it is hijacked: carried over.
+  const set = Object.fromEntries(Object.entries(reply.getHeaders()).filter((entry): entry is [string, string | number | string[]] => entry[1] !== undefined));
   reply.hijack();
   const res = reply.raw;
   res.socket?.setNoDelay(true);
   res.writeHead(200, {
+    ...set,
     'content-type': 'text/event-stream; charset=utf-8',
     'cache-control': 'no-cache, no-transform',
     connection: 'keep-alive',
