@@ -6,6 +6,7 @@ export { FormAClient, TaskFailed, type FormAClientOptions, type TaskHandle } fro
 export { BackendClient, BackendError } from './adapters/client/backend-client.js';
 export { PairingFailed, pairAsAssistant, pairAsClient, type Paired, type PairingOptions } from './adapters/client/pairing.js';
 export { rotateKeys } from './adapters/client/rekey.js';
+export { JobsClient, type CreateJob } from './adapters/client/jobs.js';
 export { SseParser, type SseEvent } from './adapters/client/sse-parser.js';
 export { clientTaskState, type ClientTaskSnapshot, type ClientTaskState } from './machines/client-task.js';
 export type { ClientSubscriptionSnapshot } from './machines/client-subscription.js';

@@ -7,11 +7,9 @@
  * a job is BYO unless `--plain`: its payload is sealed before it leaves, and its result opened and checked
  * against the purpose's result schema here (the backend cannot read it).
  */
-import { randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
-import { ENVELOPE_VERSION, JobView, OPEN_JOB_STATES, PURPOSES, jsonSchemaOf, open, seal, type EnvelopeBinding, type JobPurpose, type Keyring } from '../../protocol/index.js';
-import { resultProblems } from '../../protocol/response-schema.js';
-import type { BackendClient } from '../client/backend-client.js';
+import type { JobPurpose, JobView } from '../../protocol/index.js';
+import { JobsClient } from '../client/jobs.js';
 import { CLIENT_FLAGS, CLIENT_USAGE, credentialsFromFlags, runClientCommand } from './client.js';
 import { UsageError, parseDuration, readFlags, requiredFlag } from './flags.js';
 
@@ -37,9 +35,6 @@ const FLAGS = {
   plain: { type: 'boolean' },
 } as const;
 
-/** How often `--wait` tries to follow the job again after its stream was cut, before it gives up. */
-const FOLLOW_ATTEMPTS = 5;
-
 function payloadFrom(file: string): unknown {
   try {
     return JSON.parse(readFileSync(file, 'utf8')) as unknown;
@@ -59,84 +54,38 @@ async function runJobCommand(argv: readonly string[], env: NodeJS.ProcessEnv): P
   const required = (flag: 'purpose' | 'job') => requiredFlag(flags, flag);
   const { client, keys } = credentialsFromFlags(flags);
   if (flags('plain') === true && (verb !== 'create' || keys === undefined)) throw new UsageError('--plain is for job create with --keys');
+  const jobs = new JobsClient(client, keys);
   let view: JobView;
   if (verb === 'create') {
-    const purpose = required('purpose') as JobPurpose;
     const file = flags('payload');
-    const payload = file === undefined ? {} : payloadFrom(file);
-    const deadline_ms = parseDuration('deadline', flags('deadline') ?? '30s');
-    const job_id = flags('job') ?? randomUUID();
-    const sealing = flags('plain') === true ? undefined : keys;
-    const body =
-      sealing === undefined
-        ? { job_id, purpose, payload, deadline_ms }
-        : { job_id, purpose, payload: seal(sealing.current, bindingOf(job_id, purpose, 'client_to_assistant'), payload), byo: true, deadline_ms };
-    view = await client.call(JobView, '/jobs', { method: 'POST', body });
-    if (flags('wait') === true) view = await follow(client, view);
+    view = await jobs.create({
+      purpose: required('purpose') as JobPurpose,
+      payload: file === undefined ? {} : payloadFrom(file),
+      deadline_ms: parseDuration('deadline', flags('deadline') ?? '30s'),
+      ...(flags('job') === undefined ? {} : { job_id: flags('job')! }),
+      plain: flags('plain') === true,
+    });
+    if (flags('wait') === true) view = await follow(jobs, view);
   } else if (verb === 'show') {
-    view = await client.call(JobView, `/jobs/${encodeURIComponent(required('job'))}`, { method: 'GET' });
+    view = await jobs.show(required('job'));
   } else {
-    view = await client.call(JobView, `/jobs/${encodeURIComponent(required('job'))}/cancel`, { method: 'POST' });
+    view = await jobs.cancel(required('job'));
   }
-  view = opened(view, keys);
   process.stdout.write(`${JSON.stringify(verb === 'create' && view.state === 'completed' ? view.result : view)}\n`);
   if (verb === 'create' && flags('wait') === true && view.state !== 'completed') process.exitCode = 1;
 }
 
-function bindingOf(job_id: string, purpose: string, direction: EnvelopeBinding['direction']): EnvelopeBinding {
-  return { job_id, purpose, direction, envelope_version: ENVELOPE_VERSION };
-}
-
-/**
- * A BYO job's view with its result opened and checked against the purpose's result schema, which only
- * the client can do; a result that does not open or does not follow the schema is an error, never shown
- * as a result.
- */
-function opened(view: JobView, keys: Keyring | undefined): JobView {
-  if (!view.byo || view.result === undefined) return view;
-  if (keys === undefined) throw new Error('the job is BYO: its result opens only with the keys (--keys)');
-  const result = open(keys.keyOf, bindingOf(view.job_id, view.purpose, 'assistant_to_client'), view.result);
-  const problems = resultProblems(jsonSchemaOf(PURPOSES[view.purpose].result), result);
-  if (problems !== undefined) throw new Error(`the job's result does not follow its purpose's result schema: ${problems}`);
-  return { ...view, result: result as Record<string, unknown> };
-}
-
-/**
- * Follows the job's events (SSE, PROTOCOL.md 6e.13) until it ends, saying so on stderr whenever it changes
- * (one line, rewritten on a terminal). A cut stream is followed again from its last frame id, after 0.5 s,
- * 1 s, 2 s…; a backend that stays away ends the command.
- */
-async function follow(client: BackendClient, created: JobView): Promise<JobView> {
+/** Follows the job until it ends, saying so on stderr whenever it changes (one line, rewritten on a terminal). */
+async function follow(jobs: JobsClient, created: JobView): Promise<JobView> {
   const tty = process.stderr.isTTY;
-  const path = `/jobs/${encodeURIComponent(created.job_id)}/events`;
-  let view = created;
   let said = '';
-  const say = () => {
+  const say = (view: JobView) => {
     const line = `job ${view.job_id}: ${view.state}${view.deliveries > 0 ? ` (delivered ${view.deliveries}×)` : ''}`;
     if (line !== said) process.stderr.write(tty ? `\r${line}\u001b[K` : `${line}\n`);
     said = line;
   };
-  say();
-  let cursor: string | undefined;
-  let cuts = 0;
-  while (OPEN_JOB_STATES.has(view.state)) {
-    let cut: unknown = new Error('the backend ended the job\'s event stream');
-    try {
-      for await (const event of client.events(path, cursor)) {
-        view = JobView.parse(JSON.parse(event.data));
-        cursor = event.id;
-        cuts = 0;
-        say();
-        if (!OPEN_JOB_STATES.has(view.state)) break;
-      }
-    } catch (error) {
-      cut = error;
-    }
-    if (!OPEN_JOB_STATES.has(view.state)) break;
-    cuts += 1;
-    if (cuts >= FOLLOW_ATTEMPTS) throw cut;
-    await new Promise((resolve) => setTimeout(resolve, 250 * 2 ** cuts));
-  }
+  say(created);
+  const view = await jobs.follow(created, say);
   if (tty) process.stderr.write('\n');
   return view;
 }
