@@ -2,13 +2,14 @@
 /**
  * The `assistant-relay` command: `serve` runs the host standalone, `backend` the backend relay, `plugin`
  * the assistant plugin; `pair` pairs a client with an assistant through a backend (`rekey` rotates its
- * keys), `job` creates and
+ * keys), `chat` talks with a host from a terminal, `job` creates and
  * follows reasoning jobs as a client, and `integrations` shows what a client can read of its integration. A server prints exactly one line on stdout when ready,
  * `{"listening":"http://H:PORT"}`; everything else is structured JSON logging on stderr, tokens redacted.
  */
 import { createAssistantHost } from '../host.js';
 import { USAGE, parseServeArgs, type ServeOptions } from './args.js';
 import { BACKEND_USAGE, backendCommand } from './backend.js';
+import { CHAT_USAGE, chatCommand } from './chat.js';
 import { UsageError } from './flags.js';
 import { INTEGRATIONS_USAGE, integrationsCommand } from './integrations.js';
 import { JOB_USAGE, jobCommand } from './job.js';
@@ -60,6 +61,7 @@ const COMMANDS: Record<string, { readonly run: (argv: readonly string[]) => Prom
   rekey: { run: (argv) => rekeyCommand(argv, process.env), usage: REKEY_USAGE },
   job: { run: (argv) => jobCommand(argv, process.env), usage: JOB_USAGE },
   integrations: { run: (argv) => integrationsCommand(argv, process.env), usage: INTEGRATIONS_USAGE },
+  chat: { run: (argv) => chatCommand(argv, process.env), usage: CHAT_USAGE },
 };
 
 const ALL_USAGE = Object.values(COMMANDS).map(({ usage }) => usage).join('\n\n');

@@ -1,0 +1,89 @@
+/**
+ * `assistant-relay chat`: a terminal chat with an assistant host over Form A, for people. Each line typed
+ * is a task; its progress shows as a status line (typing, a tool call), its reply as a line of the
+ * conversation, an error as one too. When the network drops, it says so, reconnects and resumes: no
+ * reply is lost or shown twice. `--json` writes one JSON object per line instead, for scripts. End of
+ * input waits for the replies still pending, then exits.
+ */
+import { createInterface } from 'node:readline';
+import { FormAClient, TaskFailed, type TaskHandle } from '../client/form-a.js';
+import { backendBase } from './client.js';
+import { readFlags, requiredFlag } from './flags.js';
+import { readTokenFile } from './service.js';
+
+export const CHAT_USAGE = `usage: assistant-relay chat --url URL --token-file FILE [--session S] [--json]
+  --url URL                the assistant host's base URL (its Form A endpoints)
+  --token-file FILE        its ASSISTANT_TOKEN (a private file)
+  --session S              the session to talk in (default a fresh one)
+  --json                   one JSON object per line (said, progress, reply, error, stream) instead of text
+Type a line and press Enter; Ctrl-D ends the chat once the replies still due have come.
+Each flag may also be set as ASSISTANT_RELAY_<FLAG>.`;
+
+const FLAGS = { url: { type: 'string' }, 'token-file': { type: 'string' }, session: { type: 'string' }, json: { type: 'boolean' } } as const;
+
+export async function chatCommand(argv: readonly string[], env: NodeJS.ProcessEnv): Promise<void> {
+  const flags = readFlags(argv, FLAGS, env);
+  const url = backendBase(requiredFlag(flags, 'url'));
+  const token = readTokenFile(requiredFlag(flags, 'token-file'), { create: false });
+  const session = flags('session') ?? `chat-${crypto.randomUUID().slice(0, 8)}`;
+  const json = flags('json') === true;
+  const show = json
+    ? (kind: string, fields: Record<string, unknown>) => process.stdout.write(`${JSON.stringify({ kind, session, ...fields })}\n`)
+    : (kind: string, fields: Record<string, unknown>) => process.stdout.write(`${textOf(kind, fields)}\n`);
+  let dropped = false;
+  const client = new FormAClient({
+    url,
+    token,
+    onStream: (_, state) => {
+      if (state === 'waiting' && !dropped) {
+        dropped = true;
+        show('stream', { state: 'reconnecting' });
+      } else if (state === 'open' && dropped) {
+        dropped = false;
+        show('stream', { state: 'reconnected' });
+      }
+    },
+  });
+  if (!json) process.stdout.write(`chat in session ${session} at ${url}; Ctrl-D to end\n`);
+  const pending = new Set<Promise<void>>();
+  const lines = createInterface({ input: process.stdin, terminal: false });
+  for await (const line of lines) {
+    const text = line.trim();
+    if (text === '') continue;
+    if (json) show('said', { text });
+    const task = client.send(session, text);
+    const done = follow(task, show).finally(() => pending.delete(done));
+    pending.add(done);
+  }
+  await Promise.all(pending);
+  client.close();
+}
+
+async function follow(task: TaskHandle, show: (kind: string, fields: Record<string, unknown>) => void): Promise<void> {
+  task.onProgress((progress) => show('progress', { task_id: task.task_id, status: progress.status, label: progress.label }));
+  try {
+    const reply = await task.reply;
+    if (reply.status === 'message') show('reply', { task_id: task.task_id, text: reply.reply_text });
+    else if (reply.status === 'errored') show('error', { task_id: task.task_id, code: reply.error_code, message: reply.error_message });
+    else show('reply', { task_id: task.task_id, status: reply.status });
+  } catch (error) {
+    const failed = error instanceof TaskFailed ? error : undefined;
+    show('error', { task_id: task.task_id, code: failed?.kind === 'lost' ? 'lost' : (failed?.reason ?? 'failed'), message: (error as Error).message });
+  }
+}
+
+/** The line a person reads for each event. */
+function textOf(kind: string, fields: Record<string, unknown>): string {
+  switch (kind) {
+    case 'progress':
+      return fields.status === 'typing' ? `  … ${String(fields.label)}` : `  ⚙ ${String(fields.label)}`;
+    case 'reply':
+      return fields.text === undefined ? `  (${String(fields.status)})` : `assistant: ${String(fields.text)}`;
+    case 'error':
+      return `  ! error ${String(fields.code)}: ${String(fields.message)}`;
+    case 'stream':
+      return fields.state === 'reconnecting' ? '  (connection lost: reconnecting…)' : '  (reconnected)';
+    default:
+      return JSON.stringify(fields);
+  }
+}
