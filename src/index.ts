@@ -3,6 +3,7 @@ export { createAssistantHost, type AssistantHost, type AssistantHostOptions, typ
 export { Plugin, startPlugin, type PluginOptions, type PluginStatus } from './adapters/plugin/index.js';
 export { builtinReasoner, commandReasoner, openAiReasoner } from './adapters/reasoners/index.js';
 export { PairingFailed, pairAsAssistant, pairAsClient, type Paired, type PairingOptions } from './adapters/client/pairing.js';
+export { FormBClient, type ConversationContext, type ConversationEntry, type ConversationStore, type FormBClientOptions } from './adapters/client/form-b.js';
 export { AssistantKeysFile, ClientKeysFile, KeysFileError, keyringOfFile, readKeysFile, storedKeys, writeKeysFile } from './adapters/byo/keys-file.js';
 export { ReasonerError, type Reasoner, type ReasoningRequest } from './engine/reasoner.js';
 export { echoAgent, scriptAgent, BUILTIN_AGENTS, type BuiltinAgentName } from './adapters/agents/index.js';

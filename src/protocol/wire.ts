@@ -95,6 +95,17 @@ export const ReplyBody = z.discriminatedUnion('status', [
   ToolCallReply,
 ]);
 
+/** A reply as a callback receives it (4.3): the path carries `task_id`, so the body does not. */
+export const CallbackReplyBody = z.discriminatedUnion('status', [
+  MessageReply.omit({ task_id: true }),
+  CompletedReply.omit({ task_id: true }),
+  SilentReply.omit({ task_id: true }),
+  ErroredReply.omit({ task_id: true }),
+  TypingReply.omit({ task_id: true }),
+  ToolCallReply.omit({ task_id: true }),
+]);
+export type CallbackReplyBody = z.infer<typeof CallbackReplyBody>;
+
 export type TerminalReply = z.infer<typeof TerminalReply>;
 export type ErroredReply = z.infer<typeof ErroredReply>;
 export type ProgressReply = z.infer<typeof ProgressReply>;
