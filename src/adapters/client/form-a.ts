@@ -108,9 +108,12 @@ class SessionLink {
     return this.snapshot.value === 'closed';
   }
 
-  /** Closes the stream once no task waits on it any more (rule 3). */
+  /** Holds the stream open whatever its tasks (rule 4: a recording owns its `insights:` stream). */
+  holds = 0;
+
+  /** Closes the stream once no task waits on it any more (rule 3), unless it is held. */
   settleCheck(): void {
-    if ([...this.tasks.values()].some(isOpen)) return;
+    if (this.holds > 0 || [...this.tasks.values()].some(isOpen)) return;
     this.close();
   }
 
@@ -258,6 +261,30 @@ export class FormAClient {
         return task.snapshot;
       },
     };
+  }
+
+  /**
+   * Opens the session's stream and keeps it open until the function returned is called, whatever its
+   * tasks (3.1 rule 4: a recording owns its `insights:` subscription for its lifetime). Resolves once
+   * the stream is open.
+   */
+  async hold(sessionId: string): Promise<() => void> {
+    const link = this.linkOf(sessionId);
+    link.holds += 1;
+    let released = false;
+    const release = () => {
+      if (released) return;
+      released = true;
+      link.holds -= 1;
+      link.settleCheck();
+    };
+    try {
+      await link.opened;
+    } catch (error) {
+      release();
+      throw error;
+    }
+    return release;
   }
 
   /** The id of the session's newest terminal reply this client read. */

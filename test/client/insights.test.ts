@@ -1,0 +1,38 @@
+/**
+ * Insights from the client's side (4.4) against the real host: the recording holds its `insights:`
+ * stream for its life (rule 4), sends the system_prelude once, puts replies in its own store (never a
+ * chat's), and drops `none` and `silent`.
+ */
+import { afterEach, expect, it } from 'vitest';
+import { FormAClient } from '../../src/adapters/client/form-a.js';
+import { InsightsRecording } from '../../src/adapters/client/insights.js';
+import { TOKEN, startHost, readEvents } from '../support/host.js';
+import { script } from '../support/http.js';
+
+const cleanups: Array<() => Promise<void> | void> = [];
+afterEach(async () => {
+  for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
+});
+
+it('a recording holds its insights stream, sends the prelude once, keeps its insights apart and drops none', async () => {
+  const host = await startHost();
+  cleanups.push(() => host.cleanup());
+  const streams: Array<[string, string]> = [];
+  const client = new FormAClient({ url: host.url, token: TOKEN, onStream: (session, state) => streams.push([session, state]) });
+  cleanups.push(() => client.close());
+  const recording = await InsightsRecording.start(client, 'call-1', 'Sales call; playbook: discovery. Answer with one short sentence, or none.');
+  for (const line of [script({ message: 'Ask who owns the budget. Then more.' }), script({ message: 'none' }), script({ silent: true }), script({ message: 'They mentioned a deadline.' })]) recording.line(line);
+  const until = async (done: () => boolean) => {
+    for (const since = Date.now(); !done(); await new Promise((resolve) => setTimeout(resolve, 20))) if (Date.now() - since > 10_000) throw new Error('waited too long');
+  };
+  await until(() => recording.store.getSnapshot().context.pending === 0);
+  expect(recording.store.getSnapshot().context.insights.map((i) => i.text)).toEqual(['Ask who owns the budget.', 'They mentioned a deadline.']);
+  // Nothing pending, and the stream is still open: the recording owns it.
+  expect(client.subscription('insights:call-1')?.value).toBe('open');
+  await recording.stop();
+  expect(client.subscription('insights:call-1')).toBeUndefined();
+  expect(streams.filter(([, state]) => state === 'open')).toEqual([['insights:call-1', 'open']]);
+  // The prelude went with one line only (the first sent; the four go out at once, so the host may log them in any order).
+  const started = readEvents(host.db).filter((e) => e.type === 'task.started');
+  expect([started.length, started.filter((e) => e.system_prelude !== undefined).length]).toEqual([4, 1]);
+});
