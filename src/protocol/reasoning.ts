@@ -260,3 +260,9 @@ export const IntegrationView = z.object({
   capability_probe: z.object({ job_id: JobId, completed_at: z.iso.datetime() }).optional(),
 });
 export type IntegrationView = z.infer<typeof IntegrationView>;
+
+/** A transcript line as people write it, `Speaker: text`, as a line of a payload's transcript; a line without a speaker is the caller's. */
+export function transcriptLine(text: string): { readonly speaker: string; readonly text: string } {
+  const match = /^([^:\n]{1,40}):\s*(.+)$/s.exec(text.trim());
+  return match === null ? { speaker: 'caller', text: text.trim() } : { speaker: match[1]!.trim(), text: match[2]!.trim() };
+}

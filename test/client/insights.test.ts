@@ -6,6 +6,8 @@
 import { afterEach, expect, it } from 'vitest';
 import { FormAClient } from '../../src/adapters/client/form-a.js';
 import { InsightsRecording } from '../../src/adapters/client/insights.js';
+import { insightsAgent, scriptAgent } from '../../src/adapters/agents/index.js';
+import { builtinReasoner } from '../../src/adapters/reasoners/index.js';
 import { TOKEN, startHost, readEvents } from '../support/host.js';
 import { script } from '../support/http.js';
 
@@ -35,4 +37,20 @@ it('a recording holds its insights stream, sends the prelude once, keeps its ins
   // The prelude went with one line only (the first sent; the four go out at once, so the host may log them in any order).
   const started = readEvents(host.db).filter((e) => e.type === 'task.started');
   expect([started.length, started.filter((e) => e.system_prelude !== undefined).length]).toEqual([4, 1]);
+});
+
+it('the insights agent answers an insights: session through a reasoner, and leaves the chat to the chat agent', async () => {
+  const host = await startHost({ agent: insightsAgent(builtinReasoner({ providerKind: 'assistant-relay' }), scriptAgent) });
+  cleanups.push(() => host.cleanup());
+  const client = new FormAClient({ url: host.url, token: TOKEN });
+  cleanups.push(() => client.close());
+  const recording = await InsightsRecording.start(client, 'call-2', 'A sales call.');
+  for (const line of ['Ana: Thanks for joining.', 'Ben: We are worried the rollout will be delayed.', 'Ana: What is the budget for this quarter?']) recording.line(line);
+  await recording.stop();
+  const insights = recording.store.getSnapshot().context.insights.map((i) => i.text);
+  expect(insights.length).toBeGreaterThan(0);
+  for (const text of insights) expect(text).not.toMatch(/\.\s+\S/);
+  // The chat session of the same call is the chat agent's.
+  const chat = await client.send('call-2', script({ message: 'chat reply' })).reply;
+  expect(chat).toMatchObject({ status: 'message', reply_text: 'chat reply' });
 });

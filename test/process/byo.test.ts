@@ -7,15 +7,17 @@
  */
 import { chmodSync, existsSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { expect, it } from 'vitest';
 import { randomUUID } from 'node:crypto';
 import { AssistantKeysFile, ClientKeysFile, keyringOfFile, readKeysFile } from '../../src/adapters/byo/keys-file.js';
 import { BackendClient } from '../../src/adapters/client/backend-client.js';
 import { CapabilityProfile, JobView, PURPOSES, open, seal, type SessionKeys } from '../../src/protocol/index.js';
-import { runCli, start, started, useChildFolder } from '../support/child.js';
+import { ServeChild, runCli, start, started, useChildFolder } from '../support/child.js';
 
 const folder = useChildFolder();
 const SENTINEL = 'SENTINEL-7f3a9c-budget-owner';
+const SAMPLE_CALL = fileURLToPath(new URL('../../samples/sales-call.txt', import.meta.url));
 
 async function until(what: string, done: () => boolean): Promise<void> {
   for (const since = Date.now(); !done(); await new Promise((resolve) => setTimeout(resolve, 20))) {
@@ -70,6 +72,20 @@ it('pairs two processes through the backend and runs BYO jobs it cannot read', {
     expect(PURPOSES[purpose].result.safeParse(result).success).toBe(true);
     if (purpose === 'session_summary') expect(JSON.stringify(result)).toContain(SENTINEL);
   }
+
+  // A recorded call: insights from the host (through the builtin reasoner), then its summary as a BYO job.
+  const hostToken = join(dir, 'host-token');
+  writeFileSync(hostToken, 'call-test-token\n', { mode: 0o600 });
+  const host = await ServeChild.start(['--port', '0', '--db', join(dir, 'relay.db'), '--token-file', hostToken, '--insights', 'builtin', '--log-level', 'silent']);
+  const played = await runCli(['call', '--url', host.url, '--token-file', hostToken, '--transcript', SAMPLE_CALL, '--pace', '1ms', ...client, '--json']);
+  expect([played.code, played.stderr]).toEqual([0, '']);
+  const events = played.stdout.trim().split('\n').map((line) => JSON.parse(line) as { kind: string; text?: string; summary?: string });
+  expect(events.filter((e) => e.kind === 'line')).toHaveLength(readFileSync(SAMPLE_CALL, 'utf8').trim().split('\n').length);
+  expect(events.filter((e) => e.kind === 'insight').length).toBeGreaterThan(0);
+  const summary = events.find((e) => e.kind === 'summary')!;
+  expect(PURPOSES.session_summary.result.safeParse({ summary: summary.summary, action_items: (summary as never as { action_items: unknown }).action_items, decisions: (summary as never as { decisions: unknown }).decisions }).success).toBe(true);
+  expect(summary.summary).toMatch(/budget|pilot|security/i);
+  await host.stop('SIGTERM');
 
   // The same keys file names the integration for every client command.
   const listed = await runCli(['integrations', ...client]);

@@ -12,6 +12,7 @@ import { UsageError } from '../../src/adapters/cli/flags.js';
 import { INTEGRATIONS_USAGE } from '../../src/adapters/cli/integrations.js';
 import { PAIR_USAGE } from '../../src/adapters/cli/pair.js';
 import { CHAT_USAGE } from '../../src/adapters/cli/chat.js';
+import { CALL_USAGE } from '../../src/adapters/cli/call.js';
 import { REKEY_USAGE } from '../../src/adapters/cli/rekey.js';
 import { JOB_USAGE } from '../../src/adapters/cli/job.js';
 import { PLUGIN_USAGE } from '../../src/adapters/cli/plugin.js';
@@ -118,6 +119,7 @@ describe('serve: configuration', () => {
       ASSISTANT_RELAY_TOKEN: 't',
       ASSISTANT_RELAY_TOKEN_FILE: 'tok',
       ASSISTANT_RELAY_AGENT: 'script',
+      ASSISTANT_RELAY_INSIGHTS: 'builtin',
       ASSISTANT_RELAY_FORM: 'B',
       ASSISTANT_RELAY_CALLBACK_ALLOWLIST: 'https://Desktop.example.com:443,http://10.1.2.3:8080',
       ASSISTANT_RELAY_CALLBACK_LOOPBACK: 'on',
@@ -140,6 +142,7 @@ describe('serve: configuration', () => {
       token: 't',
       tokenFile: 'tok',
       agent: 'script',
+      insights: 'builtin',
       form: 'B',
       callbackAllowlist: ['https://desktop.example.com', 'http://10.1.2.3:8080'],
       corsOrigins: ['http://localhost:5173'],
@@ -225,8 +228,8 @@ describe('serve: configuration', () => {
   it('prints the usage on stdout and exits 0 for --help: every command\'s at the top, one command\'s after it', async () => {
     const all = await runCli(['--help']);
     expect(all).toMatchObject({ code: 0, stderr: '' });
-    expect(all.stdout).toBe(`${[USAGE, BACKEND_USAGE, PLUGIN_USAGE, PAIR_USAGE, REKEY_USAGE, JOB_USAGE, INTEGRATIONS_USAGE, CHAT_USAGE].join('\n\n')}\n`);
-    for (const [command, usage] of [['serve', USAGE], ['backend', BACKEND_USAGE], ['plugin', PLUGIN_USAGE], ['pair', PAIR_USAGE], ['rekey', REKEY_USAGE], ['job', JOB_USAGE], ['integrations', INTEGRATIONS_USAGE], ['chat', CHAT_USAGE]] as const) {
+    expect(all.stdout).toBe(`${[USAGE, BACKEND_USAGE, PLUGIN_USAGE, PAIR_USAGE, REKEY_USAGE, JOB_USAGE, INTEGRATIONS_USAGE, CHAT_USAGE, CALL_USAGE].join('\n\n')}\n`);
+    for (const [command, usage] of [['serve', USAGE], ['backend', BACKEND_USAGE], ['plugin', PLUGIN_USAGE], ['pair', PAIR_USAGE], ['rekey', REKEY_USAGE], ['job', JOB_USAGE], ['integrations', INTEGRATIONS_USAGE], ['chat', CHAT_USAGE], ['call', CALL_USAGE]] as const) {
       expect(await runCli([command, '--help'])).toMatchObject({ code: 0, stderr: '', stdout: `${usage}\n` });
     }
   });

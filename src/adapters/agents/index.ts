@@ -3,6 +3,7 @@ import { echoAgent } from './echo.js';
 import { scriptAgent } from './script.js';
 
 export { echoAgent, scriptAgent };
+export { insightsAgent } from './insights.js';
 
 /** The agents the CLI can serve by name. */
 export const BUILTIN_AGENTS = { echo: echoAgent, script: scriptAgent } as const satisfies Record<string, Agent>;

@@ -16,6 +16,8 @@ export interface ServeOptions {
   readonly token: string | undefined;
   readonly tokenFile: string | undefined;
   readonly agent: BuiltinAgentName;
+  /** Answers `insights:` sessions through this reasoner (`builtin`), or leaves them to the agent. */
+  readonly insights: 'builtin' | 'off';
   readonly form: Form;
   readonly callbackAllowlist: readonly string[];
   readonly corsOrigins: readonly string[];
@@ -40,6 +42,8 @@ export const USAGE = `usage: assistant-relay serve [options]
   --token T                bearer token clients must present
   --token-file FILE        read the token from FILE, creating it with a random token if absent
   --agent echo|script      built-in agent (default echo)
+  --insights builtin|off   answer insights: sessions with a live analysis by the builtin reasoner
+                           (default off: the agent answers them)
   --form A|B               chat channel form of new sessions: A, tasks and a reply stream;
                            B, a conversation posted to the client's callback (default A)
   --callback-allowlist O   callback origins allowed besides loopback, comma-separated,
@@ -69,6 +73,7 @@ const FLAGS = {
   token: { type: 'string' },
   'token-file': { type: 'string' },
   agent: { type: 'string' },
+  insights: { type: 'string' },
   form: { type: 'string' },
   'callback-allowlist': { type: 'string' },
   'callback-loopback': { type: 'string' },
@@ -95,6 +100,8 @@ export function parseServeArgs(argv: readonly string[], env: NodeJS.ProcessEnv):
   const get = readFlags(argv, FLAGS, env);
   const agent = get('agent') ?? 'echo';
   if (!(agent in BUILTIN_AGENTS)) throw new UsageError(`--agent must be one of ${Object.keys(BUILTIN_AGENTS).join(', ')}`);
+  const insights = get('insights') ?? 'off';
+  if (insights !== 'builtin' && insights !== 'off') throw new UsageError('--insights must be builtin or off');
   const form = get('form') ?? 'A';
   if (form !== 'A' && form !== 'B') throw new UsageError('--form must be A or B');
   let callbackAllowlist: string[];
@@ -143,6 +150,7 @@ export function parseServeArgs(argv: readonly string[], env: NodeJS.ProcessEnv):
     tokenFile,
     agent: agent as BuiltinAgentName,
     form,
+    insights,
     callbackAllowlist,
     corsOrigins: parseOrigins('cors-origin', get('cors-origin')),
     callbackLoopback: loopback === 'on',

@@ -2,13 +2,16 @@
 /**
  * The `assistant-relay` command: `serve` runs the host standalone, `backend` the backend relay, `plugin`
  * the assistant plugin; `pair` pairs a client with an assistant through a backend (`rekey` rotates its
- * keys), `chat` talks with a host from a terminal, `job` creates and
+ * keys), `chat` talks with a host from a terminal, `call` plays a recorded call into Insights, `job` creates and
  * follows reasoning jobs as a client, and `integrations` shows what a client can read of its integration. A server prints exactly one line on stdout when ready,
  * `{"listening":"http://H:PORT"}`; everything else is structured JSON logging on stderr, tokens redacted.
  */
+import { BUILTIN_AGENTS, insightsAgent } from '../agents/index.js';
 import { createAssistantHost } from '../host.js';
+import { builtinReasoner } from '../reasoners/index.js';
 import { USAGE, parseServeArgs, type ServeOptions } from './args.js';
 import { BACKEND_USAGE, backendCommand } from './backend.js';
+import { CALL_USAGE, callCommand } from './call.js';
 import { CHAT_USAGE, chatCommand } from './chat.js';
 import { UsageError } from './flags.js';
 import { INTEGRATIONS_USAGE, integrationsCommand } from './integrations.js';
@@ -30,7 +33,7 @@ async function serve(argv: readonly string[]): Promise<void> {
   const host = await createAssistantHost({
     db: options.db,
     token,
-    agent: options.agent,
+    agent: options.insights === 'builtin' ? insightsAgent(builtinReasoner({ providerKind: 'assistant-relay' }), BUILTIN_AGENTS[options.agent]) : options.agent,
     form: options.form,
     callbackAllowlist: options.callbackAllowlist,
     corsOrigins: options.corsOrigins,
@@ -48,7 +51,7 @@ async function serve(argv: readonly string[]): Promise<void> {
     onFatal: exitOnFatal(logger),
   });
   const url = await host.listen({ host: options.host, port: options.port });
-  logger.info({ url, db: options.db, agent: options.agent, form: options.form, callback_allowlist: options.callbackAllowlist, callback_loopback: options.callbackLoopback, callback_loopback_ports: options.callbackLoopbackPorts, cors_origins: options.corsOrigins, epoch: host.epoch }, 'serving');
+  logger.info({ url, db: options.db, agent: options.agent, insights: options.insights, form: options.form, callback_allowlist: options.callbackAllowlist, callback_loopback: options.callbackLoopback, callback_loopback_ports: options.callbackLoopbackPorts, cors_origins: options.corsOrigins, epoch: host.epoch }, 'serving');
   runUntilSignalled(logger, { listening: url }, () => host.close());
 }
 
@@ -62,6 +65,7 @@ const COMMANDS: Record<string, { readonly run: (argv: readonly string[]) => Prom
   job: { run: (argv) => jobCommand(argv, process.env), usage: JOB_USAGE },
   integrations: { run: (argv) => integrationsCommand(argv, process.env), usage: INTEGRATIONS_USAGE },
   chat: { run: (argv) => chatCommand(argv, process.env), usage: CHAT_USAGE },
+  call: { run: (argv) => callCommand(argv, process.env), usage: CALL_USAGE },
 };
 
 const ALL_USAGE = Object.values(COMMANDS).map(({ usage }) => usage).join('\n\n');
