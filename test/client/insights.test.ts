@@ -50,6 +50,8 @@ it('the insights agent answers an insights: session through a reasoner, and leav
   const insights = recording.store.getSnapshot().context.insights.map((i) => i.text);
   expect(insights.length).toBeGreaterThan(0);
   for (const text of insights) expect(text).not.toMatch(/\.\s+\S/);
+  // Each insight is news: an analysis of the whole call does not surface the same one twice.
+  expect(new Set(insights).size).toBe(insights.length);
   // The chat session of the same call is the chat agent's.
   const chat = await client.send('call-2', script({ message: 'chat reply' })).reply;
   expect(chat).toMatchObject({ status: 'message', reply_text: 'chat reply' });

@@ -1,7 +1,8 @@
 /**
  * Live insights through a reasoner (4.4): an agent for `insights:` sessions that hands the call's
  * transcript so far (the earlier lines from the session's memory, then this one) to a reasoner as a
- * `live_analysis`, and replies with its most confident insight, in one sentence, or `none`. Every other
+ * `live_analysis`, and replies with its most confident insight not surfaced before in the session (an
+ * analysis of the whole call keeps finding the early ones), in one sentence, or `none`. Every other
  * session goes to the chat agent. The transcript lines are `Speaker: text` (a line without a speaker is
  * the caller's). The session's `system_prelude` (situation, playbook) is the analysis's context.
  */
@@ -35,7 +36,10 @@ export function insightsAgent(reasoner: Reasoner, chat: Agent): Agent {
         })
         .catch(() => undefined);
       const parsed = PURPOSES.live_analysis.result.safeParse(result);
-      const best = parsed.success ? [...parsed.data.insights].sort((a, b) => b.confidence - a.confidence)[0] : undefined;
+      // What was said before is in memory as the host cut it (one sentence, maybe ending in …): a prefix.
+      const said = turn.memory.filter((entry) => entry.role === 'assistant').map((entry) => entry.text.replace(/…$/, ''));
+      const fresh = (text: string) => !said.some((earlier) => earlier !== 'none' && text.startsWith(earlier));
+      const best = parsed.success ? [...parsed.data.insights].sort((a, b) => b.confidence - a.confidence).find((insight) => fresh(insight.text)) : undefined;
       // The host cuts a message to one sentence on insights: sessions (PROTOCOL.md 3b.14).
       await reply.message(best?.text ?? 'none');
     },
