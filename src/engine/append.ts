@@ -28,6 +28,16 @@ export class Appender<E extends LogRecord> {
     }
   }
 
+  /**
+   * A decision's events: appended, resolving once committed. A decision of none still waits for what
+   * was appended before it, since its answer (a duplicate, say) may rest on events still in the batch:
+   * only what the log holds is acknowledged.
+   */
+  async commit(events: readonly E[]): Promise<void> {
+    if (events.length > 0) await this.append(events);
+    else if (this.uncommitted.length > 0) await this.settled();
+  }
+
   /** Resolves once nothing appended so far is uncommitted. */
   settled(): Promise<void> {
     return this.log.settled();

@@ -107,10 +107,7 @@ export class Engine implements CommandPort {
   async run(command: SessionCommand): Promise<Outcome> {
     if (this.closing) throw new HostClosingError();
     const decision = this.projection.decide(command, this.form);
-    if (decision.events.length > 0) await this.append(decision.events);
-    // An answer that needs no new event (a duplicate, say) may rest on events still in the batch:
-    // acknowledge only what the log holds.
-    else if (this.appender.uncommitted.length > 0) await this.appender.settled();
+    await this.appender.commit(decision.events);
     return decision.outcome;
   }
 

@@ -78,9 +78,7 @@ export class LogJobStore implements JobStore {
     const decision = decide(this.projection.job(jobId));
     const stray = decision.events.find((event) => event.job_id !== jobId);
     if (stray !== undefined) throw new Error(`job store: a decision on ${jobId} emitted ${stray.type} for ${stray.job_id}`);
-    if (decision.events.length > 0) await this.appender.append(decision.events);
-    // A duplicate's answer must not be read before the original is durable.
-    else if (this.appender.uncommitted.length > 0) await this.appender.settled();
+    await this.appender.commit(decision.events);
     return decision.outcome;
   }
 

@@ -189,8 +189,7 @@ export class Pairings {
 
   private async decide(command: PairingCommand, also: (events: readonly BackendEvent[]) => readonly BackendEvent[] = (events) => events): Promise<PairingOutcome> {
     const decision = pairingDecider.decide(command, this.projection.pairing(command.pairing_id));
-    if (decision.events.length > 0) await this.appender.append(also(decision.events));
-    else if (this.appender.uncommitted.length > 0) await this.appender.settled();
+    await this.appender.commit(also(decision.events));
     return decision.outcome;
   }
 }
