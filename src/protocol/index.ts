@@ -8,3 +8,4 @@ export * from './providers.js';
 export * from './tokens.js';
 export * from './byo/index.js';
 export * from './pairing-wire.js';
+export * from './retry-after.js';

@@ -1,7 +1,7 @@
 /** The plugin's pure pieces: the SSE parser, the fold of its log, the backoff. */
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import { BACKOFF, fullJitter } from '../../src/adapters/plugin/backoff.js';
+import { BACKOFF, fullJitter } from '../../src/adapters/client/backoff.js';
 import { evolvePlugin, initialPluginState, type PluginEvent } from '../../src/adapters/plugin/events.js';
 import { JOB_ERRORS } from '../../src/protocol/errors.js';
 import { SseParser } from '../../src/adapters/client/sse-parser.js';

@@ -10,7 +10,7 @@ import { Client, type buildConnector } from 'undici';
 import { failureCode, type CallbackOutcome, type CallbackRequest, type CallbackTransport } from '../../engine/callback.js';
 import { systemClock, type Clock } from '../../engine/clock.js';
 import type { Addresses, CallbackConnectable } from '../../protocol/callback-url.js';
-import { IncomingIgnored, LIMITS } from '../../protocol/index.js';
+import { IncomingIgnored, LIMITS, parseRetryAfter } from '../../protocol/index.js';
 import type { CallbackPolicy } from './policy.js';
 
 export interface HttpCallbackTransportOptions {
@@ -155,21 +155,6 @@ function isSessionEnded(text: string | undefined): boolean {
   } catch {
     return false;
   }
-}
-
-// All three HTTP-date formats (RFC 9110 5.6.7) start with a day name; anything else is not a date.
-const HTTP_DATE = /^(Mon|Tue|Wed|Thu|Fri|Sat|Sun)/;
-
-/** `Retry-After` as ms from `now`: delta-seconds or an HTTP-date; `undefined` when absent, repeated or unreadable. */
-export function parseRetryAfter(value: string | string[] | undefined, now: number): number | undefined {
-  if (typeof value !== 'string') return undefined;
-  const text = value.trim();
-  if (/^\d+$/.test(text)) {
-    const seconds = Number(text);
-    return Number.isSafeInteger(seconds) ? seconds * 1000 : undefined;
-  }
-  const at = HTTP_DATE.test(text) ? Date.parse(text) : Number.NaN;
-  return Number.isNaN(at) ? undefined : Math.max(0, at - now);
 }
 
 /** `promise`, or a rejection as soon as `signal` aborts: a slow lookup must not outlive the attempt. */

@@ -17,7 +17,9 @@
 import { SseParser, textChunks, type SseEvent } from './sse-parser.js';
 import { clientTaskState, evolveClientTask, initialClientTask, type ClientTaskEvent, type ClientTaskSnapshot } from '../../machines/client-task.js';
 import { evolveClientSubscription, initialClientSubscription, type ClientSubscriptionEvent, type ClientSubscriptionSnapshot } from '../../machines/client-subscription.js';
+import { parseRetryAfter } from '../../protocol/retry-after.js';
 import { ErrorBody, IncomingAccepted, IncomingIgnored, ProgressReply, ResyncFrame, TerminalReply } from '../../protocol/wire.js';
+import { fullJitter } from './backoff.js';
 
 /** Why a task ended without its reply. */
 export class TaskFailed extends Error {
@@ -183,9 +185,7 @@ class SessionLink {
 
   private fail(type: 'stream.failed' | 'stream.dropped', retryAfter: number | undefined): number | undefined {
     if (this.closed) return undefined;
-    const { baseMs, capMs } = this.options.backoff ?? { baseMs: 250, capMs: 30_000 };
-    const failures = this.snapshot.context.failures + 1;
-    const wait = retryAfter ?? Math.floor((this.options.random ?? Math.random)() * Math.min(capMs, baseMs * 2 ** (failures - 1)));
+    const wait = retryAfter ?? fullJitter(this.snapshot.context.failures + 1, this.options.random ?? Math.random, this.options.backoff);
     const retry_at = Date.now() + wait;
     this.step({ type, retry_at, at: Date.now() });
     return retry_at;
@@ -372,7 +372,7 @@ export class FormAClient {
         this.settle(link, task, { type: 'task.refused', code, message: error.success ? error.data.error.message : 'the host could not be reached', at: Date.now() });
         return;
       }
-      const wait = (response === undefined ? undefined : retryAfterMs(response)) ?? Math.floor((this.options.random ?? Math.random)() * 250 * 2 ** attempt);
+      const wait = (response === undefined ? undefined : retryAfterMs(response)) ?? fullJitter(attempt + 1, this.options.random ?? Math.random);
       await new Promise((resolve) => setTimeout(resolve, wait));
     }
   }
@@ -386,8 +386,6 @@ function safeJson(text: string): unknown {
   }
 }
 
-/** A `Retry-After` in seconds, as ms. */
 function retryAfterMs(response: Response): number | undefined {
-  const seconds = Number(response.headers.get('retry-after'));
-  return Number.isFinite(seconds) && seconds >= 0 && response.headers.has('retry-after') ? seconds * 1000 : undefined;
+  return parseRetryAfter(response.headers.get('retry-after') ?? undefined, Date.now());
 }

@@ -6,8 +6,7 @@
  */
 import { Agent, request, type Dispatcher } from 'undici';
 import type { Clock } from '../../engine/clock.js';
-import type { Heartbeat, JobResultBody, RekeyAnswer } from '../../protocol/index.js';
-import { parseRetryAfter } from '../callback/transport.js';
+import { parseRetryAfter, type Heartbeat, type JobResultBody, type RekeyAnswer } from '../../protocol/index.js';
 
 export interface BackendOptions {
   /** The backend's base URL; the API paths go below it. */

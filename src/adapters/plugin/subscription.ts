@@ -10,7 +10,7 @@
 import type { BaseLogger } from 'pino';
 import type { Clock } from '../../engine/clock.js';
 import type { Backend } from './backend.js';
-import { BACKOFF, fullJitter } from './backoff.js';
+import { BACKOFF, fullJitter } from '../client/backoff.js';
 import { sleep } from './retry.js';
 import { SseParser } from '../client/sse-parser.js';
 

@@ -8,7 +8,8 @@
 import { Pool } from 'undici';
 import { systemClock, type Clock } from '../../engine/clock.js';
 import { ReasonerError, type Reasoner, type ReasoningRequest } from '../../engine/reasoner.js';
-import { parseRetryAfter, peek } from '../callback/transport.js';
+import { peek } from '../callback/transport.js';
+import { parseRetryAfter } from '../../protocol/retry-after.js';
 import { builtinReasoner } from './builtin.js';
 import { chatBody, errorDetail, plainAnswer, streamedAnswer, type ChatAnswer, type ChatMessage } from './chat-completions.js';
 import { jobEnd, type JobEnd } from './deadline.js';

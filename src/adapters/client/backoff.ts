@@ -1,6 +1,7 @@
 /**
  * Reconnect waits: exponential backoff with full jitter (a uniformly random wait between 0 and the
- * doubled ceiling), so that many plugins dropped at once by a backend restart do not come back in step.
+ * doubled ceiling), so that many plugins or clients dropped at once by a restart do not come back in
+ * step. Browser-safe.
  */
 export const BACKOFF = {
   /** The first ceiling; it doubles with each failure in a row. */
@@ -10,7 +11,7 @@ export const BACKOFF = {
 } as const;
 
 /** The wait before attempt `failures + 1`, after `failures` failures in a row (1 or more). */
-export function fullJitter(failures: number, random: () => number): number {
-  const ceiling = Math.min(BACKOFF.capMs, BACKOFF.baseMs * 2 ** Math.min(failures - 1, 30));
+export function fullJitter(failures: number, random: () => number, bounds: { readonly baseMs: number; readonly capMs: number } = BACKOFF): number {
+  const ceiling = Math.min(bounds.capMs, bounds.baseMs * 2 ** Math.min(failures - 1, 30));
   return Math.floor(random() * ceiling);
 }
