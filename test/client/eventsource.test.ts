@@ -8,6 +8,7 @@ import { afterEach, expect, it } from 'vitest';
 import { cuttableProxy } from '../support/proxy.js';
 import { TOKEN, startHost } from '../support/host.js';
 import { post, script } from '../support/http.js';
+import { waitFor } from '../support/wait.js';
 
 const cleanups: Array<() => Promise<void> | void> = [];
 afterEach(async () => {
@@ -37,12 +38,9 @@ it('the eventsource package gets every terminal reply once across a cut connecti
     sent.push(task_id);
     expect((await post(host.url, TOKEN, { session_id: 's-1', task_id, text: script({ sleep: ms }, { message: `reply ${i}` }) })).status).toBe(202);
   }
-  const until = async (done: () => boolean) => {
-    for (const since = Date.now(); !done(); await new Promise((resolve) => setTimeout(resolve, 20))) if (Date.now() - since > 10_000) throw new Error(`waited for replies: ${JSON.stringify(replies)}`);
-  };
-  await until(() => replies.length === 1);
+  await waitFor('the first reply', () => replies.length === 1);
   proxy.cut();
-  await until(() => replies.length === 3);
+  await waitFor('every reply', () => replies.length === 3);
   await new Promise((resolve) => setTimeout(resolve, 300));
   expect(replies.map((r) => r.task_id)).toEqual(sent);
   expect(new Set(replies.map((r) => r.id)).size).toBe(3);

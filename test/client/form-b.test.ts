@@ -8,6 +8,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { FormBClient } from '../../src/adapters/client/form-b.js';
 import { TOKEN, startHost } from '../support/host.js';
 import { script } from '../support/http.js';
+import { eventually } from '../support/wait.js';
 
 const cleanups: Array<() => Promise<void> | void> = [];
 afterEach(async () => {
@@ -23,14 +24,6 @@ async function setUp(typingMs = 15_000) {
   return { host, client, base };
 }
 
-async function until<T>(what: string, read: () => T, done: (value: T) => boolean): Promise<T> {
-  for (const since = Date.now(); ; await new Promise((resolve) => setTimeout(resolve, 20))) {
-    const value = read();
-    if (done(value)) return value;
-    if (Date.now() - since > 10_000) throw new Error(`still waiting for ${what}: ${JSON.stringify(value)}`);
-  }
-}
-
 describe('client library, Form B', () => {
   it('keeps an append-only conversation: each reply once, errors in it, typing as an indicator', async () => {
     const { client } = await setUp();
@@ -38,9 +31,9 @@ describe('client library, Form B', () => {
     const typed: string[] = [];
     store.subscribe((snapshot) => snapshot.context.typing && typed.push(snapshot.context.typing.label));
     await client.send('c-1', script({ typing: 'thinking' }, { sleep: 100 }, { message: 'found it' }));
-    await until('the reply', () => store.getSnapshot().context.entries, (e) => e.length === 2);
+    await eventually('the reply', () => store.getSnapshot().context.entries, (e) => e.length === 2);
     await client.send('c-1', script({ errored: { code: 'agent_error', message: 'no luck' } }));
-    const entries = await until('the error', () => store.getSnapshot().context.entries, (e) => e.length === 4);
+    const entries = await eventually('the error', () => store.getSnapshot().context.entries, (e) => e.length === 4);
     expect(entries.map((e) => (e.kind === 'user' ? 'user' : e.kind === 'assistant' ? `assistant:${e.text}` : e.kind === 'tool_call' ? `tool:${e.label}` : `error:${e.code}`))).toEqual([
       'user',
       'assistant:found it',
@@ -69,10 +62,10 @@ describe('client library, Form B', () => {
     const { client } = await setUp(200);
     const store = client.conversation('c-2');
     await client.send('c-2', script({ typing: 'thinking' }, { sleep: 1_500 }, { message: 'late' }));
-    await until('typing', () => store.getSnapshot().context.typing, (t) => t?.label === 'thinking');
-    await until('typing gone', () => store.getSnapshot().context.typing, (t) => t === undefined);
+    await eventually('typing', () => store.getSnapshot().context.typing, (t) => t?.label === 'thinking');
+    await eventually('typing gone', () => store.getSnapshot().context.typing, (t) => t === undefined);
     expect(store.getSnapshot().context.entries.filter((e) => e.kind === 'assistant')).toEqual([]);
-    await until('the reply', () => store.getSnapshot().context.entries, (e) => e.some((entry) => entry.kind === 'assistant'));
+    await eventually('the reply', () => store.getSnapshot().context.entries, (e) => e.some((entry) => entry.kind === 'assistant'));
   });
 
   it('refuses a wrong token and a path that is not a task UUID', async () => {
@@ -88,9 +81,9 @@ describe('client library, Form B', () => {
   it('a session the client closed is answered session_ended, and ends at the host', async () => {
     const { client, host } = await setUp();
     await client.send('c-3', script({ message: 'hello' }));
-    await until('the reply', () => client.conversation('c-3').getSnapshot().context.entries, (e) => e.length === 2);
+    await eventually('the reply', () => client.conversation('c-3').getSnapshot().context.entries, (e) => e.length === 2);
     client.endSession('c-3');
     await client.send('c-3', script({ message: 'anyone?' })).catch(() => undefined);
-    await until('the host ending the session', () => host.host.session('c-3')?.state, (state) => state === 'ended');
+    await eventually('the host ending the session', () => host.host.session('c-3')?.state, (state) => state === 'ended');
   });
 });

@@ -10,6 +10,7 @@ import { insightsAgent, scriptAgent } from '../../src/adapters/agents/index.js';
 import { builtinReasoner } from '../../src/adapters/reasoners/index.js';
 import { TOKEN, startHost, readEvents } from '../support/host.js';
 import { script } from '../support/http.js';
+import { waitFor } from '../support/wait.js';
 
 const cleanups: Array<() => Promise<void> | void> = [];
 afterEach(async () => {
@@ -24,10 +25,7 @@ it('a recording holds its insights stream, sends the prelude once, keeps its ins
   cleanups.push(() => client.close());
   const recording = await InsightsRecording.start(client, 'call-1', 'Sales call; playbook: discovery. Answer with one short sentence, or none.');
   for (const line of [script({ message: 'Ask who owns the budget. Then more.' }), script({ message: 'none' }), script({ silent: true }), script({ message: 'They mentioned a deadline.' })]) recording.line(line);
-  const until = async (done: () => boolean) => {
-    for (const since = Date.now(); !done(); await new Promise((resolve) => setTimeout(resolve, 20))) if (Date.now() - since > 10_000) throw new Error('waited too long');
-  };
-  await until(() => recording.store.getSnapshot().context.pending === 0);
+  await waitFor('every line answered', () => recording.store.getSnapshot().context.pending === 0);
   expect(recording.store.getSnapshot().context.insights.map((i) => i.text)).toEqual(['Ask who owns the budget.', 'They mentioned a deadline.']);
   // Nothing pending, and the stream is still open: the recording owns it.
   expect(client.subscription('insights:call-1')?.value).toBe('open');

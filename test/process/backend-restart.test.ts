@@ -9,6 +9,7 @@ import { expect, it } from 'vitest';
 import { readEvents } from '../support/log.js';
 import { request } from '../support/http.js';
 import { runCli, started, useChildFolder } from '../support/child.js';
+import { eventually } from '../support/wait.js';
 
 const folder = useChildFolder();
 
@@ -18,14 +19,8 @@ process.stdin.on('data', (chunk) => (input += chunk)).on('end', () =>
   setTimeout(() => process.stdout.write(JSON.stringify({ insights: [{ text: 'answered', kind: 'fact', confidence: 1 }] })), 400));`;
 
 const JOBS = 6;
-
-async function until<T>(what: string, read: () => Promise<T>, done: (value: T) => boolean): Promise<T> {
-  for (const since = Date.now(); ; await new Promise((resolve) => setTimeout(resolve, 25))) {
-    const value = await read();
-    if (done(value)) return value;
-    if (Date.now() - since > 30_000) throw new Error(`still waiting for ${what}: ${JSON.stringify(value)}`);
-  }
-}
+/** Processes start and jobs run here: up to 30 s, looked at every 25 ms. */
+const LONG = { timeoutMs: 30_000, everyMs: 25 };
 
 it('after a SIGKILL of the backend with jobs queued and running, every job completes exactly once', { timeout: 90_000 }, async () => {
   const dir = folder();
@@ -52,14 +47,14 @@ it('after a SIGKILL of the backend with jobs queued and running, every job compl
     '--max-concurrent-jobs', '2', '--reasoner', 'command', '--command', JSON.stringify([process.execPath, reasoner]), '--log-level', 'silent',
   ]);
   // Kill it while some jobs run and others wait their turn.
-  await until('a job running and one still queued', states, (s) => s.some((state) => state === 'running') && s.some((state) => state !== 'completed' && state !== 'running'));
+  await eventually('a job running and one still queued', states, (s) => s.some((state) => state === 'running') && s.some((state) => state !== 'completed' && state !== 'running'), LONG);
   first.child.kill('SIGKILL');
   expect(await first.exited).toEqual({ code: null, signal: 'SIGKILL' });
 
   const port = new URL(listening).port;
   const second = await started(['backend', '--port', port, '--db', db, '--log-level', 'warn']);
   expect(second.line.listening).toBe(listening);
-  await until('every job completed', states, (s) => s.every((state) => state === 'completed'));
+  await eventually('every job completed', states, (s) => s.every((state) => state === 'completed'), LONG);
   second.child.kill('SIGTERM');
   expect(await second.exited).toEqual({ code: 0, signal: null });
 

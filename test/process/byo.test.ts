@@ -13,17 +13,12 @@ import { randomUUID } from 'node:crypto';
 import { AssistantKeysFile, ClientKeysFile, keyringOfFile, readKeysFile } from '../../src/adapters/byo/keys-file.js';
 import { BackendClient } from '../../src/adapters/client/backend-client.js';
 import { CapabilityProfile, JobView, PURPOSES, open, seal, type SessionKeys } from '../../src/protocol/index.js';
+import { waitFor } from '../support/wait.js';
 import { ServeChild, runCli, start, started, useChildFolder } from '../support/child.js';
 
 const folder = useChildFolder();
 const SENTINEL = 'SENTINEL-7f3a9c-budget-owner';
 const SAMPLE_CALL = fileURLToPath(new URL('../../samples/sales-call.txt', import.meta.url));
-
-async function until(what: string, done: () => boolean): Promise<void> {
-  for (const since = Date.now(); !done(); await new Promise((resolve) => setTimeout(resolve, 20))) {
-    if (Date.now() - since > 20_000) throw new Error(`still waiting for ${what}`);
-  }
-}
 
 /** A backend, and a client and a plugin paired through it as processes. */
 async function pairedProcesses(dir: string, pluginArgs: readonly string[] = []) {
@@ -34,7 +29,7 @@ async function pairedProcesses(dir: string, pluginArgs: readonly string[] = []) 
   const assistantKeys = join(dir, 'assistant-keys.json');
 
   const pairing = start(['pair', '--backend', listening, '--keys', clientKeys], {});
-  await until('the pairing code', () => pairing.output.stdout.includes('\n'));
+  await waitFor('the pairing code', () => pairing.output.stdout.includes('\n'), { timeoutMs: 20_000 });
   const code = (JSON.parse(pairing.output.stdout.split('\n')[0]!) as { pairing_code: string }).pairing_code;
   expect(code).toMatch(/^[0-9A-Z]{5}(-[0-9A-Z]{5}){3}$/);
   const plugin = await started(['plugin', '--backend', listening, '--pairing-code', code, '--keys', assistantKeys, '--db', join(dir, 'plugin.db'), '--log-level', 'warn', ...pluginArgs]);

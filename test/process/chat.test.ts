@@ -9,12 +9,15 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterEach, expect, it } from 'vitest';
 import { ServeChild, useChildFolder } from '../support/child.js';
+import { eventually } from '../support/wait.js';
 
 const folder = useChildFolder();
 const CLI = fileURLToPath(new URL('../../dist/adapters/cli/main.js', import.meta.url));
 const TMUX = `assistant-relay-chat-${process.pid}`;
 const tmux = (...args: string[]) => execFileSync('tmux', args, { encoding: 'utf8' });
 const screen = () => tmux('capture-pane', '-p', '-t', TMUX);
+/** What the terminal shows once `done` holds of it (a capture is a process: every 50 ms is enough). */
+const onScreen = (what: string, done: (text: string) => boolean) => eventually(`the screen to show ${what}`, screen, done, { timeoutMs: 15_000, everyMs: 50 });
 
 afterEach(() => {
   try {
@@ -24,14 +27,6 @@ afterEach(() => {
   }
 });
 
-async function until(what: string, done: (text: string) => boolean): Promise<string> {
-  for (const since = Date.now(); ; await new Promise((resolve) => setTimeout(resolve, 50))) {
-    const text = screen();
-    if (done(text)) return text;
-    if (Date.now() - since > 15_000) throw new Error(`the screen never showed ${what}:\n${text}`);
-  }
-}
-
 it('a person chats in a terminal: types, reads replies, and sees the connection drop and come back', { timeout: 60_000 }, async () => {
   const dir = folder();
   const db = join(dir, 'relay.db');
@@ -39,10 +34,10 @@ it('a person chats in a terminal: types, reads replies, and sees the connection 
   writeFileSync(tokenFile, 'chat-test-token\n', { mode: 0o600 });
   const first = await ServeChild.start(['--port', '0', '--db', db, '--token-file', tokenFile, '--agent', 'script', '--log-level', 'silent']);
   tmux('new-session', '-d', '-s', TMUX, '-x', '160', '-y', '40', `${process.execPath} ${CLI} chat --url ${first.url} --token-file ${tokenFile} --session s-1`);
-  await until('the greeting', (text) => text.includes('chat in session s-1'));
+  await onScreen('the greeting', (text) => text.includes('chat in session s-1'));
 
   tmux('send-keys', '-t', TMUX, 'hello there', 'Enter');
-  await until('the reply', (text) => text.includes('assistant: hello there'));
+  await onScreen('the reply', (text) => text.includes('assistant: hello there'));
   expect(screen()).toContain('… thinking');
 
   // A reply that takes its time, and the host killed under it.
@@ -50,13 +45,13 @@ it('a person chats in a terminal: types, reads replies, and sees the connection 
   tmux('send-keys', '-t', TMUX, 'Enter');
   await new Promise((resolve) => setTimeout(resolve, 500));
   await first.stop('SIGKILL');
-  await until('the drop', (text) => text.includes('connection lost: reconnecting'));
+  await onScreen('the drop', (text) => text.includes('connection lost: reconnecting'));
   const second = await ServeChild.start(['--port', new URL(first.url).port, '--db', db, '--token-file', tokenFile, '--agent', 'script', '--log-level', 'silent']);
-  const after = await until('the reconnection and the fate of the reply', (text) => text.includes('(reconnected)') && text.includes('error interrupted'));
+  const after = await onScreen('the reconnection and the fate of the reply', (text) => text.includes('(reconnected)') && text.includes('error interrupted'));
   expect(after).not.toContain('assistant: too late');
 
   tmux('send-keys', '-t', TMUX, 'still here?', 'Enter');
-  await until('the next reply', (text) => text.includes('assistant: still here?'));
+  await onScreen('the next reply', (text) => text.includes('assistant: still here?'));
   tmux('send-keys', '-t', TMUX, 'C-d');
   await new Promise((resolve) => setTimeout(resolve, 500));
   await second.stop('SIGTERM');

@@ -10,14 +10,9 @@ import { join } from 'node:path';
 import { expect, it } from 'vitest';
 import { request } from '../support/http.js';
 import { runCli, start, started, useChildFolder } from '../support/child.js';
+import { waitFor } from '../support/wait.js';
 
 const folder = useChildFolder();
-
-async function until(what: string, done: () => boolean): Promise<void> {
-  for (const since = Date.now(); !done(); await new Promise((resolve) => setTimeout(resolve, 20))) {
-    if (Date.now() - since > 20_000) throw new Error(`still waiting for ${what}`);
-  }
-}
 
 it('job create --wait says each change as it happens, follows again after a backend restart, and prints the result', { timeout: 60_000 }, async () => {
   const dir = folder();
@@ -35,11 +30,11 @@ it('job create --wait says each change as it happens, follows again after a back
     {},
   );
   const said = (state: string) => waiting.output.stderr.includes(`job ${job_id}: ${state}\n`);
-  await until('created', () => said('created'));
+  await waitFor('created', () => said('created'), { timeoutMs: 20_000 });
 
   // The plugin's side, by hand: it says it runs the job.
   expect((await request(`${base}/jobs/${job_id}/running`, { token: integration.relay_token, method: 'POST' })).status).toBe(200);
-  await until('running', () => said('running'));
+  await waitFor('running', () => said('running'), { timeoutMs: 20_000 });
   expect(waiting.output.stderr).not.toMatch(/completed/);
 
   first.child.kill('SIGKILL');
