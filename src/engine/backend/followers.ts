@@ -12,6 +12,7 @@ import type { Clock } from '../clock.js';
 import { SubscriptionActor, type SubscriberTransport } from '../subscription-actor.js';
 import type { JobStore, StoredJob } from './job-store.js';
 import { assistantChannel, type PubSub } from './pubsub.js';
+import { Serial } from './serial.js';
 
 /** A job's view as its follower reads it: the adapter's rendering (one JSON line). */
 export type RenderJob = (job: JobSnapshot) => string;
@@ -46,17 +47,14 @@ export class JobFollowers {
     actor.open('');
     /** The newest version read for this follower (sent, or shown by its cursor); none before the first read. */
     let has: number | undefined;
-    let work = Promise.resolve();
-    const refresh = () => {
-      const next = work.then(async () => {
+    const reads = new Serial(this.parts.background, 'job follower');
+    const refresh = () =>
+      reads.run(async () => {
         const stored = await this.parts.store.job(job_id);
         if (closed || stored === undefined) return;
         if (has === undefined ? cursor === undefined || cursor < stored.version : stored.version > has) send(actor, render, stored);
         has = Math.max(has ?? 0, stored.version);
       });
-      this.parts.background(next, 'job follower');
-      work = next.catch(() => undefined);
-    };
     refresh();
     unsubscribe = this.parts.pubsub.subscribe(assistantChannel(integration_id), (notice) => {
       if (notice.job_id === job_id) refresh();

@@ -15,6 +15,7 @@ import type { Clock } from '../clock.js';
 import { SubscriptionActor, type SubscriberTransport } from '../subscription-actor.js';
 import { SUPERSEDED_FRAME, frameOf } from './frames.js';
 import type { JobDecide, JobStore } from './job-store.js';
+import { Serial } from './serial.js';
 import { assistantChannel, type JobNotice, type PubSub } from './pubsub.js';
 
 /** A plugin never has more than this queued for it before it is dropped (it resumes from its cursor). */
@@ -41,7 +42,7 @@ interface LiveStream {
   /** Deliveries with an id up to this one were decided before this stream caught up: not its frames. */
   firstSeq: number;
   /** Its work, one step after another. */
-  work: Promise<void>;
+  readonly work: Serial;
   closed: boolean;
 }
 
@@ -68,7 +69,7 @@ export class JobStreams {
       unsubscribe();
       if (this.streams.get(integrationId) === stream) this.streams.delete(integrationId);
     });
-    const stream: LiveStream = { integrationId, actor, lastSeq: 0, firstSeq: 0, work: Promise.resolve(), closed: false };
+    const stream: LiveStream = { integrationId, actor, lastSeq: 0, firstSeq: 0, work: new Serial(this.parts.background, 'job stream'), closed: false };
     this.streams.set(integrationId, stream);
     actor.open('');
     // In one step: the catch-up is queued before any notice can be.
@@ -139,9 +140,9 @@ export class JobStreams {
   }
 
   private enqueue(stream: LiveStream, step: () => Promise<void>): void {
-    const next = stream.work.then(() => (stream.closed ? undefined : step()));
-    this.parts.background(next, 'job stream');
-    stream.work = next.catch(() => undefined);
+    stream.work.run(async () => {
+      if (!stream.closed) await step();
+    });
   }
 }
 
