@@ -56,6 +56,14 @@ export const HTTP_ERRORS = {
 
 export type HttpErrorCode = keyof typeof HTTP_ERRORS;
 
+/**
+ * A zod check's options that name the catalogue code a failure of it is answered with: request parts
+ * other than the body say, in their schema, both what is valid and what a failure is called.
+ */
+export function fails(code: HttpErrorCode): { readonly error: HttpErrorCode } {
+  return { error: code };
+}
+
 export function isHttpErrorCode(text: string): text is HttpErrorCode {
   return Object.hasOwn(HTTP_ERRORS, text);
 }

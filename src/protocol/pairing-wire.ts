@@ -4,12 +4,11 @@
  * base64url (43 characters); the backend checks their shape and cannot judge more.
  */
 import { z } from 'zod';
-import type { HttpErrorCode } from './errors.js';
+import { fails } from './errors.js';
 import { isUuid } from './ids.js';
 import { CROCKFORD, HANDLE_LENGTH } from './byo/pairing.js';
 import { ENVELOPE_VERSION, SCHEMA_VERSION } from './reasoning.js';
 
-const fails = (code: HttpErrorCode) => ({ error: code });
 const Bytes32 = z.string().regex(/^[A-Za-z0-9_-]{42}[AEIMQUYcgkosw048]$/, '32 bytes as strict base64url (43 characters)');
 const Version = z.number().int().positive();
 

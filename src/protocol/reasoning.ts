@@ -6,7 +6,7 @@
  * to the backend whenever they are BYO envelopes: it only routes them.
  */
 import { z } from 'zod';
-import type { HttpErrorCode } from './errors.js';
+import { fails } from './errors.js';
 import { isUuid } from './ids.js';
 
 export const SCHEMA_VERSION = 1;
@@ -191,7 +191,6 @@ export function jsonSchemaOf(schema: z.ZodType): Record<string, unknown> {
 
 // ---- the backend's edge: what its routes read besides bodies (a failure message is the catalogue code) ----
 
-const fails = (code: HttpErrorCode) => ({ error: code });
 
 /** `…/integrations/{id}/…`. */
 export const IntegrationPath = z.object({ id: z.string().refine(isUuid, fails('invalid_integration_id')) });

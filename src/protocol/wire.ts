@@ -1,6 +1,6 @@
 /** Zod schemas of every wire body and frame of the chat channel, Form A (2.5, 2.7, 2.9, 4.2, 7). */
 import { z } from 'zod';
-import type { HttpErrorCode } from './errors.js';
+import { fails, type HttpErrorCode } from './errors.js';
 import { isSessionId, isTaskId, parseEventId } from './ids.js';
 
 export const SessionId = z
@@ -33,7 +33,6 @@ export type IncomingEvent = z.infer<typeof IncomingEvent>;
  * The request parts other than the body, as the HTTP edge validates them. Each issue's message is the
  * catalogue code the client gets, so one schema says both what is valid and what a failure is called.
  */
-const fails = (code: HttpErrorCode) => ({ error: code });
 
 /** `GET /v1/events?session_id=…` (4.2): absent or empty is missing; repeated, too long or with control characters, invalid. */
 export const EventsQuery = z.object({
