@@ -1,6 +1,6 @@
 /** The flags every command shares: a string or boolean flag, the command line winning over its environment variable. */
 import { describe, expect, it } from 'vitest';
-import { UsageError, parseOrigins, readFlags } from '../../src/adapters/cli/flags.js';
+import { UsageError, baseUrlFlag, parseOrigins, readFlags } from '../../src/adapters/cli/flags.js';
 
 const SPEC = { backend: { type: 'string' }, wait: { type: 'boolean' } } as const;
 
@@ -30,5 +30,13 @@ describe('parseOrigins', () => {
     for (const bad of ['app.example', 'https://app.example/path', 'ftp://app.example', 'https://user@app.example', 'https://app.example?x=1']) {
       expect(() => parseOrigins('cors-origin', bad), bad).toThrow(/--cors-origin: .* is not an origin/);
     }
+  });
+});
+
+describe('baseUrlFlag', () => {
+  it('takes an http(s) URL without its trailing slashes, and names the flag when it refuses one', () => {
+    expect(baseUrlFlag('url', 'http://127.0.0.1:8787//')).toBe('http://127.0.0.1:8787');
+    expect(() => baseUrlFlag('url', 'ftp://host')).toThrow(/^--url must be an http or https URL/);
+    expect(() => baseUrlFlag('backend', 'not a url')).toThrow(/^--backend must be an http or https URL/);
   });
 });

@@ -9,9 +9,9 @@ import { transcriptLine } from '../../protocol/index.js';
 import { FormAClient } from '../client/form-a.js';
 import { InsightsRecording } from '../client/insights.js';
 import { JobsClient } from '../client/jobs.js';
-import { backendBase, integrationClient, keysFileFlag, runClientCommand } from './client.js';
+import { integrationClient, keysFileFlag, runClientCommand } from './client.js';
 import { ClientKeysFile, keyringOfFile } from '../byo/keys-file.js';
-import { UsageError, parseDuration, readFlags, requiredFlag } from './flags.js';
+import { UsageError, baseUrlFlag, parseDuration, readFlags, requiredFlag } from './flags.js';
 import { readTokenFile } from './service.js';
 
 export const CALL_USAGE = `usage: assistant-relay call --url URL --token-file FILE --transcript FILE [options]
@@ -39,7 +39,7 @@ const PRELUDE = 'A recorded sales call, played line by line. Answer each line wi
 export function callCommand(argv: readonly string[], env: NodeJS.ProcessEnv): Promise<void> {
   return runClientCommand('call', async () => {
     const flags = readFlags(argv, FLAGS, env);
-    const url = backendBase(requiredFlag(flags, 'url'));
+    const url = baseUrlFlag('url', requiredFlag(flags, 'url'));
     const token = readTokenFile(requiredFlag(flags, 'token-file'), { create: false });
     const file = requiredFlag(flags, 'transcript');
     let lines: string[];

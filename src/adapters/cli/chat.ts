@@ -7,8 +7,7 @@
  */
 import { createInterface } from 'node:readline';
 import { FormAClient, TaskFailed, type TaskHandle } from '../client/form-a.js';
-import { backendBase } from './client.js';
-import { readFlags, requiredFlag } from './flags.js';
+import { baseUrlFlag, readFlags, requiredFlag } from './flags.js';
 import { readTokenFile } from './service.js';
 
 export const CHAT_USAGE = `usage: assistant-relay chat --url URL --token-file FILE [--session S] [--json]
@@ -23,7 +22,7 @@ const FLAGS = { url: { type: 'string' }, 'token-file': { type: 'string' }, sessi
 
 export async function chatCommand(argv: readonly string[], env: NodeJS.ProcessEnv): Promise<void> {
   const flags = readFlags(argv, FLAGS, env);
-  const url = backendBase(requiredFlag(flags, 'url'));
+  const url = baseUrlFlag('url', requiredFlag(flags, 'url'));
   const token = readTokenFile(requiredFlag(flags, 'token-file'), { create: false });
   const session = flags('session') ?? `chat-${crypto.randomUUID().slice(0, 8)}`;
   const json = flags('json') === true;

@@ -8,7 +8,7 @@ import type { Keyring } from '../../protocol/index.js';
 import type { z } from 'zod';
 import { AssistantKeysFile, ClientKeysFile, KeysFileError, keyringOfFile, readKeysFile } from '../byo/keys-file.js';
 import { BackendClient } from '../client/backend-client.js';
-import { UsageError, requiredFlag } from './flags.js';
+import { UsageError, baseUrlFlag, requiredFlag } from './flags.js';
 import { readTokenFile } from './service.js';
 
 export const CLIENT_FLAGS = {
@@ -57,13 +57,7 @@ export function clientFromFlags(flag: (name: keyof typeof CLIENT_FLAGS) => strin
 
 /** The client of one integration: `…/api/v1/assistant/integrations/{id}`. */
 export function integrationClient(backend: string, integrationId: string, token: string): BackendClient {
-  return new BackendClient(`${backendBase(backend)}/api/v1/assistant/integrations/${encodeURIComponent(integrationId)}`, token);
-}
-
-/** A `--backend` flag's URL, without its trailing slashes; only http and https. */
-export function backendBase(backend: string): string {
-  if (!URL.canParse(backend) || !/^https?:$/.test(new URL(backend).protocol)) throw new UsageError(`--backend must be an http or https URL, not ${JSON.stringify(backend)}`);
-  return backend.replace(/\/+$/, '');
+  return new BackendClient(`${baseUrlFlag('backend', backend)}/api/v1/assistant/integrations/${encodeURIComponent(integrationId)}`, token);
 }
 
 /** Runs a client command: a usage error is thrown on (exit 2), any other failure is a line on stderr and exit 1. */

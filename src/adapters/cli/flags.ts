@@ -78,3 +78,9 @@ export function parseOrigins(flag: string, text: string | undefined): string[] {
     return url.origin;
   });
 }
+
+/** A base URL flag (`--backend`, `--url`), without its trailing slashes; only http and https. */
+export function baseUrlFlag(flag: string, value: string): string {
+  if (!URL.canParse(value) || !/^https?:$/.test(new URL(value).protocol)) throw new UsageError(`--${flag} must be an http or https URL, not ${JSON.stringify(value)}`);
+  return value.replace(/\/+$/, '');
+}

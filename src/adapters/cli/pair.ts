@@ -9,8 +9,8 @@
 import QRCode from 'qrcode';
 import { pairAsClient } from '../client/pairing.js';
 import { storedKeys, writeKeysFile } from '../byo/keys-file.js';
-import { backendBase, runClientCommand } from './client.js';
-import { readFlags, requiredFlag } from './flags.js';
+import { runClientCommand } from './client.js';
+import { baseUrlFlag, readFlags, requiredFlag } from './flags.js';
 
 export const PAIR_USAGE = `usage: assistant-relay pair --backend URL --keys FILE [--provider KIND]
   --backend URL            the backend relay's base URL
@@ -28,7 +28,7 @@ const FLAGS = {
 export function pairCommand(argv: readonly string[], env: NodeJS.ProcessEnv): Promise<void> {
   return runClientCommand('pair', async () => {
     const flags = readFlags(argv, FLAGS, env);
-    const backend = backendBase(requiredFlag(flags, 'backend'));
+    const backend = baseUrlFlag('backend', requiredFlag(flags, 'backend'));
     const keysFile = requiredFlag(flags, 'keys');
     const say = (line: string) => process.stderr.write(`${line}\n`);
     const paired = await pairAsClient({

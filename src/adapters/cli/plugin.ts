@@ -13,8 +13,8 @@ import { AssistantKeys, AssistantKeysFile, storedKeys, writeKeysFile } from '../
 import { pairAsAssistant } from '../client/pairing.js';
 import { startPlugin } from '../plugin/index.js';
 import { REASONER_FLAGS, REASONER_USAGE, reasonerFrom, type ReasonerFlag } from '../reasoners/index.js';
-import { backendBase, keysFileFlag } from './client.js';
-import { UsageError, integer, logLevelOf, readFlags, requiredFlag } from './flags.js';
+import { keysFileFlag } from './client.js';
+import { UsageError, baseUrlFlag, integer, logLevelOf, readFlags, requiredFlag } from './flags.js';
 import { jsonLogger, readTokenFile, runUntilSignalled } from './service.js';
 
 export const PLUGIN_USAGE = `usage: assistant-relay plugin --keys FILE [--backend URL --pairing-code CODE] [options]
@@ -76,7 +76,7 @@ async function standingOf(get: ReturnType<typeof readFlags<typeof FLAGS>>): Prom
   let sas: string | undefined;
   const code = get('pairing-code');
   if (code !== undefined) {
-    const backend = backendBase(required('backend'));
+    const backend = baseUrlFlag('backend', required('backend'));
     const paired = await pairAsAssistant({ backend, code, onSas: (shown) => process.stderr.write(`Short authentication string: ${shown} (the client must show the same)\n`) });
     writeKeysFile(keysFile, {
       kind: 'assistant-relay/assistant-keys',
