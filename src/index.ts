@@ -1,12 +1,13 @@
 /** The public contract of `assistant-relay`: the embedding API, the agent port, and the wire types. */
 export { createAssistantHost, type AssistantHost, type AssistantHostOptions, type ListenOptions, type ReasoningChannelOptions } from './adapters/host.js';
+export { createBackendRelay, type BackendRelay, type BackendRelayOptions } from './adapters/backend-relay.js';
 export { Plugin, startPlugin, type PluginOptions, type PluginStatus } from './adapters/plugin/index.js';
 export { builtinReasoner, commandReasoner, openAiReasoner } from './adapters/reasoners/index.js';
 export { PairingFailed, pairAsAssistant, pairAsClient, type Paired, type PairingOptions } from './adapters/client/pairing.js';
 export { FormBClient, type ConversationContext, type ConversationEntry, type ConversationStore, type FormBClientOptions } from './adapters/client/form-b.js';
-export { AssistantKeysFile, ClientKeysFile, KeysFileError, keyringOfFile, readKeysFile, storedKeys, writeKeysFile } from './adapters/byo/keys-file.js';
+export { AssistantKeys, AssistantKeysFile, ClientKeysFile, KeysFileError, keyringOfFile, readKeysFile, storedKeys, writeKeysFile } from './adapters/byo/keys-file.js';
 export { ReasonerError, type Reasoner, type ReasoningRequest } from './engine/reasoner.js';
-export { echoAgent, scriptAgent, BUILTIN_AGENTS, type BuiltinAgentName } from './adapters/agents/index.js';
+export { approvalsAgent, echoAgent, scriptAgent, insightsAgent, BUILTIN_AGENTS, type BuiltinAgentName } from './adapters/agents/index.js';
 export type { Agent, ReplySink, Turn, MemoryEntry } from './engine/agent.js';
 export type { Clock, IdSource } from './engine/clock.js';
 export type { ConversationView, DeliveryStats, SessionView, TaskSessionView } from './engine/view.js';

@@ -98,6 +98,8 @@ export interface ReasoningChannelOptions {
   readonly maxConcurrentJobs?: number;
   /** The pairing's keys (as `PluginOptions.keys`): with them, BYO jobs are opened and answered sealed. */
   readonly keys?: PluginOptions['keys'];
+  /** Takes the key rotations the client asks for (as `PluginOptions.rotate`; `AssistantKeys.rotate` keeps them in its keys file). */
+  readonly rotate?: PluginOptions['rotate'];
 }
 
 export interface ListenOptions {
@@ -239,6 +241,7 @@ function startReasoningChannel(backend: ReasoningChannelOptions, host: Assistant
     providerKind: backend.providerKind ?? 'assistant-relay',
     ...(backend.maxConcurrentJobs !== undefined ? { maxConcurrentJobs: backend.maxConcurrentJobs } : {}),
     ...(backend.keys !== undefined ? { keys: backend.keys } : {}),
+    ...(backend.rotate !== undefined ? { rotate: backend.rotate } : {}),
     ...(host.clock ? { clock: host.clock } : {}),
     // The plugin calls only the level methods, which every pino-compatible logger has.
     ...(host.logger ? { logger: host.logger.child({ component: 'plugin' }) as unknown as NonNullable<PluginOptions['logger']> } : {}),

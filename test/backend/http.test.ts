@@ -6,7 +6,7 @@ import { randomUUID } from 'node:crypto';
 import { afterEach, describe, expect, it } from 'vitest';
 import { Backend } from '../../src/engine/backend/backend.js';
 import type { NewIntegration } from '../../src/engine/backend/integrations.js';
-import { IntegrationView, ReasoningJob, toBase64Url, tokenDigest } from '../../src/protocol/index.js';
+import { IntegrationView, ReasoningJob, toBase64Url } from '../../src/protocol/index.js';
 import { heartbeatOf, serveBackend } from '../support/backend.js';
 import { request } from '../support/http.js';
 import { countEvents } from '../support/log.js';
@@ -24,8 +24,8 @@ afterEach(async () => {
   for (const stop of stops.splice(0).reverse()) await stop();
 });
 
-async function startBackend(operatorTokenDigest?: string): Promise<Running> {
-  const served = await serveBackend(operatorTokenDigest === undefined ? {} : { operatorTokenDigest });
+async function startBackend(operatorToken?: string): Promise<Running> {
+  const served = await serveBackend(operatorToken === undefined ? {} : { operatorToken });
   stops.push(() => served.stop());
   const created = await served.backend.integrations.create('assistant-relay');
   if ('refused' in created) throw new Error(created.refused.message);
@@ -172,7 +172,7 @@ describe('backend over HTTP: the operator\'s admin routes', () => {
   });
 
   it('create, list, rotate and revoke integrations; the old token stops working at once', async () => {
-    const r = await startBackend(tokenDigest(OPERATOR));
+    const r = await startBackend(OPERATOR);
     const created = await request(admin(r), { token: OPERATOR, body: {} });
     expect(created).toMatchObject({ status: 201, body: { integration_id: expect.any(String), provider_kind: 'assistant-relay' } });
     const fresh = created.body as NewIntegration;
@@ -210,7 +210,7 @@ describe('backend over HTTP: the operator\'s admin routes', () => {
   });
 
   it('refuse a wrong token, a provider that cannot be used, an unknown integration and malformed input, appending nothing', async () => {
-    const r = await startBackend(tokenDigest(OPERATOR));
+    const r = await startBackend(OPERATOR);
     const before = countEvents(r.db);
     expect(await request(admin(r), { token: r.integration.client_token })).toMatchObject({ status: 401, body: { error: { code: 'unauthorized' } } });
     expect(await request(admin(r), { body: {} })).toMatchObject({ status: 401 });

@@ -1,5 +1,8 @@
-/** A closing host: requests that still arrive get 503 `shutting_down` with our body, not fastify's. */
-import { afterEach, describe, it } from 'vitest';
+/**
+ * A closing host: requests that still arrive get 503 `shutting_down` with our body, not fastify's; a
+ * connection that never sent anything does not hold the close up.
+ */
+import { afterEach, describe, expect, it } from 'vitest';
 import { RawSocket } from '../support/raw-socket.js';
 import { Relay, expectError, stopAll, until } from './fixture.js';
 
@@ -17,5 +20,14 @@ describe('a closing host', () => {
     await socket.untilClosed();
     expectError(socket.response(), 'shutting_down');
     await closing;
+  });
+
+  it('ends a connection on which nothing was ever sent, instead of waiting for its client to drop it', { timeout: 10_000 }, async () => {
+    // Far longer than the test may take: the host must not wait for Node to time the connection out.
+    const relay = await Relay.start({ headersTimeoutMs: 60_000, requestTimeoutMs: 60_000 });
+    const spare = await RawSocket.connect(relay.url);
+    await relay.t.host.close();
+    await spare.untilClosed();
+    expect(spare.received).toBe('');
   });
 });

@@ -3,12 +3,9 @@ import { randomUUID } from 'node:crypto';
 import { rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { expect } from 'vitest';
-import { buildBackendServer } from '../../src/adapters/backend/server.js';
-import { HTTP_LIMITS } from '../../src/adapters/http/limits.js';
-import { Backend, type BackendConfig } from '../../src/engine/backend/backend.js';
-import { backendStreamOf, type BackendEvent } from '../../src/machines/backend-events.js';
+import { createBackendRelay } from '../../src/adapters/backend-relay.js';
+import type { Backend, BackendConfig } from '../../src/engine/backend/backend.js';
 import { PURPOSES, type Heartbeat, type JobPurpose } from '../../src/protocol/index.js';
-import { EventLog } from '../../src/storage/event-log.js';
 import { tempDir } from './host.js';
 import { request } from './http.js';
 
@@ -23,32 +20,24 @@ export interface ServedBackend {
 
 /** A backend engine on a real SQLite log in `dir`, served over loopback HTTP. */
 export async function serveBackend(
-  options: { readonly dir?: string; readonly config?: BackendConfig; readonly operatorTokenDigest?: string; readonly corsOrigins?: readonly string[] } = {},
+  options: { readonly dir?: string; readonly config?: BackendConfig; readonly operatorToken?: string; readonly corsOrigins?: readonly string[] } = {},
 ): Promise<ServedBackend> {
   const dir = options.dir ?? tempDir();
   const db = join(dir, 'backend.db');
-  const log = EventLog.open<BackendEvent>({ path: db, streamOf: backendStreamOf });
-  const backend = await Backend.start(log, options.config);
-  const app = await buildBackendServer(backend, {
-    limits: HTTP_LIMITS,
-    ...(options.operatorTokenDigest === undefined ? {} : { operatorTokenDigest: options.operatorTokenDigest }),
+  const relay = await createBackendRelay({
+    db,
+    ...(options.config === undefined ? {} : { config: options.config }),
+    ...(options.operatorToken === undefined ? {} : { operatorToken: options.operatorToken }),
     ...(options.corsOrigins === undefined ? {} : { corsOrigins: options.corsOrigins }),
   });
-  const url = await app.listen({ host: '127.0.0.1', port: 0 });
-  let stopped = false;
+  const url = await relay.listen();
   return {
     url,
     dir,
     db,
-    backend,
+    backend: relay.backend,
     async stop({ remove = true } = {}) {
-      if (!stopped) {
-        stopped = true;
-        const closing = app.close();
-        await backend.close();
-        await closing;
-        await log.close();
-      }
+      await relay.close();
       if (remove) rmSync(dir, { recursive: true, force: true });
     },
   };

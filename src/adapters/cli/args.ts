@@ -41,7 +41,8 @@ export const USAGE = `usage: assistant-relay serve [options]
   --db FILE                SQLite event log (default data/assistant-relay.db)
   --token T                bearer token clients must present
   --token-file FILE        read the token from FILE, creating it with a random token if absent
-  --agent echo|script      built-in agent (default echo)
+  --agent echo|script|approvals
+                           built-in agent (default echo)
   --insights builtin|off   answer insights: sessions with a live analysis by the builtin reasoner
                            (default off: the agent answers them)
   --form A|B               chat channel form of new sessions: A, tasks and a reply stream;

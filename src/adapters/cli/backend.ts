@@ -3,12 +3,10 @@
  * `assistant-relay backend integration create`, which creates an integration in a log no backend holds
  * (the lock refuses it otherwise) and prints its tokens, once.
  */
-import { tokenDigest } from '../../protocol/index.js';
 import { Backend } from '../../engine/backend/backend.js';
 import { backendStreamOf, type BackendEvent } from '../../machines/backend-events.js';
 import { EventLog } from '../../storage/event-log.js';
-import { buildBackendServer } from '../backend/server.js';
-import { HTTP_LIMITS } from '../http/limits.js';
+import { createBackendRelay } from '../backend-relay.js';
 import { UsageError, integer, logLevelOf, parseOrigins, readFlags } from './flags.js';
 import { exitOnFatal, jsonLogger, readTokenFile, runUntilSignalled } from './service.js';
 
@@ -47,28 +45,11 @@ export async function backendCommand(argv: readonly string[], env: NodeJS.Proces
   const corsOrigins = parseOrigins('cors-origin', get('cors-origin'));
   const logger = jsonLogger(logLevelOf(get('log-level')));
   const tokenFile = get('token-file');
-  const operatorTokenDigest = tokenFile === undefined ? undefined : tokenDigest(readTokenFile(tokenFile, { create: true }));
-  const log = openLog(db);
-  let backend: Backend;
-  try {
-    backend = await Backend.start(log, {
-      onFatal: exitOnFatal(logger),
-      onError: (error, { what }) => logger.error({ err: error }, `${what} failed`),
-    });
-  } catch (error) {
-    await log.close();
-    throw error;
-  }
-  const app = await buildBackendServer(backend, { limits: HTTP_LIMITS, logger, corsOrigins, ...(operatorTokenDigest === undefined ? {} : { operatorTokenDigest }) });
-  const url = await app.listen({ host: get('host') ?? '127.0.0.1', port: integer('port', get('port') ?? '8788', 0, 65535) });
-  logger.info({ url, db, epoch: backend.epoch, admin_routes: operatorTokenDigest !== undefined, cors_origins: corsOrigins }, 'serving');
-  runUntilSignalled(logger, { listening: url }, async () => {
-    // Late requests get 503 while the streams end; then the server is done and the log closes.
-    const closing = app.close();
-    await backend.close();
-    await closing;
-    await log.close();
-  });
+  const operatorToken = tokenFile === undefined ? undefined : readTokenFile(tokenFile, { create: true });
+  const relay = await createBackendRelay({ db, corsOrigins, logger, config: { onFatal: exitOnFatal(logger) }, ...(operatorToken === undefined ? {} : { operatorToken }) });
+  const url = await relay.listen({ host: get('host') ?? '127.0.0.1', port: integer('port', get('port') ?? '8788', 0, 65535) });
+  logger.info({ url, db, epoch: relay.epoch, admin_routes: operatorToken !== undefined, cors_origins: corsOrigins }, 'serving');
+  runUntilSignalled(logger, { listening: url }, () => relay.close());
 }
 
 async function integrationCommand(argv: readonly string[], env: NodeJS.ProcessEnv): Promise<void> {

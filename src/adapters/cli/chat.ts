@@ -51,14 +51,15 @@ export async function chatCommand(argv: readonly string[], env: NodeJS.ProcessEn
     if (text === '') continue;
     if (json) show('said', { text });
     const task = client.send(session, text);
-    const done = follow(task, show).finally(() => pending.delete(done));
+    const done = followTask(task, show).finally(() => pending.delete(done));
     pending.add(done);
   }
   await Promise.all(pending);
   client.close();
 }
 
-async function follow(task: TaskHandle, show: (kind: string, fields: Record<string, unknown>) => void): Promise<void> {
+/** Shows a task's progress and its end (reply or error) as they come, each as one event of `show`. */
+export async function followTask(task: TaskHandle, show: (kind: string, fields: Record<string, unknown>) => void): Promise<void> {
   task.onProgress((progress) => show('progress', { task_id: task.task_id, status: progress.status, label: progress.label }));
   try {
     const reply = await task.reply;
@@ -72,7 +73,7 @@ async function follow(task: TaskHandle, show: (kind: string, fields: Record<stri
 }
 
 /** The line a person reads for each event. */
-function textOf(kind: string, fields: Record<string, unknown>): string {
+export function textOf(kind: string, fields: Record<string, unknown>): string {
   switch (kind) {
     case 'progress':
       return fields.status === 'typing' ? `  … ${String(fields.label)}` : `  ⚙ ${String(fields.label)}`;

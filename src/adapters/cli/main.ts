@@ -3,7 +3,8 @@
  * The `assistant-relay` command: `serve` runs the host standalone, `backend` the backend relay, `plugin`
  * the assistant plugin; `pair` pairs a client with an assistant through a backend (`rekey` rotates its
  * keys), `chat` talks with a host from a terminal, `call` plays a recorded call into Insights, `job` creates and
- * follows reasoning jobs as a client, and `integrations` shows what a client can read of its integration. A server prints exactly one line on stdout when ready,
+ * follows reasoning jobs as a client, `integrations` shows what a client can read of its integration, and
+ * `demo` (what `npm start` runs) the whole system on this machine, walked through by a client. A server prints exactly one line on stdout when ready,
  * `{"listening":"http://H:PORT"}`; everything else is structured JSON logging on stderr, tokens redacted.
  */
 import { BUILTIN_AGENTS, insightsAgent } from '../agents/index.js';
@@ -13,6 +14,7 @@ import { USAGE, parseServeArgs, type ServeOptions } from './args.js';
 import { BACKEND_USAGE, backendCommand } from './backend.js';
 import { CALL_USAGE, callCommand } from './call.js';
 import { CHAT_USAGE, chatCommand } from './chat.js';
+import { DEMO_USAGE, demoCommand } from './demo.js';
 import { UsageError } from './flags.js';
 import { INTEGRATIONS_USAGE, integrationsCommand } from './integrations.js';
 import { JOB_USAGE, jobCommand } from './job.js';
@@ -66,6 +68,7 @@ const COMMANDS: Record<string, { readonly run: (argv: readonly string[]) => Prom
   integrations: { run: (argv) => integrationsCommand(argv, process.env), usage: INTEGRATIONS_USAGE },
   chat: { run: (argv) => chatCommand(argv, process.env), usage: CHAT_USAGE },
   call: { run: (argv) => callCommand(argv, process.env), usage: CALL_USAGE },
+  demo: { run: (argv) => demoCommand(argv, process.env), usage: DEMO_USAGE },
 };
 
 const ALL_USAGE = Object.values(COMMANDS).map(({ usage }) => usage).join('\n\n');

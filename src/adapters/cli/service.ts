@@ -10,14 +10,16 @@ import { newToken } from '../../protocol/index.js';
 import { createPrivateFile, exposure, makePrivateFolder } from '../../storage/private-files.js';
 import { UsageError, type LogLevel } from './flags.js';
 
-export function jsonLogger(level: LogLevel): Logger {
+/** JSON lines on stderr, or appended to `file` (its folder made private if it is new). */
+export function jsonLogger(level: LogLevel, file?: string): Logger {
+  if (file !== undefined) makePrivateFolder(dirname(file));
   const logger = pino(
     {
       name: 'assistant-relay',
       level,
       redact: { paths: ['req.headers.authorization', 'token', '*.token', 'callback.token', 'relay_token', 'client_token'], censor: '[redacted]' },
     },
-    pino.destination({ fd: 2, sync: false }),
+    file === undefined ? pino.destination({ fd: 2, sync: false }) : pino.destination({ dest: file, sync: true }),
   );
   // Node would print process warnings (deprecations and the like) as plain text on stderr: log them as JSON instead.
   process.removeAllListeners('warning');
@@ -39,6 +41,12 @@ export function exitOnFatal(logger: Logger): (error: unknown) => void {
  * supervisor may signal as soon as it reads the line, and must get a clean close.
  */
 export function runUntilSignalled(logger: Logger, ready: Record<string, unknown>, close: () => Promise<void>): void {
+  closeOnSignals(logger, close);
+  process.stdout.write(`${JSON.stringify(ready)}\n`);
+}
+
+/** Closes on the first SIGTERM or SIGINT (exit code 0, or 1 if the close fails), and exits at once on a second. */
+export function closeOnSignals(logger: Logger, close: () => Promise<void>): void {
   let stopping = false;
   const stop = (signal: NodeJS.Signals) => {
     if (stopping) {
@@ -63,7 +71,6 @@ export function runUntilSignalled(logger: Logger, ready: Record<string, unknown>
   };
   process.on('SIGTERM', stop);
   process.on('SIGINT', stop);
-  process.stdout.write(`${JSON.stringify(ready)}\n`);
 }
 
 /**

@@ -1,7 +1,7 @@
 /**
  * A fastify instance with what every HTTP surface of ours has (the host's and the backend's): the time
  * limits, our error body on every failure (Node's own answers included), UTF-8 JSON bodies only, and
- * `GET /healthz`; and CORS for the browser origins an operator lists (none by default: then no
+ * `GET /healthz`; a close that does not wait for connections that never sent a request; and CORS for the browser origins an operator lists (none by default: then no
  * cross-origin browser request is let through). Each surface registers its routes on it.
  */
 import cors from '@fastify/cors';
@@ -12,6 +12,7 @@ import { healthPlugin } from './health.js';
 import { jsonBodyPlugin } from './json-body.js';
 import type { HttpLimits } from './limits.js';
 import { RequestLogController } from './request-log.js';
+import { closeSpareConnectionsOnClose } from './spare-connections.js';
 
 export interface HttpAppOptions {
   readonly limits: HttpLimits;
@@ -52,6 +53,7 @@ export async function newHttpApp(options: HttpAppOptions): Promise<FastifyInstan
     frameworkErrors: answerError,
     clientErrorHandler: answerClientError,
   });
+  closeSpareConnectionsOnClose(app);
   if ((options.corsOrigins ?? []).length > 0) await app.register(cors, { ...CORS, origin: [...options.corsOrigins!] });
   await app.register(errorsPlugin);
   await app.register(jsonBodyPlugin);

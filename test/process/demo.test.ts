@@ -1,0 +1,106 @@
+/**
+ * `npm start` (`assistant-relay demo`, issue 11): the whole system on one machine as a person starts it,
+ * a real child process: it pairs, probes, plays a call with live insights, chats in both forms with an
+ * approval step, gets the summary as a BYO job, prints the timeline and exits 0; what it shows comes from
+ * the transcript it plays, through the reasoner; `--keep` stays up for other clients until Ctrl-C.
+ */
+import { readFileSync, statSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterEach, expect, it } from 'vitest';
+import { FormAClient } from '../../src/client.js';
+import { IntegrationView } from '../../src/protocol/index.js';
+import { killChildren, runCli, start, useChildFolder } from '../support/child.js';
+import { eventually } from '../support/wait.js';
+
+const folder = useChildFolder();
+afterEach(killChildren);
+
+const UUID = '[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}';
+
+/** What `who` said on the timeline (a line is `  12.34s  who       what`: 20 columns before the what). */
+const said = (stdout: string, who: string) =>
+  stdout
+    .split('\n')
+    .filter((line) => /^\s*\d+\.\d+s  /.test(line) && line.slice(10, 19).trim() === who)
+    .map((line) => line.slice(20));
+
+it('runs the whole system, walks a client through it, prints the timeline, and exits 0', { timeout: 90_000 }, async () => {
+  const data = join(folder(), 'data');
+  const run = await runCli(['demo', '--data', data, '--pace', '20ms']);
+  expect(run.code, run.stderr).toBe(0);
+  const out = run.stdout;
+
+  expect(out).toMatch(/short authentication string (\d{3} \d{3}) on the client, \1 on the assistant: the same/);
+  expect(out).toMatch(new RegExp(`paired: integration ${UUID}`));
+  expect(said(out, 'plugin').join('\n')).toMatch(/online at the backend: .* reasoner builtin/);
+  expect(said(out, 'probe').join('\n')).toMatch(/completed: skills live_analysis, session_summary/);
+  expect(said(out, 'call').filter((line) => /^\s*(Maya|Daniel): /.test(line))).toHaveLength(26);
+  expect(said(out, 'insight').length).toBeGreaterThan(0);
+
+  expect(said(out, 'chat A')).toEqual([
+    'you: Send Daniel the follow-up email with the pricing sheet',
+    '  … thinking',
+    'assistant: About to: Send Daniel the follow-up email with the pricing sheet. Reply /approve to go ahead or /deny to cancel.',
+    'you: /approve',
+    '  ⚙ carrying out: Send Daniel the follow-up email with the pricing sheet',
+    'assistant: Done: Send Daniel the follow-up email with the pricing sheet.',
+  ]);
+  const chatB = said(out, 'chat B');
+  expect(chatB).toContain('  … thinking (the typing indicator shows)');
+  expect(chatB).toContain('assistant: Cancelled: Book a 30-minute check-in with Daniel for next Tuesday.');
+
+  const summary = said(out, 'summary');
+  expect(summary.at(-2)).toMatch(/BYO job .*: completed/);
+  expect(out).toMatch(/Summary: 26 utterances from Maya, Daniel/);
+  expect(out).toContain('Where to look next:');
+
+  for (const file of ['backend.db', 'assistant-relay.db', 'assistant-relay.plugin.db', 'form-b.db', 'demo.log']) expect(statSync(join(data, file)).size).toBeGreaterThan(0);
+  for (const file of ['client-keys.json', 'assistant-keys.json', 'token']) expect(statSync(join(data, file)).mode & 0o077).toBe(0);
+});
+
+it('shows insights and a summary drawn from the transcript it plays, and a second run pairs afresh', { timeout: 90_000 }, async () => {
+  const dir = folder();
+  const transcript = join(dir, 'call.txt');
+  writeFileSync(
+    transcript,
+    ['Zed: We are worried the Quokka migration is delayed again.', 'Ada: I will send the Quokka rollback plan by Monday.', 'Zed: We agreed to go with the Quokka pilot.'].join('\n'),
+  );
+  const args = ['demo', '--data', join(dir, 'data'), '--transcript', transcript, '--pace', '20ms'];
+  const first = await runCli(args);
+  expect(first.code, first.stderr).toBe(0);
+  expect(said(first.stdout, 'insight').join('\n')).toContain('Quokka migration is delayed again');
+  expect(first.stdout).toMatch(/Summary: 3 utterances from Zed, Ada/);
+  expect(first.stdout).toContain('- I will send the Quokka rollback plan by Monday. (Ada)');
+  expect(first.stdout).toContain('✓ We agreed to go with the Quokka pilot.');
+  expect(first.stdout).not.toContain('Maya');
+
+  const integration = new RegExp(`paired: integration (${UUID})`).exec(first.stdout)![1];
+  const second = await runCli(args);
+  expect(second.code, second.stderr).toBe(0);
+  expect(second.stdout).toContain(`the integration of the run before, ${integration}, is revoked`);
+  expect(new RegExp(`paired: integration (${UUID})`).exec(second.stdout)![1]).not.toBe(integration);
+});
+
+it('with --keep stays up for other clients, and stops cleanly on Ctrl-C', { timeout: 90_000 }, async () => {
+  const dir = folder();
+  const transcript = join(dir, 'call.txt');
+  writeFileSync(transcript, 'Zed: A short call.\n');
+  const data = join(dir, 'data');
+  const running = start(['demo', '--keep', '--data', data, '--transcript', transcript, '--pace', '10ms'], {});
+  const out = await eventually('the demo to say it keeps running', () => running.output.stdout, (text) => text.includes('Ctrl-C stops it'), { timeoutMs: 60_000 });
+  const [, url, tokenFile] = /assistant-relay chat --url (\S+) --token-file (\S+)/.exec(out)!;
+
+  // Another client, on the host the demo left running: an approval step of its own.
+  const client = new FormAClient({ url: url!, token: readFileSync(tokenFile!, 'utf8').trim() });
+  const asked = await client.send('kept', 'Order lunch for the team').reply;
+  expect(asked).toMatchObject({ status: 'message', reply_text: 'About to: Order lunch for the team. Reply /approve to go ahead or /deny to cancel.' });
+  expect(await client.send('kept', '/approve').reply).toMatchObject({ status: 'message', reply_text: 'Done: Order lunch for the team.' });
+  client.close();
+
+  const integrations = await runCli(['integrations', '--keys', join(data, 'client-keys.json')]);
+  expect(integrations.code, integrations.stderr).toBe(0);
+  expect(IntegrationView.array().parse(JSON.parse(integrations.stdout))[0]).toMatchObject({ state: 'online', capability_profile: { provider_kind: 'assistant-relay' } });
+
+  running.child.kill('SIGINT');
+  expect(await running.exited).toEqual({ code: 0, signal: null });
+});
