@@ -71,6 +71,10 @@ export interface AssistantHostOptions {
   readonly connectionIdleTimeoutMs?: number;
   /** Retention (backlog replies and bytes, evicted-task ledger) and agent memory bounds. */
   readonly limits?: Partial<SessionLimits>;
+  /** Committed events between two snapshots of the folded state (a start folds only what follows the newest). Default 10,000. */
+  readonly snapshotEveryEvents?: number;
+  /** Sessions that ended longer ago than this are forgotten and their events removed from the log. Default 7 days; `Infinity` keeps everything. */
+  readonly retentionMs?: number;
   /** A pino-compatible logger; none by default. */
   readonly logger?: FastifyBaseLogger;
   readonly clock?: Clock;
@@ -181,6 +185,8 @@ export async function createAssistantHost(options: AssistantHostOptions): Promis
       ...(options.maxReadersPerSession !== undefined ? { maxReadersPerSession: options.maxReadersPerSession } : {}),
       ...(options.readerMaxQueuedBytes !== undefined ? { readerMaxQueuedBytes: options.readerMaxQueuedBytes } : {}),
       ...(options.limits ? { limits: options.limits } : {}),
+      ...(options.snapshotEveryEvents !== undefined ? { snapshotEveryEvents: options.snapshotEveryEvents } : {}),
+      ...(options.retentionMs !== undefined ? { retentionMs: options.retentionMs } : {}),
       ...(options.onFatal ? { onFatal: options.onFatal } : {}),
       // Without a logger, failures nobody awaits still surface: the engine's default makes them process warnings.
       ...(options.logger ? loggedFailures(options.logger) : {}),

@@ -5,6 +5,8 @@ import type { SessionLimits } from '../machines/session.js';
 import type { Agent, Turn } from './agent.js';
 import type { CallbackTransport } from './callback.js';
 import { randomIds, systemClock, type Clock, type IdSource } from './clock.js';
+import { DEFAULT_RETENTION_MS } from './retention.js';
+import { SNAPSHOT_EVERY_EVENTS } from './snapshots.js';
 
 export interface EngineConfig {
   readonly agent: Agent;
@@ -21,6 +23,10 @@ export interface EngineConfig {
   readonly readerMaxQueuedBytes?: number;
   /** Retention, memory and duplicate-check bounds; defaults are the spec's minimums. */
   readonly limits?: Partial<SessionLimits>;
+  /** Committed events between two snapshots of the fold (engine/snapshots.ts). Default 10,000. */
+  readonly snapshotEveryEvents?: number;
+  /** Sessions ended longer ago than this are forgotten and their events removed (engine/retention.ts). Default 7 days; `Infinity` keeps everything. */
+  readonly retentionMs?: number;
   /** Called when the log cannot be written: memory and log have diverged, so the process must restart. */
   readonly onFatal?: (error: unknown) => void;
   readonly onAgentError?: (error: unknown, turn: Turn) => void;
@@ -64,6 +70,8 @@ export interface Settings {
   readonly maxReaders: number;
   readonly readerMaxQueuedBytes: number;
   readonly limits: SessionLimits;
+  readonly snapshotEveryEvents: number;
+  readonly retentionMs: number;
   readonly onFatal: (error: unknown) => void;
   readonly onAgentError: (error: unknown, turn: Turn) => void;
   readonly onError: (error: unknown, context: FailureContext) => void;
@@ -82,6 +90,8 @@ export function settingsOf(config: EngineConfig): Settings {
     maxReaders: config.maxReadersPerSession ?? LIMITS.maxReadersPerSession,
     readerMaxQueuedBytes: config.readerMaxQueuedBytes ?? LIMITS.readerMaxQueuedBytes,
     limits: { ...DEFAULT_LIMITS, ...config.limits },
+    snapshotEveryEvents: config.snapshotEveryEvents ?? SNAPSHOT_EVERY_EVENTS,
+    retentionMs: config.retentionMs ?? DEFAULT_RETENTION_MS,
     onFatal: config.onFatal ?? crash,
     onAgentError: config.onAgentError ?? (() => {}),
     // Unreported failures are bugs: without a handler they surface as the process's own warning.

@@ -17,9 +17,12 @@ import { settingsOf, type EngineConfig, type Settings } from './config.js';
 import { HostClosingError, inBackground } from './failures.js';
 import { IdleDeadlines } from './idle.js';
 import { OutboxPump } from './outbox-pump.js';
-import { ChatProjection, replayableSession } from './projection.js';
+import { chatSnapshotCodec } from './chat-snapshot.js';
+import { ChatProjection, replayableSession, type ChatState } from './projection.js';
 import { Readers, type SubscribeResult } from './readers.js';
 import { recover } from './recovery.js';
+import { Retention, forgetEndedSessions } from './retention.js';
+import { SnapshotWriter, restoreSnapshot, type SnapshotCodec } from './snapshots.js';
 import type { SubscriberTransport } from './subscription-actor.js';
 import type { DeliveryStats, SessionView } from './view.js';
 
@@ -41,13 +44,30 @@ export class Engine implements CommandPort {
   private readonly runs: AgentRuns;
   private readonly outboxes: OutboxPump;
   private readonly idle: IdleDeadlines;
+  private readonly snapshots: SnapshotWriter<DomainEvent, ChatState>;
+  private readonly snapshotCodec: SnapshotCodec<ChatState>;
+  private readonly retention: Retention;
 
   private constructor(log: EventLog<DomainEvent>, config: EngineConfig) {
     const settings = (this.settings = settingsOf(config));
     this.epoch = settings.ids.token();
     this.form = settings.form;
     this.projection = new ChatProjection(settings.limits);
+    this.snapshotCodec = chatSnapshotCodec(this.projection, settings.limits);
+    // Before the after-commit handlers subscribe: a snapshot is taken before any of them appends.
+    this.snapshots = new SnapshotWriter(log, this.snapshotCodec, {
+      clock: settings.clock,
+      everyEvents: settings.snapshotEveryEvents,
+      failed: (error) => this.report(error, { what: 'writing a snapshot' }),
+    });
     this.appender = new Appender(log, (event) => this.projection.apply(event), settings.onFatal);
+    this.retention = new Retention({
+      clock: settings.clock,
+      retentionMs: settings.retentionMs,
+      pass: forgetEndedSessions(this.projection, log, (events) => this.appender.append(events), settings.clock),
+      compacted: () => this.snapshots.soon(),
+      report: (error) => this.report(error, { what: 'retention' }),
+    });
     this.afterCommit = new AfterCommit((error, handler, event) => this.report(error, { what: handler, ...(event ? { event } : {}) }));
     this.runs = new AgentRuns(this.projection, this, settings);
     this.readers = new Readers(this.projection, settings, (sessionId) => replayableSession(settings.limits, this.appender.history(sessionId)));
@@ -59,14 +79,19 @@ export class Engine implements CommandPort {
     for (const handler of [this.runs, this.readers, this.outboxes, this.idle]) this.afterCommit.add(handler);
   }
 
-  /** Folds the log, starts a new epoch, and recovers what a crash left in flight. */
+  /** Folds the log (from its newest good snapshot on), starts a new epoch, and recovers what a crash left in flight. */
   static async start(log: EventLog<DomainEvent>, config: EngineConfig): Promise<Engine> {
     const engine = new Engine(log, config);
-    for (const { event } of log.read()) engine.projection.apply(event);
+    const restored = restoreSnapshot(log, engine.snapshotCodec, (position, reason) =>
+      engine.report(new Error(reason), { what: `using the snapshot at position ${position}` }),
+    );
+    if (restored !== undefined) engine.projection.restore(restored.state);
+    for (const { event } of log.read(restored?.position)) engine.projection.apply(event);
     log.onCommit((events) => engine.afterCommit.dispatch(events));
     const { clock } = engine.settings;
-    await engine.append([{ type: 'host.started', epoch: engine.epoch, form: engine.form, at: clock.now() }]);
+    await engine.append([{ type: 'host.started', epoch: engine.epoch, form: engine.form, limits: engine.settings.limits, at: clock.now() }]);
     await recover({ projection: engine.projection, commands: engine, clock, idle: engine.idle, outboxes: engine.outboxes });
+    engine.retention.start();
     return engine;
   }
 
@@ -166,6 +191,8 @@ export class Engine implements CommandPort {
     this.outboxes.stop();
     this.readers.closeAll();
     this.runs.abortAll();
+    await this.retention.stop();
     await this.appender.settled();
+    await this.snapshots.close();
   }
 }

@@ -3,7 +3,7 @@
  * from the fold (last logged activity plus the TTL), never from when an event happened to be handled, so
  * a restart computes the same ones; one that passed while the host was down fires at once.
  */
-import type { DomainEvent } from '../machines/events.js';
+import { isHostEvent, type DomainEvent } from '../machines/events.js';
 import type { AfterCommitHandler } from './after-commit.js';
 import type { Clock } from './clock.js';
 import { Deadlines } from './deadlines.js';
@@ -24,7 +24,7 @@ export class IdleDeadlines implements AfterCommitHandler<DomainEvent> {
   }
 
   event(event: DomainEvent): void {
-    if (event.type === 'host.started' || event.type.startsWith('delivery.')) return;
+    if (isHostEvent(event) || event.type.startsWith('delivery.')) return;
     if (event.type === 'session.ended') this.deadlines.delete(event.session_id);
     else this.touch(event.session_id);
   }

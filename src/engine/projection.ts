@@ -24,6 +24,13 @@ import { sessionDecider } from '../machines/session-decider.js';
 import { isEnded, type SessionContext, type SessionLimits, type SessionSnapshot } from '../machines/session.js';
 import { conversationView, sessionView, type DeliveryStats, type SessionView } from './view.js';
 
+/** Everything the chat projection holds: what a snapshot stores (state-codec.ts encodes it). */
+export interface ChatState {
+  readonly sessions: ReadonlyMap<string, SessionSnapshot>;
+  readonly conversations: ReadonlyMap<string, ConversationSnapshot>;
+  readonly outboxes: ReadonlyMap<string, Outbox>;
+}
+
 export class ChatProjection {
   /** Form A sessions. */
   private readonly sessions = new Map<string, SessionSnapshot>();
@@ -39,11 +46,31 @@ export class ChatProjection {
     this.formB = conversationDecider(limits);
   }
 
+  /** The folded state as it stands (shared, not copied: encode it before folding on). */
+  state(): ChatState {
+    return { sessions: this.sessions, conversations: this.conversations, outboxes: this.outboxes };
+  }
+
+  /** Takes the state a snapshot held, in place of what was folded so far (nothing, at a start). */
+  restore(state: ChatState): void {
+    for (const [mine, theirs] of [[this.sessions, state.sessions], [this.conversations, state.conversations], [this.outboxes, state.outboxes]] as const) {
+      (mine as Map<string, unknown>).clear();
+      for (const [key, value] of theirs) (mine as Map<string, unknown>).set(key, value);
+    }
+  }
+
   /** Folds one event. */
   apply(event: DomainEvent): void {
     if (isDeliveryEvent(event)) return this.foldOutbox(event);
     switch (event.type) {
       case 'host.started':
+        return;
+      case 'sessions.forgotten':
+        for (const id of event.session_ids) {
+          this.sessions.delete(id);
+          this.conversations.delete(id);
+          this.outboxes.delete(id);
+        }
         return;
       case 'session.opened':
         return event.form === 'A' ? this.foldSession(event) : this.foldConversation(event);
@@ -151,6 +178,22 @@ export class ChatProjection {
     if (session !== undefined) return sessionView(session, readers, outbox);
     const conversation = this.conversations.get(sessionId);
     return conversation === undefined ? undefined : conversationView(conversation, outbox);
+  }
+
+  /**
+   * Sessions that ended before `endedBefore` with no callback delivery still queued, oldest end first, at
+   * most `max`: what retention may forget.
+   */
+  forgettable(endedBefore: number, max: number): string[] {
+    const ended: Array<[string, number]> = [];
+    for (const [id, snapshot] of [...this.sessions, ...this.conversations]) {
+      const endedAt = snapshot.context.endedAt;
+      if (endedAt !== undefined && endedAt < endedBefore && this.outbox(id).queue.size === 0) ended.push([id, endedAt]);
+    }
+    return ended
+      .sort((a, b) => a[1] - b[1])
+      .slice(0, max)
+      .map(([id]) => id);
   }
 
   /** Callback deliveries of every session: queued now, and how many succeeded or were abandoned. */

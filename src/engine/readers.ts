@@ -7,7 +7,7 @@
  */
 import { formatEventId, progressFrame, replyBytes, resyncFrame, terminalFrame, type EventId, type ResyncFrame } from '../protocol/index.js';
 import { resume } from '../machines/backlog.js';
-import type { DomainEvent } from '../machines/events.js';
+import { isHostEvent, type DomainEvent } from '../machines/events.js';
 import { isEnded, type SessionSnapshot } from '../machines/session.js';
 import type { Frame } from '../machines/subscription.js';
 import type { AfterCommitHandler } from './after-commit.js';
@@ -68,7 +68,7 @@ export class Readers implements AfterCommitHandler<DomainEvent> {
     let replyPending = false;
     let endPending = false;
     for (const event of uncommitted) {
-      if (event.type === 'host.started' || event.session_id !== sessionId) continue;
+      if (isHostEvent(event) || event.session_id !== sessionId) continue;
       if (event.type === 'task.settled' && event.seq !== undefined) replyPending = true;
       if (event.type === 'session.ended') endPending = true;
     }

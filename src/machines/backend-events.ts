@@ -12,6 +12,21 @@ export interface BackendStarted {
   readonly at: number;
 }
 
+/**
+ * Retention: jobs settled and pairings ended before `ended_before` are forgotten, as if never created;
+ * their events may then be removed from the log (a fold with or without them ends the same, since this
+ * event is folded either way). `sent` keeps each integration's stream position as it stood: the
+ * deliveries that told it may be among the removed events.
+ */
+export interface BackendForgotten {
+  readonly type: 'backend.forgotten';
+  readonly job_ids: readonly string[];
+  readonly pairing_ids: readonly string[];
+  readonly sent: Readonly<Record<string, number>>;
+  readonly ended_before: number;
+  readonly at: number;
+}
+
 /** An operator or a pairing created an integration: one paired assistant, with its two tokens, kept as digests only. */
 export interface IntegrationCreated {
   readonly type: 'integration.created';
@@ -93,7 +108,7 @@ export type IntegrationEvent =
   | IntegrationRekeyRequested
   | IntegrationRekeyAnswered;
 
-export type BackendEvent = BackendStarted | IntegrationEvent | JobEvent | PairingEvent;
+export type BackendEvent = BackendStarted | BackendForgotten | IntegrationEvent | JobEvent | PairingEvent;
 
 export function isJobEvent(event: BackendEvent): event is JobEvent {
   return event.type.startsWith('job.');
@@ -105,7 +120,7 @@ export function isPairingEvent(event: BackendEvent): event is PairingEvent {
 
 /** The log's stream of an event: its job, its integration, or '' for the backend's own. */
 export function backendStreamOf(event: BackendEvent): string {
-  if (event.type === 'backend.started') return '';
+  if (event.type === 'backend.started' || event.type === 'backend.forgotten') return '';
   if (isJobEvent(event)) return `job:${event.job_id}`;
   return isPairingEvent(event) ? `pairing:${event.pairing_id}` : `integration:${event.integration_id}`;
 }

@@ -3,6 +3,7 @@
  * the fold of these; nothing else is a source of truth. Time (`at`, epoch ms) and ids arrive as data.
  */
 import type { CallbackBlock, ProgressReply, ReplyBody, TerminalReply } from '../protocol/index.js';
+import type { SessionLimits } from './session.js';
 
 /** Why a task settled: the agent's own terminal reply, or one the host put in its place. */
 export type SettleCause = 'agent' | 'reply_too_large' | 'interrupted' | 'agent_error' | 'session_ended';
@@ -18,6 +19,11 @@ export interface HostStarted {
   readonly epoch: string;
   /** The form new sessions take (`serve --form`). */
   readonly form: Form;
+  /**
+   * The retention and memory bounds this process folds every session with (logs written before they were
+   * logged lack them: the defaults). A replay folds with the bounds of the last start before its end.
+   */
+  readonly limits?: SessionLimits;
   readonly at: number;
 }
 
@@ -218,12 +224,31 @@ export type DeliveryEvent = DeliveryAttempted | DeliveryFailed | DeliverySucceed
 export type SessionEvent = SessionOpened | TaskStarted | TaskProgressed | TaskSettled | ReplyDropped | SessionEnded;
 /** Events of a Form B conversation (the conversation statechart folds these). */
 export type ConversationEvent = SessionOpened | MessageReceived | ReplyQueued | TurnFinished | ReplyDropped | SessionEnded;
-export type DomainEvent = HostStarted | SessionEvent | ConversationEvent | DeliveryEvent;
+/**
+ * Retention: sessions that ended before `ended_before` are forgotten, as if never opened; their events
+ * may then be removed from the log (a fold with or without them ends the same, since this event is folded
+ * either way). A session id forgotten and used again opens a new session.
+ */
+export interface SessionsForgotten {
+  readonly type: 'sessions.forgotten';
+  readonly session_ids: readonly string[];
+  readonly ended_before: number;
+  readonly at: number;
+}
+
+/** Events of the host as a whole, in no session's stream. */
+export type HostEvent = HostStarted | SessionsForgotten;
+
+export type DomainEvent = HostEvent | SessionEvent | ConversationEvent | DeliveryEvent;
 export type DomainEventType = DomainEvent['type'];
 
 /** The log's stream of an event: its session, or '' for host-wide events. */
 export function streamOf(event: DomainEvent): string {
-  return event.type === 'host.started' ? '' : event.session_id;
+  return isHostEvent(event) ? '' : event.session_id;
+}
+
+export function isHostEvent(event: DomainEvent): event is HostEvent {
+  return event.type === 'host.started' || event.type === 'sessions.forgotten';
 }
 
 /**

@@ -16,6 +16,7 @@
  * Generic over the event type: storage knows rows, not lifecycles.
  */
 import Database from 'better-sqlite3';
+import { createHash } from 'node:crypto';
 import { dirname } from 'node:path';
 import {
   EventLogClosedError,
@@ -27,8 +28,41 @@ import { LogLock } from './log-lock.js';
 import { createPrivateFile, exposure, makePrivateFolder } from './private-files.js';
 
 /** Our files say who they are (`PRAGMA application_id`, "ARLY") and which layout they have. */
-const APPLICATION_ID = 0x41524c59;
+export const APPLICATION_ID = 0x41524c59;
 export const SCHEMA_VERSION = 1;
+const APPEND_ONLY_DELETE = `CREATE TRIGGER events_append_only_delete BEFORE DELETE ON events
+  BEGIN SELECT RAISE(ABORT, 'the event log is append-only'); END`;
+
+const SNAPSHOTS_TABLE = `CREATE TABLE IF NOT EXISTS snapshots (
+  position INTEGER PRIMARY KEY,
+  at INTEGER NOT NULL,
+  event_digest TEXT NOT NULL,
+  digest TEXT NOT NULL,
+  data TEXT NOT NULL
+) STRICT`;
+
+/** The snapshots of a log (open read-write or read-only), newest first, each judged against its digests. */
+export function readSnapshots(db: Database.Database): StoredSnapshot[] {
+  const exists = db.prepare("SELECT 1 FROM sqlite_schema WHERE type = 'table' AND name = 'snapshots'").get();
+  if (exists === undefined) return [];
+  const rows = db
+    .prepare('SELECT s.position, s.at, s.event_digest, s.digest, s.data, e.data AS event FROM snapshots s LEFT JOIN events e ON e.position = s.position ORDER BY s.position DESC')
+    .all() as Array<{ position: number; at: number; event_digest: string; digest: string; data: string; event: string | null }>;
+  return rows.map((row) => ({
+    position: row.position,
+    at: row.at,
+    data: row.data,
+    problem:
+      sha256(row.data) !== row.digest
+        ? 'its text is not what was written'
+        : row.event === null
+          ? `the event at position ${row.position} it was taken after is gone`
+          : sha256(row.event) !== row.event_digest
+            ? `the event at position ${row.position} is not the one it was taken after`
+            : undefined,
+  }));
+}
+
 /** A request and its agent's immediate answer: the two commits a lone turn needs. */
 export const EARLY_COMMITS_PER_TURN = 2;
 
@@ -41,6 +75,23 @@ export interface StoredEvent<E> {
   readonly position: number;
   readonly event: E;
 }
+
+/**
+ * A stored snapshot of the folded state as of `position`, with what was found wrong with it, if anything:
+ * its text is not what was written (`digest`), or the event at its position is not the one it was taken
+ * after (the log was swapped or restored under it).
+ */
+export interface StoredSnapshot {
+  readonly position: number;
+  readonly at: number;
+  readonly data: string;
+  readonly problem: string | undefined;
+}
+
+/** Snapshots kept: the newest, and the one before it in case the newest is found bad. */
+export const KEPT_SNAPSHOTS = 2;
+
+const sha256 = (text: string) => createHash('sha256').update(text).digest('hex');
 
 export interface EventLogOptions<E> {
   /** A file path (its missing folders are created), or ':memory:'. */
@@ -73,6 +124,8 @@ export class EventLog<E extends LogRecord> {
   private readonly listeners: Array<(events: readonly E[]) => void> = [];
   private failure: EventLogWriteError | undefined;
   private closed = false;
+  /** The position of the newest committed event (0 for none). */
+  private last = 0;
 
   private constructor(options: EventLogOptions<E>) {
     this.path = options.path;
@@ -92,6 +145,8 @@ export class EventLog<E extends LogRecord> {
         // One session's history is read on its own (a reconnect after its end): an index, not a table scan.
         // Added to logs made before it too; an index changes no row, so the schema version stays.
         this.db.exec('CREATE INDEX IF NOT EXISTS events_by_stream ON events (stream, position)');
+        // Snapshots came later: added to older logs as they are opened (a new table changes no row).
+        this.db.exec(SNAPSHOTS_TABLE);
       } catch (error) {
         this.db.close();
         throw error;
@@ -102,8 +157,9 @@ export class EventLog<E extends LogRecord> {
     }
     this.insert = this.db.prepare('INSERT INTO events (stream, type, at, data) VALUES (?, ?, ?, ?)');
     this.commitBatch = this.db.transaction((events: readonly E[]) => {
-      for (const e of events) this.insert.run(this.streamOf(e), e.type, e.at, JSON.stringify(e));
+      for (const e of events) this.last = Number(this.insert.run(this.streamOf(e), e.type, e.at, JSON.stringify(e)).lastInsertRowid);
     });
+    this.last = (this.db.prepare('SELECT coalesce(max(position), 0) AS last FROM events').get() as { last: number }).last;
   }
 
   static open<E extends LogRecord>(options: EventLogOptions<E>): EventLog<E> {
@@ -161,21 +217,69 @@ export class EventLog<E extends LogRecord> {
       ) STRICT;
       CREATE TRIGGER events_append_only_update BEFORE UPDATE ON events
         BEGIN SELECT RAISE(ABORT, 'the event log is append-only'); END;
-      CREATE TRIGGER events_append_only_delete BEFORE DELETE ON events
-        BEGIN SELECT RAISE(ABORT, 'the event log is append-only'); END;
+      ${APPEND_ONLY_DELETE};
       PRAGMA application_id = ${APPLICATION_ID};
       PRAGMA user_version = ${SCHEMA_VERSION};
       COMMIT;
     `);
   }
 
-  /** Every stored event, oldest first. */
-  *read(): IterableIterator<StoredEvent<E>> {
-    const rows = this.db.prepare('SELECT position, data FROM events ORDER BY position').iterate() as IterableIterator<{
+  /** Every stored event after `position` (default: all of them), oldest first. */
+  *read(after = 0): IterableIterator<StoredEvent<E>> {
+    const rows = this.db.prepare('SELECT position, data FROM events WHERE position > ? ORDER BY position').iterate(after) as IterableIterator<{
       position: number;
       data: string;
     }>;
     for (const row of rows) yield { position: row.position, event: JSON.parse(row.data) as E };
+  }
+
+  /** The position of the newest committed event of `stream`; 0 if it has none. */
+  lastPositionOf(stream: string): number {
+    return (this.db.prepare('SELECT coalesce(max(position), 0) AS last FROM events WHERE stream = ?').get(stream) as { last: number }).last;
+  }
+
+  /** The position of the newest committed event; 0 for an empty log. */
+  get lastPosition(): number {
+    return this.last;
+  }
+
+  /**
+   * Stores a snapshot of the folded state as of `position` (a committed event's), with the digests that
+   * let a start judge it, and keeps only the newest `KEPT_SNAPSHOTS`.
+   */
+  writeSnapshot(position: number, data: string, at: number): void {
+    if (this.closed) throw new EventLogClosedError();
+    const row = this.db.prepare('SELECT data FROM events WHERE position = ?').get(position) as { data: string } | undefined;
+    if (row === undefined) throw new RangeError(`no event at position ${position} to snapshot after`);
+    this.db.transaction(() => {
+      this.db.prepare('INSERT OR REPLACE INTO snapshots (position, at, event_digest, digest, data) VALUES (?, ?, ?, ?, ?)').run(position, at, sha256(row.data), sha256(data), data);
+      this.db.prepare('DELETE FROM snapshots WHERE position NOT IN (SELECT position FROM snapshots ORDER BY position DESC LIMIT ?)').run(KEPT_SNAPSHOTS);
+    })();
+  }
+
+  /**
+   * Removes the events of `streams` (sessions, jobs: aggregates the fold has forgotten) stored before
+   * `position`: retention's one exception to append-only, in one transaction that lifts the guard on
+   * deletes and puts it back. Never the newest event, so no position is used twice. Returns how many went.
+   */
+  removeStreams(streams: readonly string[], position: number): number {
+    if (this.closed) throw new EventLogClosedError();
+    if (position > this.last) throw new RangeError(`position ${position} is past the newest event (${this.last})`);
+    const remove = this.db.prepare('DELETE FROM events WHERE stream = ? AND position < ?');
+    return this.db.transaction(() => {
+      this.db.exec('DROP TRIGGER events_append_only_delete');
+      let removed = 0;
+      for (const stream of streams) if (stream !== '') removed += remove.run(stream, position).changes;
+      this.db.exec(APPEND_ONLY_DELETE);
+      // A snapshot taken after an event now gone could no longer be judged: it goes too.
+      this.db.exec('DELETE FROM snapshots WHERE position NOT IN (SELECT position FROM events)');
+      return removed;
+    })();
+  }
+
+  /** The stored snapshots, newest first, each with what is wrong with it (if anything). */
+  snapshots(): StoredSnapshot[] {
+    return readSnapshots(this.db);
   }
 
   /** The stored events of one stream (one session), oldest first. */

@@ -1,6 +1,7 @@
 /**
  * A statechart as a Mermaid `stateDiagram-v2`, read from the machine object alone (xstate's public
  * StateNode API), so that the pictures in docs/statecharts/ are derived from src/machines/ and cannot drift.
+ * The reading itself (which states, which arrows, what an arrow says) is exported: svg.ts draws the same.
  *
  * Layout: the state tree first, every state declared inside its parent with its initial and final arrows;
  * then every transition, at the top level. Mermaid puts a state in whichever block first names it, so a
@@ -10,16 +11,17 @@ import type { AnyStateMachine, AnyStateNode, AnyTransitionDefinition } from 'xst
 
 const INDENT = '  ';
 
+/** One arrow of a picture: a transition from a state to one of its targets. */
+export interface Arrow {
+  readonly source: AnyStateNode;
+  readonly target: AnyStateNode;
+  readonly transition: AnyTransitionDefinition;
+}
+
 export function toMermaid(machine: AnyStateMachine): string {
-  const root = machine.root;
-  const lines = ['stateDiagram-v2', ...block(root, 1, new Set())];
-  for (const node of descendants(root)) {
-    for (const transition of transitionsOf(node)) lines.push(...edges(node, transition));
-  }
-  // The root's transitions apply in every state; Mermaid has no box for the root, so each top-level
-  // state that still takes events (not a final one: the machine is done there) carries them.
-  for (const transition of transitionsOf(root)) {
-    for (const node of children(root)) if (node.type !== 'final') lines.push(...edges(node, transition));
+  const lines = ['stateDiagram-v2', ...block(machine.root, 1, new Set())];
+  for (const { source, target, transition } of arrowsOf(machine)) {
+    lines.push(`${INDENT}${idOf(source)} --> ${idOf(target)}: ${labelOf(transition)}`);
   }
   return lines.join('\n') + '\n';
 }
@@ -35,23 +37,45 @@ function block(node: AnyStateNode, depth: number, seen: Set<string>): string[] {
     seen.add(id);
     // The key is the label; it needs spelling out only when the id is not the key itself.
     const alias = id === child.key ? '' : `"${child.key}" as `;
-    if (child.type === 'compound') {
+    if (kindOf(child) === 'compound') {
       lines.push(`${pad}state ${alias}${id} {`, ...block(child, depth + 1, seen), `${pad}}`);
-    } else if (child.type === 'atomic' || child.type === 'final') {
-      lines.push(pad + (alias === '' ? id : `state ${alias}${id}`));
     } else {
-      throw new Error(`state ${child.id}: ${child.type} states are not drawn`);
+      lines.push(pad + (alias === '' ? id : `state ${alias}${id}`));
     }
   }
   for (const child of children(node)) if (child.type === 'final') lines.push(`${pad}${idOf(child)} --> [*]`);
   return lines;
 }
 
-/** One line per target; a transition without a target (or back to its source) is a self-loop. */
-function edges(from: AnyStateNode, transition: AnyTransitionDefinition): string[] {
-  const event = transition.eventType === '' ? 'always' : transition.eventType;
-  const guard = transition.guard === undefined ? '' : ` [${guardName(transition.guard)}]`;
-  return (transition.target ?? [from]).map((target) => `${INDENT}${idOf(from)} --> ${idOf(target)}: ${event}${guard}`);
+/** The kinds of state a picture draws; parallel and history states are refused rather than drawn wrong. */
+export function kindOf(node: AnyStateNode): 'compound' | 'atomic' | 'final' {
+  if (node.type === 'compound' || node.type === 'atomic' || node.type === 'final') return node.type;
+  throw new Error(`state ${node.id}: ${node.type} states are not drawn`);
+}
+
+/**
+ * Every arrow of the machine, in document order. The root's transitions come last: they apply in every
+ * state, and no box is drawn for the root, so each top-level state that still takes events (not a final
+ * one: the machine is done there) carries them.
+ */
+export function arrowsOf(machine: AnyStateMachine): Arrow[] {
+  const root = machine.root;
+  const arrows = descendants(root).flatMap((node) => transitionsOf(node).flatMap((transition) => arrowsFrom(node, transition)));
+  for (const transition of transitionsOf(root)) {
+    for (const node of children(root)) if (node.type !== 'final') arrows.push(...arrowsFrom(node, transition));
+  }
+  return arrows;
+}
+
+/** One arrow per target; a transition without a target (or back to its source) is a self-loop. */
+function arrowsFrom(source: AnyStateNode, transition: AnyTransitionDefinition): Arrow[] {
+  return (transition.target ?? [source]).map((target) => ({ source, target, transition }));
+}
+
+/** What an arrow says: its event (`(always)` for an eventless transition, as the machines' tables write it), then its guard. */
+export function labelOf(transition: AnyTransitionDefinition): string {
+  const event = transition.eventType === '' ? '(always)' : transition.eventType;
+  return transition.guard === undefined ? event : `${event} [${guardName(transition.guard)}]`;
 }
 
 function guardName(guard: NonNullable<AnyTransitionDefinition['guard']>): string {
@@ -65,12 +89,12 @@ function transitionsOf(node: AnyStateNode): AnyTransitionDefinition[] {
   return [...[...node.transitions.values()].flat(), ...(node.always ?? [])];
 }
 
-function children(node: AnyStateNode): AnyStateNode[] {
+export function children(node: AnyStateNode): AnyStateNode[] {
   return Object.values(node.states);
 }
 
 /** Every state below `node`, parents before children, in document order. */
-function descendants(node: AnyStateNode): AnyStateNode[] {
+export function descendants(node: AnyStateNode): AnyStateNode[] {
   return children(node).flatMap((child) => [child, ...descendants(child)]);
 }
 

@@ -17,6 +17,7 @@ import { DEMO_USAGE } from '../../src/adapters/cli/demo.js';
 import { REKEY_USAGE } from '../../src/adapters/cli/rekey.js';
 import { JOB_USAGE } from '../../src/adapters/cli/job.js';
 import { PLUGIN_USAGE } from '../../src/adapters/cli/plugin.js';
+import { REPLAY_USAGE } from '../../src/adapters/cli/replay.js';
 import { EventLog } from '../../src/storage/event-log.js';
 import { ServeChild, runCli, useChildFolder } from '../support/child.js';
 import { post, request, script } from '../support/http.js';
@@ -133,6 +134,7 @@ describe('serve: configuration', () => {
       ASSISTANT_RELAY_REQUEST_TIMEOUT: '1m',
       ASSISTANT_RELAY_CONNECTION_IDLE_TIMEOUT: '2s',
       ASSISTANT_RELAY_SESSION_IDLE_TTL: '30m',
+      ASSISTANT_RELAY_RETENTION: '2d',
       ASSISTANT_RELAY_DURABILITY: 'full',
       ASSISTANT_RELAY_LOG_LEVEL: 'warn',
     };
@@ -159,9 +161,11 @@ describe('serve: configuration', () => {
       requestTimeoutMs: 60_000,
       connectionIdleTimeoutMs: 2_000,
       sessionIdleTtlMs: 30 * 60_000,
+      retentionMs: 2 * 24 * 3_600_000,
       synchronous: 'full',
       logLevel: 'warn',
     });
+    expect(parseServeArgs(['--retention', 'off', '--token', 't'], {}).retentionMs).toBe(Infinity);
   });
 
   it('rejects every bad flag or environment value with a UsageError naming it (argument parsing)', () => {
@@ -170,6 +174,7 @@ describe('serve: configuration', () => {
       { args: ['--token', 'x', '--port', 'http'], says: /--port/ },
       { args: ['--token', 'x', '--port', '70000'], says: /--port/ },
       { args: ['--token', 'x', '--agent', 'nope'], says: /--agent/ },
+      { args: ['--token', 'x', '--retention', 'forever'], says: /--retention/ },
       { args: [], says: /--token/ },
       { args: ['--token', ''], says: /--token/ },
       { args: ['--token', 'x', '--max-readers', '0'], says: /--max-readers/ },
@@ -229,8 +234,8 @@ describe('serve: configuration', () => {
   it('prints the usage on stdout and exits 0 for --help: every command\'s at the top, one command\'s after it', async () => {
     const all = await runCli(['--help']);
     expect(all).toMatchObject({ code: 0, stderr: '' });
-    expect(all.stdout).toBe(`${[USAGE, BACKEND_USAGE, PLUGIN_USAGE, PAIR_USAGE, REKEY_USAGE, JOB_USAGE, INTEGRATIONS_USAGE, CHAT_USAGE, CALL_USAGE, DEMO_USAGE].join('\n\n')}\n`);
-    for (const [command, usage] of [['serve', USAGE], ['backend', BACKEND_USAGE], ['plugin', PLUGIN_USAGE], ['pair', PAIR_USAGE], ['rekey', REKEY_USAGE], ['job', JOB_USAGE], ['integrations', INTEGRATIONS_USAGE], ['chat', CHAT_USAGE], ['call', CALL_USAGE], ['demo', DEMO_USAGE]] as const) {
+    expect(all.stdout).toBe(`${[USAGE, BACKEND_USAGE, PLUGIN_USAGE, PAIR_USAGE, REKEY_USAGE, JOB_USAGE, INTEGRATIONS_USAGE, CHAT_USAGE, CALL_USAGE, DEMO_USAGE, REPLAY_USAGE].join('\n\n')}\n`);
+    for (const [command, usage] of [['serve', USAGE], ['backend', BACKEND_USAGE], ['plugin', PLUGIN_USAGE], ['pair', PAIR_USAGE], ['rekey', REKEY_USAGE], ['job', JOB_USAGE], ['integrations', INTEGRATIONS_USAGE], ['chat', CHAT_USAGE], ['call', CALL_USAGE], ['demo', DEMO_USAGE], ['replay', REPLAY_USAGE]] as const) {
       expect(await runCli([command, '--help'])).toMatchObject({ code: 0, stderr: '', stdout: `${usage}\n` });
     }
   });

@@ -7,7 +7,7 @@ import { parsePortRanges, type PortRange } from '../../protocol/port-ranges.js';
 import type { Form } from '../../machines/events.js';
 import { BUILTIN_AGENTS, type BuiltinAgentName } from '../agents/index.js';
 import { httpLimits } from '../http/limits.js';
-import { UsageError, integer, logLevelOf, parseDuration, parseOrigins, readFlags, type LogLevel } from './flags.js';
+import { UsageError, integer, logLevelOf, parseDuration, parseOrigins, readFlags, retentionOf, type LogLevel } from './flags.js';
 
 export interface ServeOptions {
   readonly host: string;
@@ -31,6 +31,8 @@ export interface ServeOptions {
   readonly requestTimeoutMs: number | undefined;
   readonly connectionIdleTimeoutMs: number | undefined;
   readonly sessionIdleTtlMs: number | undefined;
+  /** `Infinity` for `off`. */
+  readonly retentionMs: number | undefined;
   readonly synchronous: 'normal' | 'full';
   readonly logLevel: LogLevel;
 }
@@ -63,6 +65,8 @@ export const USAGE = `usage: assistant-relay serve [options]
   --connection-idle-timeout D
                            close a kept-alive connection idle this long between requests (default 5s)
   --session-idle-ttl D     end sessions idle this long: 500ms, 90s, 30m, 24h (default 24h)
+  --retention D|off        forget sessions ended longer ago than D and remove their events from the
+                           log, e.g. 7d, 12h (default 7d); off keeps everything
   --durability normal|full fsync every commit with full (default normal)
   --log-level L            fatal, error, warn, info, debug (one line per request), trace, silent (default info)
 Each flag may also be set as ASSISTANT_RELAY_<FLAG>, e.g. ASSISTANT_RELAY_MAX_READERS=8.`;
@@ -87,6 +91,7 @@ const FLAGS = {
   'request-timeout': { type: 'string' },
   'connection-idle-timeout': { type: 'string' },
   'session-idle-ttl': { type: 'string' },
+  retention: { type: 'string' },
   durability: { type: 'string' },
   'log-level': { type: 'string' },
 } as const;
@@ -163,6 +168,7 @@ export function parseServeArgs(argv: readonly string[], env: NodeJS.ProcessEnv):
     requestTimeoutMs,
     connectionIdleTimeoutMs: optionalDuration('connection-idle-timeout', CONNECTION_LIMIT_MAX_MS),
     sessionIdleTtlMs: optionalDuration('session-idle-ttl'),
+    retentionMs: retentionOf(get('retention')),
     synchronous: durability,
     logLevel,
   };

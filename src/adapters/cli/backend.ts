@@ -7,7 +7,7 @@ import { Backend } from '../../engine/backend/backend.js';
 import { backendStreamOf, type BackendEvent } from '../../machines/backend-events.js';
 import { EventLog } from '../../storage/event-log.js';
 import { createBackendRelay } from '../backend-relay.js';
-import { UsageError, integer, logLevelOf, parseOrigins, readFlags } from './flags.js';
+import { UsageError, integer, logLevelOf, parseOrigins, readFlags, retentionOf } from './flags.js';
 import { exitOnFatal, jsonLogger, readTokenFile, runUntilSignalled } from './service.js';
 
 export const BACKEND_USAGE = `usage: assistant-relay backend [options]
@@ -17,6 +17,8 @@ export const BACKEND_USAGE = `usage: assistant-relay backend [options]
   --token-file FILE        the operator token, created (0600, random) if absent: turns on the admin
                            routes (/api/v1/admin/integrations); without it there are none
   --cors-origin O          browser origins whose pages may call the backend, comma-separated (default none)
+  --retention D|off        forget jobs settled and pairings ended longer ago than D and remove their
+                           events from the log, e.g. 7d (default 7d); off keeps everything
   --log-level L            fatal, error, warn, info, debug, trace, silent (default info)
        assistant-relay backend integration create [--db FILE] [--provider KIND]
   creates an integration (default provider assistant-relay) in a log no backend has open, and prints
@@ -29,6 +31,7 @@ const FLAGS = {
   db: { type: 'string' },
   'token-file': { type: 'string' },
   'cors-origin': { type: 'string' },
+  retention: { type: 'string' },
   'log-level': { type: 'string' },
 } as const;
 const INTEGRATION_FLAGS = { db: { type: 'string' }, provider: { type: 'string' } } as const;
@@ -46,7 +49,9 @@ export async function backendCommand(argv: readonly string[], env: NodeJS.Proces
   const logger = jsonLogger(logLevelOf(get('log-level')));
   const tokenFile = get('token-file');
   const operatorToken = tokenFile === undefined ? undefined : readTokenFile(tokenFile, { create: true });
-  const relay = await createBackendRelay({ db, corsOrigins, logger, config: { onFatal: exitOnFatal(logger) }, ...(operatorToken === undefined ? {} : { operatorToken }) });
+  const retentionMs = retentionOf(get('retention'));
+  const config = { onFatal: exitOnFatal(logger), ...(retentionMs === undefined ? {} : { retentionMs }) };
+  const relay = await createBackendRelay({ db, corsOrigins, logger, config, ...(operatorToken === undefined ? {} : { operatorToken }) });
   const url = await relay.listen({ host: get('host') ?? '127.0.0.1', port: integer('port', get('port') ?? '8788', 0, 65535) });
   logger.info({ url, db, epoch: relay.epoch, admin_routes: operatorToken !== undefined, cors_origins: corsOrigins }, 'serving');
   runUntilSignalled(logger, { listening: url }, () => relay.close());

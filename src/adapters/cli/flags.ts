@@ -60,6 +60,12 @@ export function parseDuration(flag: string, text: string, maxMs = Number.MAX_SAF
   return ms;
 }
 
+/** `--retention D|off`: how long what ended is kept (`Infinity` for off), or undefined for the default. */
+export function retentionOf(text: string | undefined): number | undefined {
+  if (text === undefined) return undefined;
+  return text === 'off' ? Infinity : parseDuration('retention', text);
+}
+
 export function logLevelOf(text: string | undefined): LogLevel {
   const level = text ?? 'info';
   if (!(LOG_LEVELS as readonly string[]).includes(level)) throw new UsageError(`--log-level must be one of ${LOG_LEVELS.join(', ')}`);

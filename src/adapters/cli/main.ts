@@ -4,7 +4,8 @@
  * the assistant plugin; `pair` pairs a client with an assistant through a backend (`rekey` rotates its
  * keys), `chat` talks with a host from a terminal, `call` plays a recorded call into Insights, `job` creates and
  * follows reasoning jobs as a client, `integrations` shows what a client can read of its integration, and
- * `demo` (what `npm start` runs) the whole system on this machine, walked through by a client. A server prints exactly one line on stdout when ready,
+ * `demo` (what `npm start` runs) the whole system on this machine, walked through by a client; `replay` folds an event log
+ * and prints each session's, task's, delivery's and job's timeline. A server prints exactly one line on stdout when ready,
  * `{"listening":"http://H:PORT"}`; everything else is structured JSON logging on stderr, tokens redacted.
  */
 import { BUILTIN_AGENTS, insightsAgent } from '../agents/index.js';
@@ -21,6 +22,7 @@ import { JOB_USAGE, jobCommand } from './job.js';
 import { PAIR_USAGE, pairCommand } from './pair.js';
 import { REKEY_USAGE, rekeyCommand } from './rekey.js';
 import { PLUGIN_USAGE, pluginCommand } from './plugin.js';
+import { REPLAY_USAGE, replayCommand } from './replay.js';
 import { exitOnFatal, jsonLogger, readTokenFile, runUntilSignalled } from './service.js';
 
 /** The token from --token, or from --token-file (created with a fresh random token on first use). */
@@ -50,6 +52,7 @@ async function serve(argv: readonly string[]): Promise<void> {
     ...(options.requestTimeoutMs !== undefined ? { requestTimeoutMs: options.requestTimeoutMs } : {}),
     ...(options.connectionIdleTimeoutMs !== undefined ? { connectionIdleTimeoutMs: options.connectionIdleTimeoutMs } : {}),
     ...(options.sessionIdleTtlMs !== undefined ? { sessionIdleTtlMs: options.sessionIdleTtlMs } : {}),
+    ...(options.retentionMs !== undefined ? { retentionMs: options.retentionMs } : {}),
     onFatal: exitOnFatal(logger),
   });
   const url = await host.listen({ host: options.host, port: options.port });
@@ -69,6 +72,7 @@ const COMMANDS: Record<string, { readonly run: (argv: readonly string[]) => Prom
   chat: { run: (argv) => chatCommand(argv, process.env), usage: CHAT_USAGE },
   call: { run: (argv) => callCommand(argv, process.env), usage: CALL_USAGE },
   demo: { run: (argv) => demoCommand(argv, process.env), usage: DEMO_USAGE },
+  replay: { run: (argv) => replayCommand(argv, process.env), usage: REPLAY_USAGE },
 };
 
 const ALL_USAGE = Object.values(COMMANDS).map(({ usage }) => usage).join('\n\n');

@@ -23,14 +23,18 @@ import { randomIds, systemClock, type Clock, type IdSource } from '../clock.js';
 import type { FailureContext } from '../config.js';
 import { Deadlines } from '../deadlines.js';
 import { HostClosingError, inBackground } from '../failures.js';
+import { DEFAULT_RETENTION_MS, Retention } from '../retention.js';
+import { SnapshotWriter, restoreSnapshot, type SnapshotCodec } from '../snapshots.js';
 import type { SubscriberTransport, SubscriptionActor } from '../subscription-actor.js';
 import { JobFollowers, type RenderJob } from './followers.js';
 import { rekeyFrame } from './frames.js';
 import { Integrations } from './integrations.js';
 import { LogJobStore, type JobDecide } from './job-store.js';
 import { PAIRING_TTL_MS, Pairings } from './pairings.js';
-import { BackendProjection, type ProbedProfile } from './projection.js';
+import { BackendProjection, type BackendState, type ProbedProfile } from './projection.js';
 import { LocalPubSub, assistantChannel, type JobNotice, type PubSub } from './pubsub.js';
+import { forgetEndedRecords } from './retention.js';
+import { backendSnapshotCodec } from './snapshot.js';
 import { JobStreams } from './streams.js';
 
 /** An integration and its current capability profile, as a client or the operator reads them. */
@@ -51,6 +55,10 @@ export interface BackendConfig {
   readonly pairingTtlMs?: number;
   /** Where a committed job change is published for streams and followers (default: this process alone). */
   readonly pubsub?: PubSub;
+  /** Committed events between two snapshots of the fold (engine/snapshots.ts). Default 10,000. */
+  readonly snapshotEveryEvents?: number;
+  /** Jobs settled and pairings ended longer ago than this are forgotten and their events removed (engine/retention.ts). Default 7 days; `Infinity` keeps everything. */
+  readonly retentionMs?: number;
   readonly onFatal?: (error: unknown) => void;
   readonly onError?: (error: unknown, context: FailureContext) => void;
 }
@@ -93,6 +101,9 @@ export class Backend {
   readonly pairings: Pairings;
   private readonly projection = new BackendProjection();
   private readonly appender: Appender<BackendEvent>;
+  private readonly snapshots: SnapshotWriter<BackendEvent, BackendState>;
+  private readonly snapshotCodec: SnapshotCodec<BackendState>;
+  private readonly retention: Retention;
   private readonly store: LogJobStore;
   private readonly pubsub: PubSub;
   private readonly afterCommit: AfterCommit<BackendEvent>;
@@ -109,7 +120,21 @@ export class Backend {
     this.leaseMs = config.leaseMs ?? DEFAULT_LEASE_MS;
     this.epoch = this.ids.token();
     this.report = config.onError ?? ((error, context) => process.emitWarning(`assistant-relay backend: ${context.what} failed: ${String(error)}`));
+    this.snapshotCodec = backendSnapshotCodec(this.projection);
+    // Before the after-commit handlers subscribe (start()): a snapshot is taken before any of them appends.
+    this.snapshots = new SnapshotWriter(log, this.snapshotCodec, {
+      clock: this.clock,
+      ...(config.snapshotEveryEvents !== undefined ? { everyEvents: config.snapshotEveryEvents } : {}),
+      failed: (error) => this.report(error, { what: 'writing a snapshot' }),
+    });
     this.appender = new Appender(log, (event) => this.fold(event), config.onFatal ?? ((error) => process.nextTick(() => { throw error; })));
+    this.retention = new Retention({
+      clock: this.clock,
+      retentionMs: config.retentionMs ?? DEFAULT_RETENTION_MS,
+      pass: forgetEndedRecords(this.projection, log, (events) => this.appender.append(events), this.clock),
+      compacted: () => this.snapshots.soon(),
+      report: (error) => this.report(error, { what: 'retention' }),
+    });
     this.store = new LogJobStore(this.projection, this.appender);
     this.pubsub = config.pubsub ?? new LocalPubSub((error, topic) => this.report(error, { what: `a subscriber of ${topic}` }));
     const keepaliveMs = config.keepaliveMs ?? 20_000;
@@ -139,14 +164,24 @@ export class Backend {
     this.pairings = new Pairings(this.projection, this.appender, this.clock, this.ids, config.pairingTtlMs ?? PAIRING_TTL_MS, (work) => this.background(work, 'pairing expiry'));
     this.afterCommit.add({ name: 'integration streams', event: (event) => this.toStream(event) });
     // The store first: a notice's listener reads the job as this event left it.
-    this.afterCommit.add({ name: 'job store', event: (event) => isJobEvent(event) && this.store.committed(event) });
+    this.afterCommit.add({
+      name: 'job store',
+      event: (event) => (isJobEvent(event) ? this.store.committed(event) : event.type === 'backend.forgotten' && this.store.forgotten(event.job_ids)),
+    });
     this.afterCommit.add({ name: 'jobs', event: (event) => isJobEvent(event) && this.committed(event) });
   }
 
-  /** Folds the log, starts a new epoch, and re-arms every open job's deadline and lease from it. */
+  /** Folds the log (from its newest good snapshot on), starts a new epoch, and re-arms every open job's deadline and lease from it. */
   static async start(log: EventLog<BackendEvent>, config: BackendConfig = {}): Promise<Backend> {
     const backend = new Backend(log, config);
-    for (const { event } of log.read()) {
+    const restored = restoreSnapshot(log, backend.snapshotCodec, (position, reason) =>
+      backend.report(new Error(reason), { what: `using the snapshot at position ${position}` }),
+    );
+    if (restored !== undefined) {
+      backend.projection.restore(restored.state);
+      backend.store.restored();
+    }
+    for (const { event } of log.read(restored?.position)) {
       backend.fold(event);
       if (isJobEvent(event)) backend.store.committed(event);
     }
@@ -155,6 +190,7 @@ export class Backend {
     for (const job of await backend.store.allOpenJobs()) backend.arm(job);
     backend.integrations.rearm();
     backend.pairings.rearm();
+    backend.retention.start();
     return backend;
   }
 
@@ -286,7 +322,9 @@ export class Backend {
     this.pairings.stop();
     this.streams.closeAll();
     this.followers.closeAll();
+    await this.retention.stop();
     await this.appender.settled();
+    await this.snapshots.close();
   }
 
   // ---- the loop ----------------------------------------------------------------------------------

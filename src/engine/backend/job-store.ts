@@ -61,6 +61,16 @@ export class LogJobStore implements JobStore {
     private readonly appender: Appender<BackendEvent>,
   ) {}
 
+  /** The projection was restored from a snapshot of committed state: every job it holds is committed as it stands. */
+  restored(): void {
+    for (const job of this.projection.state().jobs.values()) this.committedJobs.set(job.context.job_id, { job, version: this.projection.version(job.context.job_id) });
+  }
+
+  /** Retention forgot these jobs (committed): reads no longer find them. */
+  forgotten(jobIds: readonly string[]): void {
+    for (const id of jobIds) this.committedJobs.delete(id);
+  }
+
   /** The projection has folded a job event (appended now, or read from the log at start). */
   folded(event: JobEvent): void {
     const job = this.projection.job(event.job_id)!;

@@ -3,7 +3,7 @@
  * through the machines' `evolve`, and the indexes the engine reads (each integration's open jobs, the
  * frames sent on its stream). No I/O, no clock: a test drives it with events alone.
  */
-import { isPairingEvent, type BackendEvent } from '../../machines/backend-events.js';
+import { isPairingEvent, type BackendEvent, type BackendForgotten } from '../../machines/backend-events.js';
 import { evolveIntegration, initialIntegration, type IntegrationSnapshot } from '../../machines/integration.js';
 import { jobDecider } from '../../machines/job-decider.js';
 import type { JobEvent } from '../../machines/job-events.js';
@@ -20,6 +20,18 @@ export interface ProbedProfile {
   readonly profile: CapabilityProfile;
 }
 
+/** Everything the backend projection holds: what a snapshot stores (state-codec.ts encodes it). */
+export interface BackendState {
+  readonly integrations: ReadonlyMap<string, IntegrationSnapshot>;
+  readonly jobs: ReadonlyMap<string, JobSnapshot>;
+  readonly open: ReadonlyMap<string, ReadonlySet<string>>;
+  readonly sent: ReadonlyMap<string, number>;
+  readonly profiles: ReadonlyMap<string, ProbedProfile>;
+  readonly versions: ReadonlyMap<string, number>;
+  readonly pairings: ReadonlyMap<string, PairingSnapshot>;
+  readonly handles: ReadonlyMap<string, string>;
+}
+
 export class BackendProjection {
   private readonly integrations = new Map<string, IntegrationSnapshot>();
   private readonly jobs = new Map<string, JobSnapshot>();
@@ -34,10 +46,27 @@ export class BackendProjection {
   /** The open pairings by their code's handle. */
   private readonly handles = new Map<string, string>();
 
+  /** The folded state as it stands (shared, not copied: encode it before folding on). */
+  state(): BackendState {
+    const { integrations, jobs, open, sent, profiles, versions, pairings, handles } = this;
+    return { integrations, jobs, open, sent, profiles, versions, pairings, handles };
+  }
+
+  /** Takes the state a snapshot held, in place of what was folded so far (nothing, at a start). */
+  restore(state: BackendState): void {
+    for (const key of Object.keys(state) as Array<keyof BackendState>) {
+      const mine = this[key] as Map<string, unknown>;
+      mine.clear();
+      for (const [id, value] of state[key]) mine.set(id, value instanceof Set ? new Set(value) : value);
+    }
+  }
+
   apply(event: BackendEvent): void {
     switch (event.type) {
       case 'backend.started':
         return;
+      case 'backend.forgotten':
+        return this.forget(event);
       case 'integration.created':
         this.integrations.set(event.integration_id, initialIntegration(event));
         return;
@@ -55,6 +84,41 @@ export class BackendProjection {
       default:
         return isPairingEvent(event) ? this.applyPairing(event) : this.applyJob(event);
     }
+  }
+
+  private forget(event: BackendForgotten): void {
+    for (const id of event.job_ids) {
+      this.jobs.delete(id);
+      this.versions.delete(id);
+    }
+    for (const id of event.pairing_ids) this.pairings.delete(id);
+    for (const [integration, seq] of Object.entries(event.sent)) this.sent.set(integration, Math.max(this.sent.get(integration) ?? 0, seq));
+  }
+
+  /**
+   * What retention may forget, at most `max` of each: jobs settled before `endedBefore` (but not the
+   * probe an integration's capability profile comes from), and pairings that ended before it.
+   */
+  forgettable(endedBefore: number, max: number): { readonly job_ids: string[]; readonly pairing_ids: string[] } {
+    const profiled = new Set([...this.profiles.values()].map((profile) => profile.job_id));
+    const job_ids: string[] = [];
+    for (const [id, job] of this.jobs) {
+      if (job_ids.length === max) break;
+      const settledAt = job.context.settled_at;
+      if (settledAt !== undefined && settledAt < endedBefore && !profiled.has(id)) job_ids.push(id);
+    }
+    const pairing_ids: string[] = [];
+    for (const [id, pairing] of this.pairings) {
+      if (pairing_ids.length === max) break;
+      const endedAt = pairing.context.ended_at;
+      if (endedAt !== undefined && endedAt < endedBefore) pairing_ids.push(id);
+    }
+    return { job_ids, pairing_ids };
+  }
+
+  /** Each integration's stream position (what a `backend.forgotten` event keeps). */
+  streamPositions(): Record<string, number> {
+    return Object.fromEntries(this.sent);
   }
 
   private applyPairing(event: PairingEvent): void {

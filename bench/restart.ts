@@ -1,0 +1,119 @@
+/**
+ * `npm run bench:restart`: how long a host takes to start on a log of 10^4, 10^5 and 10^6 events, with
+ * its snapshots and without them (issue 12: a 10^6-event start under 2 s with snapshots), and how many
+ * events per second a whole fold takes.
+ *
+ * The logs are written the way a host writes them, without HTTP in the way: each turn is decided by the
+ * chat projection's own deciders (an incoming message, a typing progress, a terminal message), its events
+ * folded and appended in batches. `--sessions` sessions (default 1,000) share the turns, so the folded
+ * state is what a busy host holds (a backlog per session), not one session's. A start is timed from
+ * `createAssistantHost` to its resolution, which includes folding and the host's own start events; each
+ * log is started `--rounds` times each way, alternating, and the median is reported.
+ *
+ * Exits 1 if the 10^6 start with snapshots is not under 2 s.
+ */
+import Database from 'better-sqlite3';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { performance } from 'node:perf_hooks';
+import { parseArgs } from 'node:util';
+import { createAssistantHost } from '../src/adapters/host.js';
+import { DEFAULT_LIMITS } from '../src/engine/config.js';
+import { ChatProjection } from '../src/engine/projection.js';
+import type { SessionCommand } from '../src/machines/commands.js';
+import { streamOf, type DomainEvent } from '../src/machines/events.js';
+import { EventLog } from '../src/storage/event-log.js';
+
+const TARGET_MS = 2_000;
+const SIZES = [10_000, 100_000, 1_000_000];
+const EPOCH = 'benchepoch01';
+
+const { values } = parseArgs({ options: { sessions: { type: 'string' }, rounds: { type: 'string' }, largest: { type: 'string' } } });
+/** `--largest 100000` leaves out the bigger logs (a quick look). */
+const LARGEST = Number(values.largest ?? 1_000_000);
+const SESSIONS = Number(values.sessions ?? 1_000);
+const ROUNDS = Number(values.rounds ?? 3);
+
+/** Writes a host log of at least `size` events, each turn decided and folded as the engine would. */
+async function writeLog(path: string, size: number): Promise<number> {
+  const log = EventLog.open<DomainEvent>({ path, streamOf });
+  const projection = new ChatProjection(DEFAULT_LIMITS);
+  let at = Date.UTC(2026, 0, 1);
+  let written = 0;
+  const run = (command: SessionCommand, batch: DomainEvent[]) => {
+    const { events } = projection.decide(command, 'A');
+    for (const event of events) projection.apply(event);
+    batch.push(...events);
+  };
+  batch: for (let turn = 0; ; turn++) {
+    const batch: DomainEvent[] = [];
+    for (let s = 0; s < SESSIONS; s++) {
+      const session_id = `s${s}`;
+      const task_id = `t${turn}`;
+      at += 1;
+      run({ type: 'incoming', event: { session_id, task_id, text: `question ${turn}` }, generation: `gen${s}`, at }, batch);
+      run({ type: 'reply', session_id, task_id, reply: { session_id, task_id, status: 'typing', label: 'thinking' }, epoch: EPOCH, at }, batch);
+      run({ type: 'reply', session_id, task_id, reply: { session_id, task_id, status: 'message', message_id: `m${turn}-${s}`, reply_text: `answer ${turn} for ${session_id}` }, epoch: EPOCH, at }, batch);
+    }
+    await Promise.all(batch.map((event) => log.append(event)));
+    written += batch.length;
+    if (written >= size) break batch;
+  }
+  await log.close();
+  return written;
+}
+
+async function timedStart(db: string): Promise<number> {
+  const started = performance.now();
+  const host = await createAssistantHost({ db, token: 'bench-token-0123456789', agent: 'echo', retentionMs: Infinity });
+  const ms = performance.now() - started;
+  await host.close();
+  return ms;
+}
+
+function withoutSnapshots(db: string, run: () => Promise<number>): Promise<number> {
+  // Kept aside, and put back after: the start without them must fold everything, and may write its own.
+  const conn = new Database(db);
+  const kept = conn.prepare('SELECT * FROM snapshots').all() as Array<Record<string, unknown>>;
+  conn.exec('DELETE FROM snapshots');
+  conn.close();
+  return run().finally(() => {
+    const back = new Database(db);
+    back.exec('DELETE FROM snapshots');
+    const insert = back.prepare('INSERT INTO snapshots (position, at, event_digest, digest, data) VALUES (@position, @at, @event_digest, @digest, @data)');
+    for (const row of kept) insert.run(row);
+    back.close();
+  });
+}
+
+const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
+
+const rows: string[] = [];
+let failed = false;
+for (const size of SIZES.filter((n) => n <= LARGEST)) {
+  const dir = mkdtempSync(join(tmpdir(), 'assistant-relay-restart-'));
+  const db = join(dir, 'relay.db');
+  const events = await writeLog(db, size);
+  // A first start folds everything and, at its clean close, takes the snapshot the timed starts use.
+  await timedStart(db);
+  const withSnapshot: number[] = [];
+  const whole: number[] = [];
+  for (let round = 0; round < ROUNDS; round++) {
+    withSnapshot.push(await timedStart(db));
+    whole.push(await withoutSnapshots(db, () => timedStart(db)));
+  }
+  const [fast, slow] = [median(withSnapshot), median(whole)];
+  rows.push(`| ${events.toLocaleString('en')} | ${fast.toFixed(0)} ms | ${slow.toFixed(0)} ms | ${Math.round(events / (slow / 1000)).toLocaleString('en')} |`);
+  if (size === 1_000_000 && fast >= TARGET_MS) failed = true;
+  rmSync(dir, { recursive: true, force: true });
+}
+
+console.log(`Host start, median of ${ROUNDS}, ${SESSIONS} sessions (target: 10^6 events with snapshots under ${TARGET_MS} ms)\n`);
+console.log('| events | start with snapshots | start folding the whole log | whole fold, events/s |');
+console.log('|---|---|---|---|');
+for (const row of rows) console.log(row);
+if (failed) {
+  console.error(`\nthe 10^6-event start with snapshots took ${TARGET_MS} ms or more`);
+  process.exit(1);
+}

@@ -1,0 +1,35 @@
+/** What a backend's snapshot holds: the backend projection's state (integrations, jobs, pairings and their indexes). */
+import { integrationMachine } from '../../machines/integration.js';
+import { jobMachine } from '../../machines/job.js';
+import { pairingMachine } from '../../machines/pairing.js';
+import type { SnapshotCodec } from '../snapshots.js';
+import { decodeState, encodeState, type Encoded } from '../state-codec.js';
+import type { BackendProjection, BackendState } from './projection.js';
+
+const MACHINES = { job: jobMachine, integration: integrationMachine, pairing: pairingMachine };
+
+/** Bumped when what a snapshot holds changes shape: an older one is then refolded from the log. */
+const FORMAT = 1;
+
+interface BackendSnapshot {
+  readonly format: number;
+  readonly kind: 'backend';
+  readonly state: Encoded;
+}
+
+export function backendSnapshotCodec(projection: BackendProjection): SnapshotCodec<BackendState> {
+  return {
+    capture() {
+      const state = projection.state();
+      const copy = Object.fromEntries(Object.entries(state).map(([name, map]) => [name, new Map(map as ReadonlyMap<string, unknown>)])) as unknown as BackendState;
+      // Each integration's set of open jobs is updated in place; every other value is replaced whole.
+      return { ...copy, open: new Map([...state.open].map(([id, jobs]) => [id, new Set(jobs)])) };
+    },
+    encode: (state) => JSON.stringify({ format: FORMAT, kind: 'backend', state: encodeState(state) } satisfies BackendSnapshot),
+    decode(data) {
+      const snapshot = JSON.parse(data) as Partial<BackendSnapshot>;
+      if (snapshot.kind !== 'backend' || snapshot.format !== FORMAT) throw new Error(`it is not a backend snapshot of format ${FORMAT}`);
+      return decodeState(snapshot.state!, MACHINES) as BackendState;
+    },
+  };
+}

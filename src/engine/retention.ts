@@ -1,0 +1,100 @@
+/**
+ * Retention: a long-running host or backend must not grow without bound. Shortly after a start and then
+ * every hour, a pass forgets what ended more than `retentionMs` ago: it appends an event saying so, which
+ * the fold takes like any other (the projection drops what it names), so that folding the log with or
+ * without the forgotten events ends in the same state. Once that event is committed, the forgotten
+ * aggregates' events before it are removed from the log, and a snapshot is taken of the smaller state.
+ * What a pass forgets is the host's or the backend's own (`forgetEndedSessions`, backend/retention.ts).
+ */
+import type { DomainEvent } from '../machines/events.js';
+import type { EventLog, LogRecord } from '../storage/event-log.js';
+import type { Clock, TimerHandle } from './clock.js';
+import type { ChatProjection } from './projection.js';
+
+/** Seven days: long enough to debug last week's fault from the log, short enough to keep a busy log small. */
+export const DEFAULT_RETENTION_MS = 7 * 24 * 60 * 60 * 1000;
+/** How often retention looks for what to forget. */
+export const RETENTION_CHECK_MS = 60 * 60 * 1000;
+/** Aggregates named in one event: keeps each event small; a pass appends as many as it needs. */
+export const FORGOTTEN_PER_EVENT = 1_000;
+
+export interface RetentionOptions {
+  readonly clock: Clock;
+  readonly retentionMs: number;
+  /** One pass, forgetting what ended before the given time; resolves with how much it forgot. */
+  readonly pass: (endedBefore: number) => Promise<number>;
+  /** The log shrank: a snapshot of the smaller state is due. */
+  readonly compacted: () => void;
+  readonly report: (error: unknown) => void;
+}
+
+export class Retention {
+  private timer: TimerHandle | undefined;
+  private stopped = false;
+  private running: Promise<unknown> = Promise.resolve();
+
+  constructor(private readonly options: RetentionOptions) {}
+
+  /** Arms the first pass (at once, after the start's own work) and every one after it; off for an infinite retention. */
+  start(): void {
+    if (Number.isFinite(this.options.retentionMs)) this.arm(0);
+  }
+
+  /** No pass after this; resolves once a pass under way is done. */
+  async stop(): Promise<void> {
+    this.stopped = true;
+    if (this.timer !== undefined) this.options.clock.clearTimeout(this.timer);
+    await this.running;
+  }
+
+  /** One pass now. Resolves with how much was forgotten. */
+  async run(): Promise<number> {
+    const forgotten = await this.options.pass(this.options.clock.now() - this.options.retentionMs);
+    if (forgotten > 0) this.options.compacted();
+    return forgotten;
+  }
+
+  private arm(delayMs: number): void {
+    if (this.stopped) return;
+    this.timer = this.options.clock.setTimeout(() => {
+      this.running = this.run().then(
+        () => this.arm(RETENTION_CHECK_MS),
+        (error: unknown) => {
+          this.options.report(error);
+          this.arm(RETENTION_CHECK_MS);
+        },
+      );
+    }, delayMs);
+  }
+}
+
+/**
+ * Appends forgetting events for the batches `next` names, each removing the named streams' events before
+ * it once committed (host-wide events are the '' stream's, so the newest of those is the one just
+ * appended; an id used again after it keeps its new events). Resolves with how many were forgotten.
+ */
+export async function forgetInBatches<E extends LogRecord>(
+  log: EventLog<E>,
+  append: (events: readonly E[]) => Promise<void>,
+  next: () => { readonly event: E; readonly streams: readonly string[]; readonly count: number } | undefined,
+): Promise<number> {
+  let forgotten = 0;
+  for (let batch = next(); batch !== undefined; batch = next()) {
+    await append([batch.event]);
+    log.removeStreams(batch.streams, log.lastPositionOf(''));
+    forgotten += batch.count;
+    if (batch.count < FORGOTTEN_PER_EVENT) break;
+  }
+  return forgotten;
+}
+
+/** The host's pass: sessions that ended before the time, with no callback delivery still queued. */
+export function forgetEndedSessions(projection: ChatProjection, log: EventLog<DomainEvent>, append: (events: readonly DomainEvent[]) => Promise<void>, clock: Clock) {
+  return (endedBefore: number): Promise<number> =>
+    forgetInBatches(log, append, () => {
+      const session_ids = projection.forgettable(endedBefore, FORGOTTEN_PER_EVENT);
+      if (session_ids.length === 0) return undefined;
+      const event: DomainEvent = { type: 'sessions.forgotten', session_ids, ended_before: endedBefore, at: clock.now() };
+      return { event, streams: session_ids, count: session_ids.length };
+    });
+}
