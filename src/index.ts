@@ -1,6 +1,8 @@
 /** The public contract of `assistant-relay`: the embedding API, the agent port, and the wire types. */
 export { createAssistantHost, type AssistantHost, type AssistantHostOptions, type ListenOptions, type ReasoningChannelOptions } from './adapters/host.js';
 export { createBackendRelay, type BackendRelay, type BackendRelayOptions } from './adapters/backend-relay.js';
+export type { InspectOption } from './adapters/inspector/process.js';
+export type { StatelyInspector } from './visualizations/inspector/stately.js';
 export { Plugin, startPlugin, type PluginOptions, type PluginStatus } from './adapters/plugin/index.js';
 export { builtinReasoner, commandReasoner, openAiReasoner } from './adapters/reasoners/index.js';
 export { PairingFailed, pairAsAssistant, pairAsClient, type Paired, type PairingOptions } from './adapters/client/pairing.js';

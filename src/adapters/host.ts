@@ -25,6 +25,8 @@ import { httpLimits } from './http/limits.js';
 import { startPlugin, type Plugin, type PluginOptions } from './plugin/index.js';
 import type { Reasoner } from '../engine/reasoner.js';
 import { buildServer } from './http/server.js';
+import { checkInspection, startInspection, type Inspection, type InspectOption } from './inspector/process.js';
+import type { StatelyInspector } from '../visualizations/inspector/stately.js';
 
 export interface AssistantHostOptions {
   /** Path of the SQLite event log (created if absent). */
@@ -85,6 +87,14 @@ export interface AssistantHostOptions {
   readonly backend?: ReasoningChannelOptions;
   /** Browser origins (`https://app.example`) whose pages may call the host: CORS preflights are answered for them. None by default. */
   readonly corsOrigins?: readonly string[];
+  /**
+   * The inspector: a web page of the log's sessions, tasks and deliveries, each with its statechart, followed
+   * live (`inspectorUrl`). `true`: on 127.0.0.1, any free port; on an address other than loopback it asks
+   * for `token`. Needs `db` to be a file.
+   */
+  readonly inspect?: InspectOption;
+  /** Reports each session, task and delivery to this inspector of `@statelyai/inspect` as an actor, and each committed event that moves one. Needs `db` to be a file. */
+  readonly statelyInspector?: StatelyInspector;
 }
 
 export interface ReasoningChannelOptions {
@@ -136,13 +146,17 @@ export interface AssistantHost {
   onEvent(listener: (event: DomainEvent) => void): () => void;
   /** The reasoning channel's plugin, when the host was given a `backend`. */
   readonly plugin: Plugin | undefined;
-  /** Ends every stream, stops the plugin (its running jobs get its stop grace), stops serving, and closes the log. */
+  /** Where the inspector's page is, when `inspect` asked for it. */
+  readonly inspectorUrl: string | undefined;
+  /** Ends every stream, stops the plugin (its running jobs get its stop grace), stops serving, closes the log, then the inspector. */
   close(): Promise<void>;
 }
 
 export async function createAssistantHost(options: AssistantHostOptions): Promise<AssistantHost> {
   const agent = typeof options.agent === 'string' ? BUILTIN_AGENTS[options.agent] : options.agent;
   if (agent === undefined) throw new TypeError(`unknown agent ${String(options.agent)}`);
+  const inspection = { db: options.db, inspect: options.inspect, statelyInspector: options.statelyInspector, token: options.token };
+  checkInspection(inspection);
   const limits = httpLimits({
     ...(options.maxStreams !== undefined ? { maxStreams: options.maxStreams } : {}),
     ...(options.headersTimeoutMs !== undefined ? { headersTimeoutMs: options.headersTimeoutMs } : {}),
@@ -203,14 +217,18 @@ export async function createAssistantHost(options: AssistantHostOptions): Promis
     ...(options.corsOrigins ? { corsOrigins: options.corsOrigins } : {}),
   });
   let plugin: Plugin | undefined;
+  let inspector: Inspection | undefined;
   try {
     plugin = options.backend === undefined ? undefined : await startReasoningChannel(options.backend, options);
+    inspector = await startInspection({ ...inspection, epoch: engine.epoch, ...(options.logger ? { logger: options.logger } : {}) });
   } catch (error) {
+    await plugin?.stop();
     await engine.close();
     await server.close();
     await log.close();
     throw error;
   }
+  if (inspector !== undefined) log.onCommit(() => inspector.committed());
   let closed: Promise<void> | undefined;
   return {
     epoch: engine.epoch,
@@ -225,12 +243,14 @@ export async function createAssistantHost(options: AssistantHostOptions): Promis
     sessionIds: () => engine.sessionIds(),
     onEvent: (listener) => engine.subscribeEvents(listener),
     plugin,
+    inspectorUrl: inspector?.url,
     close() {
       closed ??= (async () => {
         const stopping = server.close();
         await Promise.all([engine.close(), plugin?.stop()]);
         await stopping;
         await log.close();
+        await inspector?.close();
       })();
       return closed;
     },

@@ -11,7 +11,7 @@ import { sessionMachine, type SessionLimits } from '../machines/session.js';
 import { taskMachine } from '../machines/task.js';
 import type { ChatProjection, ChatState } from './projection.js';
 import type { SnapshotCodec } from './snapshots.js';
-import { decodeState, encodeState, type Encoded } from './state-codec.js';
+import { decodeState, encodeInParts, type Encoded } from './state-codec.js';
 
 const MACHINES = { task: taskMachine, session: sessionMachine, conversation: conversationMachine, delivery: deliveryMachine };
 
@@ -31,7 +31,7 @@ export function chatSnapshotCodec(projection: ChatProjection, limits: SessionLim
       const { sessions, conversations, outboxes } = projection.state();
       return { sessions: new Map(sessions), conversations: new Map(conversations), outboxes: new Map(outboxes) };
     },
-    encode: (state) => JSON.stringify({ format: FORMAT, kind: 'host', limits, state: encodeState(state) } satisfies ChatSnapshot),
+    encode: (state) => encodeInParts({ format: FORMAT, kind: 'host', limits }, { ...state }),
     decode(data) {
       const snapshot = JSON.parse(data) as Partial<ChatSnapshot>;
       if (snapshot.kind !== 'host' || snapshot.format !== FORMAT) throw new Error(`it is not a host snapshot of format ${FORMAT}`);

@@ -16,13 +16,17 @@ import type { Clock } from './clock.js';
 export interface SnapshotCodec<S> {
   /** The fold's state as it stands, copied where the fold mutates in place. */
   capture(): S;
-  encode(state: S): string;
+  /** The snapshot's text, in parts that each take little time to make. */
+  encode(state: S): Iterable<string>;
   /** The state a snapshot holds; throws, saying why, for one this process cannot use. */
   decode(data: string): S;
 }
 
 /** Committed events between two snapshots. */
 export const SNAPSHOT_EVERY_EVENTS = 10_000;
+
+/** How long one turn of the event loop may spend encoding a snapshot before it yields to the rest. */
+const SLICE_MS = 8;
 
 export interface Restored<S> {
   readonly position: number;
@@ -52,6 +56,19 @@ export interface SnapshotWriterOptions {
   readonly failed: (error: unknown) => void;
 }
 
+/** Joins the parts, yielding to the event loop every `SLICE_MS`: a large state must not stall serving. */
+async function inSlices(parts: Iterable<string>): Promise<string> {
+  const done: string[] = [];
+  let sliceEnd = performance.now() + SLICE_MS;
+  for (const part of parts) {
+    done.push(part);
+    if (performance.now() < sliceEnd) continue;
+    await new Promise((resolve) => setImmediate(resolve));
+    sliceEnd = performance.now() + SLICE_MS;
+  }
+  return done.join('');
+}
+
 export class SnapshotWriter<E extends LogRecord, S> {
   private sinceLast = 0;
   private writing: Promise<void> = Promise.resolve();
@@ -78,19 +95,14 @@ export class SnapshotWriter<E extends LogRecord, S> {
     const position = this.log.lastPosition;
     const state = this.codec.capture();
     const at = this.options.clock.now();
-    this.writing = this.writing.then(
-      () =>
-        new Promise<void>((resolve) =>
-          setImmediate(() => {
-            try {
-              this.log.writeSnapshot(position, this.codec.encode(state), at);
-            } catch (error) {
-              this.options.failed(error);
-            }
-            resolve();
-          }),
-        ),
-    );
+    this.writing = this.writing.then(async () => {
+      try {
+        const text = await inSlices(this.codec.encode(state));
+        this.log.writeSnapshot(position, text, at);
+      } catch (error) {
+        this.options.failed(error);
+      }
+    });
   }
 
   /** Takes one as soon as the fold holds only what is committed: now if it does, else at the next commit. */

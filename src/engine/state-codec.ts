@@ -46,6 +46,27 @@ export function encodeState(value: unknown): Encoded {
   throw new StateCodecError(`cannot encode a ${typeof value} in folded state`);
 }
 
+/**
+ * The text of `{...head, "state": encodeState(maps)}`, one map entry at a time: what a snapshot of a large
+ * state is written from, a slice of entries per turn of the event loop, so that no turn stalls on it.
+ */
+export function* encodeInParts(head: Readonly<Record<string, unknown>>, maps: Readonly<Record<string, ReadonlyMap<unknown, unknown>>>): Generator<string> {
+  const opening = JSON.stringify(head);
+  yield `${opening.slice(0, -1)}${opening === '{}' ? '' : ','}"state":{`;
+  let firstMap = true;
+  for (const name of Object.keys(maps).sort()) {
+    yield `${firstMap ? '' : ','}${JSON.stringify(name)}:{"$map":[`;
+    firstMap = false;
+    let firstEntry = true;
+    for (const [key, value] of maps[name]!) {
+      yield `${firstEntry ? '' : ','}${JSON.stringify([encodeState(key), encodeState(value)])}`;
+      firstEntry = false;
+    }
+    yield ']}';
+  }
+  yield '}}';
+}
+
 export function decodeState(encoded: Encoded, machines: MachineRegistry): unknown {
   if (encoded === null || typeof encoded !== 'object') return encoded;
   if (Array.isArray(encoded)) return encoded.map((item) => decodeState(item, machines));

@@ -41,26 +41,34 @@ const SNAPSHOTS_TABLE = `CREATE TABLE IF NOT EXISTS snapshots (
   data TEXT NOT NULL
 ) STRICT`;
 
-/** The snapshots of a log (open read-write or read-only), newest first, each judged against its digests. */
+/**
+ * The snapshots of a log (open read-write or read-only), newest first, each judged against its digests.
+ * A snapshot's text is read, and judged, only when asked for: a start uses the newest good one, and each
+ * may be tens of megabytes.
+ */
 export function readSnapshots(db: Database.Database): StoredSnapshot[] {
   const exists = db.prepare("SELECT 1 FROM sqlite_schema WHERE type = 'table' AND name = 'snapshots'").get();
   if (exists === undefined) return [];
   const rows = db
-    .prepare('SELECT s.position, s.at, s.event_digest, s.digest, s.data, e.data AS event FROM snapshots s LEFT JOIN events e ON e.position = s.position ORDER BY s.position DESC')
-    .all() as Array<{ position: number; at: number; event_digest: string; digest: string; data: string; event: string | null }>;
-  return rows.map((row) => ({
-    position: row.position,
-    at: row.at,
-    data: row.data,
-    problem:
-      sha256(row.data) !== row.digest
-        ? 'its text is not what was written'
-        : row.event === null
-          ? `the event at position ${row.position} it was taken after is gone`
-          : sha256(row.event) !== row.event_digest
-            ? `the event at position ${row.position} is not the one it was taken after`
-            : undefined,
-  }));
+    .prepare('SELECT s.position, s.at, s.event_digest, s.digest, e.data AS event FROM snapshots s LEFT JOIN events e ON e.position = s.position ORDER BY s.position DESC')
+    .all() as Array<{ position: number; at: number; event_digest: string; digest: string; event: string | null }>;
+  const text = db.prepare('SELECT data FROM snapshots WHERE position = ?').pluck();
+  return rows.map((row) => {
+    let data: string | undefined;
+    const read = () => (data ??= text.get(row.position) as string);
+    return {
+      position: row.position,
+      at: row.at,
+      get data() {
+        return read();
+      },
+      get problem() {
+        if (row.event === null) return `the event at position ${row.position} it was taken after is gone`;
+        if (sha256(row.event) !== row.event_digest) return `the event at position ${row.position} is not the one it was taken after`;
+        return sha256(read()) !== row.digest ? 'its text is not what was written' : undefined;
+      },
+    };
+  });
 }
 
 /** A request and its agent's immediate answer: the two commits a lone turn needs. */

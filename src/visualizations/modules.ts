@@ -1,7 +1,7 @@
 /**
  * The module picture of ARCHITECTURE.md, read from the sources' own import lines, so it cannot drift:
  * the layers and which uses which, and the engine's modules in detail. Also the layering rule itself
- * (protocol ← machines ← engine ← adapters; storage ← engine), as data a test checks every import against.
+ * (protocol ← machines ← engine ← visualizations ← adapters; storage ← engine), as data a test checks every import against.
  */
 import { readdirSync, readFileSync } from 'node:fs';
 import { join, posix, relative, sep } from 'node:path';
@@ -16,15 +16,19 @@ export interface ModuleGraph {
   readonly imports: ReadonlyArray<readonly [ModuleName, ModuleName]>;
 }
 
-/** What each layer may import besides itself. `index` and `client` are the package's two public faces and may use anything (client.ts must stay browser-safe: a test walks its imports). */
+/**
+ * What each layer may import besides itself. `index` and `client` are the package's two public faces and may use anything (client.ts must stay browser-safe: a test walks its imports).
+ * The inspector is why visualizations may use storage and engine (it reads a log and folds it with the replay folds), and adapters
+ * visualizations (the CLI and the embedding APIs serve it).
+ */
 export const LAYER_RULES: Readonly<Record<string, readonly string[]>> = {
   protocol: [],
   machines: ['protocol'],
   storage: ['protocol'],
   engine: ['protocol', 'machines', 'storage'],
-  adapters: ['protocol', 'machines', 'storage', 'engine'],
-  visualizations: ['protocol', 'machines'],
-  index: ['protocol', 'machines', 'storage', 'engine', 'adapters'],
+  adapters: ['protocol', 'machines', 'storage', 'engine', 'visualizations'],
+  visualizations: ['protocol', 'machines', 'storage', 'engine'],
+  index: ['protocol', 'machines', 'storage', 'engine', 'adapters', 'visualizations'],
   client: ['protocol', 'machines', 'adapters'],
 };
 

@@ -8,7 +8,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { chatSnapshotCodec } from '../../src/engine/chat-snapshot.js';
 import { DEFAULT_LIMITS } from '../../src/engine/config.js';
 import { ChatProjection } from '../../src/engine/projection.js';
-import { encodeState } from '../../src/engine/state-codec.js';
+import { encodeInParts, encodeState } from '../../src/engine/state-codec.js';
 import type { DomainEvent } from '../../src/machines/events.js';
 import { join } from 'node:path';
 import { backendSnapshotCodec } from '../../src/engine/backend/snapshot.js';
@@ -57,6 +57,18 @@ async function reportingLogger() {
   const reports = () => lines.map((line) => JSON.parse(line) as { msg: string; err?: { message: string } }).map(({ msg, err }) => `${msg}: ${err?.message ?? ''}`);
   return { logger, reports };
 }
+
+describe('the snapshot text', () => {
+  it('written in parts, is the text of the whole state encoded at once', () => {
+    const maps = {
+      sessions: new Map<string, unknown>([['b', { z: 1, a: [1, 2], m: new Map([['k', new Set(['x'])]]) }], ['a', { undefinedLeftOut: undefined, n: null }]]),
+      empty: new Map(),
+    };
+    const head = { format: 1, kind: 'host', limits: DEFAULT_LIMITS };
+    expect([...encodeInParts(head, maps)].join('')).toBe(JSON.stringify({ ...head, state: encodeState(maps) }));
+    expect([...encodeInParts({}, {})].join('')).toBe(JSON.stringify({ state: encodeState({}) }));
+  });
+});
 
 describe('snapshots of the fold', () => {
   it('a start from any stored snapshot ends where folding the whole log ends, and the restarted host serves alike', async () => {

@@ -18,6 +18,7 @@ import { REKEY_USAGE } from '../../src/adapters/cli/rekey.js';
 import { JOB_USAGE } from '../../src/adapters/cli/job.js';
 import { PLUGIN_USAGE } from '../../src/adapters/cli/plugin.js';
 import { REPLAY_USAGE } from '../../src/adapters/cli/replay.js';
+import { INSPECT_USAGE } from '../../src/adapters/cli/inspect.js';
 import { EventLog } from '../../src/storage/event-log.js';
 import { ServeChild, runCli, useChildFolder } from '../support/child.js';
 import { post, request, script } from '../support/http.js';
@@ -234,8 +235,8 @@ describe('serve: configuration', () => {
   it('prints the usage on stdout and exits 0 for --help: every command\'s at the top, one command\'s after it', async () => {
     const all = await runCli(['--help']);
     expect(all).toMatchObject({ code: 0, stderr: '' });
-    expect(all.stdout).toBe(`${[USAGE, BACKEND_USAGE, PLUGIN_USAGE, PAIR_USAGE, REKEY_USAGE, JOB_USAGE, INTEGRATIONS_USAGE, CHAT_USAGE, CALL_USAGE, DEMO_USAGE, REPLAY_USAGE].join('\n\n')}\n`);
-    for (const [command, usage] of [['serve', USAGE], ['backend', BACKEND_USAGE], ['plugin', PLUGIN_USAGE], ['pair', PAIR_USAGE], ['rekey', REKEY_USAGE], ['job', JOB_USAGE], ['integrations', INTEGRATIONS_USAGE], ['chat', CHAT_USAGE], ['call', CALL_USAGE], ['demo', DEMO_USAGE], ['replay', REPLAY_USAGE]] as const) {
+    expect(all.stdout).toBe(`${[USAGE, BACKEND_USAGE, PLUGIN_USAGE, PAIR_USAGE, REKEY_USAGE, JOB_USAGE, INTEGRATIONS_USAGE, CHAT_USAGE, CALL_USAGE, DEMO_USAGE, REPLAY_USAGE, INSPECT_USAGE].join('\n\n')}\n`);
+    for (const [command, usage] of [['serve', USAGE], ['backend', BACKEND_USAGE], ['plugin', PLUGIN_USAGE], ['pair', PAIR_USAGE], ['rekey', REKEY_USAGE], ['job', JOB_USAGE], ['integrations', INTEGRATIONS_USAGE], ['chat', CHAT_USAGE], ['call', CALL_USAGE], ['demo', DEMO_USAGE], ['replay', REPLAY_USAGE], ['inspect', INSPECT_USAGE]] as const) {
       expect(await runCli([command, '--help'])).toMatchObject({ code: 0, stderr: '', stdout: `${usage}\n` });
     }
   });

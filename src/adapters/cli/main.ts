@@ -5,8 +5,9 @@
  * keys), `chat` talks with a host from a terminal, `call` plays a recorded call into Insights, `job` creates and
  * follows reasoning jobs as a client, `integrations` shows what a client can read of its integration, and
  * `demo` (what `npm start` runs) the whole system on this machine, walked through by a client; `replay` folds an event log
- * and prints each session's, task's, delivery's and job's timeline. A server prints exactly one line on stdout when ready,
- * `{"listening":"http://H:PORT"}`; everything else is structured JSON logging on stderr, tokens redacted.
+ * and prints each session's, task's, delivery's and job's timeline, and `inspect` serves a web page of a log's statecharts,
+ * followed live. A server prints exactly one line on stdout when ready, `{"listening":"http://H:PORT"}`
+ * (`inspect`: `{"inspecting":"http://H:PORT","db":FILE}`); everything else is structured JSON logging on stderr, tokens redacted.
  */
 import { BUILTIN_AGENTS, insightsAgent } from '../agents/index.js';
 import { createAssistantHost } from '../host.js';
@@ -17,6 +18,7 @@ import { CALL_USAGE, callCommand } from './call.js';
 import { CHAT_USAGE, chatCommand } from './chat.js';
 import { DEMO_USAGE, demoCommand } from './demo.js';
 import { UsageError } from './flags.js';
+import { INSPECT_USAGE, inspectCommand } from './inspect.js';
 import { INTEGRATIONS_USAGE, integrationsCommand } from './integrations.js';
 import { JOB_USAGE, jobCommand } from './job.js';
 import { PAIR_USAGE, pairCommand } from './pair.js';
@@ -73,6 +75,7 @@ const COMMANDS: Record<string, { readonly run: (argv: readonly string[]) => Prom
   call: { run: (argv) => callCommand(argv, process.env), usage: CALL_USAGE },
   demo: { run: (argv) => demoCommand(argv, process.env), usage: DEMO_USAGE },
   replay: { run: (argv) => replayCommand(argv, process.env), usage: REPLAY_USAGE },
+  inspect: { run: (argv) => inspectCommand(argv, process.env), usage: INSPECT_USAGE },
 };
 
 const ALL_USAGE = Object.values(COMMANDS).map(({ usage }) => usage).join('\n\n');

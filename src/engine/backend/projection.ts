@@ -152,7 +152,10 @@ export class BackendProjection {
       const open = this.open.get(integration_id) ?? new Set<string>();
       this.open.set(integration_id, open.add(event.job_id));
     } else if (isSettled(job)) {
-      this.open.get(integration_id)?.delete(event.job_id);
+      const open = this.open.get(integration_id);
+      open?.delete(event.job_id);
+      // No entry rather than an empty one: a fold of a log whose settled jobs retention removed has none either.
+      if (open?.size === 0) this.open.delete(integration_id);
     }
     if (event.type === 'job.delivered') this.sent.set(integration_id, event.seq);
     if (event.type === 'job.completed' && job.context.purpose === 'capability_probe' && !job.context.byo) {

@@ -3,7 +3,7 @@ import { integrationMachine } from '../../machines/integration.js';
 import { jobMachine } from '../../machines/job.js';
 import { pairingMachine } from '../../machines/pairing.js';
 import type { SnapshotCodec } from '../snapshots.js';
-import { decodeState, encodeState, type Encoded } from '../state-codec.js';
+import { decodeState, encodeInParts, type Encoded } from '../state-codec.js';
 import type { BackendProjection, BackendState } from './projection.js';
 
 const MACHINES = { job: jobMachine, integration: integrationMachine, pairing: pairingMachine };
@@ -25,7 +25,7 @@ export function backendSnapshotCodec(projection: BackendProjection): SnapshotCod
       // Each integration's set of open jobs is updated in place; every other value is replaced whole.
       return { ...copy, open: new Map([...state.open].map(([id, jobs]) => [id, new Set(jobs)])) };
     },
-    encode: (state) => JSON.stringify({ format: FORMAT, kind: 'backend', state: encodeState(state) } satisfies BackendSnapshot),
+    encode: (state) => encodeInParts({ format: FORMAT, kind: 'backend' }, { ...state }),
     decode(data) {
       const snapshot = JSON.parse(data) as Partial<BackendSnapshot>;
       if (snapshot.kind !== 'backend' || snapshot.format !== FORMAT) throw new Error(`it is not a backend snapshot of format ${FORMAT}`);
