@@ -53,6 +53,8 @@ it('runs the whole system, walks a client through it, prints the timeline, and e
   expect(summary.at(-2)).toMatch(/BYO job .*: completed/);
   expect(out).toMatch(/Summary: 26 utterances from Maya, Daniel/);
   expect(out).toContain('Where to look next:');
+  expect(out).toContain(`npx assistant-relay replay --db ${join(data, 'assistant-relay.db')}`);
+  expect(out).toContain(`npx assistant-relay inspect --db ${join(data, 'assistant-relay.db')}`);
 
   for (const file of ['backend.db', 'assistant-relay.db', 'assistant-relay.plugin.db', 'form-b.db', 'demo.log']) expect(statSync(join(data, file)).size).toBeGreaterThan(0);
   for (const file of ['client-keys.json', 'assistant-keys.json', 'token']) expect(statSync(join(data, file)).mode & 0o077).toBe(0);
@@ -96,6 +98,14 @@ it('with --keep stays up for other clients, and stops cleanly on Ctrl-C', { time
   expect(asked).toMatchObject({ status: 'message', reply_text: 'About to: Order lunch for the team. Reply /approve to go ahead or /deny to cancel.' });
   expect(await client.send('kept', '/approve').reply).toMatchObject({ status: 'message', reply_text: 'Done: Order lunch for the team.' });
   client.close();
+
+  // The Form A host's inspector is up too, and already knows the session this client just used.
+  const inspector = /(http:\/\/127\.0\.0\.1:\d+) {2}the inspector/.exec(out)![1]!;
+  await eventually(
+    'the inspector to list the session',
+    async () => (await (await fetch(`${inspector}/api/entities`)).json()) as { entities: Array<{ kind: string; id: string }> },
+    ({ entities }) => entities.some((entity) => entity.kind === 'session' && entity.id === 'kept'),
+  );
 
   const integrations = await runCli(['integrations', '--keys', join(data, 'client-keys.json')]);
   expect(integrations.code, integrations.stderr).toBe(0);

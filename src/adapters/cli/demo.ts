@@ -83,7 +83,7 @@ export async function demoCommand(argv: readonly string[], env: NodeJS.ProcessEn
   };
   try {
     timeline.text(`assistant-relay: the whole system on this machine; what it writes goes into ${files.data}/\n`);
-    const urls = await tour({ files, lines, paceMs, token, logger, timeline, parts });
+    const urls = await tour({ files, lines, paceMs, token, logger, timeline, parts, keep });
     timeline.text(whereToLook(files, urls, keep));
   } catch (error) {
     process.stderr.write(`assistant-relay demo: ${(error as Error).message}\n`);
@@ -104,15 +104,18 @@ interface Tour {
   readonly timeline: Timeline;
   /** Every part started, to be closed in reverse. */
   readonly parts: Array<{ close(): Promise<void> }>;
+  /** Staying up: the Form A host's inspector is served too. */
+  readonly keep: boolean;
 }
 
 interface Urls {
   readonly backend: string;
   readonly hostA: string;
   readonly hostB: string;
+  readonly inspector: string | undefined;
 }
 
-async function tour({ files, lines, paceMs, token, logger, timeline: t, parts }: Tour): Promise<Urls> {
+async function tour({ files, lines, paceMs, token, logger, timeline: t, parts, keep }: Tour): Promise<Urls> {
   const suffix = crypto.randomUUID().slice(0, 8);
   const onFatal = exitOnFatal(logger);
 
@@ -131,6 +134,7 @@ async function tour({ files, lines, paceMs, token, logger, timeline: t, parts }:
     token,
     agent: insightsAgent(reasoner, approvalsAgent),
     form: 'A',
+    ...(keep ? { inspect: true } : {}),
     logger: logger.child({ part: 'host-a' }),
     onFatal,
     backend: { url: backend, integration: assistant.integration_id, relayToken: assistant.relay_token, reasoner, db: files.plugin, keys: assistantKeys.keyring, rotate: assistantKeys.rotate },
@@ -191,7 +195,7 @@ async function tour({ files, lines, paceMs, token, logger, timeline: t, parts }:
   );
   t.say('summary', `opened and checked here (the backend relayed it sealed, ${job.deliveries === 1 ? 'in one delivery' : `in ${job.deliveries} deliveries`} to the plugin):`);
   t.more(summaryLines(summary));
-  return { backend, hostA: hostAUrl, hostB: hostBUrl };
+  return { backend, hostA: hostAUrl, hostB: hostBUrl, inspector: hostA.inspectorUrl };
 }
 
 /** Listens on `port`, or on a free one if it is taken. */
@@ -321,6 +325,11 @@ function whereToLook(files: Files, urls: Urls, keep: boolean): string {
     `  ${files.hostB}  the Form B host's event log (the conversation and its callback deliveries)`,
     `  ${files.log}  every part's JSON log`,
     `  ${files.clientKeys}, ${files.assistantKeys}  the pairing's keys and tokens (private files)`,
+    `  npx assistant-relay replay --db ${files.hostA}   each session, task and callback delivery: its events and states`,
+    `  npx assistant-relay replay --db ${files.backend} --job JOB   a job's, on the backend`,
+    urls.inspector === undefined
+      ? `  npx assistant-relay inspect --db ${files.hostA}  the same as statecharts in a browser page, scrubbed event by event`
+      : `  ${urls.inspector}  the inspector: the Form A host's sessions as statecharts, live`,
   ];
   if (!keep) {
     lines.push('', 'Run `npm start -- --keep` to leave it all running and chat with it.');
