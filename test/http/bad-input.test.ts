@@ -115,6 +115,7 @@ const cases: Case[] = [
   // What Node's http server answers itself, before fastify sees a request: our body all the same.
   { name: 'headers over 16 KiB', send: raw(`GET /healthz HTTP/1.1\r\nHost: x\r\nX-Big: ${'a'.repeat(20_000)}\r\n\r\n`), code: 'headers_too_large' },
   { name: 'bytes that are not HTTP', send: raw('HELLO THERE\r\n\r\n'), code: 'invalid_request', message: /^the request is not valid HTTP\/1\.1$/ },
+  { name: 'an HTTP/1.1 request with no Host header', send: raw('GET /healthz HTTP/1.1\r\n\r\n'), code: 'invalid_request', message: /^an HTTP\/1\.1 request needs a Host header$/ },
   { name: 'a header line with no colon', send: raw('GET /healthz HTTP/1.1\r\nHost: x\r\nno colon here\r\n\r\n'), code: 'invalid_request', message: /^the request is not valid HTTP\/1\.1$/ },
   {
     name: 'a chunk extension over 16 KiB',

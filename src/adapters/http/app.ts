@@ -1,13 +1,13 @@
 /**
  * A fastify instance with what every HTTP surface of ours has (the host's and the backend's): the time
  * limits, our error body on every failure (Node's own answers included), UTF-8 JSON bodies only, and
- * `GET /healthz`; a close that does not wait for connections that never sent a request; and CORS for the browser origins an operator lists (none by default: then no
+ * `GET /healthz`; an HTTP/1.1 request without Host refused with our body; a close that does not wait for connections that never sent a request; and CORS for the browser origins an operator lists (none by default: then no
  * cross-origin browser request is let through). Each surface registers its routes on it.
  */
 import cors from '@fastify/cors';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import { answerClientError } from './client-errors.js';
-import { answerError, errorsPlugin } from './errors.js';
+import { answerError, errorsPlugin, sendError } from './errors.js';
 import { healthPlugin } from './health.js';
 import { jsonBodyPlugin } from './json-body.js';
 import type { HttpLimits } from './limits.js';
@@ -47,6 +47,8 @@ export async function newHttpApp(options: HttpAppOptions): Promise<FastifyInstan
       requestTimeout: limits.requestTimeoutMs,
       // Node checks both limits on this period (30 s by default), which would stretch a 10 s limit to 40 s.
       connectionsCheckingInterval: Math.min(1_000, limits.headersTimeoutMs),
+      // Node would answer an HTTP/1.1 request without Host itself, with no body: refused below, with ours.
+      requireHostHeader: false,
     },
     // The errors plugin answers requests that arrive while the host closes, with our body.
     return503OnClosing: false,
@@ -54,6 +56,11 @@ export async function newHttpApp(options: HttpAppOptions): Promise<FastifyInstan
     clientErrorHandler: answerClientError,
   });
   closeSpareConnectionsOnClose(app);
+  app.addHook('onRequest', async (request, reply) => {
+    if (request.raw.httpVersion === '1.1' && request.headers.host === undefined) {
+      return sendError(reply, 'invalid_request', 'an HTTP/1.1 request needs a Host header', { connection: 'close' });
+    }
+  });
   if ((options.corsOrigins ?? []).length > 0) await app.register(cors, { ...CORS, origin: [...options.corsOrigins!] });
   await app.register(errorsPlugin);
   await app.register(jsonBodyPlugin);
