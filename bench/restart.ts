@@ -2,7 +2,7 @@
  * `npm run bench:restart`: how long a host takes to start on a log of 10^4, 10^5 and 10^6 events, with
  * its snapshots and without them (issue 12: a 10^6-event start under 2 s with snapshots), and how many
  * events per second `replay` folds (issue 12: at least 200,000): the log read in one read transaction and
- * every event folded through `HostFold`, which says what each moved, as `replay` does before it prints.
+ * every event folded through the host log's fold, which says what each moved, as `replay` does before it prints.
  *
  * The logs are written the way a host writes them, without HTTP in the way: each turn is decided by the
  * chat projection's own deciders (an incoming message, a typing progress, a terminal message), its events
@@ -26,7 +26,7 @@ import type { SessionCommand } from '../src/machines/commands.js';
 import { streamOf, type DomainEvent } from '../src/machines/events.js';
 import { EventLog } from '../src/storage/event-log.js';
 import { LogReader } from '../src/storage/log-reader.js';
-import { HostFold, hostLimits } from '../src/engine/replay/host.js';
+import { foldsOf } from '../src/engine/replay/log.js';
 
 const TARGET_MS = 2_000;
 const TARGET_REPLAY_RATE = 200_000;
@@ -98,7 +98,7 @@ async function replayRate(db: string): Promise<number> {
   const reader = LogReader.open(db);
   try {
     return await reader.read({}, (view) => {
-      const fold = new HostFold(hostLimits(view.last('host.started')?.event));
+      const fold = foldsOf(view)!.fold();
       const started = performance.now();
       let folded = 0;
       for (const stored of view.events()) {

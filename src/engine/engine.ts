@@ -82,9 +82,7 @@ export class Engine implements CommandPort {
   /** Folds the log (from its newest good snapshot on), starts a new epoch, and recovers what a crash left in flight. */
   static async start(log: EventLog<DomainEvent>, config: EngineConfig): Promise<Engine> {
     const engine = new Engine(log, config);
-    const restored = restoreSnapshot(log, engine.snapshotCodec, (position, reason) =>
-      engine.report(new Error(reason), { what: `using the snapshot at position ${position}` }),
-    );
+    const restored = restoreSnapshot(log, engine.snapshotCodec, engine.report);
     if (restored !== undefined) engine.projection.restore(restored.state);
     for (const { event } of log.read(restored?.position)) engine.projection.apply(event);
     log.onCommit((events) => engine.afterCommit.dispatch(events));

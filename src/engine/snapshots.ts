@@ -33,17 +33,21 @@ export interface Restored<S> {
   readonly state: S;
 }
 
-/** The newest usable snapshot; `ignored` hears of each one passed over, and why. */
-export function restoreSnapshot<E extends LogRecord, S>(log: EventLog<E>, codec: SnapshotCodec<S>, ignored: (position: number, reason: string) => void): Restored<S> | undefined {
+/**
+ * The newest usable snapshot. Each one passed over is reported (`using the snapshot at position P failed`,
+ * with why) to the process's failure report, never trusted.
+ */
+export function restoreSnapshot<E extends LogRecord, S>(log: EventLog<E>, codec: SnapshotCodec<S>, report: (error: unknown, context: { readonly what: string }) => void): Restored<S> | undefined {
   for (const snapshot of log.snapshots()) {
+    const passedOver = (reason: string) => report(new Error(reason), { what: `using the snapshot at position ${snapshot.position}` });
     if (snapshot.problem !== undefined) {
-      ignored(snapshot.position, snapshot.problem);
+      passedOver(snapshot.problem);
       continue;
     }
     try {
       return { position: snapshot.position, state: codec.decode(snapshot.data) };
     } catch (error) {
-      ignored(snapshot.position, (error as Error).message);
+      passedOver((error as Error).message);
     }
   }
   return undefined;

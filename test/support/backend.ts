@@ -4,7 +4,7 @@ import { rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { expect } from 'vitest';
 import { createBackendRelay } from '../../src/adapters/backend-relay.js';
-import { verifyLog } from './verify-log.js';
+import { verifyLogFile } from './verify-log.js';
 import type { Backend, BackendConfig } from '../../src/engine/backend/backend.js';
 import { PURPOSES, type Heartbeat, type JobPurpose } from '../../src/protocol/index.js';
 import { tempDir } from './host.js';
@@ -40,7 +40,7 @@ export async function serveBackend(
     async stop({ remove = true } = {}) {
       await relay.close();
       if (!remove) return;
-      await verifyLog(db);
+      await verifyLogFile(db);
       rmSync(dir, { recursive: true, force: true });
     },
   };

@@ -3,7 +3,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createAssistantHost, type AssistantHost, type AssistantHostOptions } from '../../src/index.js';
-import { verifyLog } from './verify-log.js';
+import { verifyLogFile } from './verify-log.js';
 
 export const TOKEN = 'test-token';
 
@@ -35,7 +35,7 @@ export async function startHost(options: Partial<AssistantHostOptions> & { dir?:
     close: () => host.close(),
     async cleanup() {
       await host.close();
-      await verifyLog(db);
+      await verifyLogFile(db);
       rmSync(dir, { recursive: true, force: true });
     },
   };

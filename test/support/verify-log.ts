@@ -4,20 +4,15 @@
  * anywhere. Called as a test's host or backend is removed, so every suite's logs are checked.
  */
 import { existsSync } from 'node:fs';
-import { BackendFold } from '../../src/engine/replay/backend.js';
-import { HostFold, hostLimits } from '../../src/engine/replay/host.js';
-import { snapshotCheck, verify } from '../../src/engine/replay/verify.js';
+import { verifyLog } from '../../src/engine/replay/log.js';
 import { LogReader } from '../../src/storage/log-reader.js';
 
-export async function verifyLog(db: string): Promise<void> {
+export async function verifyLogFile(db: string): Promise<void> {
   if (!existsSync(db)) return;
   const reader = LogReader.open(db);
   try {
     await reader.read({}, (view) => {
-      if (view.kind !== 'host' && view.kind !== 'backend') return;
-      const limits = view.kind === 'host' ? hostLimits(view.last('host.started')?.event) : undefined;
-      const newFold = view.kind === 'host' ? () => new HostFold(limits!) : () => new BackendFold();
-      const { difference } = verify<unknown>(newFold, view.events(), view.snapshots().map((stored) => snapshotCheck(stored, limits)));
+      const { difference } = verifyLog(view);
       if (difference !== undefined) throw new Error(`replay --verify of ${db}: after event #${difference.position} (${difference.type}), ${difference.what}`);
     });
   } finally {

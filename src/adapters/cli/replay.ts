@@ -9,10 +9,8 @@
  * depends on no other, and a block is printed as it is folded. `--json` folds the log in order, writing as
  * it goes.
  */
-import { BackendFold } from '../../engine/replay/backend.js';
-import { HostFold, hostLimits } from '../../engine/replay/host.js';
+import { foldsOf, verifyLog } from '../../engine/replay/log.js';
 import { entityKey, type Fold, type Moved, type Step } from '../../engine/replay/timeline.js';
-import { snapshotCheck, verify } from '../../engine/replay/verify.js';
 import { SchemaMismatchError } from '../../storage/errors.js';
 import type { LogRecord, StoredEvent } from '../../storage/event-log.js';
 import { LogOpenError, LogReader, type LogView, type ReadBounds } from '../../storage/log-reader.js';
@@ -86,16 +84,13 @@ function openLog(path: string): LogReader {
 }
 
 /** New folds of the log's kind (`undefined` for a log with no events), refusing what replay cannot read and flags of the other kind. */
-function foldsOf(view: LogView, options: ReplayOptions): (() => Fold<unknown>) | undefined {
+function checkedFolds(view: LogView, options: ReplayOptions): (() => Fold<unknown>) | undefined {
   const kind = view.kind;
   if (kind === 'plugin') throw new UsageError(`--db: ${options.db} is an assistant plugin's log; replay reads a host's log or a backend relay's`);
   if (kind === 'unknown') throw new Error(`${options.db} begins with an event that neither a host's log nor a backend's begins with`);
   if (options.session !== undefined && kind === 'backend') throw new UsageError(`--session names a session of a host's log; ${options.db} is a backend's (--job names a job)`);
   if (options.job !== undefined && kind === 'host') throw new UsageError(`--job names a job of a backend's log; ${options.db} is a host's (--session names a session)`);
-  if (kind === 'backend') return () => new BackendFold();
-  if (kind === undefined) return undefined;
-  const limits = hostLimits(view.last('host.started')?.event);
-  return () => new HostFold(limits);
+  return foldsOf(view)?.fold;
 }
 
 function* steps(fold: Fold<unknown>, events: Iterable<StoredEvent<LogRecord>>): Generator<Step> {
@@ -109,11 +104,9 @@ function isEmpty(events: Iterator<unknown>): boolean {
 }
 
 async function replay(view: LogView, options: ReplayOptions, out: Lines): Promise<void> {
-  const newFold = foldsOf(view, options);
+  const newFold = checkedFolds(view, options);
   if (options.verify) {
-    const limits = view.kind === 'host' ? hostLimits(view.last('host.started')?.event) : undefined;
-    const snapshots = view.snapshots().map((stored) => snapshotCheck(stored, limits));
-    const { events, difference } = newFold === undefined ? { events: 0, difference: undefined } : verify(newFold, view.events(), snapshots);
+    const { events, difference } = verifyLog(view);
     if (difference === undefined) return out.line(`verified: ${events} events, 0 differences`);
     out.line(`verify: ${events} events, 1 difference: after event #${difference.position} (${difference.type}), ${difference.what}`);
     process.exitCode = 1;

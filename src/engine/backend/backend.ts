@@ -174,9 +174,7 @@ export class Backend {
   /** Folds the log (from its newest good snapshot on), starts a new epoch, and re-arms every open job's deadline and lease from it. */
   static async start(log: EventLog<BackendEvent>, config: BackendConfig = {}): Promise<Backend> {
     const backend = new Backend(log, config);
-    const restored = restoreSnapshot(log, backend.snapshotCodec, (position, reason) =>
-      backend.report(new Error(reason), { what: `using the snapshot at position ${position}` }),
-    );
+    const restored = restoreSnapshot(log, backend.snapshotCodec, backend.report);
     if (restored !== undefined) {
       backend.projection.restore(restored.state);
       backend.store.restored();

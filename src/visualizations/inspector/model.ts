@@ -7,8 +7,7 @@
  * An event the folds cannot take (a damaged row, a type of another kind of log) stops the model there for
  * good, and `fault` says why: the log is append-only, so reading it again would meet the same event.
  */
-import { BackendFold } from '../../engine/replay/backend.js';
-import { HostFold, hostLimits } from '../../engine/replay/host.js';
+import { foldsOf } from '../../engine/replay/log.js';
 import { ReplayError, timelines, type Entity, type EntityKind, type EntityState, type Entry, type Fold, type Moved, type Step, type Timeline } from '../../engine/replay/timeline.js';
 import type { Form } from '../../machines/events.js';
 import { CorruptEventError, LogReader, type LogView } from '../../storage/log-reader.js';
@@ -177,9 +176,9 @@ export class InspectorModel {
   /** The fold for the log's kind; none for a log with no events yet, or one the folds cannot read. */
   private foldOf(view: LogView): Fold<unknown> | undefined {
     this.logKind = view.kind;
-    if (view.kind === 'backend') return new BackendFold();
-    // As `replay` does: the bounds of the last start the log holds when it is first read.
-    if (view.kind === 'host') return new HostFold(hostLimits(view.last('host.started')?.event));
+    // As `replay` does: a host's log under the bounds of the last start it holds when it is first read.
+    const folds = foldsOf(view);
+    if (folds !== undefined) return folds.fold();
     if (view.kind !== undefined) {
       this.stuck = true;
       this.problem =
