@@ -55,14 +55,31 @@ export interface SessionContext {
   readonly limits: SessionLimits;
 }
 
+/**
+ * A new map for every change, as a fold must not change what an earlier snapshot holds. Most sessions have
+ * one task pending at a time: copying an empty map, or one left empty, is skipped (a copy walks the map).
+ */
+function withTask(pending: ReadonlyMap<string, TaskSnapshot>, taskId: string, task: TaskSnapshot): ReadonlyMap<string, TaskSnapshot> {
+  return (pending.size === 0 ? new Map<string, TaskSnapshot>() : new Map(pending)).set(taskId, task);
+}
+
+function withoutTask(pending: ReadonlyMap<string, TaskSnapshot>, taskId: string): ReadonlyMap<string, TaskSnapshot> {
+  if (pending.size === 1 && pending.has(taskId)) return new Map();
+  const left = new Map(pending);
+  left.delete(taskId);
+  return left;
+}
+
 function started(context: SessionContext, event: TaskStarted): Partial<SessionContext> {
   const callback = event.callback ?? (event.same_callback ? context.callback : undefined);
+  const { memory, memoryChars } = remember(context, { role: 'user', task_id: event.task_id, text: event.text, at: event.at }, context.limits);
   return {
-    pending: new Map(context.pending).set(event.task_id, initialTask({ task_id: event.task_id, at: event.at, ...(callback === undefined ? {} : { callback }) })),
+    pending: withTask(context.pending, event.task_id, initialTask(callback === undefined ? { task_id: event.task_id, at: event.at } : { task_id: event.task_id, at: event.at, callback })),
     callback: event.callback ?? context.callback,
     taskIds: rememberTaskId(context.taskIds, event.task_id, context.limits),
     prelude: event.system_prelude ?? context.prelude,
-    ...remember(context, { role: 'user', task_id: event.task_id, text: event.text, at: event.at }, context.limits),
+    memory,
+    memoryChars,
     lastActivityAt: event.at,
   };
 }
@@ -73,27 +90,19 @@ function progressed(event: TaskProgressed): Partial<SessionContext> {
 }
 
 function settled(context: SessionContext, event: TaskSettled): Partial<SessionContext> {
-  const pending = new Map(context.pending);
-  pending.delete(event.task_id);
-  const route: Partial<SessionContext> =
-    event.delivery === undefined
-      ? {
-          backlog: retain(
-            context.backlog,
-            event.epoch,
-            { seq: event.seq, id: `${event.epoch}:${context.backlog.generation}:${event.seq}`, task_id: event.task_id, data: event.data, bytes: replyBytes(event.data) },
-            context.limits,
-          ),
-        }
-      : { deliveries: event.delivery.n };
-  return {
-    pending,
-    ...route,
-    ...(event.reply.status === 'message'
-      ? remember(context, { role: 'assistant', task_id: event.task_id, text: event.reply.reply_text, at: event.at }, context.limits)
-      : {}),
-    lastActivityAt: event.at,
-  };
+  const pending = withoutTask(context.pending, event.task_id);
+  // Built field by field: a fold settles a task every few events, and spreading partial objects costs more.
+  const update: { -readonly [K in keyof SessionContext]?: SessionContext[K] } = { pending, lastActivityAt: event.at };
+  if (event.delivery === undefined) {
+    const retained = { seq: event.seq, id: `${event.epoch}:${context.backlog.generation}:${event.seq}`, task_id: event.task_id, data: event.data, bytes: replyBytes(event.data) };
+    update.backlog = retain(context.backlog, event.epoch, retained, context.limits);
+  } else update.deliveries = event.delivery.n;
+  if (event.reply.status === 'message') {
+    const { memory, memoryChars } = remember(context, { role: 'assistant', task_id: event.task_id, text: event.reply.reply_text, at: event.at }, context.limits);
+    update.memory = memory;
+    update.memoryChars = memoryChars;
+  }
+  return update;
 }
 
 /**

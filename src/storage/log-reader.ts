@@ -59,6 +59,9 @@ export interface LogView {
   snapshots(): StoredSnapshot[];
 }
 
+/** Rows read from SQLite at a time. */
+const PAGE = 1024;
+
 interface Row {
   readonly position: number;
   readonly type: string;
@@ -146,17 +149,25 @@ export class LogReader {
     const later = bounds.untilAt === undefined ? undefined : (db.prepare('SELECT min(position) AS p FROM events WHERE at > ?').get(bounds.untilAt) as { p: number | null }).p;
     const end = Math.min(last, bounds.untilPosition ?? last, later === undefined || later === null ? last : later - 1);
     const first = db.prepare('SELECT type FROM events ORDER BY position LIMIT 1').get() as { type: string } | undefined;
-    const count = (db.prepare('SELECT count(*) AS n FROM events WHERE position > ? AND position <= ?').get(after, end) as { n: number }).n;
-    // Rows as arrays: a replay reads every event, and an object per row costs more than its parse.
-    const rows = db.prepare('SELECT position, type, at, data FROM events WHERE position > ? AND position <= ? ORDER BY position').raw();
-    const streamRows = db.prepare('SELECT position, type, at, data FROM events WHERE stream = ? AND position > ? AND position <= ? ORDER BY position').raw();
+
+    // Rows as arrays, a page at a time: a replay reads every event, and an object per row, or a call into
+    // SQLite per row (as `iterate` makes), costs more than its parse.
+    const rows = db.prepare(`SELECT position, type, at, data FROM events WHERE position > ? AND position <= ? ORDER BY position LIMIT ${PAGE}`).raw();
+    const streamRows = db.prepare(`SELECT position, type, at, data FROM events WHERE stream = ? AND position > ? AND position <= ? ORDER BY position LIMIT ${PAGE}`).raw();
     return {
       kind: kindOf(first?.type),
-      count,
+      // Counted when asked: a count is a scan of every row in the bounds.
+      get count() {
+        return (db.prepare('SELECT count(*) AS n FROM events WHERE position > ? AND position <= ?').get(after, end) as { n: number }).n;
+      },
       end,
       *events(stream) {
-        const found = (stream === undefined ? rows.iterate(after, end) : streamRows.iterate(stream, after, end)) as IterableIterator<[number, string, number, string]>;
-        for (const [position, type, at, data] of found) yield parse({ position, type, at, data });
+        for (let from = after; ; ) {
+          const page = (stream === undefined ? rows.all(from, end) : streamRows.all(stream, from, end)) as Array<[number, string, number, string]>;
+          for (const [position, type, at, data] of page) yield parse({ position, type, at, data });
+          if (page.length < PAGE) return;
+          from = page[page.length - 1]![0];
+        }
       },
       *streams() {
         const found = db.prepare('SELECT stream FROM events WHERE position > ? AND position <= ? GROUP BY stream ORDER BY min(position)').pluck().iterate(after, end);

@@ -89,9 +89,10 @@ describe('task (3.1): a settled task ignores further events', () => {
 });
 
 describe('initialTask', () => {
-  it("is the machine's own initial snapshot, resolved without running the initial transition", () => {
+  it("is the machine's own initial snapshot, every time", () => {
     const input = { task_id: 't-7', at: 1_234 };
     const [initial, actions] = initialTransition(taskMachine, input);
+    initialTask({ task_id: 't-6', at: 1_000 });
     const resolved = initialTask(input);
     expect(actions).toEqual([]);
     expect([resolved.value, resolved.status, resolved.context]).toEqual([initial.value, initial.status, initial.context]);

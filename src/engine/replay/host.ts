@@ -98,11 +98,14 @@ export class HostFold implements Fold<ChatState> {
     const pending = taskId === undefined ? undefined : this.projection.taskSession(session_id)?.context.pending.get(taskId);
     const queued = n === undefined ? undefined : this.projection.outbox(session_id).queue.get(n);
     this.projection.apply(event);
-    return [
-      this.sessionMoved(session_id),
-      taskId === undefined ? undefined : this.taskMoved(event, session_id, taskId, pending),
-      n === undefined ? undefined : this.deliveryMoved(event, session_id, n, queued),
-    ].filter((moved) => moved !== undefined);
+    const moved: Moved[] = [];
+    const session = this.sessionMoved(session_id);
+    if (session !== undefined) moved.push(session);
+    const task = taskId === undefined ? undefined : this.taskMoved(event, session_id, taskId, pending);
+    if (task !== undefined) moved.push(task);
+    const delivery = n === undefined ? undefined : this.deliveryMoved(event, session_id, n, queued);
+    if (delivery !== undefined) moved.push(delivery);
+    return moved;
   }
 
   private sessionOf(id: string): Entity | undefined {
@@ -115,7 +118,7 @@ export class HostFold implements Fold<ChatState> {
     const snapshot = this.projection.taskSession(id) ?? this.projection.conversation(id);
     if (entity === undefined || snapshot === undefined) return undefined;
     const { endReason } = snapshot.context;
-    return { entity, state: dotPath(snapshot.value), ...(endReason === undefined ? {} : { status: endReason }) };
+    return endReason === undefined ? { entity, state: dotPath(snapshot.value) } : { entity, state: dotPath(snapshot.value), status: endReason };
   }
 
   /** A pending task is in its session; a task that just settled, only in `before` and the event. */
