@@ -9,95 +9,57 @@
  * followed live. A server prints exactly one line on stdout when ready, `{"listening":"http://H:PORT"}`
  * (`inspect`: `{"inspecting":"http://H:PORT","db":FILE}`); everything else is structured JSON logging on stderr, tokens redacted.
  */
-import { BUILTIN_AGENTS, insightsAgent } from '../agents/index.js';
-import { createAssistantHost } from '../host.js';
-import { builtinReasoner } from '../reasoners/index.js';
-import { USAGE, parseServeArgs, type ServeOptions } from './args.js';
-import { BACKEND_USAGE, backendCommand } from './backend.js';
-import { CALL_USAGE, callCommand } from './call.js';
-import { CHAT_USAGE, chatCommand } from './chat.js';
-import { DEMO_USAGE, demoCommand } from './demo.js';
 import { UsageError } from './flags.js';
-import { INSPECT_USAGE, inspectCommand } from './inspect.js';
-import { INTEGRATIONS_USAGE, integrationsCommand } from './integrations.js';
-import { JOB_USAGE, jobCommand } from './job.js';
-import { PAIR_USAGE, pairCommand } from './pair.js';
-import { REKEY_USAGE, rekeyCommand } from './rekey.js';
-import { PLUGIN_USAGE, pluginCommand } from './plugin.js';
-import { REPLAY_USAGE, replayCommand } from './replay.js';
-import { exitOnFatal, jsonLogger, readTokenFile, runUntilSignalled } from './service.js';
 
-/** The token from --token, or from --token-file (created with a fresh random token on first use). */
-function resolveToken(options: ServeOptions): string {
-  return options.token ?? readTokenFile(options.tokenFile!, { create: true });
+interface Command {
+  readonly run: (argv: readonly string[], env: NodeJS.ProcessEnv) => Promise<void>;
+  /** Shown with its usage errors and its `--help`. */
+  readonly usage: string;
 }
 
-async function serve(argv: readonly string[]): Promise<void> {
-  const options = parseServeArgs(argv, process.env);
-  const token = resolveToken(options);
-  const logger = jsonLogger(options.logLevel);
-  const host = await createAssistantHost({
-    db: options.db,
-    token,
-    agent: options.insights === 'builtin' ? insightsAgent(builtinReasoner({ providerKind: 'assistant-relay' }), BUILTIN_AGENTS[options.agent]) : options.agent,
-    form: options.form,
-    callbackAllowlist: options.callbackAllowlist,
-    corsOrigins: options.corsOrigins,
-    callbackLoopback: options.callbackLoopback,
-    ...(options.callbackLoopbackPorts !== undefined ? { callbackLoopbackPorts: options.callbackLoopbackPorts } : {}),
-    synchronous: options.synchronous,
-    logger,
-    ...(options.keepaliveMs !== undefined ? { keepaliveMs: options.keepaliveMs } : {}),
-    ...(options.maxReaders !== undefined ? { maxReadersPerSession: options.maxReaders } : {}),
-    ...(options.maxStreams !== undefined ? { maxStreams: options.maxStreams } : {}),
-    ...(options.headersTimeoutMs !== undefined ? { headersTimeoutMs: options.headersTimeoutMs } : {}),
-    ...(options.requestTimeoutMs !== undefined ? { requestTimeoutMs: options.requestTimeoutMs } : {}),
-    ...(options.connectionIdleTimeoutMs !== undefined ? { connectionIdleTimeoutMs: options.connectionIdleTimeoutMs } : {}),
-    ...(options.sessionIdleTtlMs !== undefined ? { sessionIdleTtlMs: options.sessionIdleTtlMs } : {}),
-    ...(options.retentionMs !== undefined ? { retentionMs: options.retentionMs } : {}),
-    onFatal: exitOnFatal(logger),
-  });
-  const url = await host.listen({ host: options.host, port: options.port });
-  logger.info({ url, db: options.db, agent: options.agent, insights: options.insights, form: options.form, callback_allowlist: options.callbackAllowlist, callback_loopback: options.callbackLoopback, callback_loopback_ports: options.callbackLoopbackPorts, cors_origins: options.corsOrigins, epoch: host.epoch }, 'serving');
-  runUntilSignalled(logger, { listening: url }, () => host.close());
-}
-
-/** Each command, and the usage shown with its usage errors and its `--help`. */
-const COMMANDS: Record<string, { readonly run: (argv: readonly string[]) => Promise<void>; readonly usage: string }> = {
-  serve: { run: serve, usage: USAGE },
-  backend: { run: (argv) => backendCommand(argv, process.env), usage: BACKEND_USAGE },
-  plugin: { run: (argv) => pluginCommand(argv, process.env), usage: PLUGIN_USAGE },
-  pair: { run: (argv) => pairCommand(argv, process.env), usage: PAIR_USAGE },
-  rekey: { run: (argv) => rekeyCommand(argv, process.env), usage: REKEY_USAGE },
-  job: { run: (argv) => jobCommand(argv, process.env), usage: JOB_USAGE },
-  integrations: { run: (argv) => integrationsCommand(argv, process.env), usage: INTEGRATIONS_USAGE },
-  chat: { run: (argv) => chatCommand(argv, process.env), usage: CHAT_USAGE },
-  call: { run: (argv) => callCommand(argv, process.env), usage: CALL_USAGE },
-  demo: { run: (argv) => demoCommand(argv, process.env), usage: DEMO_USAGE },
-  replay: { run: (argv) => replayCommand(argv, process.env), usage: REPLAY_USAGE },
-  inspect: { run: (argv) => inspectCommand(argv, process.env), usage: INSPECT_USAGE },
+/**
+ * Each command, loaded when it runs: a command's start-up is then its own modules' (`replay` does not
+ * load the HTTP server, nor `chat` the event log).
+ */
+const COMMANDS: Record<string, () => Promise<Command>> = {
+  serve: () => import('./serve.js').then((m) => ({ run: m.serveCommand, usage: m.SERVE_USAGE })),
+  backend: () => import('./backend.js').then((m) => ({ run: m.backendCommand, usage: m.BACKEND_USAGE })),
+  plugin: () => import('./plugin.js').then((m) => ({ run: m.pluginCommand, usage: m.PLUGIN_USAGE })),
+  pair: () => import('./pair.js').then((m) => ({ run: m.pairCommand, usage: m.PAIR_USAGE })),
+  rekey: () => import('./rekey.js').then((m) => ({ run: m.rekeyCommand, usage: m.REKEY_USAGE })),
+  job: () => import('./job.js').then((m) => ({ run: m.jobCommand, usage: m.JOB_USAGE })),
+  integrations: () => import('./integrations.js').then((m) => ({ run: m.integrationsCommand, usage: m.INTEGRATIONS_USAGE })),
+  chat: () => import('./chat.js').then((m) => ({ run: m.chatCommand, usage: m.CHAT_USAGE })),
+  call: () => import('./call.js').then((m) => ({ run: m.callCommand, usage: m.CALL_USAGE })),
+  demo: () => import('./demo.js').then((m) => ({ run: m.demoCommand, usage: m.DEMO_USAGE })),
+  replay: () => import('./replay.js').then((m) => ({ run: m.replayCommand, usage: m.REPLAY_USAGE })),
+  inspect: () => import('./inspect.js').then((m) => ({ run: m.inspectCommand, usage: m.INSPECT_USAGE })),
 };
 
-const ALL_USAGE = Object.values(COMMANDS).map(({ usage }) => usage).join('\n\n');
+async function allUsage(): Promise<string> {
+  const commands = await Promise.all(Object.values(COMMANDS).map((load) => load()));
+  return commands.map(({ usage }) => usage).join('\n\n');
+}
 
 const isHelp = (word: string | undefined) => word === undefined || word === 'help' || word === '--help' || word === '-h';
 
 async function main(argv: readonly string[]): Promise<void> {
   const [command, ...rest] = argv;
-  const known = command === undefined ? undefined : COMMANDS[command];
-  if (known === undefined) {
+  const load = command === undefined || !Object.hasOwn(COMMANDS, command) ? undefined : COMMANDS[command];
+  if (load === undefined) {
     if (isHelp(command)) {
-      process.stdout.write(`${ALL_USAGE}\n`);
+      process.stdout.write(`${await allUsage()}\n`);
       return;
     }
-    throw Object.assign(new UsageError(`unknown command ${JSON.stringify(command)}`), { usage: ALL_USAGE });
+    throw Object.assign(new UsageError(`unknown command ${JSON.stringify(command)}`), { usage: await allUsage() });
   }
+  const known = await load();
   if (rest[0] === '--help' || rest[0] === '-h') {
     process.stdout.write(`${known.usage}\n`);
     return;
   }
   try {
-    await known.run(rest);
+    await known.run(rest, process.env);
   } catch (error) {
     throw error instanceof UsageError ? Object.assign(error, { usage: known.usage }) : error;
   }
@@ -105,7 +67,8 @@ async function main(argv: readonly string[]): Promise<void> {
 
 main(process.argv.slice(2)).catch((error: unknown) => {
   if (error instanceof UsageError) {
-    process.stderr.write(`assistant-relay: ${error.message}\n${(error as UsageError & { usage?: string }).usage ?? USAGE}\n`);
+    // main() gives every usage error the usage of its command (or of all of them).
+    process.stderr.write(`assistant-relay: ${error.message}\n${(error as UsageError & { usage: string }).usage}\n`);
     process.exit(2);
   }
   // Same shape as the logger's lines (pino, level 60 = fatal): stderr stays JSON lines.
