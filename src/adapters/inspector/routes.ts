@@ -44,7 +44,8 @@ export const inspectorApi: FastifyPluginAsync<InspectorApiOptions> = async (app,
     return reply.type('image/svg+xml; charset=utf-8').send(await pictures.get(name));
   });
 
-  app.get('/live', async (_request, reply) => {
+  // No HEAD: a stream's answer is its body, and a HEAD request would wait for headers that never come.
+  app.get('/live', { exposeHeadRoute: false }, async (_request, reply) => {
     await model.refresh();
     const stream = streamTransport(reply);
     streams.add(stream);
