@@ -74,6 +74,8 @@ function decide(command: JobCommand, job: JobState): JobDecision {
   switch (command.type) {
     case 'deliver':
       if (isSettled(job)) return nothing('settled');
+      // Its plugin has it (PROTOCOL.md 6e.1).
+      if (state === 'running') return nothing('unchanged');
       return {
         events: [{ type: 'job.delivered', ...fact, delivery: job.context.deliveries + 1, seq: command.seq, lease_until: command.lease_until }],
         outcome: 'delivered',

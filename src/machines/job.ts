@@ -3,14 +3,15 @@
  * is open until a result, a failure, its deadline or its client ends it. While open it waits for a stream
  * (created), is on its way to the plugin under a delivery lease (delivered), or is being run (running);
  * delivery is at least once: a reconnect, a takeover or a lapsed lease sends it again, and the plugin
- * dedupes by `job_id`. The statechart folds logged events; `jobDecider` decides them.
+ * dedupes by `job_id`. A running job is not sent again (PROTOCOL.md 6e.1): its plugin has it, and if the
+ * plugin went away, its lease lapses and it waits to be sent. The statechart folds logged events;
+ * `jobDecider` decides them.
  *
  * | State          | Event         | Next           | Note                                                       |
  * |----------------|---------------|----------------|------------------------------------------------------------|
  * | open.created   | job.delivered | open.delivered | on the integration's stream, under a lease                 |
  * | open.created   | job.started   | open.running   | the plugin runs it though its lease had lapsed: it has it   |
  * | open.delivered | job.delivered | open.delivered | sent again: a new stream, or the lease lapsed while live   |
- * | open.running   | job.delivered | open.delivered | sent again on a new stream: the plugin says again that it runs it |
  * | open.delivered | job.started   | open.running   | the plugin runs it; heartbeats renew the lease             |
  * | open.running   | job.renewed   | open.running   | a heartbeat named it                                        |
  * | open.delivered | job.released  | open.created   | the lease lapsed: waits for a stream, to be sent again     |
@@ -117,7 +118,6 @@ export const jobMachine = setup({
         },
         running: {
           on: {
-            'job.delivered': { target: 'delivered', actions: { type: 'deliver', params: ({ event }) => event } },
             'job.renewed': { target: 'running', actions: { type: 'lease', params: ({ event }) => event } },
             'job.released': { target: 'created', actions: 'release' },
           },

@@ -44,6 +44,10 @@ describe('job decider: delivery and leases', () => {
     spec.given([created, delivered(1, 100)]).when({ type: 'deliver', job_id: J, seq: 9, lease_until: 70_000, at: 10_000 }).then([{ type: 'job.delivered', ...fact(10_000), delivery: 2, seq: 9, lease_until: 70_000 }]);
   });
 
+  it('does not send a running job again: its plugin has it (found by the model-based test: the statechart allowed it, no stream did it)', () => {
+    spec.given([created, delivered(1, 100), started(200)]).when({ type: 'deliver', job_id: J, seq: 9, lease_until: 70_000, at: 10_000 }).thenNothing('unchanged');
+  });
+
   it('run starts a delivered (or released) job and renews a running one', () => {
     spec.given([created, delivered(1, 100)]).when({ type: 'run', job_id: J, lease_until: 90_200, at: 200 }).then([started(200)], 'running');
     spec.given([created]).when({ type: 'run', job_id: J, lease_until: 90_200, at: 200 }).then([started(200)], 'running');
