@@ -1,0 +1,92 @@
+/**
+ * Model-based tests, generated from a statechart (issue 13): `xstate/graph` walks the machine and yields
+ * every transition it has (from a state, an event it takes there, to the next state); `describeModel`
+ * makes a test of each, which starts a fresh subject on the real system (a job, a pairing), drives it
+ * along the shortest path to the transition's state and then through it, each event made to happen by
+ * its driver, and checks after every step that the system followed the machine. A last test prints the
+ * coverage of states and transitions and fails below 100%: a transition added to the machine without a
+ * driver fails it, and one the system does not follow fails its own test.
+ */
+import { getAdjacencyMap, getShortestPaths } from 'xstate/graph';
+import { describe, expect, it } from 'vitest';
+import type { AnyMachineSnapshot, AnyStateMachine, EventObject } from 'xstate';
+
+export interface Model<Subject, Event extends EventObject> {
+  readonly machine: AnyStateMachine;
+  /** The machine's input, and an event of each type it takes (their payloads feed only the context, which the walk ignores). */
+  readonly input: unknown;
+  readonly events: readonly Event[];
+  /** A fresh subject on the real system, in the machine's initial state. */
+  start(): Promise<Subject>;
+  /** What makes each event happen to the subject, given the state the machine says it is in. */
+  readonly drivers: { readonly [Type in Event['type']]?: (subject: Subject, from: AnyMachineSnapshot) => Promise<void> };
+  /** That the system followed the machine: the event is in the log, the subject is in state `to`. */
+  check(subject: Subject, event: Event, to: AnyMachineSnapshot): Promise<void>;
+}
+
+/** A state is its value: the context (counts, times) would make every step a new state. */
+export const stateKey = (snapshot: AnyMachineSnapshot): string => JSON.stringify(snapshot.value);
+
+interface Transition<Event> {
+  readonly from: AnyMachineSnapshot;
+  readonly event: Event;
+  readonly to: AnyMachineSnapshot;
+}
+
+function walkOf<Event extends EventObject>(model: Model<unknown, Event>) {
+  return { input: model.input, events: model.events, serializeState: stateKey, serializeEvent: (event: Event) => event.type } as never;
+}
+
+/** Every transition the machine has: only events a state takes (`can`), from states it can leave. */
+function transitionsOf<Event extends EventObject>(model: Model<unknown, Event>): Array<Transition<Event>> {
+  const adjacency = getAdjacencyMap(model.machine, walkOf(model)) as Record<string, { state: AnyMachineSnapshot; transitions: Record<string, { event: Event; state: AnyMachineSnapshot }> }>;
+  return Object.values(adjacency).flatMap(({ state, transitions }) =>
+    state.status !== 'active' ? [] : Object.values(transitions).filter(({ event }) => state.can(event as never)).map(({ event, state: to }) => ({ from: state, event, to })),
+  );
+}
+
+export function describeModel<Subject, Event extends EventObject>(name: string, model: Model<Subject, Event>): void {
+  const all = transitionsOf(model as Model<unknown, Event>);
+  const paths = getShortestPaths(model.machine, walkOf(model as Model<unknown, Event>));
+  const covered = { states: new Set<string>(), transitions: new Set<string>() };
+
+  const drive = async (subject: Subject, from: AnyMachineSnapshot, event: Event, to: AnyMachineSnapshot) => {
+    const driver = model.drivers[event.type as Event['type']];
+    expect(driver, `a driver for ${event.type}`).toBeDefined();
+    await driver!(subject, from);
+    await model.check(subject, event, to);
+    covered.transitions.add(`${stateKey(from)} ${event.type}`);
+    covered.states.add(stateKey(to));
+  };
+
+  describe(`the ${name} statechart, driven through the real system`, () => {
+    it.each(all.map((t) => [`${stateKey(t.from)} --${t.event.type}--> ${stateKey(t.to)}`, t] as const))('%s', async (_, transition) => {
+      const path = paths.find((candidate) => stateKey(candidate.state as AnyMachineSnapshot) === stateKey(transition.from));
+      expect(path, `a path to ${stateKey(transition.from)}`).toBeDefined();
+      const subject = await model.start();
+      let at = path!.steps[0]!.state as AnyMachineSnapshot;
+      covered.states.add(stateKey(at));
+      for (const step of path!.steps.slice(1)) {
+        await drive(subject, at, step.event as Event, step.state as AnyMachineSnapshot);
+        at = step.state as AnyMachineSnapshot;
+      }
+      await drive(subject, at, transition.event, transition.to);
+    });
+
+    it('covers every state and every transition of the machine', () => {
+      const states = new Set(all.flatMap((t) => [stateKey(t.from), stateKey(t.to)]));
+      const transitions = new Set(all.map((t) => `${stateKey(t.from)} ${t.event.type}`));
+      const done = [...transitions].filter((key) => covered.transitions.has(key)).length;
+      console.log(`model coverage, ${name}: states ${[...states].filter((state) => covered.states.has(state)).length}/${states.size}, transitions ${done}/${transitions.size}`);
+      for (const state of states) expect(covered.states, `state ${state}`).toContain(state);
+      for (const key of transitions) expect(covered.transitions, `transition ${key}`).toContain(key);
+    });
+  });
+}
+
+/** Polls `check` until it holds (the system acts a moment after a request is answered). */
+export async function until(check: () => boolean, what: string, timeoutMs = 5_000): Promise<void> {
+  for (const since = Date.now(); !check(); await new Promise((resolve) => setTimeout(resolve, 10))) {
+    if (Date.now() - since > timeoutMs) throw new Error(`timed out waiting for ${what}`);
+  }
+}
