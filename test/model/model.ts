@@ -37,11 +37,15 @@ function walkOf<Event extends EventObject>(model: Model<unknown, Event>) {
   return { input: model.input, events: model.events, serializeState: stateKey, serializeEvent: (event: Event) => event.type } as never;
 }
 
-/** Every transition the machine has: only events a state takes (`can`), from states it can leave. */
+/**
+ * Every transition the machine has: from each state it can leave, each event that state has a transition
+ * for (one that does nothing, such as a dropped reply's, included: it is a row of the machine's table).
+ */
 function transitionsOf<Event extends EventObject>(model: Model<unknown, Event>): Array<Transition<Event>> {
   const adjacency = getAdjacencyMap(model.machine, walkOf(model)) as Record<string, { state: AnyMachineSnapshot; transitions: Record<string, { event: Event; state: AnyMachineSnapshot }> }>;
+  const takes = (state: AnyMachineSnapshot, event: Event) => model.machine.getTransitionData(state as never, event as never).length > 0;
   return Object.values(adjacency).flatMap(({ state, transitions }) =>
-    state.status !== 'active' ? [] : Object.values(transitions).filter(({ event }) => state.can(event as never)).map(({ event, state: to }) => ({ from: state, event, to })),
+    state.status !== 'active' ? [] : Object.values(transitions).filter(({ event }) => takes(state, event)).map(({ event, state: to }) => ({ from: state, event, to })),
   );
 }
 
