@@ -9,9 +9,10 @@
  * | open  | message.received | open  | joins memory; its callback, if any, is now the session's; its run starts |
  * | open  | reply.queued     | open  | queued for the callback; a `message` joins memory; activity (`typing` resets the inactivity timer) |
  * | open  | turn.finished    | open  | the agent's run for that message ended                              |
- * | open  | reply.dropped    | open  | nothing                                                             |
  * | open  | session.ended    | ended | memory, prelude, task ids, runs and the callback go                 |
  * | ended | reply.dropped    | ended | nothing: the agent spoke after the end                              |
+ *
+ * An open conversation drops nothing: whatever the agent says, even after its run, is queued.
  */
 import { assign, setup, type SnapshotFrom } from 'xstate';
 import type { CallbackBlock } from '../protocol/index.js';
@@ -134,7 +135,6 @@ export const conversationMachine = setup({
         'message.received': { actions: { type: 'receive', params: ({ event }) => event } },
         'reply.queued': { actions: { type: 'queue', params: ({ event }) => event } },
         'turn.finished': { actions: { type: 'finishTurn', params: ({ event }) => event } },
-        'reply.dropped': {},
         'session.ended': { target: 'ended', actions: { type: 'end', params: ({ event }) => event } },
       },
     },

@@ -166,6 +166,13 @@ describe('the conversation (Form B, 3.2)', () => {
     expect([...h.context.running]).toEqual([]);
   });
 
+  it('while it is open nothing is dropped: what the agent says after its run ended is queued too (the model-based test found the open state taking a drop no decision makes)', () => {
+    const h = new Harness();
+    h.run(incoming(U1, 'hi', 10));
+    h.run({ type: 'finish', session_id: S, task_id: U1, failed: false, epoch: 'e1', at: 11 });
+    expect(h.run(say(U1, 'one more thing', 12))).toMatchObject({ outcome: 'queued', events: [{ type: 'reply.queued' }] });
+  });
+
   it('a retried user message is a duplicate; after the end, messages are ignored and replies dropped', () => {
     const h = new Harness();
     h.run(incoming(U1, 'hi', 10));

@@ -13,8 +13,7 @@ import { integrationMachine, integrationState } from '../../src/machines/integra
 import { heartbeatOf, serveBackend, type ServedBackend } from '../support/backend.js';
 import { SimulatedClock } from '../support/clock.js';
 import { request } from '../support/http.js';
-import { readEvents } from '../support/log.js';
-import { describeModel, until } from './model.js';
+import { describeModel, untilLogged } from './model.js';
 
 const OPERATOR = 'model-operator-token-0123456789';
 const KEY = 'A'.repeat(43);
@@ -42,8 +41,6 @@ interface Integration {
   rekey: string | undefined;
   readonly seen: Map<string, number>;
 }
-
-const logged = (id: string, type: string) => readEvents(served.db).filter((event) => event.integration_id === id && event.type === type).length;
 
 async function requestRekey(integration: Integration): Promise<void> {
   integration.rekey = randomUUID();
@@ -92,10 +89,8 @@ describeModel<Integration, IntegrationEvent>('integration', {
     'integration.revoked': async (integration) => expect((await request(`${admin}/${integration.id}/revoke`, { token: OPERATOR, method: 'POST' })).status).toBe(200),
   },
   async check(integration, event, to) {
-    const before = integration.seen.get(event.type) ?? 0;
-    await until(() => logged(integration.id, event.type) > before, `${event.type} of integration ${integration.id}`);
     // An answer's driver may have asked for the rotation first: counted too.
-    for (const type of new Set([event.type, 'integration.rekey_requested'])) integration.seen.set(type, logged(integration.id, type));
+    await untilLogged({ db: served.db, field: 'integration_id', id: integration.id }, event.type, integration.seen, ['integration.rekey_requested']);
     const listed = (await request(admin, { token: OPERATOR })).body as { integrations: Array<{ integration_id: string; state: string }> };
     expect(listed.integrations.find((each) => each.integration_id === integration.id)?.state, `integration ${integration.id} after ${event.type}`).toBe(integrationState(to as never));
   },

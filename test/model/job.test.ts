@@ -10,9 +10,8 @@ import type { JobEvent } from '../../src/machines/job-events.js';
 import { heartbeatOf, serveBackend, type ServedBackend } from '../support/backend.js';
 import { SimulatedClock } from '../support/clock.js';
 import { request } from '../support/http.js';
-import { readEvents } from '../support/log.js';
 import { SseConnection } from '../support/sse.js';
-import { describeModel, until } from './model.js';
+import { describeModel, untilLogged } from './model.js';
 
 const LEASE_MS = 10_000;
 const DEADLINE_MS = 3_600_000;
@@ -49,8 +48,6 @@ async function closeStream(): Promise<void> {
   // The backend hears of it a moment later.
   await new Promise((resolve) => setTimeout(resolve, 30));
 }
-
-const logged = (jobId: string, type: string) => readEvents(served.db).filter((event) => event.job_id === jobId && event.type === type).length;
 
 /** The job, and how many of each event type the log had for it before the step being checked. */
 interface Job {
@@ -100,9 +97,7 @@ describeModel<Job, JobEvent>('job', {
     'job.cancelled': async ({ id }) => expect((await posted(`${base}/jobs/${id}/cancel`, client)).status).toBe(200),
   },
   async check(job, event, to) {
-    const before = job.seen.get(event.type) ?? 0;
-    await until(() => logged(job.id, event.type) > before, `${event.type} of job ${job.id}`);
-    job.seen.set(event.type, logged(job.id, event.type));
+    await untilLogged({ db: served.db, field: 'job_id', id: job.id }, event.type, job.seen);
     const view = (await request(`${base}/jobs/${job.id}`, { token: client })).body as { state: string };
     expect(view.state, `job ${job.id} after ${event.type}`).toBe(jobState(to as JobSnapshot));
   },

@@ -10,6 +10,7 @@
 import { getAdjacencyMap, getShortestPaths } from 'xstate/graph';
 import { describe, expect, it } from 'vitest';
 import type { AnyMachineSnapshot, AnyStateMachine, EventObject } from 'xstate';
+import { readEvents } from '../support/log.js';
 
 export interface Model<Subject, Event extends EventObject> {
   readonly machine: AnyStateMachine;
@@ -93,4 +94,20 @@ export async function until(check: () => boolean, what: string, timeoutMs = 5_00
   for (const since = Date.now(); !check(); await new Promise((resolve) => setTimeout(resolve, 10))) {
     if (Date.now() - since > timeoutMs) throw new Error(`timed out waiting for ${what}`);
   }
+}
+
+/**
+ * Waits until the log `db` holds one more `type` event about the subject (whose id is `field` = `id`)
+ * than `seen` counted; then counts again that type and `recount` (events a driver made on the way).
+ */
+export async function untilLogged(
+  log: { readonly db: string; readonly field: string; readonly id: string },
+  type: string,
+  seen: Map<string, number>,
+  recount: readonly string[] = [],
+): Promise<void> {
+  const logged = (each: string) => readEvents(log.db).filter((event) => event[log.field] === log.id && event.type === each).length;
+  const before = seen.get(type) ?? 0;
+  await until(() => logged(type) > before, `${type} of ${log.id}`);
+  for (const each of new Set([type, ...recount])) seen.set(each, logged(each));
 }

@@ -11,8 +11,7 @@ import type { PairingEvent } from '../../src/machines/pairing-events.js';
 import { serveBackend, type ServedBackend } from '../support/backend.js';
 import { SimulatedClock } from '../support/clock.js';
 import { request } from '../support/http.js';
-import { readEvents } from '../support/log.js';
-import { describeModel, until } from './model.js';
+import { describeModel, untilLogged } from './model.js';
 
 const KEY = 'A'.repeat(43);
 const P = { pairing_id: 'p' };
@@ -38,8 +37,6 @@ interface Pairing {
   assistant: string;
   readonly seen: Map<string, number>;
 }
-
-const logged = (pairingId: string, type: string) => readEvents(served.db).filter((event) => event.pairing_id === pairingId && event.type === type).length;
 
 async function step(pairing: Pairing, path: string, token: string, body: unknown): Promise<void> {
   const answer = await request(`${pairings}/${pairing.id}/${path}`, { token, body });
@@ -80,9 +77,7 @@ describeModel<Pairing, PairingEvent>('pairing', {
     'pairing.expired': async () => clock.increment(PAIRING_TTL_MS + 1),
   },
   async check(pairing, event, to) {
-    const before = pairing.seen.get(event.type) ?? 0;
-    await until(() => logged(pairing.id, event.type) > before, `${event.type} of pairing ${pairing.id}`);
-    pairing.seen.set(event.type, logged(pairing.id, event.type));
+    await untilLogged({ db: served.db, field: 'pairing_id', id: pairing.id }, event.type, pairing.seen);
     const view = await request(`${pairings}/${pairing.id}`, { token: pairing.client });
     expect([view.status, (view.body as { state?: string }).state], `pairing ${pairing.id} after ${event.type}`).toEqual([200, pairingState(to as PairingSnapshot)]);
   },

@@ -11,8 +11,7 @@ import type { SessionEvent } from '../../src/machines/events.js';
 import { sessionMachine } from '../../src/machines/session.js';
 import { startHost, TOKEN, type TestHost } from '../support/host.js';
 import { post, request } from '../support/http.js';
-import { readEvents } from '../support/log.js';
-import { describeModel, until } from './model.js';
+import { describeModel, until, untilLogged } from './model.js';
 
 const S = { session_id: 's' };
 
@@ -44,8 +43,6 @@ interface Session {
   readonly settled: Set<string>;
   readonly seen: Map<string, number>;
 }
-
-const logged = (id: string, type: string) => readEvents(t.db).filter((event) => event.session_id === id && event.type === type).length;
 
 async function send(session: Session): Promise<string> {
   const task = `t${session.tasks.length}`;
@@ -103,9 +100,7 @@ describeModel<Session, SessionEvent>('session', {
     },
   },
   async check(session, event, to) {
-    const before = session.seen.get(event.type) ?? 0;
-    await until(() => logged(session.id, event.type) > before, `${event.type} of session ${session.id}`);
-    for (const type of ['task.started', 'task.settled', event.type]) session.seen.set(type, logged(session.id, type));
+    await untilLogged({ db: t.db, field: 'session_id', id: session.id }, event.type, session.seen, ['task.started', 'task.settled']);
     const view = await request(`${t.url}/v1/sessions/${session.id}`, { token: TOKEN });
     expect([view.status, (view.body as { state?: string }).state], `session ${session.id} after ${event.type}`).toEqual([200, to.value]);
   },

@@ -1,0 +1,106 @@
+/**
+ * The Form B conversation statechart, model-based (model.ts): each transition driven through a real
+ * Form B host over loopback HTTP, one fresh conversation a path, by a client's message or by what the
+ * agent does with its run (an agent the test holds: a message, ending its run, speaking after the
+ * session ended, ending the session); the callback answers every POST with 200.
+ * After each step the log must hold the event for the session, and `GET /v1/sessions/{id}` its state.
+ */
+import { randomUUID } from 'node:crypto';
+import { afterAll, beforeAll, expect } from 'vitest';
+import type { Agent, ReplySink } from '../../src/index.js';
+import { conversationMachine } from '../../src/machines/conversation.js';
+import type { ConversationEvent } from '../../src/machines/events.js';
+import { startHost, TOKEN, type TestHost } from '../support/host.js';
+import { post, request } from '../support/http.js';
+import { Receiver } from '../support/receiver.js';
+import { describeModel, until, untilLogged } from './model.js';
+
+const S = { session_id: 's' };
+
+/** Each run the agent was handed, by `session/task`: its sink, and how to end it. */
+const runs = new Map<string, { readonly reply: ReplySink; readonly finish: () => void }>();
+const heldAgent: Agent = {
+  name: 'held',
+  respond: (turn, reply) =>
+    new Promise((resolve) => {
+      runs.set(`${turn.session_id}/${turn.task_id}`, { reply, finish: () => resolve() });
+      reply.signal.addEventListener('abort', () => resolve(), { once: true });
+    }),
+};
+
+let t: TestHost;
+let receiver: Receiver;
+let conversations = 0;
+
+beforeAll(async () => {
+  receiver = await Receiver.start();
+  t = await startHost({ agent: heldAgent, form: 'B', callbackLoopback: true });
+});
+
+afterAll(async () => {
+  await t?.cleanup();
+  await receiver?.close();
+});
+
+interface Conversation {
+  readonly id: string;
+  readonly tasks: string[];
+  readonly finished: Set<string>;
+  readonly seen: Map<string, number>;
+}
+
+async function send(conversation: Conversation): Promise<string> {
+  const task = randomUUID();
+  const answer = await post(t.url, TOKEN, { session_id: conversation.id, task_id: task, text: 'hello', callback: { url: `${receiver.url}/cb`, token: 'callback-token' } });
+  expect(answer.status).toBe(202);
+  conversation.tasks.push(task);
+  await until(() => runs.has(`${conversation.id}/${task}`), `the agent to get ${task}`);
+  return task;
+}
+
+/** A run still going, started for the purpose if there is none. */
+async function running(conversation: Conversation): Promise<string> {
+  return conversation.tasks.find((task) => !conversation.finished.has(task)) ?? (await send(conversation));
+}
+
+function finish(conversation: Conversation, task: string): void {
+  runs.get(`${conversation.id}/${task}`)!.finish();
+  conversation.finished.add(task);
+}
+
+const runOf = (conversation: Conversation, task: string) => runs.get(`${conversation.id}/${task}`)!;
+
+describeModel<Conversation, ConversationEvent>('conversation', {
+  machine: conversationMachine,
+  input: { opened: { type: 'session.opened', ...S, generation: 'g', form: 'B', at: 1 }, limits: { memoryMaxEntries: 200, memoryMaxChars: 1 << 20, taskIdWindow: 1024 } },
+  events: [
+    { type: 'message.received', ...S, task_id: 'u', text: 'a', at: 2 },
+    { type: 'reply.queued', ...S, reply: { ...S, status: 'message', message_id: 'm', reply_text: 'hi' }, cause: 'agent', delivery: { n: 1, task_id: 'u' }, at: 3 },
+    { type: 'turn.finished', ...S, task_id: 'u', at: 4 },
+    { type: 'reply.dropped', ...S, task_id: 'u', status: 'message', reason: 'session_ended', at: 5 },
+    { type: 'session.ended', ...S, reason: 'host', at: 6 },
+  ] as ConversationEvent[],
+  // The first message opens the conversation (and starts a run, which the later steps may use).
+  async start() {
+    const conversation: Conversation = { id: `model-${(conversations += 1)}`, tasks: [], finished: new Set(), seen: new Map() };
+    await send(conversation);
+    conversation.seen.set('message.received', 1);
+    return conversation;
+  },
+  drivers: {
+    'message.received': async (conversation) => void (await send(conversation)),
+    'reply.queued': async (conversation) => runOf(conversation, await running(conversation)).reply.message('an answer'),
+    'turn.finished': async (conversation) => finish(conversation, await running(conversation)),
+    // The agent speaks after the session ended (while it is open, whatever it says is queued).
+    'reply.dropped': async (conversation) => runOf(conversation, conversation.tasks[0]!).reply.message('too late'),
+    'session.ended': async (conversation) => {
+      expect(await t.host.endSession(conversation.id)).toBe(true);
+      for (const task of conversation.tasks) conversation.finished.add(task);
+    },
+  },
+  async check(conversation, event, to) {
+    await untilLogged({ db: t.db, field: 'session_id', id: conversation.id }, event.type, conversation.seen, ['message.received', 'turn.finished']);
+    const view = await request(`${t.url}/v1/sessions/${conversation.id}`, { token: TOKEN });
+    expect([view.status, (view.body as { state?: string }).state], `conversation ${conversation.id} after ${event.type}`).toEqual([200, to.value]);
+  },
+});
