@@ -99,7 +99,7 @@ describeModel<Conversation, ConversationEvent>('conversation', {
     },
   },
   async check(conversation, event, to) {
-    await untilLogged({ db: t.db, field: 'session_id', id: conversation.id }, event.type, conversation.seen, ['message.received', 'turn.finished']);
+    await untilLogged({ db: t.db, name: conversation.id, about: (event) => event.session_id === conversation.id }, event.type, conversation.seen, ['message.received', 'turn.finished']);
     const view = await request(`${t.url}/v1/sessions/${conversation.id}`, { token: TOKEN });
     expect([view.status, (view.body as { state?: string }).state], `conversation ${conversation.id} after ${event.type}`).toEqual([200, to.value]);
   },

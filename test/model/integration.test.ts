@@ -90,7 +90,7 @@ describeModel<Integration, IntegrationEvent>('integration', {
   },
   async check(integration, event, to) {
     // An answer's driver may have asked for the rotation first: counted too.
-    await untilLogged({ db: served.db, field: 'integration_id', id: integration.id }, event.type, integration.seen, ['integration.rekey_requested']);
+    await untilLogged({ db: served.db, name: integration.id, about: (event) => event.integration_id === integration.id }, event.type, integration.seen, ['integration.rekey_requested']);
     const listed = (await request(admin, { token: OPERATOR })).body as { integrations: Array<{ integration_id: string; state: string }> };
     expect(listed.integrations.find((each) => each.integration_id === integration.id)?.state, `integration ${integration.id} after ${event.type}`).toBe(integrationState(to as never));
   },

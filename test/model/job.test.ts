@@ -97,7 +97,7 @@ describeModel<Job, JobEvent>('job', {
     'job.cancelled': async ({ id }) => expect((await posted(`${base}/jobs/${id}/cancel`, client)).status).toBe(200),
   },
   async check(job, event, to) {
-    await untilLogged({ db: served.db, field: 'job_id', id: job.id }, event.type, job.seen);
+    await untilLogged({ db: served.db, name: job.id, about: (event) => event.job_id === job.id }, event.type, job.seen);
     const view = (await request(`${base}/jobs/${job.id}`, { token: client })).body as { state: string };
     expect(view.state, `job ${job.id} after ${event.type}`).toBe(jobState(to as JobSnapshot));
   },

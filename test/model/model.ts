@@ -97,17 +97,17 @@ export async function until(check: () => boolean, what: string, timeoutMs = 5_00
 }
 
 /**
- * Waits until the log `db` holds one more `type` event about the subject (whose id is `field` = `id`)
- * than `seen` counted; then counts again that type and `recount` (events a driver made on the way).
+ * Waits until the log `db` holds one more `type` event about the subject (`about` picks its events) than
+ * `seen` counted; then counts again that type and `recount` (events a driver made on the way).
  */
 export async function untilLogged(
-  log: { readonly db: string; readonly field: string; readonly id: string },
+  log: { readonly db: string; readonly name: string; readonly about: (event: Record<string, unknown>) => boolean },
   type: string,
   seen: Map<string, number>,
   recount: readonly string[] = [],
 ): Promise<void> {
-  const logged = (each: string) => readEvents(log.db).filter((event) => event[log.field] === log.id && event.type === each).length;
+  const logged = (each: string) => readEvents(log.db).filter((event) => event.type === each && log.about(event)).length;
   const before = seen.get(type) ?? 0;
-  await until(() => logged(type) > before, `${type} of ${log.id}`);
+  await until(() => logged(type) > before, `${type} of ${log.name}`);
   for (const each of new Set([type, ...recount])) seen.set(each, logged(each));
 }

@@ -77,7 +77,7 @@ describeModel<Pairing, PairingEvent>('pairing', {
     'pairing.expired': async () => clock.increment(PAIRING_TTL_MS + 1),
   },
   async check(pairing, event, to) {
-    await untilLogged({ db: served.db, field: 'pairing_id', id: pairing.id }, event.type, pairing.seen);
+    await untilLogged({ db: served.db, name: pairing.id, about: (event) => event.pairing_id === pairing.id }, event.type, pairing.seen);
     const view = await request(`${pairings}/${pairing.id}`, { token: pairing.client });
     expect([view.status, (view.body as { state?: string }).state], `pairing ${pairing.id} after ${event.type}`).toEqual([200, pairingState(to as PairingSnapshot)]);
   },

@@ -100,7 +100,7 @@ describeModel<Session, SessionEvent>('session', {
     },
   },
   async check(session, event, to) {
-    await untilLogged({ db: t.db, field: 'session_id', id: session.id }, event.type, session.seen, ['task.started', 'task.settled']);
+    await untilLogged({ db: t.db, name: session.id, about: (event) => event.session_id === session.id }, event.type, session.seen, ['task.started', 'task.settled']);
     const view = await request(`${t.url}/v1/sessions/${session.id}`, { token: TOKEN });
     expect([view.status, (view.body as { state?: string }).state], `session ${session.id} after ${event.type}`).toEqual([200, to.value]);
   },
