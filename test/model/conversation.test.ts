@@ -7,26 +7,18 @@
  */
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, expect } from 'vitest';
-import type { Agent, ReplySink } from '../../src/index.js';
 import { conversationMachine } from '../../src/machines/conversation.js';
 import type { ConversationEvent } from '../../src/machines/events.js';
 import { startHost, TOKEN, type TestHost } from '../support/host.js';
 import { post, request } from '../support/http.js';
 import { Receiver } from '../support/receiver.js';
-import { describeModel, until, untilLogged } from './model.js';
+import { waitFor } from '../support/wait.js';
+import { HeldAgent } from './held-agent.js';
+import { describeModel, untilLogged } from './model.js';
 
 const S = { session_id: 's' };
 
-/** Each run the agent was handed, by `session/task`: its sink, and how to end it. */
-const runs = new Map<string, { readonly reply: ReplySink; readonly finish: () => void }>();
-const heldAgent: Agent = {
-  name: 'held',
-  respond: (turn, reply) =>
-    new Promise((resolve) => {
-      runs.set(`${turn.session_id}/${turn.task_id}`, { reply, finish: () => resolve() });
-      reply.signal.addEventListener('abort', () => resolve(), { once: true });
-    }),
-};
+const agent = new HeldAgent();
 
 let t: TestHost;
 let receiver: Receiver;
@@ -34,7 +26,7 @@ let conversations = 0;
 
 beforeAll(async () => {
   receiver = await Receiver.start();
-  t = await startHost({ agent: heldAgent, form: 'B', callbackLoopback: true });
+  t = await startHost({ agent, form: 'B', callbackLoopback: true });
 });
 
 afterAll(async () => {
@@ -54,7 +46,7 @@ async function send(conversation: Conversation): Promise<string> {
   const answer = await post(t.url, TOKEN, { session_id: conversation.id, task_id: task, text: 'hello', callback: { url: `${receiver.url}/cb`, token: 'callback-token' } });
   expect(answer.status).toBe(202);
   conversation.tasks.push(task);
-  await until(() => runs.has(`${conversation.id}/${task}`), `the agent to get ${task}`);
+  await waitFor(`the agent to get ${task}`, () => agent.has(conversation.id, task), { everyMs: 10 });
   return task;
 }
 
@@ -64,11 +56,10 @@ async function running(conversation: Conversation): Promise<string> {
 }
 
 function finish(conversation: Conversation, task: string): void {
-  runs.get(`${conversation.id}/${task}`)!.finish();
+  agent.finish(conversation.id, task);
   conversation.finished.add(task);
 }
 
-const runOf = (conversation: Conversation, task: string) => runs.get(`${conversation.id}/${task}`)!;
 
 describeModel<Conversation, ConversationEvent>('conversation', {
   machine: conversationMachine,
@@ -89,10 +80,10 @@ describeModel<Conversation, ConversationEvent>('conversation', {
   },
   drivers: {
     'message.received': async (conversation) => void (await send(conversation)),
-    'reply.queued': async (conversation) => runOf(conversation, await running(conversation)).reply.message('an answer'),
+    'reply.queued': async (conversation) => agent.reply(conversation.id, await running(conversation)).message('an answer'),
     'turn.finished': async (conversation) => finish(conversation, await running(conversation)),
     // The agent speaks after the session ended (while it is open, whatever it says is queued).
-    'reply.dropped': async (conversation) => runOf(conversation, conversation.tasks[0]!).reply.message('too late'),
+    'reply.dropped': async (conversation) => agent.reply(conversation.id, conversation.tasks[0]!).message('too late'),
     'session.ended': async (conversation) => {
       expect(await t.host.endSession(conversation.id)).toBe(true);
       for (const task of conversation.tasks) conversation.finished.add(task);

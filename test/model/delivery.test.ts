@@ -10,24 +10,17 @@
 import { randomUUID } from 'node:crypto';
 import type * as http from 'node:http';
 import { afterAll, beforeAll, expect } from 'vitest';
-import type { Agent, ReplySink } from '../../src/index.js';
 import { deliveryMachine } from '../../src/machines/delivery.js';
 import type { DeliveryEvent } from '../../src/machines/events.js';
 import { SimulatedClock } from '../support/clock.js';
 import { startHost, tempDir, TOKEN, type TestHost } from '../support/host.js';
 import { post } from '../support/http.js';
 import { Receiver, type Received } from '../support/receiver.js';
-import { describeModel, until, untilLogged } from './model.js';
+import { waitFor } from '../support/wait.js';
+import { HeldAgent } from './held-agent.js';
+import { describeModel, untilLogged } from './model.js';
 
-/** The agent's sink of each conversation's run. */
-const sinks = new Map<string, ReplySink>();
-const heldAgent: Agent = {
-  name: 'held',
-  respond: (turn, reply) => {
-    sinks.set(turn.session_id, reply);
-    return new Promise((resolve) => reply.signal.addEventListener('abort', () => resolve(), { once: true }));
-  },
-};
+const agent = new HeldAgent();
 
 /** POSTs the callback has not answered yet, oldest first. */
 const held: Array<{ readonly received: Received; readonly response: http.ServerResponse }> = [];
@@ -37,7 +30,7 @@ let receiver: Receiver;
 let t: TestHost;
 let conversations = 0;
 
-const start = () => startHost({ dir, agent: heldAgent, form: 'B', clock, callbackLoopback: true });
+const start = () => startHost({ dir, agent, form: 'B', clock, callbackLoopback: true });
 
 beforeAll(async () => {
   receiver = await Receiver.start((received, response) => void held.push({ received, response }));
@@ -52,6 +45,8 @@ afterAll(async () => {
 
 interface Subject {
   readonly session: string;
+  /** The one message of the conversation, whose run's replies are deliveries 1 and 2. */
+  readonly task: string;
   readonly seen: Map<string, number>;
   /** Delivery 1 was answered (it was delivered: a "session ended" comes with a 200). */
   firstAnswered: boolean;
@@ -63,7 +58,7 @@ interface Subject {
 const pendingOf = (session: string) => held.findIndex(({ received }) => received.url.startsWith(`/cb/${session}/`));
 
 async function answer(subject: Subject, status: number, body = ''): Promise<void> {
-  await until(() => pendingOf(subject.session) >= 0, `a POST of ${subject.session} to answer`);
+  await waitFor(`a POST of ${subject.session} to answer`, () => pendingOf(subject.session) >= 0, { everyMs: 10 });
   const [entry] = held.splice(pendingOf(subject.session), 1);
   entry!.response.writeHead(status, { 'content-type': 'application/json' }).end(body);
 }
@@ -86,12 +81,12 @@ describeModel<Subject, DeliveryEvent>('delivery', {
     const session = `model-${(conversations += 1)}`;
     const task = randomUUID();
     expect((await post(t.url, TOKEN, { session_id: session, task_id: task, text: 'hello', callback: { url: `${receiver.url}/cb/${session}`, token: 'callback-token' } })).status).toBe(202);
-    await until(() => sinks.has(session), 'the agent to get the message');
-    await sinks.get(session)!.message('first');
-    await until(() => pendingOf(session) >= 0, 'delivery 1 on its way');
-    await sinks.get(session)!.typing('thinking');
-    const subject: Subject = { session, seen: new Map(), firstAnswered: false, later: 0 };
-    await until(() => countsOf(subject).queued === 2, 'delivery 2 queued');
+    await waitFor('the agent to get the message', () => agent.has(session, task), { everyMs: 10 });
+    await agent.reply(session, task).message('first');
+    await waitFor('delivery 1 on its way', () => pendingOf(session) >= 0, { everyMs: 10 });
+    await agent.reply(session, task).typing('thinking');
+    const subject: Subject = { session, task, seen: new Map(), firstAnswered: false, later: 0 };
+    await waitFor('delivery 2 queued', () => countsOf(subject).queued === 2, { everyMs: 10 });
     return subject;
   },
   drivers: {
@@ -111,7 +106,7 @@ describeModel<Subject, DeliveryEvent>('delivery', {
     },
     // The agent's answer to the task replaces its progress that still waits.
     'delivery.superseded': async (subject) => {
-      await sinks.get(subject.session)!.message('the answer');
+      await agent.reply(subject.session, subject.task).message('the answer');
       subject.later += 1;
     },
     // The host stops with the POST in flight; the next start finds the attempt without an outcome.

@@ -11,6 +11,7 @@ import { getAdjacencyMap, getShortestPaths } from 'xstate/graph';
 import { describe, expect, it } from 'vitest';
 import type { AnyMachineSnapshot, AnyStateMachine, EventObject } from 'xstate';
 import { readEvents } from '../support/log.js';
+import { waitFor } from '../support/wait.js';
 
 export interface Model<Subject, Event extends EventObject> {
   readonly machine: AnyStateMachine;
@@ -89,13 +90,6 @@ export function describeModel<Subject, Event extends EventObject>(name: string, 
   });
 }
 
-/** Polls `check` until it holds (the system acts a moment after a request is answered). */
-export async function until(check: () => boolean, what: string, timeoutMs = 5_000): Promise<void> {
-  for (const since = Date.now(); !check(); await new Promise((resolve) => setTimeout(resolve, 10))) {
-    if (Date.now() - since > timeoutMs) throw new Error(`timed out waiting for ${what}`);
-  }
-}
-
 /**
  * Waits until the log `db` holds one more `type` event about the subject (`about` picks its events) than
  * `seen` counted; then counts again that type and `recount` (events a driver made on the way).
@@ -108,6 +102,6 @@ export async function untilLogged(
 ): Promise<void> {
   const logged = (each: string) => readEvents(log.db).filter((event) => event.type === each && log.about(event)).length;
   const before = seen.get(type) ?? 0;
-  await until(() => logged(type) > before, `${type} of ${log.name}`);
+  await waitFor(`${type} of ${log.name}`, () => logged(type) > before, { timeoutMs: 5_000, everyMs: 10 });
   for (const each of new Set([type, ...recount])) seen.set(each, logged(each));
 }

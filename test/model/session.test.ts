@@ -6,31 +6,24 @@
  * its state.
  */
 import { afterAll, beforeAll, expect } from 'vitest';
-import type { Agent, ReplySink } from '../../src/index.js';
 import type { SessionEvent } from '../../src/machines/events.js';
 import { sessionMachine } from '../../src/machines/session.js';
 import { startHost, TOKEN, type TestHost } from '../support/host.js';
 import { post, request } from '../support/http.js';
-import { describeModel, until, untilLogged } from './model.js';
+import { waitFor } from '../support/wait.js';
+import { HeldAgent } from './held-agent.js';
+import { describeModel, untilLogged } from './model.js';
 
 const S = { session_id: 's' };
 
-/** Each task's reply sink, as the agent was handed it, by `session/task`. */
-const sinks = new Map<string, ReplySink>();
-const heldAgent: Agent = {
-  name: 'held',
-  // The run lasts until the session ends: the test says what the agent does, and when.
-  respond: (turn, reply) => {
-    sinks.set(`${turn.session_id}/${turn.task_id}`, reply);
-    return new Promise((resolve) => reply.signal.addEventListener('abort', () => resolve(), { once: true }));
-  },
-};
+/** Its runs last until the session ends: the test says what the agent does, and when. */
+const agent = new HeldAgent();
 
 let t: TestHost;
 let sessions = 0;
 
 beforeAll(async () => {
-  t = await startHost({ agent: heldAgent });
+  t = await startHost({ agent });
 });
 
 afterAll(async () => {
@@ -48,7 +41,7 @@ async function send(session: Session): Promise<string> {
   const task = `t${session.tasks.length}`;
   expect((await post(t.url, TOKEN, { session_id: session.id, task_id: task, text: 'hello' })).status).toBe(202);
   session.tasks.push(task);
-  await until(() => sinks.has(`${session.id}/${task}`), `the agent to get ${task}`);
+  await waitFor(`the agent to get ${task}`, () => agent.has(session.id, task), { everyMs: 10 });
   return task;
 }
 
@@ -57,7 +50,7 @@ async function pending(session: Session): Promise<string> {
   return session.tasks.find((task) => !session.settled.has(task)) ?? (await send(session));
 }
 
-const sinkOf = (session: Session, task: string) => sinks.get(`${session.id}/${task}`)!;
+const sinkOf = (session: Session, task: string) => agent.reply(session.id, task);
 
 describeModel<Session, SessionEvent>('session', {
   machine: sessionMachine,

@@ -19,6 +19,7 @@ import { SimulatedClock } from '../support/clock.js';
 import { startHost, TOKEN } from '../support/host.js';
 import { post, script } from '../support/http.js';
 import { Receiver } from '../support/receiver.js';
+import { waitFor } from '../support/wait.js';
 
 const RUNS = Number(process.env.PROPERTY_RUNS ?? 25);
 const SEED = process.env.PROPERTY_SEED === undefined ? 43 : Number(process.env.PROPERTY_SEED);
@@ -49,14 +50,6 @@ const workloads = fc.record({
 
 type Of<T extends DomainEvent['type']> = Extract<DomainEvent, { type: T }>;
 
-async function until(check: () => boolean, what: string, clock?: SimulatedClock): Promise<void> {
-  for (const since = Date.now(); !check(); await new Promise((resolve) => setTimeout(resolve, 5))) {
-    if (Date.now() - since > 10_000) throw new Error(`timed out waiting for ${what}`);
-    // Retries wait on the host's clock: move it past any backoff (at most 10 s, a Retry-After's cap).
-    clock?.increment(1_000);
-  }
-}
-
 async function run({ turns, answers }: { turns: ReadonlyArray<readonly [readonly object[], readonly object[]]>; answers: readonly Answer[] }): Promise<void> {
   let posts = 0;
   const receiver = await Receiver.start((_received, response) => {
@@ -76,11 +69,17 @@ async function run({ turns, answers }: { turns: ReadonlyArray<readonly [readonly
       expect([202, 200]).toContain(response.status);
       if (response.status !== 202) continue;
       accepted += 1;
-      await until(() => events.filter((event) => event.type === 'turn.finished').length === accepted, 'the turn to finish');
+      await waitFor('the turn to finish', () => events.filter((event) => event.type === 'turn.finished').length === accepted, { everyMs: 5 });
     }
     const queued = () => events.filter((event): event is Of<'reply.queued'> => event.type === 'reply.queued').map((event) => event.delivery.n);
     const ended = () => events.filter((event) => event.type === 'delivery.succeeded' || event.type === 'delivery.abandoned' || event.type === 'delivery.superseded');
-    await until(() => ended().length >= queued().length, 'every delivery to end', clock);
+    // Retries wait on the host's clock: each poll that finds some still going moves it past any backoff (at most 10 s, a Retry-After's cap).
+    const allEnded = () => {
+      if (ended().length >= queued().length) return true;
+      clock.increment(1_000);
+      return false;
+    };
+    await waitFor('every delivery to end', allEnded, { everyMs: 5 });
 
     // Every queued delivery ends exactly once.
     const endings = new Map<number, DomainEvent[]>();

@@ -14,6 +14,7 @@ import type { DomainEvent } from '../../src/index.js';
 import { startHost, TOKEN, type TestHost } from '../support/host.js';
 import { post, script } from '../support/http.js';
 import { SseConnection, type SseFrame } from '../support/sse.js';
+import { waitFor } from '../support/wait.js';
 
 const RUNS = Number(process.env.PROPERTY_RUNS ?? 25);
 const SEED = process.env.PROPERTY_SEED === undefined ? 42 : Number(process.env.PROPERTY_SEED);
@@ -79,12 +80,6 @@ function generationOf(events: readonly DomainEvent[], session: string): string {
   return opened?.type === 'session.opened' ? opened.generation : 'none';
 }
 
-async function until(check: () => boolean, what: string): Promise<void> {
-  for (const since = Date.now(); !check(); await new Promise((resolve) => setTimeout(resolve, 5))) {
-    if (Date.now() - since > 10_000) throw new Error(`timed out waiting for ${what}`);
-  }
-}
-
 /** Runs `steps` against a fresh host, then `check`s what happened; the host is removed either way. */
 async function run(steps: readonly Step[], check: (run: Run) => Promise<void> | void): Promise<void> {
   const t = await startHost({ agent: 'script', limits: LIMITS });
@@ -102,7 +97,7 @@ async function run(steps: readonly Step[], check: (run: Run) => Promise<void> | 
         if (answer.status !== 202) continue;
         accepted.push({ session, task });
         const settled = () => events.some((event) => event.type === 'task.settled' && event.session_id === session && event.task_id === task);
-        await until(settled, `${session}/${task} to settle`);
+        await waitFor(`${session}/${task} to settle`, settled, { everyMs: 5 });
         continue;
       }
       const framed = framedOf(events, session);
@@ -212,7 +207,7 @@ describe('Form A under random workloads', () => {
   it('the log folds to the state the live host had', async () => {
     await property(async ({ t }) => {
       // A stream the client closed is let go by the host a moment later; readers are not in the log.
-      await until(() => t.host.sessionIds().every((id) => (t.host.session(id) as { readers?: number } | undefined)?.readers === 0), 'the closed streams to be let go');
+      await waitFor('the closed streams to be let go', () => t.host.sessionIds().every((id) => (t.host.session(id) as { readers?: number } | undefined)?.readers === 0), { everyMs: 5 });
       const live = t.host.sessionIds().map((id) => t.host.session(id));
       await t.close();
       const again = await startHost({ agent: 'script', limits: LIMITS, dir: t.dir });

@@ -13,6 +13,7 @@ import { heartbeatOf, serveBackend } from '../support/backend.js';
 import { request } from '../support/http.js';
 import { readEvents } from '../support/log.js';
 import { SseConnection } from '../support/sse.js';
+import { waitFor } from '../support/wait.js';
 
 const RUNS = Number(process.env.PROPERTY_RUNS ?? 25);
 const SEED = process.env.PROPERTY_SEED === undefined ? 44 : Number(process.env.PROPERTY_SEED);
@@ -39,12 +40,6 @@ const workloads = fc.array(step, { minLength: 1, maxLength: 20, size: 'large' })
 
 const RESULT = { insights: [{ text: 'the budget is set', kind: 'fact', confidence: 0.9 }] };
 const PAYLOAD = { session_id: 'call', transcript: [{ speaker: 'a', text: 'our budget is set' }] };
-
-async function until(check: () => boolean, what: string): Promise<void> {
-  for (const since = Date.now(); !check(); await new Promise((resolve) => setTimeout(resolve, 10))) {
-    if (Date.now() - since > 10_000) throw new Error(`timed out waiting for ${what}`);
-  }
-}
 
 async function run(steps: readonly Step[]): Promise<void> {
   const clock = new SimulatedClock();
@@ -96,7 +91,7 @@ async function run(steps: readonly Step[]): Promise<void> {
       const made = events.filter((event) => event.type === 'job.created').map((event) => event.job_id);
       return made.every((id) => events.some((event) => event.job_id === id && TERMINAL.has(event.type)));
     };
-    await until(settledAll, 'every job to settle');
+    await waitFor('every job to settle', settledAll, { everyMs: 10 });
     const events = readEvents(served.db).filter((event) => typeof event.job_id === 'string');
     for (const id of new Set(events.map((event) => event.job_id as string))) {
       const mine = events.filter((event) => event.job_id === id);

@@ -15,6 +15,7 @@ import { post, script } from '../support/http.js';
 import { readEvents } from '../support/log.js';
 import { SseConnection } from '../support/sse.js';
 import { verifyLogFile } from '../support/verify-log.js';
+import { waitFor } from '../support/wait.js';
 
 const RUNS = Number(process.env.PROPERTY_RUNS === undefined ? 6 : Math.ceil(Number(process.env.PROPERTY_RUNS) / 4));
 const SEED = process.env.PROPERTY_SEED === undefined ? 45 : Number(process.env.PROPERTY_SEED);
@@ -35,12 +36,6 @@ const workloads = fc.array(step, { minLength: 2, maxLength: 12, size: 'large' })
 
 const folder = useChildFolder();
 const sessionId = (n: number) => `k${n}`;
-
-async function until(check: () => boolean, what: string): Promise<void> {
-  for (const since = Date.now(); !check(); await new Promise((resolve) => setTimeout(resolve, 20))) {
-    if (Date.now() - since > 15_000) throw new Error(`timed out waiting for ${what}`);
-  }
-}
 
 async function run(steps: readonly Step[]): Promise<void> {
   const db = join(mkdtempSync(join(folder(), 'run-')), 'relay.db');
@@ -80,7 +75,7 @@ async function run(steps: readonly Step[]): Promise<void> {
     }
     // Whatever a kill cut off is settled by the start after it; the rest answer on their own.
     const settled = () => readEvents(db).filter((event) => event.type === 'task.settled').map((event) => `${String(event.session_id)}/${String(event.task_id)}`);
-    await until(() => accepted.every((task) => settled().includes(task)), 'every accepted task to settle');
+    await waitFor('every accepted task to settle', () => accepted.every((task) => settled().includes(task)), { timeoutMs: 15_000 });
     for (const task of accepted) expect(settled().filter((each) => each === task), `${task} settles once`).toHaveLength(1);
     const events = readEvents(db);
     for (const session of [0, 1].map(sessionId)) {
