@@ -17,7 +17,7 @@ import {
   type InputFrom,
   type SnapshotFrom,
 } from 'xstate';
-import { compileTransitions } from './transition-table.js';
+import { compileTransitions, noSpawn } from './transition-table.js';
 
 export interface Stepper<M extends AnyStateMachine> {
   initial(input: InputFrom<M>): [SnapshotFrom<M>, ExecutableActionsFrom<M>[]];
@@ -76,8 +76,4 @@ export function stepper<M extends AnyStateMachine>(machine: M): Stepper<M> {
       return [machine.transition(snapshot, event, scope) as SnapshotFrom<M>, collected];
     },
   };
-}
-
-function noSpawn(): never {
-  throw new Error('a stepped statechart spawns nothing');
 }

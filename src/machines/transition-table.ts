@@ -79,6 +79,8 @@ function compilable(machine: AnyStateMachine): boolean {
   );
 }
 
+const isLeaf = (node: AnyStateNode) => node.type === 'atomic' || node.type === 'final';
+
 /** The state nodes from the root down to `node`. */
 function chain(node: AnyStateNode): AnyStateNode[] {
   const nodes: AnyStateNode[] = [];
@@ -150,13 +152,13 @@ export function compileTransitions(machine: AnyStateMachine, { self, system }: A
       if (compiled === undefined) return INTERPRET;
       actions.push(compiled);
     }
-    const target = transition!.target?.[0] as AnyStateNode | undefined;
     if ((transition!.target?.length ?? 0) > 1) return INTERPRET;
+    const target = transition!.target?.[0] as AnyStateNode | undefined;
     if (target === undefined) return { kind: 'step', actions, to: undefined };
-    const to = restingAt(restingLeaf(target));
-    const leafNode = to.nodes[to.nodes.length - 1]!;
+    const rest = restingLeaf(target);
+    const to = restingAt(rest);
     // A final state under a compound one raises that state's done event: whoever listens for it is XState's to step.
-    if (leafNode.type === 'final' && !to.done && candidates(to.nodes, `xstate.done.state.${leafNode.parent!.id}`) !== undefined) return INTERPRET;
+    if (rest.type === 'final' && !to.done && candidates(to.nodes, `xstate.done.state.${rest.parent!.id}`) !== undefined) return INTERPRET;
     return { kind: 'step', actions, to };
   };
 
@@ -172,7 +174,9 @@ export function compileTransitions(machine: AnyStateMachine, { self, system }: A
   return {
     next(snapshot, event) {
       const nodes = snapshot._nodes as readonly AnyStateNode[];
-      const step = planFor(nodes[nodes.length - 1]!, event.type);
+      // The one atomic state (no parallel regions): last, as stepping and `resolveState` list them; looked for otherwise.
+      const last = nodes[nodes.length - 1]!;
+      const step = planFor(isLeaf(last) ? last : nodes.find(isLeaf)!, event.type);
       if (step.kind === 'none') return [snapshot, []];
       if (step.kind === 'interpret') return undefined;
       const collected: CollectedAction[] = [];
@@ -200,7 +204,7 @@ export function compileTransitions(machine: AnyStateMachine, { self, system }: A
         assigned = true;
       }
       const { to } = step;
-      if (to === undefined || to.nodes === nodes || sameNodes(to.nodes, nodes)) {
+      if (to === undefined || sameNodes(to.nodes, nodes)) {
         return [assigned ? moved(snapshot, context, snapshot.status, snapshot._nodes, snapshot.value, snapshot.tags) : snapshot, collected];
       }
       return [moved(snapshot, context, to.done ? 'done' : snapshot.status, to.nodes, to.value, new Set(to.tags)), collected];
@@ -232,10 +236,12 @@ function moved(from: Snapshot, context: unknown, status: string, nodes: readonly
   } as unknown as Snapshot;
 }
 
+/** The same state nodes, in any order (as XState compares configurations). */
 function sameNodes(a: readonly AnyStateNode[], b: readonly AnyStateNode[]): boolean {
-  return a.length === b.length && a.every((node, i) => node === b[i]);
+  return a.length === b.length && a.every((node) => b.includes(node));
 }
 
-function noSpawn(): never {
-  throw new Error('a compiled statechart spawns nothing');
+/** What `spawn` is to an assignment or a context function run outside an actor: every machine here spawns nothing. */
+export function noSpawn(): never {
+  throw new Error('a stepped statechart spawns nothing');
 }

@@ -271,6 +271,13 @@ describe('stepper equals xstate transition() on every reachable state and event'
           compared += 1;
           // Stepping nothing leaves the very snapshot, as XState does (a fold relies on it to see that nothing moved).
           if (theirs === snapshot) expect(mine).toBe(snapshot);
+          // A snapshot restored as the snapshot codec restores it (`resolveState`) steps alike too.
+          const restored = machine.resolveState({ value: snapshot.value, context: snapshot.context });
+          const restoredCalls = interpret.mock.calls.length;
+          const [mineRestored, mineRestoredActions] = ours.next(restored as never, event as never);
+          interpretedSteps += interpret.mock.calls.length - restoredCalls;
+          const [theirsRestored, theirRestoredActions]: [Traced, readonly { type: string; params?: unknown }[]] = transition(machine, restored, event as never);
+          expect(trace(mineRestored, mineRestoredActions), `${event.type} from a restored ${JSON.stringify(snapshot.value)}`).toEqual(trace(theirsRestored, theirRestoredActions));
           const key = JSON.stringify([mine.value, mine.status, held(mine.context)], (_, v: unknown) => (v instanceof Map || v instanceof Set ? [...v] : v));
           if (!seen.has(key)) {
             seen.add(key);
