@@ -106,6 +106,7 @@ beforeAll(async () => {
 });
 
 afterAll(async () => {
+  for (const last of readers.values()) last.database.close();
   await hostA?.close();
   await hostB?.close();
   await relay?.close();
@@ -210,14 +211,14 @@ function endpoints(): Array<Endpoint & { readonly server: keyof typeof served }>
   ];
 }
 
+/** One read-only connection a log, kept for the run: each statement reads the log as it stands then. */
+const readers = new Map<string, Database.Statement>();
+
 /** The position of the last event in `db` (0: none), read without disturbing its writer. */
 function lastPosition(db: string): number {
-  const conn = new Database(db, { readonly: true });
-  try {
-    return (conn.prepare('SELECT coalesce(max(position), 0) AS p FROM events').get() as { p: number }).p;
-  } finally {
-    conn.close();
-  }
+  let last = readers.get(db);
+  if (last === undefined) readers.set(db, (last = new Database(db, { readonly: true }).prepare('SELECT coalesce(max(position), 0) FROM events').pluck()));
+  return last.get() as number;
 }
 
 /** Waits until nothing has been appended to `db` for a few polls: what an accepted request set going has ended. */
