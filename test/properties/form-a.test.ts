@@ -68,9 +68,10 @@ interface Run {
 const sessionId = (n: number) => `s${n}`;
 
 function framedOf(events: readonly DomainEvent[], session: string): Framed[] {
+  const generation = generationOf(events, session);
   return events.flatMap((event) =>
     event.type === 'task.settled' && event.session_id === session && event.seq !== undefined
-      ? [{ seq: event.seq, id: `${event.epoch}:${generationOf(events, session)}:${event.seq}`, task_id: event.task_id }]
+      ? [{ seq: event.seq, id: `${event.epoch}:${generation}:${event.seq}`, task_id: event.task_id }]
       : [],
   );
 }
