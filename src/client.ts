@@ -2,7 +2,7 @@
  * `assistant-relay/client`: the client's side of the protocol, for desktop, mobile and browser apps.
  * Browser-safe: nothing here, nor anything it imports, uses a Node module (a test walks the imports).
  */
-export { FormAClient, TaskFailed, type FormAClientOptions, type TaskHandle } from './adapters/client/form-a.js';
+export { FormAClient, TaskFailed, type ClientTransition, type FormAClientOptions, type TaskHandle } from './adapters/client/form-a.js';
 export { BackendClient, BackendError } from './adapters/client/backend-client.js';
 export { PairingFailed, pairAsAssistant, pairAsClient, type Paired, type PairingOptions } from './adapters/client/pairing.js';
 export { rotateKeys } from './adapters/client/rekey.js';

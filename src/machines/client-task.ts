@@ -1,19 +1,21 @@
 /**
  * A task as the client sees it (3.1, 4.2): sent, accepted, then pending until its one terminal reply.
  * Progress may come on the way (and, from a quick agent, even before the 202: PROTOCOL.md 1.3a). A task
- * is lost only when a resync frame names it (its reply was evicted from the backlog); the client never
- * infers that a task it was not told about was lost (3.1, 7).
+ * is lost only when a resync frame names it (its reply was evicted from the backlog); one a resync frame
+ * does not name stays as it was (3.1, 7). 3.1's reconnect rows are this machine's (PROTOCOL.md 8.8).
  *
- * | State    | Event          | Next     | Note                                                   |
- * |----------|----------------|----------|--------------------------------------------------------|
- * | sending  | task.accepted  | pending  | the host logged it (202)                               |
- * | sending  | task.refused   | refused  | a 4xx, or the session had ended                        |
- * | sending  | reply.progress | sending  | a quick agent's progress, before the 202               |
- * | sending  | reply.terminal | replied  | a quick agent's reply, before the 202                  |
- * | sending  | resync.missed  | lost     | named in `missed_task_ids`                             |
- * | pending  | reply.progress | pending  | typing, tool_call: the latest is shown                 |
- * | pending  | reply.terminal | replied  | its one terminal reply                                 |
- * | pending  | resync.missed  | lost     | named in `missed_task_ids`: its reply is gone          |
+ * | State   | Event           | Next    | Note                                            |
+ * |---------|-----------------|---------|-------------------------------------------------|
+ * | sending | task.accepted   | pending | the host logged it (202)                        |
+ * | sending | task.refused    | refused | a 4xx, or the session had ended                 |
+ * | sending | reply.progress  | sending | a quick agent's progress, before the 202        |
+ * | sending | reply.terminal  | replied | a quick agent's reply, before the 202           |
+ * | sending | resync.missed   | lost    | named in `missed_task_ids`                      |
+ * | sending | resync.unlisted | sending | a resync frame that does not name it            |
+ * | pending | reply.progress  | pending | typing, tool_call: the latest is shown          |
+ * | pending | reply.terminal  | replied | its one terminal reply                          |
+ * | pending | resync.missed   | lost    | named in `missed_task_ids`: its reply is gone   |
+ * | pending | resync.unlisted | pending | never inferred lost, `recovery_complete` or not |
  */
 import { assign, setup, type SnapshotFrom } from 'xstate';
 import type { ProgressReply, TerminalReply } from '../protocol/wire.js';
@@ -24,7 +26,8 @@ export type ClientTaskEvent =
   | { readonly type: 'task.refused'; readonly code: string; readonly message: string; readonly at: number }
   | { readonly type: 'reply.progress'; readonly reply: ProgressReply; readonly at: number }
   | { readonly type: 'reply.terminal'; readonly reply: TerminalReply; readonly at: number }
-  | { readonly type: 'resync.missed'; readonly at: number };
+  | { readonly type: 'resync.missed'; readonly at: number }
+  | { readonly type: 'resync.unlisted'; readonly at: number };
 
 export interface ClientTaskContext {
   readonly session_id: string;
@@ -69,6 +72,7 @@ export const clientTaskMachine = setup({
         'reply.progress': { target: 'sending', actions: { type: 'progress', params: ({ event }) => event } },
         'reply.terminal': { target: 'replied', actions: { type: 'reply', params: ({ event }) => event } },
         'resync.missed': { target: 'lost' },
+        'resync.unlisted': {},
       },
     },
     pending: {
@@ -76,6 +80,7 @@ export const clientTaskMachine = setup({
         'reply.progress': { target: 'pending', actions: { type: 'progress', params: ({ event }) => event } },
         'reply.terminal': { target: 'replied', actions: { type: 'reply', params: ({ event }) => event } },
         'resync.missed': { target: 'lost' },
+        'resync.unlisted': {},
       },
     },
     replied: { type: 'final' },

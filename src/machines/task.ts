@@ -1,13 +1,12 @@
 /**
- * The task lifecycle (3.1), as a statechart. One task per user message; it is pending until its first
- * terminal reply. The host drives `reply.*`; a client drives `resync.*` from the reconciliation frame.
+ * The task lifecycle (3.1) as the host holds it: one task per user message, pending until its first
+ * terminal reply. 3.1's reconnect rows are the client's view (a resync frame names only tasks the host
+ * already settled, whose replies it then evicted): they are `machines/client-task.ts`'s (PROTOCOL.md 8.8).
  *
- * | State   | Event           | Next            | Note                                              |
- * |---------|-----------------|-----------------|---------------------------------------------------|
- * | pending | reply.progress  | pending         | typing / tool_call: live-only, no id              |
- * | pending | reply.terminal  | settled.answered| message, completed, errored, silent               |
- * | pending | resync.missed   | settled.failed  | task_id listed in missed_task_ids: reply evicted  |
- * | pending | resync.unlisted | pending         | unnamed tasks are never inferred lost             |
+ * | State   | Event           | Next    | Note                                                          |
+ * |---------|-----------------|---------|---------------------------------------------------------------|
+ * | pending | reply.progress  | pending | typing / tool_call: live-only, no id                          |
+ * | pending | reply.terminal  | settled | message, completed, errored, silent (reply_too_large included)|
  */
 import { assign, setup, type SnapshotFrom } from 'xstate';
 import type { CallbackBlock, TerminalReply } from '../protocol/index.js';
@@ -24,9 +23,7 @@ export interface TaskContext {
 
 export type TaskMachineEvent =
   | { type: 'reply.progress'; at: number }
-  | { type: 'reply.terminal'; reply: TerminalReply; at: number }
-  | { type: 'resync.missed'; at: number }
-  | { type: 'resync.unlisted'; at: number };
+  | { type: 'reply.terminal'; reply: TerminalReply; at: number };
 
 export interface TaskInput {
   readonly task_id: string;
@@ -55,20 +52,12 @@ export const taskMachine = setup({
       on: {
         'reply.progress': {},
         'reply.terminal': {
-          target: 'settled.answered',
+          target: 'settled',
           actions: assign(({ event }) => ({ settledAt: event.at, reply: event.reply })),
         },
-        'resync.missed': {
-          target: 'settled.failed',
-          actions: assign(({ event }) => ({ settledAt: event.at })),
-        },
-        'resync.unlisted': {},
       },
     },
-    settled: {
-      initial: 'answered',
-      states: { answered: { type: 'final' }, failed: { type: 'final' } },
-    },
+    settled: { type: 'final' },
   },
 });
 

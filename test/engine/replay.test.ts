@@ -65,8 +65,8 @@ describe('host log replay', () => {
   it('moves each session, task and callback delivery, event by event, to the state its statechart takes', () => {
     expect(states(fold(stored(HOST)))).toEqual({
       'session a': ['open', 'open', 'open', 'open', 'open', 'open'],
-      'task t1': ['pending', 'pending', 'settled.answered message'],
-      'task t2': ['pending', 'settled.answered errored interrupted'],
+      'task t1': ['pending', 'pending', 'settled message'],
+      'task t2': ['pending', 'settled errored interrupted'],
       'session b': ['open', 'open', 'open', 'open', 'open', 'open', 'open', 'open', 'open', 'open', 'open', 'ended idle'],
       'delivery 1': ['waiting', 'attempting', 'waiting', 'attempting', 'succeeded'],
       'delivery 2': ['waiting', 'attempting', 'abandoned'],
@@ -79,9 +79,9 @@ describe('host log replay', () => {
       entity: { kind: 'task', id: 't2', session_id: 'a' },
       entries: [
         { position: 6, at: 6, type: 'task.started', state: 'pending' },
-        { position: 8, at: 8, type: 'task.settled', state: 'settled.answered', status: 'errored', cause: 'interrupted' },
+        { position: 8, at: 8, type: 'task.settled', state: 'settled', status: 'errored', cause: 'interrupted' },
       ],
-      final: { state: 'settled.answered', status: 'errored', cause: 'interrupted' },
+      final: { state: 'settled', status: 'errored', cause: 'interrupted' },
     });
     expect(all.get('session::b')).toMatchObject({ entity: { kind: 'session', id: 'b', form: 'B' }, final: { state: 'ended', status: 'idle' } });
     expect(all.get('delivery:b:2')?.final).toEqual({ state: 'abandoned' });
@@ -91,8 +91,8 @@ describe('host log replay', () => {
 
   it('folding up to a position leaves every entity as it was just after that event (--until)', () => {
     const finals = (until: number) => [...timelines(fold(stored(HOST).slice(0, until))).values()].map(({ entity, final }) => `${entity.kind} ${entity.id}: ${final.state}`);
-    expect(finals(7)).toEqual(['session a: open', 'task t1: settled.answered', 'task t2: pending']);
-    expect(finals(16)).toEqual(['session a: open', 'task t1: settled.answered', 'task t2: settled.answered', 'session b: open', 'delivery 1: attempting', 'delivery 2: waiting']);
+    expect(finals(7)).toEqual(['session a: open', 'task t1: settled', 'task t2: pending']);
+    expect(finals(16)).toEqual(['session a: open', 'task t1: settled', 'task t2: settled', 'session b: open', 'delivery 1: attempting', 'delivery 2: waiting']);
   });
 
   it('folds with the limits of the start it is given, and the defaults for a start that logged none', () => {

@@ -25,16 +25,10 @@ describe('task (3.1): a user message starts a pending task', () => {
 describe('task (3.1): the table', () => {
   it.each<{ event: TaskMachineEvent; value: unknown; context: object }>([
     { event: { type: 'reply.progress', at: 110 }, value: 'pending', context: { task_id: 't1', startedAt: 100 } },
-    { event: { type: 'resync.unlisted', at: 110 }, value: 'pending', context: { task_id: 't1', startedAt: 100 } },
     {
       event: { type: 'reply.terminal', reply: answer, at: 120 },
-      value: { settled: 'answered' },
+      value: 'settled',
       context: { task_id: 't1', startedAt: 100, settledAt: 120, reply: answer },
-    },
-    {
-      event: { type: 'resync.missed', at: 130 },
-      value: { settled: 'failed' },
-      context: { task_id: 't1', startedAt: 100, settledAt: 130 },
     },
   ])('pending + $event.type -> $value', ({ event, value, context }) => {
     const [next, actions] = task.next(started(), event);
@@ -48,9 +42,10 @@ describe('task (3.1): the table', () => {
     { session_id: 's1', task_id: 't1', status: 'completed' },
     { session_id: 's1', task_id: 't1', status: 'silent' },
     { session_id: 's1', task_id: 't1', status: 'errored', error_code: 'agent_error', error_message: 'boom' },
-  ])('every terminal status settles it answered: $status', (reply) => {
+  ])('every terminal status settles it: $status', (reply) => {
     const [next] = task.next(started(), { type: 'reply.terminal', reply, at: 140 });
-    expect(next.value).toEqual({ settled: 'answered' });
+    expect(next.value).toBe('settled');
+    expect(next.status).toBe('done');
     expect(next.context.reply).toBe(reply);
   });
 
@@ -63,27 +58,17 @@ describe('task (3.1): the table', () => {
 });
 
 describe('task (3.1): a settled task ignores further events', () => {
-  const answered = task.next(started(), { type: 'reply.terminal', reply: answer, at: 120 })[0];
-  const failed = task.next(started(), { type: 'resync.missed', at: 130 })[0];
+  const settled = task.next(started(), { type: 'reply.terminal', reply: answer, at: 120 })[0];
 
   const later: TaskMachineEvent[] = [
     { type: 'reply.progress', at: 200 },
     { type: 'reply.terminal', reply: otherAnswer, at: 200 },
-    { type: 'resync.missed', at: 200 },
-    { type: 'resync.unlisted', at: 200 },
   ];
 
-  it.each(later)('settled.answered + $type -> settled.answered, first reply kept', (event) => {
-    const [next, actions] = task.next(answered, event);
-    expect(next.value).toEqual({ settled: 'answered' });
+  it.each(later)('settled + $type -> settled, first reply kept', (event) => {
+    const [next, actions] = task.next(settled, event);
+    expect(next.value).toBe('settled');
     expect(next.context).toStrictEqual({ task_id: 't1', startedAt: 100, settledAt: 120, reply: answer });
-    expect(actions).toEqual([]);
-  });
-
-  it.each(later)('settled.failed + $type -> settled.failed', (event) => {
-    const [next, actions] = task.next(failed, event);
-    expect(next.value).toEqual({ settled: 'failed' });
-    expect(next.context).toStrictEqual({ task_id: 't1', startedAt: 100, settledAt: 130 });
     expect(actions).toEqual([]);
   });
 });

@@ -107,13 +107,13 @@ describe('replay of a host log', () => {
     const positions = entries.map((line) => line.position!);
     expect(positions).toEqual([...positions].sort((a, b) => a - b));
     const settled = positionOf(events, (event) => event.type === 'task.settled' && event.task_id === 'a1');
-    expect(entries).toContainEqual({ kind: 'task', id: 'a1', session_id: 'chat-a', position: settled, at: new Date(events[settled - 1]!.at as number).toISOString(), event: 'task.settled', state: 'settled.answered', status: 'message' });
+    expect(entries).toContainEqual({ kind: 'task', id: 'a1', session_id: 'chat-a', position: settled, at: new Date(events[settled - 1]!.at as number).toISOString(), event: 'task.settled', state: 'settled', status: 'message' });
     const finals = lines.slice(entries.length);
     expect(finals.every((line) => line.final !== undefined)).toBe(true);
     expect(finals).toEqual([
       { kind: 'session', id: 'chat-a', form: 'A', final: 'open' },
-      { kind: 'task', id: 'a1', session_id: 'chat-a', final: 'settled.answered', status: 'message' },
-      { kind: 'task', id: 'a2', session_id: 'chat-a', final: 'settled.answered', status: 'errored', cause: 'interrupted' },
+      { kind: 'task', id: 'a1', session_id: 'chat-a', final: 'settled', status: 'message' },
+      { kind: 'task', id: 'a2', session_id: 'chat-a', final: 'settled', status: 'errored', cause: 'interrupted' },
       { kind: 'session', id: 'conv-b', form: 'B', final: 'open' },
       { kind: 'delivery', id: 1, session_id: 'conv-b', final: 'succeeded' },
       { kind: 'delivery', id: 2, session_id: 'conv-b', final: 'succeeded' },

@@ -56,7 +56,14 @@ export interface FormAClientOptions {
   readonly random?: () => number;
   /** Told of each stream the client opens or loses, for a UI that shows "reconnecting". */
   readonly onStream?: (session_id: string, state: 'open' | 'waiting' | 'closed') => void;
+  /** Told of every event the client's statecharts take and the snapshot it leaves: for a debugger, or a test that follows the machines. */
+  readonly inspect?: (transition: ClientTransition) => void;
 }
+
+/** One step of a task's or a session subscription's statechart. */
+export type ClientTransition =
+  | { readonly machine: 'clientTask'; readonly session_id: string; readonly task_id: string; readonly event: ClientTaskEvent; readonly snapshot: ClientTaskSnapshot }
+  | { readonly machine: 'clientSubscription'; readonly session_id: string; readonly event: ClientSubscriptionEvent; readonly snapshot: ClientSubscriptionSnapshot };
 
 /**
  * A well-formed cursor no session issued: a stream that drops before any terminal reply reconnects with
@@ -130,6 +137,7 @@ class SessionLink {
 
   private step(event: ClientSubscriptionEvent): void {
     this.snapshot = evolveClientSubscription(this.snapshot, event);
+    this.options.inspect?.({ machine: 'clientSubscription', session_id: this.sessionId, event, snapshot: this.snapshot });
   }
 
   private async run(): Promise<void> {
@@ -203,7 +211,9 @@ class SessionLink {
     if (event.event === 'resync') {
       const frame = ResyncFrame.safeParse(json);
       // Only the tasks it names are lost; an unnamed one is never inferred lost, recovery_complete or not.
-      if (frame.success) for (const id of frame.data.missed_task_ids) this.to(id, { type: 'resync.missed', at });
+      if (!frame.success) return;
+      const missed = new Set(frame.data.missed_task_ids);
+      for (const id of [...this.tasks.keys()]) this.to(id, { type: missed.has(id) ? 'resync.missed' : 'resync.unlisted', at });
       return;
     }
     if (event.id !== undefined) {
@@ -306,6 +316,7 @@ export class FormAClient {
   settle(link: SessionLink, task: Task, event: ClientTaskEvent): void {
     task.snapshot = evolveClientTask(task.snapshot, event);
     const context = task.snapshot.context;
+    this.options.inspect?.({ machine: 'clientTask', session_id: context.session_id, task_id: context.task_id, event, snapshot: task.snapshot });
     switch (clientTaskState(task.snapshot)) {
       case 'replied':
         task.resolve(context.reply!);

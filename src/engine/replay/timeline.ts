@@ -1,7 +1,7 @@
 /**
  * What a replay says of a log, whatever its kind: after each event, the entities it moved and the state
  * each moved to; per entity, its timeline and its final state. A state is the statechart's state value
- * as a dot path (`open.delivered`, `settled.answered`), with what the value alone does not say.
+ * as a dot path (`open.delivered`, `open.running`), with what the value alone does not say.
  */
 import type { StateValue } from 'xstate';
 import type { Form } from '../../machines/events.js';

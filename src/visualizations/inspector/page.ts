@@ -224,7 +224,7 @@ async function loadTimeline(fresh) {
   show(atNewest ? timeline.entries.length - 1 : view.index);
 }
 
-// The state and its ancestors: settled.answered lights settled too. (No machine of ours has parallel states.)
+// The state and its ancestors: open.delivered lights open too. (No machine of ours has parallel states.)
 function light(state) {
   $("chart").querySelectorAll(".current").forEach(function (node) { node.classList.remove("current"); });
   var parts = state.split(".");

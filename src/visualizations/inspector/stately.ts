@@ -26,7 +26,7 @@ interface Reported {
   snapshot: Snapshot;
 }
 
-/** `{settled: 'answered'}` for `settled.answered` (no machine of ours has parallel states). */
+/** `{open: 'delivered'}` for `open.delivered` (no machine of ours has parallel states). */
 function stateValueOf(path: string): StateValue {
   const [head, ...rest] = path.split('.');
   return rest.length === 0 ? head! : { [head!]: stateValueOf(rest.join('.')) };
