@@ -148,7 +148,7 @@ export class Engine implements CommandPort {
 
   /** The session as folded in memory, which may run a batch ahead of the log. */
   session(sessionId: string): SessionView | undefined {
-    return this.projection.view(sessionId, this.readers.count(sessionId));
+    return this.projection.view(sessionId, this.readers.views(sessionId));
   }
 
   /** The session as the log holds it: waits for what is appended to be committed. */

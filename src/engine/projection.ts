@@ -22,7 +22,7 @@ import {
 import { emptyOutbox, outboxDecider, type Outbox, type OutboxCommand, type OutboxEvent, type OutboxOutcome } from '../machines/outbox.js';
 import { sessionDecider } from '../machines/session-decider.js';
 import { isEnded, type SessionContext, type SessionLimits, type SessionSnapshot } from '../machines/session.js';
-import { conversationView, sessionView, type DeliveryStats, type SessionView } from './view.js';
+import { conversationView, sessionView, type DeliveryStats, type ReaderView, type SessionView } from './view.js';
 
 /** Everything the chat projection holds: what a snapshot stores (state-codec.ts encodes it). */
 export interface ChatState {
@@ -172,7 +172,7 @@ export class ChatProjection {
     return [...this.outboxes.keys()];
   }
 
-  view(sessionId: string, readers: number): SessionView | undefined {
+  view(sessionId: string, readers: readonly ReaderView[]): SessionView | undefined {
     const outbox = this.outbox(sessionId);
     const session = this.sessions.get(sessionId);
     if (session !== undefined) return sessionView(session, readers, outbox);

@@ -13,6 +13,7 @@ import type { Frame } from '../machines/subscription.js';
 import type { AfterCommitHandler } from './after-commit.js';
 import type { Clock } from './clock.js';
 import type { ChatProjection } from './projection.js';
+import type { ReaderView } from './view.js';
 import { SubscriptionActor, type SubscriberTransport } from './subscription-actor.js';
 
 export type SubscribeResult =
@@ -46,6 +47,11 @@ export class Readers implements AfterCommitHandler<DomainEvent> {
   /** Live readers of a session. */
   count(sessionId: string): number {
     return this.bySession.get(sessionId)?.size ?? 0;
+  }
+
+  /** Live readers of a session, as each one's subscription stands. */
+  views(sessionId: string): ReaderView[] {
+    return [...(this.bySession.get(sessionId) ?? [])].map((actor) => actor.view);
   }
 
   /**

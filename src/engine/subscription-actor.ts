@@ -2,8 +2,10 @@
  * Runs one subscription statechart against a real connection: feeds it frames, full-socket reports and
  * keep-alive ticks, and carries out the writes, ends and destroys it decides.
  */
-import { initialSubscription, subscription, type Frame, type SubscriptionEvent, type SubscriptionSnapshot } from '../machines/subscription.js';
+import { initialSubscription, queuedBytes, subscription, type Frame, type SubscriptionEvent, type SubscriptionSnapshot } from '../machines/subscription.js';
 import type { Clock, TimerHandle } from './clock.js';
+import { dotPath } from './replay/timeline.js';
+import type { ReaderView } from './view.js';
 
 /** The connection as the engine needs it; the HTTP adapter implements it over a raw response. */
 export interface SubscriberTransport {
@@ -41,6 +43,11 @@ export class SubscriptionActor {
 
   get state(): SubscriptionSnapshot {
     return this.snapshot;
+  }
+
+  get view(): ReaderView {
+    const { queue, socketBuffered } = this.snapshot.context;
+    return { state: dotPath(this.snapshot.value), queued_bytes: queuedBytes(queue), socket_buffered: socketBuffered };
   }
 
   open(replay: string): void {

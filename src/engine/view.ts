@@ -37,6 +37,8 @@ export interface TaskSessionView extends CommonView {
   /** Cursors at or below this seq can no longer be reconciled exactly. */
   readonly ledger_floor: number;
   readonly readers: number;
+  /** Each live reader's subscription: its state (`live.flowing`, `live.blocked`, `closing`) and what waits for its socket. */
+  readonly reader_states: readonly ReaderView[];
 }
 
 /** Form B: the conversation and where its replies go (the URL only: the token is a secret). */
@@ -68,7 +70,16 @@ function commonView(context: Lifetime, ended: boolean, outbox: Outbox): CommonVi
   };
 }
 
-export function sessionView(session: SessionSnapshot, readers: number, outbox: Outbox): TaskSessionView {
+/** One live reader of a session's stream, as its subscription statechart stands. */
+export interface ReaderView {
+  readonly state: string;
+  /** Frames queued for it while its socket is full. */
+  readonly queued_bytes: number;
+  /** What its socket held unsent when it last reported being full. */
+  readonly socket_buffered: number;
+}
+
+export function sessionView(session: SessionSnapshot, readers: readonly ReaderView[], outbox: Outbox): TaskSessionView {
   const { context } = session;
   const { backlog } = context;
   const lastSpan = newest(backlog.spans);
@@ -83,7 +94,8 @@ export function sessionView(session: SessionSnapshot, readers: number, outbox: O
     backlog_bytes: backlog.bytes,
     evicted_task_ids: windowToArray(backlog.ledger).map((e) => e.task_id),
     ledger_floor: backlog.ledgerFloor,
-    readers,
+    readers: readers.length,
+    reader_states: readers,
   };
 }
 

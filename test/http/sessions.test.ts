@@ -53,6 +53,7 @@ describe('GET /v1/sessions/:session_id', () => {
       evicted_task_ids: ['t1'],
       ledger_floor: 0,
       readers: 1,
+      reader_states: [{ state: 'live.flowing', queued_bytes: 0, socket_buffered: 0 }],
     });
 
     clock.increment(1_000);

@@ -175,6 +175,7 @@ describe('createAssistantHost', () => {
       evicted_task_ids: [],
       ledger_floor: 0,
       readers: 1,
+      reader_states: [{ state: 'live.flowing', queued_bytes: 0, socket_buffered: 0 }],
     });
     // The inspection route serves the same view.
     expect((await request(`${t.url}/v1/sessions/v`, { token: TOKEN })).body).toEqual(t.host.session('v'));

@@ -222,7 +222,7 @@ it('after a SIGKILL mid-burst, a restart resumes every client exactly, settles p
   expect(await second.stop('SIGTERM')).toEqual({ code: 0, signal: null });
   const third = await ServeChild.start(args);
   const again = await views(third.url);
-  for (const s of SESSIONS) expect({ ...again[s], readers: 0 }).toEqual({ ...after[s], readers: 0 });
+  for (const s of SESSIONS) expect({ ...again[s], readers: 0, reader_states: [] }).toEqual({ ...after[s], readers: 0, reader_states: [] });
   const finalLog = readEvents(db);
   expect(finalLog.slice(0, log.length)).toEqual(log);
   expect(finalLog.slice(log.length).map((e) => e.type)).toEqual(['host.started']);

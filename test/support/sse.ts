@@ -29,6 +29,8 @@ export class SseConnection {
   /** The body of a non-200 answer. */
   body = '';
   ended = false;
+  /** The response ended as HTTP ends one (its last chunk came), rather than being cut. */
+  complete = false;
   private buffer = '';
   private waiters: Array<() => void> = [];
   private request: http.ClientRequest | undefined;
@@ -69,6 +71,7 @@ export class SseConnection {
         });
         response.on('end', () => {
           connection.ended = true;
+          connection.complete = true;
           connection.wake();
         });
         response.on('close', () => {
