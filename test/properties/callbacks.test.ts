@@ -1,15 +1,17 @@
 /**
  * Property-based tests of callback delivery (issue 13): fast-check generates a Form B conversation (turns
  * the `script` agent answers with progress and messages) and how the client's callback answers each POST
- * in turn (2xx, a retryable 408, 429 or 5xx, a permanent redirect or 4xx, or "session ended"); the host
- * runs on a simulated clock that the test moves until every delivery has ended. What each delivery's
- * attempts were answered decides how it must end, and the log must say so:
+ * in turn (2xx, a retryable 408, 429 or 5xx, no answer at all until the attempt times out, a connection
+ * cut before any answer, a permanent redirect or 4xx, or "session ended"); the host runs on a simulated
+ * clock that the test moves until every delivery has ended. What each delivery's attempts were answered
+ * decides how it must end, and the log must say so:
  *
  * - every queued delivery ends exactly once: succeeded, abandoned or superseded;
  * - a delivered one's last answer was a 2xx (a "session ended" too: that reply arrived, the later ones
  *   are abandoned unsent); one whose answers were all retryable was abandoned after exactly 4 attempts;
  *   one answered permanently was abandoned then; every answer before a delivery's last was retryable;
- * - each attempt is logged before it is made: the callback got exactly as many POSTs as the log has attempts.
+ * - each attempt is logged before it is made: the callback got exactly as many POSTs as the log has attempts;
+ * - each retried failure is logged with what happened: the status, `timeout`, or the connection's error.
  */
 import { randomUUID } from 'node:crypto';
 import fc from 'fast-check';
@@ -26,9 +28,12 @@ const SEED = process.env.PROPERTY_SEED === undefined ? 43 : Number(process.env.P
 const PATH = process.env.PROPERTY_PATH;
 const SESSION = 's-callbacks';
 
-type Answer = 200 | 204 | 408 | 429 | 500 | 503 | 301 | 404 | 410 | 'session_ended';
-const ANSWERS: readonly Answer[] = [200, 204, 408, 429, 500, 503, 301, 404, 410, 'session_ended'];
-const retryable = (answer: Answer) => answer === 408 || answer === 429 || answer === 500 || answer === 503;
+/** `timeout`: the callback takes the POST and never answers; `cut`: it closes the connection without an answer. */
+type Answer = 200 | 204 | 408 | 429 | 500 | 503 | 'timeout' | 'cut' | 301 | 404 | 410 | 'session_ended';
+const ANSWERS: readonly Answer[] = [200, 204, 408, 429, 500, 503, 'timeout', 'cut', 301, 404, 410, 'session_ended'];
+const retryable = (answer: Answer) => answer === 408 || answer === 429 || answer === 500 || answer === 503 || answer === 'timeout' || answer === 'cut';
+/** What the log says of a retried failure. */
+const outcomeOf = (answer: Answer) => (answer === 'timeout' ? /^timeout$/ : answer === 'cut' ? /^[A-Z][A-Z_]+$/ : new RegExp(`^status ${String(answer)}$`));
 /** "Session ended" comes with a 200: that reply was delivered; the ones after it are not sent. */
 const delivered = (answer: Answer) => answer === 200 || answer === 204 || answer === 'session_ended';
 
@@ -54,6 +59,8 @@ async function run({ turns, answers }: { turns: ReadonlyArray<readonly [readonly
   let posts = 0;
   const receiver = await Receiver.start((_received, response) => {
     const answer = answers[posts++] ?? 200;
+    if (answer === 'timeout') return;
+    if (answer === 'cut') return void response.socket?.destroy();
     if (answer === 'session_ended') return void response.writeHead(200, { 'content-type': 'application/json' }).end('{"ok":true,"ignored":true,"reason":"session_ended"}');
     response.writeHead(answer, answer === 301 ? { location: '/elsewhere' } : {}).end();
   });
@@ -73,7 +80,7 @@ async function run({ turns, answers }: { turns: ReadonlyArray<readonly [readonly
     }
     const queued = () => events.filter((event): event is Of<'reply.queued'> => event.type === 'reply.queued').map((event) => event.delivery.n);
     const ended = () => events.filter((event) => event.type === 'delivery.succeeded' || event.type === 'delivery.abandoned' || event.type === 'delivery.superseded');
-    // Retries wait on the host's clock: each poll that finds some still going moves it past any backoff (at most 10 s, a Retry-After's cap).
+    // Retries and an attempt's time limit wait on the host's clock: each poll that finds some still going moves it on a second.
     const allEnded = () => {
       if (ended().length >= queued().length) return true;
       clock.increment(1_000);
@@ -96,6 +103,8 @@ async function run({ turns, answers }: { turns: ReadonlyArray<readonly [readonly
       const [ending] = endings.get(n)!;
       expect(mine.length, `delivery ${n}: at most 4 attempts`).toBeLessThanOrEqual(4);
       mine.slice(0, -1).forEach(({ answer }) => expect(retryable(answer), `delivery ${n}: ${String(answer)} before its last attempt`).toBe(true));
+      const failures = events.filter((event): event is Of<'delivery.failed'> => event.type === 'delivery.failed' && event.n === n);
+      failures.forEach((failure) => expect(failure.outcome, `delivery ${n}, attempt ${failure.attempt}`).toMatch(outcomeOf(mine[failure.attempt - 1]!.answer)));
       const last = mine.at(-1)?.answer;
       if (last === undefined) {
         // Never attempted: progress replaced by a later reply, or the session ended before its turn.
