@@ -73,7 +73,7 @@ export interface AssistantHostOptions {
   readonly connectionIdleTimeoutMs?: number;
   /** Retention (backlog replies and bytes, evicted-task ledger) and agent memory bounds. */
   readonly limits?: Partial<SessionLimits>;
-  /** Committed events between two snapshots of the folded state (a start folds only what follows the newest). Default 10,000. */
+  /** Committed events between two snapshots of the folded state (a start folds only what follows the newest). Default 50,000. */
   readonly snapshotEveryEvents?: number;
   /** Sessions that ended longer ago than this are forgotten and their events removed from the log. Default 7 days; `Infinity` keeps everything. */
   readonly retentionMs?: number;

@@ -23,7 +23,7 @@ export interface EngineConfig {
   readonly readerMaxQueuedBytes?: number;
   /** Retention, memory and duplicate-check bounds; defaults are the spec's minimums. */
   readonly limits?: Partial<SessionLimits>;
-  /** Committed events between two snapshots of the fold (engine/snapshots.ts). Default 10,000. */
+  /** Committed events between two snapshots of the fold (engine/snapshots.ts). Default 50,000. */
   readonly snapshotEveryEvents?: number;
   /** Sessions ended longer ago than this are forgotten and their events removed (engine/retention.ts). Default 7 days; `Infinity` keeps everything. */
   readonly retentionMs?: number;

@@ -23,7 +23,7 @@ export interface SnapshotCodec<S> {
 }
 
 /** Committed events between two snapshots. */
-export const SNAPSHOT_EVERY_EVENTS = 10_000;
+export const SNAPSHOT_EVERY_EVENTS = 50_000;
 
 /** How long one turn of the event loop may spend encoding a snapshot before it yields to the rest. */
 const SLICE_MS = 8;

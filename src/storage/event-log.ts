@@ -33,6 +33,35 @@ export const SCHEMA_VERSION = 1;
 const APPEND_ONLY_DELETE = `CREATE TRIGGER events_append_only_delete BEFORE DELETE ON events
   BEGIN SELECT RAISE(ABORT, 'the event log is append-only'); END`;
 
+/**
+ * Which events each stream (a session, a job) has: the positions of each stream, indexed a few thousand
+ * events behind the log, up to `indexed_to`, so that an append writes no index page. An index on
+ * `events (stream, position)` kept with every commit made each commit dirty a page per stream it carried
+ * (a busy host's commit carries dozens), three quarters of its cost; here each stream's page is written
+ * once a few thousand events. The events after `indexed_to` are a short tail a reader scans.
+ */
+const STREAM_POSITIONS_TABLES = `
+  CREATE TABLE IF NOT EXISTS stream_positions (
+    stream TEXT NOT NULL,
+    position INTEGER NOT NULL,
+    PRIMARY KEY (stream, position)
+  ) WITHOUT ROWID, STRICT;
+  CREATE TABLE IF NOT EXISTS stream_positions_to (
+    one INTEGER PRIMARY KEY CHECK (one = 1),
+    position INTEGER NOT NULL
+  ) STRICT;
+  INSERT OR IGNORE INTO stream_positions_to (one, position) VALUES (1, 0);`;
+
+/** Events the stream index may lag the log by before a commit brings it up to date. */
+export const STREAM_INDEX_LAG = 4_096;
+
+/** Where the stream index is up to in a log; 0 for a log that has none yet (made before it). */
+export function streamIndexedTo(db: Database.Database): number {
+  const exists = db.prepare("SELECT 1 FROM sqlite_schema WHERE type = 'table' AND name = 'stream_positions_to'").get();
+  if (exists === undefined) return 0;
+  return (db.prepare('SELECT position FROM stream_positions_to WHERE one = 1').pluck().get() as number | undefined) ?? 0;
+}
+
 const SNAPSHOTS_TABLE = `CREATE TABLE IF NOT EXISTS snapshots (
   position INTEGER PRIMARY KEY,
   at INTEGER NOT NULL,
@@ -123,6 +152,9 @@ export class EventLog<E extends LogRecord> {
   private readonly streamOf: (event: E) => string;
   private readonly urgent: (event: E) => boolean;
   private readonly commitBatch: (events: readonly E[]) => void;
+  /** Brings the stream index up to the newest event (within a transaction, or as one). */
+  private readonly indexTail: () => void;
+  private indexedTo = 0;
   private batch: E[] = [];
   private batchDone: Promise<void> | undefined;
   private settleBatch: { resolve: () => void; reject: (error: unknown) => void } | undefined;
@@ -150,11 +182,12 @@ export class EventLog<E extends LogRecord> {
         this.db.pragma('journal_mode = WAL');
         this.db.pragma(`synchronous = ${options.synchronous === 'full' ? 'FULL' : 'NORMAL'}`);
         if (fresh) this.createSchema();
-        // One session's history is read on its own (a reconnect after its end): an index, not a table scan.
-        // Added to logs made before it too; an index changes no row, so the schema version stays.
-        this.db.exec('CREATE INDEX IF NOT EXISTS events_by_stream ON events (stream, position)');
-        // Snapshots came later: added to older logs as they are opened (a new table changes no row).
+        // Snapshots and the stream index came later: added to older logs as they are opened (a new
+        // table changes no row, so the schema version stays).
         this.db.exec(SNAPSHOTS_TABLE);
+        this.db.exec(STREAM_POSITIONS_TABLES);
+        // The index on every commit that logs made before had: its work moves to the lagging index.
+        this.db.exec('DROP INDEX IF EXISTS events_by_stream');
       } catch (error) {
         this.db.close();
         throw error;
@@ -164,10 +197,21 @@ export class EventLog<E extends LogRecord> {
       throw error;
     }
     this.insert = this.db.prepare('INSERT INTO events (stream, type, at, data) VALUES (?, ?, ?, ?)');
+    const indexTail = this.db.prepare('INSERT OR IGNORE INTO stream_positions (stream, position) SELECT stream, position FROM events WHERE position > ? ORDER BY stream, position');
+    const indexedTo = this.db.prepare('UPDATE stream_positions_to SET position = ? WHERE one = 1');
+    this.indexTail = () => {
+      indexTail.run(this.indexedTo);
+      indexedTo.run(this.last);
+      this.indexedTo = this.last;
+    };
     this.commitBatch = this.db.transaction((events: readonly E[]) => {
       for (const e of events) this.last = Number(this.insert.run(this.streamOf(e), e.type, e.at, JSON.stringify(e)).lastInsertRowid);
+      if (this.last - this.indexedTo >= STREAM_INDEX_LAG) this.indexTail();
     });
     this.last = (this.db.prepare('SELECT coalesce(max(position), 0) AS last FROM events').get() as { last: number }).last;
+    this.indexedTo = streamIndexedTo(this.db);
+    // A log made before the stream index gets it now, once, rather than in the middle of a commit.
+    if (this.last - this.indexedTo >= STREAM_INDEX_LAG) this.indexed();
   }
 
   static open<E extends LogRecord>(options: EventLogOptions<E>): EventLog<E> {
@@ -241,9 +285,15 @@ export class EventLog<E extends LogRecord> {
     for (const row of rows) yield { position: row.position, event: JSON.parse(row.data) as E };
   }
 
+  /** Brings the stream index up to date before a question about one stream (rare: a reconnect after an end, retention). */
+  private indexed(): void {
+    if (this.last > this.indexedTo) this.db.transaction(this.indexTail)();
+  }
+
   /** The position of the newest committed event of `stream`; 0 if it has none. */
   lastPositionOf(stream: string): number {
-    return (this.db.prepare('SELECT coalesce(max(position), 0) AS last FROM events WHERE stream = ?').get(stream) as { last: number }).last;
+    this.indexed();
+    return (this.db.prepare('SELECT coalesce(max(position), 0) AS last FROM stream_positions WHERE stream = ?').get(stream) as { last: number }).last;
   }
 
   /** The position of the newest committed event; 0 for an empty log. */
@@ -273,11 +323,17 @@ export class EventLog<E extends LogRecord> {
   removeStreams(streams: readonly string[], position: number): number {
     if (this.closed) throw new EventLogClosedError();
     if (position > this.last) throw new RangeError(`position ${position} is past the newest event (${this.last})`);
-    const remove = this.db.prepare('DELETE FROM events WHERE stream = ? AND position < ?');
+    this.indexed();
+    const remove = this.db.prepare('DELETE FROM events WHERE position IN (SELECT position FROM stream_positions WHERE stream = ? AND position < ?)');
+    const unindex = this.db.prepare('DELETE FROM stream_positions WHERE stream = ? AND position < ?');
     return this.db.transaction(() => {
       this.db.exec('DROP TRIGGER events_append_only_delete');
       let removed = 0;
-      for (const stream of streams) if (stream !== '') removed += remove.run(stream, position).changes;
+      for (const stream of streams) {
+        if (stream === '') continue;
+        removed += remove.run(stream, position).changes;
+        unindex.run(stream, position);
+      }
       this.db.exec(APPEND_ONLY_DELETE);
       // A snapshot taken after an event now gone could no longer be judged: it goes too.
       this.db.exec('DELETE FROM snapshots WHERE position NOT IN (SELECT position FROM events)');
@@ -292,7 +348,8 @@ export class EventLog<E extends LogRecord> {
 
   /** The stored events of one stream (one session), oldest first. */
   *readStream(stream: string): IterableIterator<StoredEvent<E>> {
-    const rows = this.db.prepare('SELECT position, data FROM events WHERE stream = ? ORDER BY position').iterate(stream) as IterableIterator<{
+    this.indexed();
+    const rows = this.db.prepare('SELECT e.position, e.data FROM stream_positions s JOIN events e ON e.position = s.position WHERE s.stream = ? ORDER BY s.position').iterate(stream) as IterableIterator<{
       position: number;
       data: string;
     }>;

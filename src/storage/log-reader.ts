@@ -10,7 +10,7 @@
 import Database from 'better-sqlite3';
 import { statSync } from 'node:fs';
 import { SchemaMismatchError } from './errors.js';
-import { APPLICATION_ID, SCHEMA_VERSION, readSnapshots, type LogRecord, type StoredEvent, type StoredSnapshot } from './event-log.js';
+import { APPLICATION_ID, SCHEMA_VERSION, readSnapshots, streamIndexedTo, type LogRecord, type StoredEvent, type StoredSnapshot } from './event-log.js';
 
 /** Whose log it is, by its first event: a host's (`serve`), a backend relay's, or an assistant plugin's. */
 export type LogKind = 'host' | 'backend' | 'plugin';
@@ -156,7 +156,18 @@ export class LogReader {
     // Rows as arrays, a page at a time: a replay reads every event, and an object per row, or a call into
     // SQLite per row (as `iterate` makes), costs more than its parse.
     const rows = db.prepare(`SELECT position, type, at, data FROM events WHERE position > ? AND position <= ? ORDER BY position LIMIT ${PAGE}`).raw();
-    const streamRows = db.prepare(`SELECT position, type, at, data FROM events WHERE stream = ? AND position > ? AND position <= ? ORDER BY position LIMIT ${PAGE}`).raw();
+    // A stream's events: those the stream index has, and the short tail after it (a log made before the index: all a scan).
+    const indexedTo = streamIndexedTo(db);
+    const streamRows =
+      indexedTo === 0
+        ? db.prepare(`SELECT position, type, at, data FROM events WHERE stream = @stream AND position > @after AND position <= @end ORDER BY position LIMIT ${PAGE}`).raw()
+        : db
+            .prepare(
+              `SELECT position, type, at, data FROM events WHERE position IN (SELECT position FROM stream_positions WHERE stream = @stream AND position > @after AND position <= @end)
+               UNION ALL SELECT position, type, at, data FROM events WHERE position > max(@after, ${indexedTo}) AND position <= @end AND stream = @stream
+               ORDER BY position LIMIT ${PAGE}`,
+            )
+            .raw();
     return {
       kind: kindOf(first?.type),
       // Counted when asked: a count is a scan of every row in the bounds.
@@ -166,7 +177,7 @@ export class LogReader {
       end,
       *events(stream) {
         for (let from = after; ; ) {
-          const page = (stream === undefined ? rows.all(from, end) : streamRows.all(stream, from, end)) as RawRow[];
+          const page = (stream === undefined ? rows.all(from, end) : streamRows.all({ stream, after: from, end })) as RawRow[];
           for (let i = 0; i < page.length; i++) yield parse(page[i]!);
           if (page.length < PAGE) return;
           from = page[page.length - 1]![0];

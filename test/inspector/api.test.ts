@@ -58,7 +58,7 @@ describe('on a running Form A host', () => {
     host = await startHost({ inspect: true });
     inspector = host.host.inspectorUrl!;
     expect((await post(host.url, TOKEN, { session_id: session, task_id: 't1', text: script({ typing: 'thinking' }, { message: 'hello' }) })).status).toBe(202);
-    await listed(inspector, 't1 settled', (entity) => entity.id === 't1' && entity.state === 'settled.answered');
+    await listed(inspector, 't1 settled', (entity) => entity.id === 't1' && entity.state === 'settled');
   });
 
   afterAll(() => host.cleanup());
@@ -74,7 +74,7 @@ describe('on a running Form A host', () => {
     expect(list.fault).toBeUndefined();
     expect(list.entities).toEqual([
       { key: `session::${session}`, kind: 'session', id: session, form: 'A', machine: 'session', state: 'open', events: expect.any(Number), last_at: expect.any(Number) },
-      { key: `task:${session}:t1`, kind: 'task', id: 't1', session_id: session, machine: 'task', state: 'settled.answered', status: 'message', events: 3, last_at: expect.any(Number) },
+      { key: `task:${session}:t1`, kind: 'task', id: 't1', session_id: session, machine: 'task', state: 'settled', status: 'message', events: 3, last_at: expect.any(Number) },
     ]);
     expect(list.end).toBeGreaterThanOrEqual(5);
   });
@@ -84,7 +84,7 @@ describe('on a running Form A host', () => {
     expect(task.entries.map(({ type, state }) => [type, state])).toEqual([
       ['task.started', 'pending'],
       ['task.progressed', 'pending'],
-      ['task.settled', 'settled.answered'],
+      ['task.settled', 'settled'],
     ]);
     expect(task.entries.at(-1)).toMatchObject({ status: 'message' });
     const positions = task.entries.map((entry) => entry.position);
@@ -95,7 +95,7 @@ describe('on a running Form A host', () => {
   it('serves each statechart as SVG with a group per state', async () => {
     const svg = await request(`${inspector}/api/statecharts/task.svg`);
     expect([svg.status, svg.headers.get('content-type')]).toEqual([200, 'image/svg+xml; charset=utf-8']);
-    expect(svg.text).toContain('data-state="settled.answered"');
+    expect(svg.text).toContain('data-state="settled"');
   });
 
   it('answers an unknown key, machine or route with 404 and the error body, never a 5xx', async () => {

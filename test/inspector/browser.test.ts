@@ -78,8 +78,8 @@ it('lists a running host’s session, lights its state, follows a turn live, and
 
   // Answered: the picture follows without a click, to the newest entry.
   release('t2');
-  await expect.poll(() => lit(tab), { timeout: 10_000 }).toEqual(['settled', 'settled.answered']);
-  expect(await tab.locator('#entry-state').textContent()).toBe('settled.answered (message)');
+  await expect.poll(() => lit(tab), { timeout: 10_000 }).toEqual(['settled']);
+  expect(await tab.locator('#entry-state').textContent()).toBe('settled (message)');
   expect(await tab.locator('#entry-type').textContent()).toBe('task.settled');
   const entries = Number(await tab.locator('#scrubber').getAttribute('max')) + 1;
   expect(entries).toBe(3);

@@ -91,8 +91,8 @@ describe('replay of a host log', () => {
     expect(text.indexOf('session chat-a (Form A)')).toBeGreaterThan(0);
     expect(text.indexOf('conversation conv-b (Form B)')).toBeGreaterThan(text.indexOf('session chat-a (Form A)'));
     expect(text).toMatch(/\n {2}#\d+ +\d{4}-\d\d-\d\dT[\d:.]+Z {2}task\.started +task a1 pending\n/);
-    expect(text).toMatch(/ {2}task\.settled +task a1 settled\.answered \(message\)\n/);
-    expect(text).toMatch(/ {2}task\.settled +task a2 settled\.answered \(errored, interrupted\)\n/);
+    expect(text).toMatch(/ {2}task\.settled +task a1 settled \(message\)\n/);
+    expect(text).toMatch(/ {2}task\.settled +task a2 settled \(errored, interrupted\)\n/);
     expect(text).toMatch(/ {2}reply\.queued +delivery 2 waiting\n/);
     expect(text).toMatch(/ {2}delivery\.succeeded +delivery 1 succeeded\n/);
     expect(text).toContain('  final:\n    conversation conv-b (Form B): open\n    delivery 1: succeeded\n    delivery 2: succeeded\n');

@@ -9,7 +9,7 @@ import { hostname } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { EventLogLockedError, EventLogPermissionsError, SchemaMismatchError } from '../../src/storage/errors.js';
-import { EARLY_COMMITS_PER_TURN, EventLog, SCHEMA_VERSION, type LogRecord } from '../../src/storage/event-log.js';
+import { EARLY_COMMITS_PER_TURN, EventLog, SCHEMA_VERSION, STREAM_INDEX_LAG, type LogRecord } from '../../src/storage/event-log.js';
 import { AppendChild, killChildren } from '../support/child.js';
 import { tempDir } from '../support/host.js';
 import { countEvents } from '../support/log.js';
@@ -332,20 +332,59 @@ describe('reading and closing', () => {
     }
   });
 
-  it("reads one stream's committed events in order, through an index", async () => {
+  it("reads one stream's committed events in order, through the stream index and its tail", async () => {
     const log = open();
     await Promise.all([0, 1, 2, 3, 4, 5, 6].map((n) => log.append(event(n))));
     void log.append(event(9));
     expect([...log.readStream('s0')].map((s) => s.event.n)).toEqual([0, 3, 6]);
     expect([...log.readStream('nobody')]).toEqual([]);
+    expect(log.lastPositionOf('s1')).toBe(5);
     const db = raw(path, true);
     try {
-      const plan = db.prepare("EXPLAIN QUERY PLAN SELECT position, data FROM events WHERE stream = 's0' ORDER BY position").all() as { detail: string }[];
-      expect(plan.map((row) => row.detail).join(' ')).toContain('events_by_stream');
+      const plan = db.prepare("EXPLAIN QUERY PLAN SELECT e.position, e.data FROM stream_positions s JOIN events e ON e.position = s.position WHERE s.stream = 's0' ORDER BY s.position").all() as { detail: string }[];
+      expect(plan.map((row) => row.detail).join(' ')).not.toMatch(/SCAN (events|s)\b/);
     } finally {
       db.close();
     }
     await log.settled();
+  });
+
+  it('indexes streams a few thousand events behind the log, so that a commit writes no index page, and catches up before a stream is read', async () => {
+    const log = open();
+    const indexed = () => {
+      const db = raw(path, true);
+      try {
+        return [db.prepare('SELECT position FROM stream_positions_to').pluck().get(), db.prepare('SELECT count(*) FROM stream_positions').pluck().get()];
+      } finally {
+        db.close();
+      }
+    };
+    await Promise.all(Array.from({ length: STREAM_INDEX_LAG - 1 }, (_, n) => log.append(event(n))));
+    expect(indexed()).toEqual([0, 0]);
+    await log.append(event(STREAM_INDEX_LAG - 1));
+    expect(indexed()).toEqual([STREAM_INDEX_LAG, STREAM_INDEX_LAG]);
+    await log.append(event(STREAM_INDEX_LAG));
+    expect(indexed()).toEqual([STREAM_INDEX_LAG, STREAM_INDEX_LAG]);
+    expect([...log.readStream('s1')].at(-1)!.event.n).toBe(STREAM_INDEX_LAG);
+    expect(indexed()).toEqual([STREAM_INDEX_LAG + 1, STREAM_INDEX_LAG + 1]);
+  });
+
+  it('gives a log made before the stream index its index when it opens, and drops the index on every commit it had', async () => {
+    const log = open();
+    await Promise.all(Array.from({ length: 10 }, (_, n) => log.append(event(n))));
+    await log.close();
+    const db = raw(path, false);
+    db.exec('DROP TABLE stream_positions; DROP TABLE stream_positions_to; CREATE INDEX events_by_stream ON events (stream, position)');
+    db.close();
+    const again = open();
+    expect([...again.readStream('s2')].map((s) => s.event.n)).toEqual([2, 5, 8]);
+    await again.close();
+    const after = raw(path, true);
+    try {
+      expect(after.prepare("SELECT name FROM sqlite_schema WHERE type = 'index' AND name = 'events_by_stream'").all()).toEqual([]);
+    } finally {
+      after.close();
+    }
   });
 
   it('commits what is pending on close, then refuses appends; closing twice is harmless', async () => {

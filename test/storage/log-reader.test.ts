@@ -4,7 +4,7 @@ import { randomUUID } from 'node:crypto';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { SchemaMismatchError } from '../../src/storage/errors.js';
-import { EventLog, type LogRecord } from '../../src/storage/event-log.js';
+import { EventLog, STREAM_INDEX_LAG, type LogRecord } from '../../src/storage/event-log.js';
 import { CorruptEventError, LogOpenError, LogReader, type LogView, type ReadBounds } from '../../src/storage/log-reader.js';
 import { AppendChild, useChildFolder } from '../support/child.js';
 
@@ -62,6 +62,16 @@ describe('log reader', () => {
     expect(await read(path, {}, (view) => view.last('host.started')?.position)).toBe(5);
     expect(await read(path, { afterPosition: 2, untilPosition: 4 }, (view) => view.last('host.started')?.position)).toBe(1);
     expect(await read(path, {}, (view) => view.last('session.ended'))).toBeUndefined();
+  });
+
+  it("reads a stream from the stream index and from the tail the index has not reached, in pages, within the bounds", async () => {
+    // Past the lag, so that the index holds the first events and a tail follows it.
+    const events: Noted[] = Array.from({ length: STREAM_INDEX_LAG + 2_500 }, (_, n) => ({ type: 'test.appended', stream: `s${n % 3}`, at: n }));
+    const path = await logOf(events);
+    const positionsOf = (stream: string, after: number, until: number) => events.flatMap((event, i) => (event.stream === stream && i + 1 > after && i + 1 <= until ? [i + 1] : []));
+    const end = events.length;
+    expect(await read(path, {}, (view) => [...view.events('s1')].map((e) => e.position))).toEqual(positionsOf('s1', 0, end));
+    expect(await read(path, { afterPosition: 4_000, untilPosition: 5_000 }, (view) => [...view.events('s2')].map((e) => e.position))).toEqual(positionsOf('s2', 4_000, 5_000));
   });
 
   it('knows a backend log, a plugin log, an empty log and one it cannot name by their first event', async () => {

@@ -11,6 +11,8 @@ const NOT_UTF8 = { code: 'unsupported_media_type', message: 'the request body mu
 
 /** No charset parameter, or any label of UTF-8 (`utf-8`, `utf8`, in any case), as the Encoding Standard reads labels. */
 function declaresUtf8(contentType: string | undefined): boolean {
+  // What nearly every client sends: no parse needed (a MIMEType and a TextDecoder per request showed in the profile).
+  if (contentType === 'application/json') return true;
   try {
     const charset = new MIMEType(contentType ?? '').params.get('charset');
     return charset === null || new TextDecoder(charset).encoding === 'utf-8';

@@ -55,7 +55,7 @@ export interface BackendConfig {
   readonly pairingTtlMs?: number;
   /** Where a committed job change is published for streams and followers (default: this process alone). */
   readonly pubsub?: PubSub;
-  /** Committed events between two snapshots of the fold (engine/snapshots.ts). Default 10,000. */
+  /** Committed events between two snapshots of the fold (engine/snapshots.ts). Default 50,000. */
   readonly snapshotEveryEvents?: number;
   /** Jobs settled and pairings ended longer ago than this are forgotten and their events removed (engine/retention.ts). Default 7 days; `Infinity` keeps everything. */
   readonly retentionMs?: number;
