@@ -1,0 +1,87 @@
+/** What `npm run bench` measured: one run's figures, from which BENCHMARKS.md and its charts are written. */
+import type { TurnsSample } from './scenarios/turns.js';
+
+/** A median over rounds, with the rounds' least and most. */
+export interface Spread {
+  readonly median: number;
+  readonly min: number;
+  readonly max: number;
+}
+
+export function spread(values: readonly number[]): Spread {
+  const sorted = [...values].sort((a, b) => a - b);
+  if (sorted.length === 0) return { median: Number.NaN, min: Number.NaN, max: Number.NaN };
+  return { median: sorted[Math.floor((sorted.length - 1) / 2)]!, min: sorted[0]!, max: sorted.at(-1)! };
+}
+
+export interface Machine {
+  readonly cpu: string;
+  readonly cores: number;
+  readonly memoryGiB: number;
+  readonly os: string;
+  readonly node: string;
+  /** ISO date and time the run started. */
+  readonly date: string;
+  /** `npm run bench -- --quick`: short slices, the figures are only a smoke test. */
+  readonly quick: boolean;
+  readonly versions: readonly string[];
+}
+
+export interface ResumeRow {
+  readonly server: string;
+  /** Turns the client was away for. */
+  readonly away: number;
+  /** From opening the stream again to having read all it will get. */
+  readonly catchUpMs?: Spread;
+  /** Bytes the server sent on the resumed stream. */
+  readonly bytes?: number;
+  /** Replies read on the resumed stream; those it was told it missed (named); those gone without a word. */
+  readonly replayed?: number;
+  readonly missed?: number;
+  readonly lost?: number;
+  /** Why there is no figure (the protocol has no way to resume), or what the figures mean. */
+  readonly note?: string;
+}
+
+export interface IdleRow {
+  readonly server: string;
+  readonly streams: number;
+  /** Resident memory the server grew by, per open stream. */
+  readonly kibPerStream?: number;
+  readonly note?: string;
+}
+
+export interface RestartRow {
+  readonly events: number;
+  readonly snapshots: boolean;
+  /** From `createAssistantHost` to its resolution: the log folded (from its newest snapshot, or whole), the host's start events logged. */
+  readonly toServeMs: Spread;
+  /** Events a second `replay` folds on this log. */
+  readonly replayPerSecond: Spread;
+}
+
+export interface LogRow {
+  /** `one event a commit`, `100 events a commit`. */
+  readonly mode: string;
+  readonly eventsPerSecond: Spread;
+}
+
+export interface JobsRow {
+  readonly concurrency: number;
+  readonly jobsPerSecond: Spread;
+  readonly p50Ms: number;
+  readonly p99Ms: number;
+}
+
+export interface BenchResults {
+  readonly machine: Machine;
+  /** By session count. */
+  readonly turns: ReadonlyArray<{ readonly sessions: number; readonly samples: readonly TurnsSample[] }>;
+  readonly resume: readonly ResumeRow[];
+  readonly idle: readonly IdleRow[];
+  readonly restart: readonly RestartRow[];
+  readonly log: readonly LogRow[];
+  readonly jobs: readonly JobsRow[];
+  /** Scenarios that failed as a whole, with why. */
+  readonly failures: readonly string[];
+}

@@ -1,0 +1,116 @@
+/**
+ * `npm run bench`: assistant-relay against the floor and the peers (MCP Streamable HTTP, A2A streaming),
+ * side by side in one run, and the relay's own figures (resume, idle streams, restart, the log, the
+ * reasoning channel). Writes BENCHMARKS.md and a chart a scenario (bench/results/*.svg), and prints the
+ * targets. Each contender is a server process of its own, driven by load generator processes.
+ *
+ *   npm run bench                 everything (about 10 minutes on 2 cores)
+ *   npm run bench -- --quick      a smoke test in under a minute, written to a temporary folder
+ *   npm run bench -- --only turns,resume   some scenarios (written to a temporary folder too)
+ *   npm run bench -- --out DIR    write BENCHMARKS.md and results/ under DIR
+ *
+ * Exits 1 if a scenario could not run or our own contender failed; a missed target is reported, not an error.
+ */
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { availableParallelism, cpus, release, tmpdir, totalmem, type } from 'node:os';
+import { join } from 'node:path';
+import { parseArgs } from 'node:util';
+import { CONTENDERS, NODE_ARGS, ROOT, SERVERS, scratchDir, start, stop, type Running } from './contenders.js';
+import { charts, markdown, targets } from './report.js';
+import type { BenchResults, IdleRow, JobsRow, LogRow, Machine, RestartRow, ResumeRow } from './results.js';
+import { idle } from './scenarios/idle.js';
+import { jobs } from './scenarios/jobs.js';
+import { logAppends } from './scenarios/log.js';
+import { restart } from './scenarios/restart.js';
+import { resume } from './scenarios/resume.js';
+import { turns, type TurnsSample } from './scenarios/turns.js';
+
+const SCENARIOS = ['turns', 'resume', 'idle', 'restart', 'log', 'jobs'] as const;
+type Scenario = (typeof SCENARIOS)[number];
+
+const { values } = parseArgs({ options: { quick: { type: 'boolean' }, only: { type: 'string' }, contenders: { type: 'string' }, sessions: { type: 'string' }, out: { type: 'string' }, help: { type: 'boolean', short: 'h' } }, strict: true });
+if (values.help) {
+  console.log('usage: npm run bench -- [--quick] [--only turns,resume,idle,restart,log,jobs] [--contenders relay,floor,…] [--sessions 1,100] [--out DIR]');
+  process.exit(0);
+}
+const quick = values.quick === true;
+const only = new Set((values.only?.split(',') ?? SCENARIOS) as Scenario[]);
+for (const name of only) {
+  if (!SCENARIOS.includes(name)) {
+    console.error(`unknown scenario ${name}: one of ${SCENARIOS.join(', ')}`);
+    process.exit(2);
+  }
+}
+/** `--contenders relay,floor`: only these servers (by name), e.g. while profiling one against the floor. */
+const contenders = values.contenders === undefined ? CONTENDERS : CONTENDERS.filter((contender) => values.contenders!.split(',').includes(contender.server.name));
+const partial = quick || values.only !== undefined || values.contenders !== undefined || values.sessions !== undefined;
+// Only a whole run replaces the repository's BENCHMARKS.md; a quick or partial one goes to a temporary folder.
+const out = values.out ?? (partial ? mkdtempSync(join(tmpdir(), 'assistant-relay-bench-')) : ROOT);
+
+/** How long each scenario runs: the full run's figures are for quoting, the quick run's only show that it works. */
+const PLAN = quick
+  ? { sessions: [1, 10], turns: { rounds: 1, sliceMs: 300, warmupMs: 200 }, away: [10], resumeRounds: 1, streams: 200, settleMs: 300, sizes: [10_000], restartRounds: 1, log: { sliceMs: 200, rounds: 1 }, jobs: { concurrency: [1], warmupMs: 200, sliceMs: 500, rounds: 1 } }
+  : { sessions: [1, 10, 100, 1_000], turns: { rounds: 4, sliceMs: 1_500, warmupMs: 1_000 }, away: [10, 100, 1_000], resumeRounds: 3, streams: 10_000, settleMs: 2_000, sizes: [10_000, 100_000, 1_000_000], restartRounds: 3, log: { sliceMs: 1_000, rounds: 3 }, jobs: { concurrency: [1, 100], warmupMs: 1_000, sliceMs: 2_000, rounds: 3 } };
+
+const machine: Machine = {
+  cpu: cpus()[0]?.model ?? 'unknown',
+  cores: availableParallelism(),
+  memoryGiB: totalmem() / 2 ** 30,
+  os: `${type()} ${release()}`,
+  node: process.version,
+  date: new Date().toISOString(),
+  quick,
+  versions: [...new Set(Object.values(SERVERS).map((server) => server.version))],
+};
+
+const sessions = values.sessions?.split(',').map(Number) ?? PLAN.sessions;
+const failures: string[] = [];
+const step = async <T>(name: Scenario, run: () => Promise<T>, empty: T): Promise<T> => {
+  if (!only.has(name)) return empty;
+  const started = Date.now();
+  console.log(`bench: ${name}…`);
+  try {
+    return await run();
+  } catch (error) {
+    failures.push(`${name}: ${(error as Error).message}`);
+    console.error(`bench: ${name} failed: ${(error as Error).stack ?? String(error)}`);
+    return empty;
+  } finally {
+    console.log(`bench: ${name} took ${((Date.now() - started) / 1000).toFixed(1)} s`);
+  }
+};
+
+const scratch = scratchDir();
+const running = new Map<string, Running>();
+let turnsResults: Array<{ sessions: number; samples: TurnsSample[] }> = [];
+let resumeRows: ResumeRow[] = [];
+try {
+  if (only.has('turns') || only.has('resume')) {
+    const servers = [...new Set(contenders.map((contender) => contender.server))];
+    for (const each of await Promise.all(servers.map((server) => start(server, scratch)))) running.set(each.server.name, each);
+  }
+  turnsResults = await step('turns', () => turns(contenders, running, sessions, PLAN.turns), []);
+  resumeRows = await step('resume', () => resume([...running.values()], { away: PLAN.away, rounds: PLAN.resumeRounds }), []);
+} finally {
+  await Promise.all([...running.values()].map((each) => stop(each)));
+}
+const idleServers = [...new Set(contenders.map((contender) => contender.server))].filter((server) => server.name !== 'relay-memory');
+const idleRows = await step<IdleRow[]>('idle', () => idle(idleServers, scratch, { streams: PLAN.streams, settleMs: PLAN.settleMs }), []);
+const restartRows = await step<RestartRow[]>('restart', () => restart({ sizes: PLAN.sizes, rounds: PLAN.restartRounds, sessions: 1_000 }), []);
+const logRows = await step<LogRow[]>('log', () => logAppends(PLAN.log), []);
+const jobsRows = await step<JobsRow[]>('jobs', () => jobs(PLAN.jobs), []);
+
+const results: BenchResults = { machine, turns: turnsResults, resume: resumeRows, idle: idleRows, restart: restartRows, log: logRows, jobs: jobsRows, failures };
+mkdirSync(join(out, 'bench/results'), { recursive: true });
+writeFileSync(join(out, 'BENCHMARKS.md'), markdown(results));
+for (const [name, svg] of Object.entries(charts(results))) writeFileSync(join(out, 'bench/results', name), svg);
+writeFileSync(join(out, 'bench/results/results.json'), `${JSON.stringify(results, null, 2)}\n`);
+// A profiling run keeps its servers' files (the profiles are written there); any other leaves nothing behind.
+if (NODE_ARGS.length === 0) rmSync(scratch, { recursive: true, force: true });
+else console.log(`bench: the servers' files, profiles included, are in ${scratch}`);
+
+console.log(`\nwrote ${join(out, 'BENCHMARKS.md')} and ${join(out, 'bench/results/')}\n`);
+for (const target of targets(results)) console.log(`${target.met === undefined ? '  ·' : target.met ? '  ✓' : '  ✗'} ${target.what}: ${target.measured} (goal ${target.goal})`);
+const oursFailed = turnsResults.some(({ samples }) => samples.some((sample) => sample.contender.server.name.startsWith('relay') && sample.failed !== undefined));
+if (failures.length > 0 || oursFailed) process.exit(1);
+process.exit(0);

@@ -1,0 +1,65 @@
+/**
+ * `npm run bench -- --quick` (issue 14), so that the bench cannot rot: every scenario runs, every
+ * contender (ours, the floor, MCP and A2A with their minimal and their own clients) does its echo turns
+ * with its replies checked, and the report and its charts are written. Its figures are not asserted:
+ * speed is the bench's to measure, not a test's.
+ */
+import { spawn } from 'node:child_process';
+import { existsSync, readFileSync, rmSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import { afterEach, expect, it } from 'vitest';
+import { tempDir } from '../support/host.js';
+
+const ROOT = fileURLToPath(new URL('../..', import.meta.url));
+const dirs: string[] = [];
+afterEach(() => {
+  for (const dir of dirs.splice(0)) rmSync(dir, { recursive: true, force: true });
+});
+
+interface Results {
+  readonly turns: ReadonlyArray<{ sessions: number; samples: ReadonlyArray<{ contender: { label: string }; turnsPerSecond: { median: number }; failed?: string }> }>;
+  readonly resume: ReadonlyArray<{ server: string; replayed?: number; note?: string }>;
+  readonly idle: ReadonlyArray<{ server: string; kibPerStream?: number; note?: string }>;
+  readonly restart: readonly unknown[];
+  readonly log: readonly unknown[];
+  readonly jobs: readonly unknown[];
+  readonly failures: readonly string[];
+}
+
+it('npm run bench -- --quick runs every scenario and every contender, and writes the report and its charts', async () => {
+  const out = tempDir();
+  dirs.push(out);
+  const child = spawn(process.execPath, ['--import', 'tsx', 'bench/run.ts', '--quick', '--out', out], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
+  let output = '';
+  child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
+  child.stderr.on('data', (chunk: Buffer) => (output += chunk.toString()));
+  const code = await new Promise<number | null>((resolve) => child.on('exit', resolve));
+  expect(code, output.slice(-3_000)).toBe(0);
+
+  const results = JSON.parse(readFileSync(`${out}/bench/results/results.json`, 'utf8')) as Results;
+  expect(results.failures).toEqual([]);
+  expect(results.turns.map((each) => each.sessions)).toEqual([1, 10]);
+  const labels = results.turns[0]!.samples.map((sample) => sample.contender.label);
+  expect(labels).toEqual([
+    'assistant-relay (durable log)',
+    'assistant-relay (log in :memory:)',
+    'MCP Streamable HTTP',
+    "MCP Streamable HTTP, its SDK's client",
+    'A2A streaming',
+    "A2A streaming, its SDK's client",
+    'floor (bare node:http)',
+  ]);
+  for (const { samples } of results.turns) {
+    for (const sample of samples) {
+      expect(sample.failed, sample.contender.label).toBeUndefined();
+      expect(sample.turnsPerSecond.median, sample.contender.label).toBeGreaterThan(0);
+    }
+  }
+  expect(results.resume.find((row) => row.server === 'relay')?.replayed).toBe(10);
+  for (const row of results.idle) expect(typeof row.kibPerStream, `${row.server}: ${row.note ?? ''}`).toBe('number');
+  for (const scenario of [results.restart, results.log, results.jobs]) expect(scenario.length).toBeGreaterThan(0);
+
+  const report = readFileSync(`${out}/BENCHMARKS.md`, 'utf8');
+  for (const section of ['## Targets (issue 14)', '## Turns', '## Resume', '## Idle streams', '## Restart', '## The log', '## The reasoning channel']) expect(report).toContain(section);
+  for (const chart of ['turns', 'cpu', 'resume', 'idle', 'restart', 'log', 'jobs']) expect(existsSync(`${out}/bench/results/${chart}.svg`), chart).toBe(true);
+}, 240_000);
