@@ -44,9 +44,10 @@ export function targets(results: BenchResults): Target[] {
   list.push({ what: 'Server CPU per turn at 100 sessions, against the floor', goal: '≤ 2x', measured: x(cpu), met: cpu === undefined ? undefined : cpu <= 2 });
   const levels = results.turns.map((each) => each.sessions).filter((sessions) => sessions >= 10);
   const cpuAt = (sessions: number) => minimalOf(samplesAt(results, sessions), OURS)?.serverCpuUs;
-  const growth = levels.length < 2 ? undefined : ratio(cpuAt(Math.max(...levels)), cpuAt(Math.min(...levels)));
+  const [fewest, most] = levels.length < 2 ? [undefined, undefined] : [Math.min(...levels), Math.max(...levels)];
+  const growth = fewest === undefined || most === undefined ? undefined : ratio(cpuAt(most), cpuAt(fewest));
   list.push({
-    what: `Server CPU per turn, ${Math.max(...levels, 0)} sessions against ${Math.min(...levels, 0)}`,
+    what: fewest === undefined ? 'Server CPU per turn as sessions grow' : `Server CPU per turn, ${most} sessions against ${fewest}`,
     goal: 'not growing (≤ 1.2x)',
     measured: x(growth),
     met: growth === undefined ? undefined : growth <= 1.2,
@@ -56,7 +57,8 @@ export function targets(results: BenchResults): Target[] {
   list.push({ what: 'Sequential turn p50, against the floor', goal: '≤ 1.6x', measured: x(p50), met: p50 === undefined ? undefined : p50 <= 1.6 });
   const idle = results.idle.find((row) => row.server === OURS)?.kibPerStream;
   list.push({ what: 'Resident memory per idle stream', goal: '≤ 16 KiB', measured: idle === undefined ? 'n/a' : `${idle.toFixed(1)} KiB`, met: idle === undefined ? undefined : idle <= 16 });
-  const restart = results.restart.find((row) => row.events === 1_000_000 && row.snapshots)?.toServeMs.median;
+  // The bench writes whole turns, so the largest log holds a few events past 10^6.
+  const restart = results.restart.find((row) => row.events >= 1_000_000 && row.snapshots)?.toServeMs.median;
   list.push({ what: 'Restart on a 10^6-event log, with snapshots', goal: '< 2 s', measured: restart === undefined ? 'n/a' : `${(restart / 1000).toFixed(2)} s`, met: restart === undefined ? undefined : restart < 2_000 });
   return list;
 }
@@ -65,7 +67,7 @@ export function targets(results: BenchResults): Target[] {
 export function losses(results: BenchResults): string[] {
   const said = targets(results)
     .filter((target) => target.met === false)
-    .map((target) => `Target missed: ${target.what.toLowerCase()}: ${target.measured} (goal ${target.goal}).`);
+    .map((target) => `Target missed: ${target.what}: ${target.measured} (goal ${target.goal}).`);
   for (const { sessions, samples } of results.turns) {
     const ours = minimalOf(samples, OURS);
     if (ours === undefined) continue;
@@ -181,8 +183,8 @@ export function charts(results: BenchResults): Record<string, string> {
       bars: samples.map((sample) => (sample.failed === undefined ? { label: sample.contender.label, value: pick(sample) } : { label: sample.contender.label, value: undefined, note: 'failed' })),
     }));
   return {
-    'turns.svg': barChart({ title: 'Echo turns per second (median of rounds)', unit: 'turns/s', groups: turnsGroups((sample) => sample.turnsPerSecond.median), log: true }),
-    'cpu.svg': barChart({ title: "Server CPU per turn (the server process's own time)", unit: 'µs', groups: turnsGroups((sample) => sample.serverCpuUs), log: true }),
+    'turns.svg': barChart({ title: 'Echo turns per second (median of rounds)', unit: 'turns/s', groups: turnsGroups((sample) => sample.turnsPerSecond.median) }),
+    'cpu.svg': barChart({ title: "Server CPU per turn (the server process's own time)", unit: 'µs', groups: turnsGroups((sample) => sample.serverCpuUs) }),
     'resume.svg': barChart({
       title: 'Catching up after being away',
       unit: 'ms',

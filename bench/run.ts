@@ -11,7 +11,7 @@
  *
  * Exits 1 if a scenario could not run or our own contender failed; a missed target is reported, not an error.
  */
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { availableParallelism, cpus, release, tmpdir, totalmem, type } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
@@ -28,9 +28,28 @@ import { turns, type TurnsSample } from './scenarios/turns.js';
 const SCENARIOS = ['turns', 'resume', 'idle', 'restart', 'log', 'jobs'] as const;
 type Scenario = (typeof SCENARIOS)[number];
 
-const { values } = parseArgs({ options: { quick: { type: 'boolean' }, only: { type: 'string' }, contenders: { type: 'string' }, sessions: { type: 'string' }, out: { type: 'string' }, help: { type: 'boolean', short: 'h' } }, strict: true });
+const { values } = parseArgs({
+  options: { quick: { type: 'boolean' }, only: { type: 'string' }, contenders: { type: 'string' }, sessions: { type: 'string' }, out: { type: 'string' }, report: { type: 'boolean' }, help: { type: 'boolean', short: 'h' } },
+  strict: true,
+});
 if (values.help) {
-  console.log('usage: npm run bench -- [--quick] [--only turns,resume,idle,restart,log,jobs] [--contenders relay,floor,…] [--sessions 1,100] [--out DIR]');
+  console.log('usage: npm run bench -- [--quick] [--only turns,resume,idle,restart,log,jobs] [--contenders relay,floor,…] [--sessions 1,100] [--out DIR] [--report]');
+  console.log('  --report   write BENCHMARKS.md and the charts again from bench/results/results.json (under --out), measuring nothing');
+  process.exit(0);
+}
+
+/** The report and its charts, from one run's figures. */
+function write(out: string, results: BenchResults): void {
+  mkdirSync(join(out, 'bench/results'), { recursive: true });
+  writeFileSync(join(out, 'BENCHMARKS.md'), markdown(results));
+  for (const [name, svg] of Object.entries(charts(results))) writeFileSync(join(out, 'bench/results', name), svg);
+  writeFileSync(join(out, 'bench/results/results.json'), `${JSON.stringify(results, null, 2)}\n`);
+}
+
+if (values.report) {
+  const out = values.out ?? ROOT;
+  write(out, JSON.parse(readFileSync(join(out, 'bench/results/results.json'), 'utf8')) as BenchResults);
+  console.log(`wrote ${join(out, 'BENCHMARKS.md')} again from its results.json`);
   process.exit(0);
 }
 const quick = values.quick === true;
@@ -101,10 +120,7 @@ const logRows = await step<LogRow[]>('log', () => logAppends(PLAN.log), []);
 const jobsRows = await step<JobsRow[]>('jobs', () => jobs(PLAN.jobs), []);
 
 const results: BenchResults = { machine, turns: turnsResults, resume: resumeRows, idle: idleRows, restart: restartRows, log: logRows, jobs: jobsRows, failures };
-mkdirSync(join(out, 'bench/results'), { recursive: true });
-writeFileSync(join(out, 'BENCHMARKS.md'), markdown(results));
-for (const [name, svg] of Object.entries(charts(results))) writeFileSync(join(out, 'bench/results', name), svg);
-writeFileSync(join(out, 'bench/results/results.json'), `${JSON.stringify(results, null, 2)}\n`);
+write(out, results);
 // A profiling run keeps its servers' files (the profiles are written there); any other leaves nothing behind.
 if (NODE_ARGS.length === 0) rmSync(scratch, { recursive: true, force: true });
 else console.log(`bench: the servers' files, profiles included, are in ${scratch}`);

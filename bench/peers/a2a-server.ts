@@ -117,6 +117,9 @@ class EchoExecutor implements AgentExecutor {
 
 const httpServer = createServer();
 
+// Kept-alive sockets as every contender keeps them (60 s): Node's 5 s default races a client reusing one.
+httpServer.keepAliveTimeout = 60_000;
+
 // Listening first, so the card can name the real URL.
 httpServer.listen(port, '127.0.0.1', () => {
   const address = httpServer.address();

@@ -137,6 +137,9 @@ const httpServer = createServer((req, res) => {
   });
 });
 
+// Kept-alive sockets as every contender keeps them (60 s): Node's 5 s default races a client reusing one.
+httpServer.keepAliveTimeout = 60_000;
+
 httpServer.listen(port, '127.0.0.1', () => {
   const address = httpServer.address();
   if (address === null || typeof address === 'string') throw new Error('unexpected server address');
