@@ -5,9 +5,11 @@
  * set, entry set, a snapshot clone per assignment). It cut the replay fold's cost per event by about half.
  *
  * It compiles only what it can give exactly: flat or nested states without parallel regions or history,
- * no entry, exit, invoke, delayed or eventless transitions, no wildcard event descriptors, no machine
- * output. A step it cannot give exactly (a guarded choice, a built-in action other than `assign`, a nested
- * final state whose completion some state listens for) is left to XState: `next` answers `undefined`.
+ * no entry, exit, invoke or delayed transitions, no wildcard event descriptors, no machine output. A step
+ * it cannot give exactly (a guarded choice, a built-in action other than `assign`, one that comes to rest
+ * where an eventless transition may fire, a nested final state whose completion some state listens for)
+ * is left to XState: `next` answers `undefined`. So a machine with a guard or a transient state still has
+ * its other steps from the table (the stream reader's `frames` while it keeps up, the hot one).
  * The licence is test/machines/step-equivalence.test.ts: for every machine, at every state and for every
  * event it takes, the table and XState's own `transition()` give the same snapshot and the same actions.
  */
@@ -73,7 +75,6 @@ function compilable(machine: AnyStateMachine): boolean {
       node.entry.length === 0 &&
       node.exit.length === 0 &&
       node.invoke.length === 0 &&
-      (node.always?.length ?? 0) === 0 &&
       (node.type !== 'compound' || node.initial.actions.length === 0) &&
       [...node.transitions.keys()].every((descriptor) => !descriptor.includes('*')),
   );
@@ -154,9 +155,12 @@ export function compileTransitions(machine: AnyStateMachine, { self, system }: A
     }
     if ((transition!.target?.length ?? 0) > 1) return INTERPRET;
     const target = transition!.target?.[0] as AnyStateNode | undefined;
-    if (target === undefined) return { kind: 'step', actions, to: undefined };
+    // After every step XState looks for an eventless transition in the whole configuration it rests in.
+    const eventless = (nodes: readonly AnyStateNode[]) => nodes.some((node) => (node.always?.length ?? 0) > 0);
+    if (target === undefined) return eventless(from) ? INTERPRET : { kind: 'step', actions, to: undefined };
     const rest = restingLeaf(target);
     const to = restingAt(rest);
+    if (eventless(to.nodes)) return INTERPRET;
     // A final state under a compound one raises that state's done event: whoever listens for it is XState's to step.
     if (rest.type === 'final' && !to.done && candidates(to.nodes, `xstate.done.state.${rest.parent!.id}`) !== undefined) return INTERPRET;
     return { kind: 'step', actions, to };
