@@ -33,8 +33,8 @@ export interface TurnsSample {
 
 /** One generator holds up to this many sessions; more sessions, more generators. */
 const SESSIONS_PER_GENERATOR = 250;
-/** Beyond 10 sessions one generator process would be the bound of the lighter servers: two share the load. */
-const generatorsFor = (sessions: number) => (sessions <= 10 ? 1 : Math.max(2, Math.ceil(sessions / SESSIONS_PER_GENERATOR)));
+/** Past one session, one generator process was the bound of the floor (94% of a core at 10): two share the load. */
+const generatorsFor = (sessions: number) => (sessions === 1 ? 1 : Math.max(2, Math.ceil(sessions / SESSIONS_PER_GENERATOR)));
 
 interface Entry {
   readonly contender: Contender;

@@ -1,6 +1,48 @@
 /** An SSE response as the engine's subscriber transport: the host's reply streams and the backend's job streams alike. */
+import type { ServerResponse } from 'node:http';
 import type { FastifyReply } from 'fastify';
 import type { SubscriberTransport } from '../../engine/subscription-actor.js';
+
+/**
+ * The raw response, behind the engine's interface. One object of a class, not a closure a method: an idle
+ * stream costs its memory for as long as it is open, and thousands may be.
+ */
+class SseTransport implements SubscriberTransport {
+  constructor(private readonly res: ServerResponse) {}
+
+  write(chunk: string): boolean {
+    const ok = this.res.write(chunk);
+    // http corks the socket on a write and uncorks it on the next tick, to merge small writes. A
+    // committed batch is already one write: send it now, not after every microtask queued behind it.
+    this.res.socket?.uncork();
+    return ok;
+  }
+
+  get buffered(): number {
+    return this.res.writableLength;
+  }
+
+  get closed(): boolean {
+    const { res } = this;
+    return res.destroyed || res.writableEnded || res.socket === null || res.socket.destroyed;
+  }
+
+  end(): void {
+    this.res.end();
+  }
+
+  destroy(): void {
+    this.res.destroy();
+  }
+
+  onDrain(listener: () => void): void {
+    this.res.on('drain', listener);
+  }
+
+  onClose(listener: () => void): void {
+    this.res.on('close', listener);
+  }
+}
 
 /** Takes the raw response over from fastify and exposes it as the engine's transport. */
 export function streamTransport(reply: FastifyReply): SubscriberTransport {
@@ -16,24 +58,5 @@ export function streamTransport(reply: FastifyReply): SubscriberTransport {
     connection: 'keep-alive',
     'x-accel-buffering': 'no',
   });
-  return {
-    write: (chunk) => {
-      const ok = res.write(chunk);
-      // http corks the socket on a write and uncorks it on the next tick, to merge small writes. A
-      // committed batch is already one write: send it now, not after every microtask queued behind it.
-      res.socket?.uncork();
-      return ok;
-    },
-    get buffered() {
-      return res.writableLength;
-    },
-    get closed() {
-      return res.destroyed || res.writableEnded || res.socket === null || res.socket.destroyed;
-    },
-    end: () => res.end(),
-    destroy: () => res.destroy(),
-    onDrain: (listener) => res.on('drain', listener),
-    onClose: (listener) => res.on('close', listener),
-  };
+  return new SseTransport(res);
 }
-
