@@ -68,8 +68,24 @@ const out = values.out ?? (partial ? mkdtempSync(join(tmpdir(), 'assistant-relay
 
 /** How long each scenario runs: the full run's figures are for quoting, the quick run's only show that it works. */
 const PLAN = quick
-  ? { sessions: [1, 10], turns: { rounds: 1, sliceMs: 300, warmupMs: 200 }, away: [10], resumeRounds: 1, streams: 200, settleMs: 300, sizes: [10_000], restartRounds: 1, log: { sliceMs: 200, rounds: 1 }, jobs: { concurrency: [1], warmupMs: 200, sliceMs: 500, rounds: 1 } }
-  : { sessions: [1, 10, 100, 1_000], turns: { rounds: 4, sliceMs: 1_500, warmupMs: 1_000 }, away: [10, 100, 1_000], resumeRounds: 3, streams: 10_000, settleMs: 2_000, sizes: [10_000, 100_000, 1_000_000], restartRounds: 3, log: { sliceMs: 1_000, rounds: 3 }, jobs: { concurrency: [1, 100], warmupMs: 1_000, sliceMs: 2_000, rounds: 3 } };
+  ? {
+      sessions: [1, 10],
+      turns: { rounds: 1, sliceMs: 300, warmupMs: 200 },
+      resume: { away: [10], rounds: 1 },
+      idle: { streams: 200, settleMs: 300 },
+      restart: { sizes: [10_000], rounds: 1, sessions: 1_000 },
+      log: { sliceMs: 200, rounds: 1 },
+      jobs: { concurrency: [1], warmupMs: 200, sliceMs: 500, rounds: 1 },
+    }
+  : {
+      sessions: [1, 10, 100, 1_000],
+      turns: { rounds: 4, sliceMs: 1_500, warmupMs: 1_000 },
+      resume: { away: [10, 100, 1_000], rounds: 3 },
+      idle: { streams: 10_000, settleMs: 2_000 },
+      restart: { sizes: [10_000, 100_000, 1_000_000], rounds: 3, sessions: 1_000 },
+      log: { sliceMs: 1_000, rounds: 3 },
+      jobs: { concurrency: [1, 100], warmupMs: 1_000, sliceMs: 2_000, rounds: 3 },
+    };
 
 const machine: Machine = {
   cpu: cpus()[0]?.model ?? 'unknown',
@@ -83,6 +99,10 @@ const machine: Machine = {
 };
 
 const sessions = values.sessions?.split(',').map(Number) ?? PLAN.sessions;
+if (!sessions.every((count) => Number.isInteger(count) && count >= 1 && count <= 10_000)) {
+  console.error(`--sessions takes counts from 1 to 10,000, comma-separated, not ${values.sessions}`);
+  process.exit(2);
+}
 const failures: string[] = [];
 const step = async <T>(name: Scenario, run: () => Promise<T>, empty: T): Promise<T> => {
   if (!only.has(name)) return empty;
@@ -109,13 +129,13 @@ try {
     for (const each of await Promise.all(servers.map((server) => start(server, scratch)))) running.set(each.server.name, each);
   }
   turnsResults = await step('turns', () => turns(contenders, running, sessions, PLAN.turns), []);
-  resumeRows = await step('resume', () => resume([...running.values()], { away: PLAN.away, rounds: PLAN.resumeRounds }), []);
+  resumeRows = await step('resume', () => resume([...running.values()], PLAN.resume), []);
 } finally {
   await Promise.all([...running.values()].map((each) => stop(each)));
 }
 const idleServers = [...new Set(contenders.map((contender) => contender.server))].filter((server) => server.name !== 'relay-memory');
-const idleRows = await step<IdleRow[]>('idle', () => idle(idleServers, scratch, { streams: PLAN.streams, settleMs: PLAN.settleMs }), []);
-const restartRows = await step<RestartRow[]>('restart', () => restart({ sizes: PLAN.sizes, rounds: PLAN.restartRounds, sessions: 1_000 }), []);
+const idleRows = await step<IdleRow[]>('idle', () => idle(idleServers, scratch, PLAN.idle), []);
+const restartRows = await step<RestartRow[]>('restart', () => restart(PLAN.restart), []);
 const logRows = await step<LogRow[]>('log', () => logAppends(PLAN.log), []);
 const jobsRows = await step<JobsRow[]>('jobs', () => jobs(PLAN.jobs), []);
 
