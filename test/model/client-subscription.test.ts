@@ -14,7 +14,7 @@ import { post, request } from '../support/http.js';
 import { cuttableProxy, type CuttableProxy } from '../support/proxy.js';
 import { eventually, waitFor } from '../support/wait.js';
 import { HeldAgent } from './held-agent.js';
-import { describeModel } from './model.js';
+import { describeModel, Taken } from './model.js';
 
 /** After a dropped stream: a wait of about this long (full jitter drawn at its top), in which `close` can come. */
 const BACKOFF_MS = 300;
@@ -40,9 +40,8 @@ interface Subject {
   readonly session: string;
   readonly proxy: CuttableProxy;
   readonly client: FormAClient;
-  /** The events the statechart took, by type, how many of them the checks have seen, and where it is. */
-  readonly taken: Map<string, number>;
-  readonly checked: Map<string, number>;
+  /** The events the statechart took, and where it is. */
+  readonly taken: Taken;
   snapshot: ClientSubscriptionSnapshot | undefined;
   replies: number;
 }
@@ -66,10 +65,10 @@ describeModel<Subject, ClientSubscriptionEvent>('client subscription', {
     expect((await post(t.url, TOKEN, { session_id: session, task_id: 'opening', text: 'hello' })).status).toBe(202);
     const proxy = await cuttableProxy(t.url);
     proxy.holdingStreams = true;
-    const subject: Subject = { session, proxy, client: undefined as never, taken: new Map(), checked: new Map(), snapshot: undefined, replies: 0 };
+    const subject: Subject = { session, proxy, client: undefined as never, taken: new Taken("the client's subscription"), snapshot: undefined, replies: 0 };
     const inspect = (step: ClientTransition) => {
       if (step.machine !== 'clientSubscription' || step.session_id !== session) return;
-      subject.taken.set(step.event.type, (subject.taken.get(step.event.type) ?? 0) + 1);
+      subject.taken.add(step.event.type);
       subject.snapshot = step.snapshot;
     };
     const client = new FormAClient({ url: proxy.url, token: TOKEN, backoff: { baseMs: BACKOFF_MS, capMs: BACKOFF_MS }, random: () => 0.999, inspect });
@@ -98,9 +97,7 @@ describeModel<Subject, ClientSubscriptionEvent>('client subscription', {
     close: async (subject) => subject.client.close(),
   },
   async check(subject, event, to) {
-    const seen = (subject.checked.get(event.type) ?? 0) + 1;
-    await waitFor(`the client's subscription to take ${event.type}`, () => (subject.taken.get(event.type) ?? 0) >= seen, { everyMs: 10 });
-    subject.checked.set(event.type, seen);
+    await subject.taken.next(event.type);
     expect(subject.snapshot?.value, `the subscription after ${event.type}`).toEqual(to.value);
     const readers = to.value === 'open' ? 1 : 0;
     await eventually(`${readers} reader(s) of ${subject.session} at the host`, () => readersOf(subject.session), (n) => n === readers, { everyMs: 10 });

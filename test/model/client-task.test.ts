@@ -14,7 +14,7 @@ import { post } from '../support/http.js';
 import { cuttableProxy, type CuttableProxy } from '../support/proxy.js';
 import { waitFor } from '../support/wait.js';
 import { HeldAgent } from './held-agent.js';
-import { describeModel, untilLogged } from './model.js';
+import { describeModel, Taken, untilLogged } from './model.js';
 
 const TASK = 'subject';
 /** Started beside the subject, straight at the host: it makes the session exist, and its reply evicts the subject's. */
@@ -43,9 +43,8 @@ interface Subject {
   readonly proxy: CuttableProxy;
   readonly handle: TaskHandle;
   readonly client: FormAClient;
-  /** The events the client's task statechart took, by type, and how many of them the checks have seen. */
-  readonly taken: Map<string, number>;
-  readonly checked: Map<string, number>;
+  /** The events the client's task statechart took. */
+  readonly taken: Taken;
   readonly progress: string[];
   /** Events of the host's log about this session, by type, as `untilLogged` counts them. */
   readonly logged: Map<string, number>;
@@ -81,9 +80,9 @@ describeModel<Subject, ClientTaskEvent>('client task', {
     expect((await post(t.url, TOKEN, { session_id: session, task_id: OTHER, text: 'beside' })).status).toBe(202);
     const proxy = await cuttableProxy(t.url);
     proxy.incoming = 'held';
-    const taken = new Map<string, number>();
+    const taken = new Taken("the client's task");
     const inspect = (step: ClientTransition) => {
-      if (step.machine === 'clientTask' && step.task_id === TASK) taken.set(step.event.type, (taken.get(step.event.type) ?? 0) + 1);
+      if (step.machine === 'clientTask' && step.task_id === TASK) taken.add(step.event.type);
     };
     const client = new FormAClient({ url: proxy.url, token: TOKEN, backoff: { baseMs: 20, capMs: 100 }, inspect });
     cleanups.push(async () => {
@@ -96,7 +95,7 @@ describeModel<Subject, ClientTaskEvent>('client task', {
     const progress: string[] = [];
     handle.onProgress((reply) => progress.push(reply.status === 'typing' ? reply.label : reply.status));
     await waitFor('the POST held', () => proxy.heldIncoming === 1, { everyMs: 10 });
-    return { session, proxy, client, handle, taken, checked: new Map(), progress, logged: new Map([['task.started', 1]]) };
+    return { session, proxy, client, handle, taken, progress, logged: new Map([['task.started', 1]]) };
   },
   drivers: {
     'task.accepted': async (subject) => {
@@ -130,9 +129,7 @@ describeModel<Subject, ClientTaskEvent>('client task', {
     },
   },
   async check(subject, event, to) {
-    const seen = (subject.checked.get(event.type) ?? 0) + 1;
-    await waitFor(`the client's task to take ${event.type}`, () => (subject.taken.get(event.type) ?? 0) >= seen, { everyMs: 10 });
-    subject.checked.set(event.type, seen);
+    await subject.taken.next(event.type);
     expect(subject.handle.state.value, `the task after ${event.type}`).toEqual(to.value);
     switch (event.type) {
       case 'reply.progress':

@@ -10,11 +10,11 @@ import { afterAll, beforeAll, expect } from 'vitest';
 import { conversationMachine } from '../../src/machines/conversation.js';
 import type { ConversationEvent } from '../../src/machines/events.js';
 import { startHost, TOKEN, type TestHost } from '../support/host.js';
-import { post, request } from '../support/http.js';
+import { post } from '../support/http.js';
 import { Receiver } from '../support/receiver.js';
 import { waitFor } from '../support/wait.js';
 import { HeldAgent } from './held-agent.js';
-import { describeModel, untilLogged } from './model.js';
+import { describeModel, followedInView } from './model.js';
 
 const S = { session_id: 's' };
 
@@ -60,7 +60,6 @@ function finish(conversation: Conversation, task: string): void {
   conversation.finished.add(task);
 }
 
-
 describeModel<Conversation, ConversationEvent>('conversation', {
   machine: conversationMachine,
   input: { opened: { type: 'session.opened', ...S, generation: 'g', form: 'B', at: 1 }, limits: { memoryMaxEntries: 200, memoryMaxChars: 1 << 20, taskIdWindow: 1024 } },
@@ -90,8 +89,6 @@ describeModel<Conversation, ConversationEvent>('conversation', {
     },
   },
   async check(conversation, event, to) {
-    await untilLogged({ db: t.db, name: conversation.id, about: (event) => event.session_id === conversation.id }, event.type, conversation.seen, ['message.received', 'turn.finished']);
-    const view = await request(`${t.url}/v1/sessions/${conversation.id}`, { token: TOKEN });
-    expect([view.status, (view.body as { state?: string }).state], `conversation ${conversation.id} after ${event.type}`).toEqual([200, to.value]);
+    await followedInView({ ...t, token: TOKEN }, conversation, event, to, ['message.received', 'turn.finished']);
   },
 });

@@ -10,6 +10,7 @@
 import { getAdjacencyMap, getShortestPaths } from 'xstate/graph';
 import { describe, expect, it } from 'vitest';
 import type { AnyMachineSnapshot, AnyStateMachine, EventObject } from 'xstate';
+import { request } from '../support/http.js';
 import { readEvents } from '../support/log.js';
 import { waitFor } from '../support/wait.js';
 
@@ -129,4 +130,41 @@ export async function untilLogged(
   const before = seen.get(type) ?? 0;
   await waitFor(`${type} of ${log.name}`, () => logged(type) > before, { timeoutMs: 5_000, everyMs: 10 });
   for (const each of new Set([type, ...recount])) seen.set(each, logged(each));
+}
+
+/**
+ * The events a subject's statechart took, as an `inspect` hook reports them, by type: a check waits for
+ * one more of the type its step made than the checks before it have seen.
+ */
+export class Taken {
+  private readonly taken = new Map<string, number>();
+  private readonly seen = new Map<string, number>();
+
+  constructor(private readonly name: string) {}
+
+  add(type: string): void {
+    this.taken.set(type, (this.taken.get(type) ?? 0) + 1);
+  }
+
+  async next(type: string): Promise<void> {
+    const want = (this.seen.get(type) ?? 0) + 1;
+    await waitFor(`${this.name} to take ${type}`, () => (this.taken.get(type) ?? 0) >= want, { everyMs: 10 });
+    this.seen.set(type, want);
+  }
+}
+
+/**
+ * That a session (Form A) or a conversation (Form B) followed its machine: the event is in the host's log,
+ * and `GET /v1/sessions/{id}` shows it in state `to`.
+ */
+export async function followedInView(
+  host: { readonly url: string; readonly db: string; readonly token: string },
+  subject: { readonly id: string; readonly seen: Map<string, number> },
+  event: EventObject,
+  to: AnyMachineSnapshot,
+  recount: readonly string[],
+): Promise<void> {
+  await untilLogged({ db: host.db, name: subject.id, about: (logged) => logged.session_id === subject.id }, event.type, subject.seen, recount);
+  const view = await request(`${host.url}/v1/sessions/${subject.id}`, { token: host.token });
+  expect([view.status, (view.body as { state?: string }).state], `${subject.id} after ${event.type}`).toEqual([200, to.value]);
 }

@@ -9,10 +9,10 @@ import { afterAll, beforeAll, expect } from 'vitest';
 import type { SessionEvent } from '../../src/machines/events.js';
 import { sessionMachine } from '../../src/machines/session.js';
 import { startHost, TOKEN, type TestHost } from '../support/host.js';
-import { post, request } from '../support/http.js';
+import { post } from '../support/http.js';
 import { waitFor } from '../support/wait.js';
 import { HeldAgent } from './held-agent.js';
-import { describeModel, untilLogged } from './model.js';
+import { describeModel, followedInView } from './model.js';
 
 const S = { session_id: 's' };
 
@@ -93,8 +93,6 @@ describeModel<Session, SessionEvent>('session', {
     },
   },
   async check(session, event, to) {
-    await untilLogged({ db: t.db, name: session.id, about: (event) => event.session_id === session.id }, event.type, session.seen, ['task.started', 'task.settled']);
-    const view = await request(`${t.url}/v1/sessions/${session.id}`, { token: TOKEN });
-    expect([view.status, (view.body as { state?: string }).state], `session ${session.id} after ${event.type}`).toEqual([200, to.value]);
+    await followedInView({ ...t, token: TOKEN }, session, event, to, ['task.started', 'task.settled']);
   },
 });
