@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { TOKEN } from './clients/form-a.js';
 import { startServer, stopServer, type ServerChild } from './lib.js';
-import type { ClientRef } from './load.js';
+import type { ClientRef } from './clients/ref.js';
 
 export const ROOT = fileURLToPath(new URL('..', import.meta.url));
 export const CLI = join(ROOT, 'dist/adapters/cli/main.js');

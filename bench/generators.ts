@@ -1,7 +1,8 @@
 /** The bench's side of the load generator processes (bench/load.ts): start, ask, wait for the answer. */
 import { fork, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
-import type { ClientRef, FromLoad, ToLoad } from './load.js';
+import type { ClientRef } from './clients/ref.js';
+import type { FromLoad, ToLoad } from './load.js';
 
 const LOAD = fileURLToPath(new URL('./load.ts', import.meta.url));
 /** Opening a thousand sessions, or a run and its drain, is given this long before the bench gives up. */

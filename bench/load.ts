@@ -13,14 +13,8 @@
  * Any failure: child → { type: 'failed', message } (a wrong reply is a failure, not a slow turn).
  */
 import { performance } from 'node:perf_hooks';
+import { clientExport, type ClientRef } from './clients/ref.js';
 import type { OpenSession, TurnSession } from './clients/turn.js';
-
-export interface ClientRef {
-  /** A module under bench/, e.g. `clients/form-a.js`. */
-  readonly module: string;
-  /** Its `OpenSession` export (`minimalClient`, `sdkClient`), or for idle streams its `openIdleStream`-like export. */
-  readonly name: string;
-}
 
 export type ToLoad =
   | { readonly type: 'open'; readonly client: ClientRef; readonly base: string; readonly sessions: number }
@@ -42,13 +36,6 @@ const TURN_TIMEOUT_MS = 15_000;
 const send = (message: FromLoad) => process.send!(message);
 let sessions: TurnSession[] = [];
 const idle: Array<() => void> = [];
-
-async function load(client: ClientRef): Promise<(...args: never[]) => unknown> {
-  const module = (await import(new URL(client.module, new URL('.', import.meta.url)).href)) as Record<string, unknown>;
-  const found = module[client.name];
-  if (typeof found !== 'function') throw new Error(`${client.module} has no ${client.name}`);
-  return found as (...args: never[]) => unknown;
-}
 
 /** Opens in waves, so that a thousand sessions do not all knock at once. */
 async function inWaves<T>(count: number, open: (index: number) => Promise<T>): Promise<T[]> {
@@ -92,7 +79,7 @@ async function release(): Promise<void> {
 async function handle(message: ToLoad): Promise<void> {
   switch (message.type) {
     case 'open': {
-      const open = (await load(message.client)) as unknown as OpenSession;
+      const open = await clientExport<OpenSession>(message.client);
       sessions = await inWaves(message.sessions, (index) => open(message.base, index));
       send({ type: 'opened' });
       return;
@@ -101,7 +88,7 @@ async function handle(message: ToLoad): Promise<void> {
       send(await run(message.ms, message.measure));
       return;
     case 'idle': {
-      const openIdle = (await load(message.client)) as unknown as (base: string, index: number) => Promise<() => void>;
+      const openIdle = await clientExport<(base: string, index: number) => Promise<() => void>>(message.client);
       idle.push(...(await inWaves(message.streams, (index) => openIdle(message.base, index))));
       send({ type: 'held', streams: idle.length });
       return;

@@ -78,29 +78,17 @@ class FormASession implements TurnSession {
   turn(text: string): Promise<TurnResult> {
     if (this.failure !== undefined) return Promise.reject(this.failure);
     const taskId = `t${(this.turns += 1)}`;
-    const body = JSON.stringify({ session_id: this.sessionId, task_id: taskId, text });
     return new Promise((resolve, reject) => {
       const pending: Pending = { taskId, text, progress: 0, posted: false, reply: undefined, resolve, reject };
       this.pending = pending;
-      const request = http.request(
-        { agent, host: this.url.hostname, port: this.url.port, method: 'POST', path: '/v1/incoming', headers: { authorization: AUTHORIZATION, 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) } },
-        (response) => {
-          if (response.statusCode !== 202) {
-            let answer = '';
-            response.setEncoding('utf8');
-            response.on('data', (chunk: string) => (answer += chunk));
-            response.on('end', () => this.fail(new Error(`${this.sessionId}: POST answered ${response.statusCode} ${answer.slice(0, 200)}`)));
-            return;
-          }
-          response.resume();
-          response.on('end', () => {
-            pending.posted = true;
-            this.settle(pending);
-          });
+      postIncoming(this.url, this.sessionId, taskId, text).then(
+        ({ status, answer }) => {
+          if (status !== 202) return this.fail(new Error(`${this.sessionId}: POST answered ${status} ${answer.slice(0, 200)}`));
+          pending.posted = true;
+          this.settle(pending);
         },
+        (error: Error) => this.fail(error),
       );
-      request.on('error', (error) => this.fail(error));
-      request.end(body);
     });
   }
 
@@ -162,20 +150,22 @@ export async function openIdleStream(base: string, index: number): Promise<() =>
   return () => void session.close();
 }
 
-async function postTurn(url: URL, sessionId: string, taskId: string, text: string): Promise<void> {
+/** A user message to `/v1/incoming` on the process's shared sockets: the status and the body it was answered with. */
+function postIncoming(url: URL, sessionId: string, taskId: string, text: string): Promise<{ status: number; answer: string }> {
   const body = JSON.stringify({ session_id: sessionId, task_id: taskId, text });
-  const status = await new Promise<number>((resolve, reject) => {
+  return new Promise((resolve, reject) => {
     const request = http.request(
       { agent, host: url.hostname, port: url.port, method: 'POST', path: '/v1/incoming', headers: { authorization: AUTHORIZATION, 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) } },
       (response) => {
-        response.resume();
-        response.on('end', () => resolve(response.statusCode ?? 0));
+        let answer = '';
+        response.setEncoding('utf8');
+        response.on('data', (chunk: string) => (answer += chunk));
+        response.on('end', () => resolve({ status: response.statusCode ?? 0, answer }));
       },
     );
     request.on('error', reject);
     request.end(body);
   });
-  if (status !== 202) throw new Error(`${sessionId}/${taskId}: POST answered ${status}`);
 }
 
 async function pendingTasks(url: URL, sessionId: string): Promise<number> {
@@ -194,7 +184,10 @@ export const awayAndBack: AwayAndBack = async (base, away) => {
   await session.connect();
   await session.turn('before leaving');
   await session.close();
-  for (let n = 1; n <= away; n += 1) await postTurn(url, session.sessionId, `away-${n}`, `while away ${n}`);
+  for (let n = 1; n <= away; n += 1) {
+    const { status } = await postIncoming(url, session.sessionId, `away-${n}`, `while away ${n}`);
+    if (status !== 202) throw new Error(`${session.sessionId}/away-${n}: POST answered ${status}`);
+  }
   while ((await pendingTasks(url, session.sessionId)) > 0) await new Promise((resolve) => setTimeout(resolve, 5));
   const back = new FormASession(url, session.sessionId);
   let replayed = 0;

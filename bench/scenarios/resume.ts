@@ -4,18 +4,13 @@
  * server whose protocol has no way to get back what was sent while the client was away says so in its row.
  */
 import type { Running } from '../contenders.js';
+import { clientExport } from '../clients/ref.js';
 import type { AwayAndBack } from '../clients/turn.js';
 import { spread, type ResumeRow } from '../results.js';
 
 export interface ResumeOptions {
   readonly away: readonly number[];
   readonly rounds: number;
-}
-
-async function load(module: string, name: string): Promise<AwayAndBack> {
-  const found = ((await import(new URL(`../${module}`, import.meta.url).href)) as Record<string, unknown>)[name];
-  if (typeof found !== 'function') throw new Error(`${module} has no ${name}`);
-  return found as AwayAndBack;
 }
 
 export async function resume(running: readonly Running[], options: ResumeOptions): Promise<ResumeRow[]> {
@@ -28,7 +23,7 @@ export async function resume(running: readonly Running[], options: ResumeOptions
         continue;
       }
       try {
-        const awayAndBack = await load(how.client.module, how.client.name);
+        const awayAndBack = await clientExport<AwayAndBack>(how.client);
         const runs = [];
         for (let round = 0; round < options.rounds; round += 1) runs.push(await awayAndBack(base, away));
         const last = runs.at(-1)!;
