@@ -44,11 +44,6 @@ export class Readers implements AfterCommitHandler<DomainEvent> {
     private readonly fromLog: (sessionId: string) => SessionSnapshot | undefined,
   ) {}
 
-  /** Live readers of a session. */
-  count(sessionId: string): number {
-    return this.bySession.get(sessionId)?.size ?? 0;
-  }
-
   /** Live readers of a session, as each one's subscription stands. */
   views(sessionId: string): ReaderView[] {
     return [...(this.bySession.get(sessionId) ?? [])].map((actor) => actor.view);
