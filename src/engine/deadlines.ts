@@ -39,6 +39,10 @@ export class Deadlines<K> {
     this.current.delete(key);
   }
 
+  has(key: K): boolean {
+    return this.current.has(key);
+  }
+
   get size(): number {
     return this.current.size;
   }

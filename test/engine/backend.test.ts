@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { Backend } from '../../src/engine/backend/backend.js';
 import type { NewIntegration } from '../../src/engine/backend/integrations.js';
-import { LocalPubSub, type JobNotice, type NoticeHandler, type PubSub } from '../../src/engine/backend/pubsub.js';
+import { LocalPubSub, type ChannelNotice, type NoticeHandler, type PubSub } from '../../src/engine/backend/pubsub.js';
 import { backendStreamOf, type BackendEvent } from '../../src/machines/backend-events.js';
 import { jobState } from '../../src/machines/job.js';
 import { JobCreateBody, ReasoningJob } from '../../src/protocol/index.js';
@@ -347,9 +347,9 @@ describe('backend: heartbeats', () => {
 
 /** Records what is published, and carries it on a turn later, as a broker between processes would. */
 class BrokerLikePubSub implements PubSub {
-  readonly published: Array<[string, JobNotice]> = [];
+  readonly published: Array<[string, ChannelNotice]> = [];
   private readonly local = new LocalPubSub();
-  publish(topic: string, notice: JobNotice): void {
+  publish(topic: string, notice: ChannelNotice): void {
     this.published.push([topic, notice]);
     setImmediate(() => this.local.publish(topic, notice));
   }
@@ -359,18 +359,20 @@ class BrokerLikePubSub implements PubSub {
 }
 
 describe('backend: the JobStore and PubSub seams', () => {
-  it('publishes each committed change of a job on assistant_channel:{integration}, in the order committed', async () => {
+  it('publishes the stream it opens, then each committed change of a job, on assistant_channel:{integration}, in the order committed', async () => {
     const pubsub = new BrokerLikePubSub();
     const { backend } = await start(tempDir(), new SimulatedClock(), pubsub);
     const { integration_id, body } = await streamingJob(backend);
     await backend.running(integration_id, body.job_id);
     await backend.result(integration_id, body.job_id, { result: insights });
-    expect(pubsub.published).toEqual(
-      (['job.created', 'job.delivered', 'job.started', 'job.completed'] as const).map((type) => [
-        `assistant_channel:${integration_id}`,
+    const topic = `assistant_channel:${integration_id}`;
+    expect(pubsub.published).toEqual([
+      [topic, { type: 'stream.opened', node: backend.epoch }],
+      ...(['job.created', 'job.delivered', 'job.started', 'job.completed'] as const).map((type) => [
+        topic,
         type === 'job.delivered' ? { job_id: body.job_id, type, seq: 1 } : { job_id: body.job_id, type },
       ]),
-    );
+    ]);
   });
 
   it('with notices that arrive late, each job is still delivered once, frames in order, and a follower ends on the settled view', async () => {

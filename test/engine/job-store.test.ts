@@ -1,35 +1,77 @@
-/** The default `JobStore`, over a real SQLite event log, held to the contract every store must meet. */
+/** `LogJobStore` over each log a backend can have, held to the contract every store must meet. */
 import { join } from 'node:path';
-import { Appender } from '../../src/engine/append.js';
+import { LocalBackendLog, type BackendLog } from '../../src/engine/backend/backend-log.js';
 import { LogJobStore } from '../../src/engine/backend/job-store.js';
 import { BackendProjection } from '../../src/engine/backend/projection.js';
+import { SharedBackendLog } from '../../src/engine/backend/shared-log.js';
+import { backendSnapshotCodec } from '../../src/engine/backend/snapshot.js';
+import { systemClock } from '../../src/engine/clock.js';
 import { backendStreamOf, isJobEvent, type BackendEvent } from '../../src/machines/backend-events.js';
 import type { JobEvent } from '../../src/machines/job-events.js';
 import { EventLog } from '../../src/storage/event-log.js';
-import { describeJobStore } from '../support/job-store-contract.js';
+import { PgEventLog } from '../../src/storage/postgres/event-log.js';
+import { describeJobStore, type OpenedJobStore } from '../support/job-store-contract.js';
+import { POSTGRES_URL, testSchema } from '../support/postgres.js';
+
+async function storeOver(projection: BackendProjection, log: BackendLog<unknown>, close: () => Promise<void>): Promise<OpenedJobStore> {
+  const store = new LogJobStore(projection, log);
+  const committed: JobEvent[] = [];
+  await log.start({
+    fold: (event) => {
+      projection.apply(event);
+      if (isJobEvent(event)) store.folded(event);
+    },
+    foldCommitted: (event) => {
+      projection.apply(event);
+      if (isJobEvent(event)) {
+        store.folded(event);
+        store.committed(event);
+      }
+    },
+    restore: (state) => {
+      projection.restore((state as ReturnType<BackendProjection['state']> | undefined) ?? new BackendProjection().state());
+      store.restored();
+    },
+    dispatch: (events) => {
+      for (const event of events.filter(isJobEvent)) {
+        store.committed(event);
+        committed.push(event);
+      }
+    },
+  });
+  return {
+    store,
+    committed,
+    async close() {
+      await log.close();
+      await close();
+    },
+  };
+}
 
 describeJobStore('LogJobStore over SQLite', async (dir) => {
   const log = EventLog.open<BackendEvent>({ path: join(dir, 'backend.db'), streamOf: backendStreamOf });
   const projection = new BackendProjection();
-  let store: LogJobStore | undefined;
-  const fold = (event: BackendEvent) => {
-    projection.apply(event);
-    if (isJobEvent(event)) store!.folded(event);
-  };
-  const appender = new Appender(log, fold, (error) => {
-    throw error;
+  const local = new LocalBackendLog(log, {
+    codec: backendSnapshotCodec(projection),
+    clock: systemClock,
+    onFatal: (error) => {
+      throw error;
+    },
+    report: (error) => {
+      throw error;
+    },
   });
-  store = new LogJobStore(projection, appender);
-  for (const { event } of log.read()) {
-    fold(event);
-    if (isJobEvent(event)) store.committed(event);
-  }
-  const committed: JobEvent[] = [];
-  log.onCommit((events) => {
-    for (const event of events.filter(isJobEvent)) {
-      store!.committed(event);
-      committed.push(event);
-    }
-  });
-  return { store, committed, close: () => log.close() };
+  return storeOver(projection, local, () => log.close());
 });
+
+const schemas = new Map<string, string>();
+
+describeJobStore('LogJobStore over PostgreSQL', async (dir) => {
+  // The same folder is the same schema: opening it again is a restart.
+  const schema = schemas.get(dir) ?? testSchema();
+  schemas.set(dir, schema);
+  const log = await PgEventLog.open<BackendEvent>({ url: POSTGRES_URL, schema, streamOf: backendStreamOf });
+  return storeOver(new BackendProjection(), new SharedBackendLog(log), () => log.close());
+});
+

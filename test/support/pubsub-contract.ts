@@ -3,7 +3,7 @@
  * today, a broker (NATS, Redis) tomorrow. `settle` waits until whatever was published has been heard.
  */
 import { describe, expect, it } from 'vitest';
-import { assistantChannel, type JobNotice, type PubSub } from '../../src/engine/backend/pubsub.js';
+import { assistantChannel, type ChannelNotice, type JobNotice, type PubSub } from '../../src/engine/backend/pubsub.js';
 
 export interface OpenedPubSub {
   readonly pubsub: PubSub;
@@ -11,12 +11,13 @@ export interface OpenedPubSub {
 }
 
 const created = (job_id: string): JobNotice => ({ job_id, type: 'job.created' });
+const jobOf = (notice: ChannelNotice): string => ('job_id' in notice ? notice.job_id : notice.type);
 
 export function describePubSub(name: string, open: () => Promise<OpenedPubSub>): void {
   describe(`PubSub contract: ${name}`, () => {
     it('hears what is published on its topic, in order, and nothing of another topic', async () => {
       const { pubsub, settle } = await open();
-      const heard: JobNotice[] = [];
+      const heard: ChannelNotice[] = [];
       pubsub.subscribe(assistantChannel('a'), (notice) => heard.push(notice));
       pubsub.publish(assistantChannel('a'), created('1'));
       pubsub.publish(assistantChannel('b'), created('2'));
@@ -29,8 +30,8 @@ export function describePubSub(name: string, open: () => Promise<OpenedPubSub>):
     it('every subscriber hears each notice; one that unsubscribed hears nothing more', async () => {
       const { pubsub, settle } = await open();
       const [first, second]: [string[], string[]] = [[], []];
-      const leave = pubsub.subscribe(assistantChannel('a'), (notice) => first.push(notice.job_id));
-      pubsub.subscribe(assistantChannel('a'), (notice) => second.push(notice.job_id));
+      const leave = pubsub.subscribe(assistantChannel('a'), (notice) => first.push(jobOf(notice)));
+      pubsub.subscribe(assistantChannel('a'), (notice) => second.push(jobOf(notice)));
       pubsub.publish(assistantChannel('a'), created('1'));
       await settle();
       leave();
@@ -45,7 +46,7 @@ export function describePubSub(name: string, open: () => Promise<OpenedPubSub>):
       pubsub.subscribe(assistantChannel('a'), () => {
         throw new Error('subscriber broke');
       });
-      pubsub.subscribe(assistantChannel('a'), (notice) => heard.push(notice.job_id));
+      pubsub.subscribe(assistantChannel('a'), (notice) => heard.push(jobOf(notice)));
       pubsub.publish(assistantChannel('a'), created('1'));
       await settle();
       expect(heard).toEqual(['1']);

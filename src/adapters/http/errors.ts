@@ -1,20 +1,26 @@
 /**
  * One place that turns every failure into `{ "error": { "code", "message" } }` with a code from the
  * protocol catalogue: schema failures, fastify's own parser and router errors, requests that arrive
- * while the host closes, and anything unexpected (a 500 that is logged, never a crash).
+ * while the host closes, a shared store that cannot be reached (503 `store_unavailable`, with
+ * `Retry-After`), and anything unexpected (a 500 that is logged, never a crash).
  */
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
 import { z } from 'zod';
 import { HTTP_ERRORS, errorBody, isHttpErrorCode, type HttpErrorCode } from '../../protocol/index.js';
 import { HostClosingError } from '../../engine/engine.js';
+import { EventLogError } from '../../storage/errors.js';
 import { SchemaError } from './validation.js';
 
 /** What a client is told: a catalogue code, and a message where the catalogue's own says too little. */
 export interface Failure {
   readonly code: HttpErrorCode;
   readonly message?: string;
+  readonly headers?: Record<string, string>;
 }
+
+/** How soon a client may try again once the store could not be reached: the pool's next connection attempt. */
+const STORE_RETRY_AFTER_S = '1';
 
 /** A failure the edge finds outside a schema (a body in another charset, say). */
 export class EdgeError extends Error {
@@ -55,6 +61,7 @@ function failureOf(error: FastifyError, request: FastifyRequest): Failure {
   if (error instanceof EdgeError) return error.failure;
   if (error instanceof SchemaError) return schemaFailure(error, request);
   if (error instanceof HostClosingError) return { code: error.code };
+  if (error instanceof EventLogError && error.code === 'event_log_unreachable') return { code: 'store_unavailable', headers: { 'retry-after': STORE_RETRY_AFTER_S } };
   const known = FRAMEWORK_FAILURES[error.code];
   if (known !== undefined) return known;
   if (error instanceof SyntaxError) return { code: 'invalid_json' };
@@ -66,9 +73,10 @@ function failureOf(error: FastifyError, request: FastifyRequest): Failure {
 
 /** The one error path: fastify's error handler and its `frameworkErrors` hook both answer through it. */
 export function answerError(error: FastifyError, request: FastifyRequest, reply: FastifyReply) {
-  const { code, message } = failureOf(error, request);
+  const { code, message, headers } = failureOf(error, request);
   if (code === 'internal_error') request.log.error({ err: error }, 'request failed');
-  return sendError(reply, code, message);
+  else if (code === 'store_unavailable') request.log.warn({ err: error }, 'the store cannot be reached');
+  return sendError(reply, code, message, headers);
 }
 
 export const errorsPlugin = fp(

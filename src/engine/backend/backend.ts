@@ -1,11 +1,16 @@
 /**
  * The backend relay's engine (1.1, 1.3, 4.1, 6.1): integrations, and the reasoning jobs it relays to each
- * integration's plugin over one live stream. Built from the host's parts: the event log and `Appender`
- * (append first, act after), `AfterCommit`, the `Clock`, `Deadlines` (job deadlines and delivery leases,
- * re-armed from the fold on start) and `SubscriptionActor` (the stream). Jobs are kept through the
- * `JobStore` seam and their changes travel through the `PubSub` seam: the engine decides with the pure
- * job decider and reads through those two alone. A payload or result that is a BYO envelope is relayed as
- * it came: the backend never reads inside it.
+ * integration's plugin over one live stream. Built from the host's parts: the event log (append first, act
+ * after), `AfterCommit`, the `Clock`, `Deadlines` (job deadlines and delivery leases, re-armed from the
+ * fold on start) and `SubscriptionActor` (the stream). Jobs are kept through the `JobStore` seam and their
+ * changes travel through the `PubSub` seam: the engine decides with the pure job decider and reads through
+ * those two alone. A payload or result that is a BYO envelope is relayed as it came: the backend never
+ * reads inside it.
+ *
+ * Its log is the embedded SQLite one of this process, or PostgreSQL shared by several nodes (`BackendLog`).
+ * On a shared log every node folds every event and dispatches it once, its own and the others', so
+ * deadlines, leases and offline deadlines are kept on every node and a node's death loses no timer; the
+ * `broker` carries between nodes what makes them react at once (channel.ts), `Presence` the heartbeats.
  */
 import { z } from 'zod';
 import { ByoEnvelope, PURPOSES, jsonSchemaOf, type CodedError, type JobCreateBody, type JobResultBody } from '../../protocol/index.js';
@@ -16,26 +21,33 @@ import { isRevoked, type IntegrationSnapshot } from '../../machines/integration.
 import { jobDecider, type JobCommand, type JobOutcome } from '../../machines/job-decider.js';
 import type { JobEvent } from '../../machines/job-events.js';
 import { isSettled, type JobSnapshot } from '../../machines/job.js';
-import type { EventLog } from '../../storage/event-log.js';
+import { EventLog } from '../../storage/event-log.js';
+import type { PgEventLog } from '../../storage/postgres/event-log.js';
+import { PgPresence } from '../../storage/postgres/presence.js';
 import { AfterCommit } from '../after-commit.js';
-import { Appender } from '../append.js';
-import { randomIds, systemClock, type Clock, type IdSource } from '../clock.js';
+import { randomIds, systemClock, type Clock, type IdSource, type TimerHandle } from '../clock.js';
 import type { FailureContext } from '../config.js';
 import { Deadlines } from '../deadlines.js';
 import { HostClosingError, inBackground } from '../failures.js';
 import { DEFAULT_RETENTION_MS, Retention } from '../retention.js';
-import { SnapshotWriter, restoreSnapshot, type SnapshotCodec } from '../snapshots.js';
 import type { SubscriberTransport, SubscriptionActor } from '../subscription-actor.js';
+import { LocalBackendLog, type BackendLog } from './backend-log.js';
+import { ClusterChannel } from './channel.js';
 import { JobFollowers, type RenderJob } from './followers.js';
 import { rekeyFrame } from './frames.js';
 import { Integrations } from './integrations.js';
 import { LogJobStore, type JobDecide } from './job-store.js';
 import { PAIRING_TTL_MS, Pairings } from './pairings.js';
+import { LocalPresence, type Presence } from './presence.js';
 import { BackendProjection, type BackendState, type ProbedProfile } from './projection.js';
 import { LocalPubSub, assistantChannel, type JobNotice, type PubSub } from './pubsub.js';
 import { forgetEndedRecords } from './retention.js';
+import { SharedBackendLog } from './shared-log.js';
 import { backendSnapshotCodec } from './snapshot.js';
 import { JobStreams } from './streams.js';
+
+/** Where the backend keeps its log: an embedded SQLite file, or PostgreSQL shared by several nodes. */
+export type BackendStore = EventLog<BackendEvent> | PgEventLog<BackendEvent>;
 
 /** An integration and its current capability profile, as a client or the operator reads them. */
 export interface IntegrationRead {
@@ -53,8 +65,12 @@ export interface BackendConfig {
   readonly keepaliveMs?: number;
   /** How long an open pairing waits for its next message before it expires. Default 10 minutes. */
   readonly pairingTtlMs?: number;
-  /** Where a committed job change is published for streams and followers (default: this process alone). */
+  /** Where a committed job change is published for streams and followers (default: this process alone). On a shared log, `broker` is given instead. */
   readonly pubsub?: PubSub;
+  /** On a shared log: the broker that carries the `assistant_channel` between nodes (channel.ts). Without one, nodes learn of each other's commits at their next look. */
+  readonly broker?: PubSub;
+  /** On a shared log: how often a node looks for what other nodes committed, whatever the broker says. Default 1 s. */
+  readonly lookEveryMs?: number;
   /** Committed events between two snapshots of the fold (engine/snapshots.ts). Default 50,000. */
   readonly snapshotEveryEvents?: number;
   /** Jobs settled and pairings ended longer ago than this are forgotten and their events removed (engine/retention.ts). Default 7 days; `Infinity` keeps everything. */
@@ -100,10 +116,11 @@ export class Backend {
   /** Pairings: the messages of both sides, carried in order; the integration each one ends with. */
   readonly pairings: Pairings;
   private readonly projection = new BackendProjection();
-  private readonly appender: Appender<BackendEvent>;
-  private readonly snapshots: SnapshotWriter<BackendEvent, BackendState>;
-  private readonly snapshotCodec: SnapshotCodec<BackendState>;
+  private readonly log: BackendLog<BackendState>;
   private readonly retention: Retention;
+  /** On a shared log: the next look for what other nodes committed. */
+  private look: TimerHandle;
+  private readonly lookEveryMs: number | undefined;
   private readonly store: LogJobStore;
   private readonly pubsub: PubSub;
   private readonly afterCommit: AfterCommit<BackendEvent>;
@@ -114,32 +131,44 @@ export class Backend {
   private readonly report: (error: unknown, context: FailureContext) => void;
   private closed = false;
 
-  private constructor(log: EventLog<BackendEvent>, config: BackendConfig) {
+  private constructor(store: BackendStore, config: BackendConfig) {
     this.clock = config.clock ?? systemClock;
     this.ids = config.ids ?? randomIds;
     this.leaseMs = config.leaseMs ?? DEFAULT_LEASE_MS;
     this.epoch = this.ids.token();
     this.report = config.onError ?? ((error, context) => process.emitWarning(`assistant-relay backend: ${context.what} failed: ${String(error)}`));
-    this.snapshotCodec = backendSnapshotCodec(this.projection);
-    // Before the after-commit handlers subscribe (start()): a snapshot is taken before any of them appends.
-    this.snapshots = new SnapshotWriter(log, this.snapshotCodec, {
-      clock: this.clock,
-      ...(config.snapshotEveryEvents !== undefined ? { everyEvents: config.snapshotEveryEvents } : {}),
-      failed: (error) => this.report(error, { what: 'writing a snapshot' }),
-    });
-    this.appender = new Appender(log, (event) => this.fold(event), config.onFatal ?? ((error) => process.nextTick(() => { throw error; })));
+    const subscriberFailed = (error: unknown, topic: string) => this.report(error, { what: `a subscriber of ${topic}` });
+    let presence: Presence;
+    if (store instanceof EventLog) {
+      if (config.broker !== undefined) throw new Error('a broker carries the channel between nodes that share a PostgreSQL log: this backend has its own');
+      this.log = new LocalBackendLog(store, {
+        codec: backendSnapshotCodec(this.projection),
+        clock: this.clock,
+        ...(config.snapshotEveryEvents !== undefined ? { snapshotEveryEvents: config.snapshotEveryEvents } : {}),
+        onFatal: config.onFatal ?? ((error) => process.nextTick(() => { throw error; })),
+        report: this.report,
+      });
+      this.pubsub = config.pubsub ?? new LocalPubSub(subscriberFailed);
+      presence = new LocalPresence();
+    } else {
+      this.log = new SharedBackendLog(store);
+      this.lookEveryMs = config.lookEveryMs ?? 1_000;
+      const caughtUp = () => this.background(this.log.caughtUp(), 'folding what other nodes committed');
+      this.pubsub = config.broker === undefined ? new LocalPubSub(subscriberFailed) : new ClusterChannel(config.broker, this.epoch, caughtUp, subscriberFailed);
+      presence = new PgPresence(store.connections);
+    }
     this.retention = new Retention({
       clock: this.clock,
       retentionMs: config.retentionMs ?? DEFAULT_RETENTION_MS,
-      pass: forgetEndedRecords(this.projection, log, (events) => this.appender.append(events), this.clock),
-      compacted: () => this.snapshots.soon(),
+      pass: forgetEndedRecords(this.projection, this.log, this.clock),
+      compacted: () => this.log.compacted(),
       report: (error) => this.report(error, { what: 'retention' }),
     });
-    this.store = new LogJobStore(this.projection, this.appender);
-    this.pubsub = config.pubsub ?? new LocalPubSub((error, topic) => this.report(error, { what: `a subscriber of ${topic}` }));
+    this.store = new LogJobStore(this.projection, this.log);
     const keepaliveMs = config.keepaliveMs ?? 20_000;
     const background = (work: Promise<unknown>, what: string) => this.background(work, what);
     this.streams = new JobStreams({
+      node: this.epoch,
       clock: this.clock,
       keepaliveMs,
       store: this.store,
@@ -154,15 +183,18 @@ export class Backend {
     this.leases = new Deadlines(this.clock, (jobId) => this.background(this.command({ type: 'release', job_id: jobId, at: this.clock.now() }), 'delivery lease'));
     this.integrations = new Integrations(
       this.projection,
-      this.appender,
+      this.log,
+      presence,
       this.clock,
       config.heartbeatIntervalMs ?? HEARTBEAT_INTERVAL_MS,
       (integrationId, jobIds, at) =>
         Promise.all(jobIds.map((job_id) => this.update(job_id, (job) => this.ofIntegration(integrationId, job, (own) => jobDecider.decide({ type: 'run', job_id, lease_until: at + this.leaseMs, at }, own))))),
       (work) => this.background(work, 'offline deadline'),
     );
-    this.pairings = new Pairings(this.projection, this.appender, this.clock, this.ids, config.pairingTtlMs ?? PAIRING_TTL_MS, (work) => this.background(work, 'pairing expiry'));
+    this.pairings = new Pairings(this.projection, this.log, this.clock, this.ids, config.pairingTtlMs ?? PAIRING_TTL_MS, (work) => this.background(work, 'pairing expiry'));
     this.afterCommit.add({ name: 'integration streams', event: (event) => this.toStream(event) });
+    this.afterCommit.add({ name: 'offline deadlines', event: (event) => this.integrations.committed(event) });
+    this.afterCommit.add({ name: 'pairing expiries', event: (event) => this.pairings.committed(event) });
     // The store first: a notice's listener reads the job as this event left it.
     this.afterCommit.add({
       name: 'job store',
@@ -172,24 +204,33 @@ export class Backend {
   }
 
   /** Folds the log (from its newest good snapshot on), starts a new epoch, and re-arms every open job's deadline and lease from it. */
-  static async start(log: EventLog<BackendEvent>, config: BackendConfig = {}): Promise<Backend> {
-    const backend = new Backend(log, config);
-    const restored = restoreSnapshot(log, backend.snapshotCodec, backend.report);
-    if (restored !== undefined) {
-      backend.projection.restore(restored.state);
-      backend.store.restored();
-    }
-    for (const { event } of log.read(restored?.position)) {
-      backend.fold(event);
-      if (isJobEvent(event)) backend.store.committed(event);
-    }
-    log.onCommit((events) => backend.afterCommit.dispatch(events));
-    await backend.appender.append([{ type: 'backend.started', epoch: backend.epoch, at: backend.clock.now() }]);
+  static async start(store: BackendStore, config: BackendConfig = {}): Promise<Backend> {
+    const backend = new Backend(store, config);
+    await backend.log.start({
+      fold: (event) => backend.fold(event),
+      foldCommitted: (event) => {
+        backend.fold(event);
+        if (isJobEvent(event)) backend.store.committed(event);
+      },
+      restore: (state) => {
+        backend.projection.restore(state ?? new BackendProjection().state());
+        backend.store.restored();
+      },
+      dispatch: (events, own) => backend.dispatch(events, own),
+    });
+    const at = backend.clock.now();
+    await backend.log.decide(() => ({ events: [{ type: 'backend.started', epoch: backend.epoch, at }], outcome: undefined }));
     for (const job of await backend.store.allOpenJobs()) backend.arm(job);
     backend.integrations.rearm();
     backend.pairings.rearm();
     backend.retention.start();
+    backend.lookAgain();
     return backend;
+  }
+
+  /** Folds what other nodes committed up to now (nothing to do on a log of this process alone): what a request reads next is as fresh as the store. */
+  caughtUp(): Promise<void> {
+    return this.log.caughtUp();
   }
 
   // ---- jobs: the client's side ----------------------------------------------------------------------
@@ -233,13 +274,13 @@ export class Backend {
 
   /** The integration and its current capability profile as the log holds them (what its client reads). */
   async committedIntegration(integrationId: string): Promise<IntegrationRead | undefined> {
-    await this.appender.settled();
+    await this.log.settled();
     return this.readIntegration(integrationId);
   }
 
   /** Every integration as the log holds it, oldest first (what the operator lists). */
   async committedIntegrations(): Promise<IntegrationRead[]> {
-    await this.appender.settled();
+    await this.log.settled();
     return this.projection.integrationIds().map((id) => this.readIntegration(id)!);
   }
 
@@ -314,6 +355,7 @@ export class Backend {
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
+    this.clock.clearTimeout(this.look);
     this.deadlines.stop();
     this.leases.stop();
     this.integrations.stop();
@@ -321,8 +363,7 @@ export class Backend {
     this.streams.closeAll();
     this.followers.closeAll();
     await this.retention.stop();
-    await this.appender.settled();
-    await this.snapshots.close();
+    await this.log.close();
   }
 
   // ---- the loop ----------------------------------------------------------------------------------
@@ -352,6 +393,25 @@ export class Backend {
     const job = await this.committedJob(jobId);
     if (typeof outcome === 'object') return { outcome: 'invalid', code: outcome.invalid, job, message: outcome.message };
     return { outcome, job: outcome === 'unknown' ? undefined : job };
+  }
+
+  /** Committed events: the after-commit handlers; and, on a shared log, news for the nodes following their integrations. */
+  private dispatch(events: readonly BackendEvent[], own: boolean): void {
+    this.afterCommit.dispatch(events);
+    if (!own || !(this.pubsub instanceof ClusterChannel)) return;
+    const integrations = new Set(events.flatMap((event) => ('integration_id' in event ? [event.integration_id] : [])));
+    for (const id of integrations) this.pubsub.publish(assistantChannel(id), { type: 'log.appended' });
+  }
+
+  /** On a shared log: the next look for what other nodes committed (what the broker did not tell, or could not). */
+  private lookAgain(): void {
+    if (this.lookEveryMs === undefined || this.closed) return;
+    this.look = this.clock.setTimeout(() => {
+      this.log.caughtUp().then(
+        () => this.lookAgain(),
+        () => this.lookAgain(),
+      );
+    }, this.lookEveryMs);
   }
 
   /** What an integration's stream hears besides its jobs, once committed. */

@@ -57,7 +57,7 @@ export class JobFollowers {
       });
     refresh();
     unsubscribe = this.parts.pubsub.subscribe(assistantChannel(integration_id), (notice) => {
-      if (notice.job_id === job_id) refresh();
+      if ('job_id' in notice && notice.job_id === job_id) refresh();
     });
     if (closed) unsubscribe();
     return actor;

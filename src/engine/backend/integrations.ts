@@ -2,16 +2,20 @@
  * The backend's integrations: created for a provider of the registry with two tokens kept as digests,
  * authenticated in constant time, and followed by their heartbeats (2.3): online until three intervals
  * pass without one, what their plugin says of itself logged when it is news, refused when their provider
- * does not admit the plugin's versions.
+ * does not admit the plugin's versions. Each change is a decision on the log (`BackendLog.decide`), taken
+ * against the integration as it stands with everything committed; heartbeats meet in `Presence`, so that
+ * any node may take them and every node's offline deadline asks before it goes offline.
  */
 import { randomUUID } from 'node:crypto';
 import { matchesDigest, newToken, providerOf, tokenDigest, type CodedError, type Heartbeat, type HeartbeatAnswer, type RekeyAnswer, type RekeyRequest } from '../../protocol/index.js';
-import type { BackendEvent, IntegrationEvent } from '../../machines/backend-events.js';
+import type { BackendEvent } from '../../machines/backend-events.js';
+import type { Decision } from '../../machines/decider.js';
 import { isOnline, isRevoked, type IntegrationSnapshot, type Rekey } from '../../machines/integration.js';
-import type { Appender } from '../append.js';
 import type { Clock } from '../clock.js';
 import { Deadlines } from '../deadlines.js';
+import type { BackendLog } from './backend-log.js';
 import { MISSED_HEARTBEATS, refusalOf, seenOf } from './heartbeats.js';
+import type { Presence } from './presence.js';
 import type { BackendProjection } from './projection.js';
 
 /** What `create` hands the operator, once: the tokens are kept only as digests. */
@@ -28,23 +32,34 @@ export class Integrations {
 
   constructor(
     private readonly projection: BackendProjection,
-    private readonly appender: Appender<BackendEvent>,
+    private readonly log: BackendLog<unknown>,
+    private readonly heartbeats: Presence,
     private readonly clock: Clock,
     private readonly heartbeatIntervalMs: number,
     /** Renews the leases of the jobs a heartbeat names as running (those of another integration are not touched). */
     private readonly renew: (integrationId: string, jobIds: readonly string[], at: number) => Promise<unknown>,
     onOfflineFailure: (work: Promise<unknown>) => void,
   ) {
-    this.presence = new Deadlines(clock, (integration_id) =>
-      onOfflineFailure(this.appendIf(this.projection.integration(integration_id), { type: 'integration.offline', integration_id, at: clock.now() })),
-    );
+    this.presence = new Deadlines(clock, (integration_id) => onOfflineFailure(this.offlineUnlessSeen(integration_id)));
   }
 
-  /** After the fold: heartbeats are not logged one by one, so an integration online when the backend stopped gets a full grace from now. */
+  /** After the fold: an integration online when the backend stopped gets a full grace from now. */
   rearm(): void {
-    for (const id of this.projection.integrationIds()) {
-      if (isOnline(this.projection.integration(id)!)) this.presence.set(id, this.clock.now() + MISSED_HEARTBEATS * this.heartbeatIntervalMs);
-    }
+    for (const id of this.projection.integrationIds()) this.watch(id);
+  }
+
+  /** A committed event of the integration (this node's or another's): an online one without a deadline here gets one. */
+  committed(event: BackendEvent): void {
+    if ('integration_id' in event && event.type.startsWith('integration.')) this.watch(event.integration_id);
+  }
+
+  private watch(integrationId: string): void {
+    const integration = this.projection.integration(integrationId);
+    if (integration !== undefined && isOnline(integration) && !this.presence.has(integrationId)) this.presence.set(integrationId, this.clock.now() + this.graceMs);
+  }
+
+  private get graceMs(): number {
+    return MISSED_HEARTBEATS * this.heartbeatIntervalMs;
   }
 
   stop(): void {
@@ -58,16 +73,15 @@ export class Integrations {
     const relay_token = newToken();
     const client_token = newToken();
     const integration_id = randomUUID();
-    await this.appender.append([
-      {
-        type: 'integration.created',
-        integration_id,
-        provider_kind: providerKind,
-        relay_token_digest: tokenDigest(relay_token),
-        client_token_digest: tokenDigest(client_token),
-        at: this.clock.now(),
-      },
-    ]);
+    const created: BackendEvent = {
+      type: 'integration.created',
+      integration_id,
+      provider_kind: providerKind,
+      relay_token_digest: tokenDigest(relay_token),
+      client_token_digest: tokenDigest(client_token),
+      at: this.clock.now(),
+    };
+    await this.log.decide(() => ({ events: [created], outcome: undefined }));
     return { integration_id, provider_kind: providerKind, relay_token, client_token };
   }
 
@@ -77,23 +91,26 @@ export class Integrations {
 
   /** A fresh token for one role, handed out this once; the old one stops working as the new digest is logged. */
   async rotate(integrationId: string, role: 'relay' | 'client'): Promise<{ readonly token: string } | { readonly refused: 'integration_not_found' | 'integration_revoked' }> {
-    const integration = this.projection.integration(integrationId);
-    if (integration === undefined) return { refused: 'integration_not_found' };
-    if (isRevoked(integration)) return { refused: 'integration_revoked' };
     const token = newToken();
-    await this.appender.append([{ type: 'integration.token_rotated', integration_id: integrationId, role, token_digest: tokenDigest(token), at: this.clock.now() }]);
-    return { token };
+    const at = this.clock.now();
+    return this.log.decide((): Decision<BackendEvent, { readonly token: string } | { readonly refused: 'integration_not_found' | 'integration_revoked' }> => {
+      const integration = this.projection.integration(integrationId);
+      if (integration === undefined) return nothing({ refused: 'integration_not_found' });
+      if (isRevoked(integration)) return nothing({ refused: 'integration_revoked' });
+      return { events: [{ type: 'integration.token_rotated', integration_id: integrationId, role, token_digest: tokenDigest(token), at }], outcome: { token } };
+    });
   }
 
   /** Revokes the integration: both its tokens stop working, for good. Revoking it again changes nothing. */
   async revoke(integrationId: string): Promise<IntegrationSnapshot | undefined> {
-    const integration = this.projection.integration(integrationId);
-    if (integration === undefined) return undefined;
-    if (!isRevoked(integration)) {
-      this.presence.delete(integrationId);
-      await this.appender.append([{ type: 'integration.revoked', integration_id: integrationId, at: this.clock.now() }]);
-    }
-    return this.projection.integration(integrationId);
+    const at = this.clock.now();
+    const found = await this.log.decide(() => {
+      const integration = this.projection.integration(integrationId);
+      if (integration === undefined) return nothing(false);
+      return { events: isRevoked(integration) ? [] : [{ type: 'integration.revoked', integration_id: integrationId, at }], outcome: true };
+    });
+    this.presence.delete(integrationId);
+    return found ? this.projection.integration(integrationId) : undefined;
   }
 
   /** Whether `token` is the integration's current token of that role (constant time; a revoked integration has none). */
@@ -110,14 +127,23 @@ export class Integrations {
    * says whether the plugin is refused (its versions, its provider) and when to send the next one.
    */
   async heartbeat(integrationId: string, heartbeat: Heartbeat): Promise<HeartbeatAnswer | undefined> {
-    const integration = this.projection.integration(integrationId);
-    if (integration === undefined || isRevoked(integration)) return undefined;
     const at = this.clock.now();
-    const refused = refusalOf(integration, heartbeat);
-    const seen = seenOf(integration, heartbeat, refused, at);
-    this.presence.set(integrationId, at + MISSED_HEARTBEATS * this.heartbeatIntervalMs);
-    const renewals = refused === undefined ? heartbeat.running_job_ids : [];
-    await Promise.all([...(seen === undefined ? [] : [this.appender.append([seen])]), this.renew(integrationId, renewals, at)]);
+    const known = this.projection.integration(integrationId);
+    if (known === undefined || isRevoked(known)) return undefined;
+    const until = at + this.graceMs;
+    // Shared first: a node whose offline deadline comes now finds this heartbeat.
+    await this.heartbeats.beat(integrationId, until);
+    const decided = await this.log.decide((): Decision<BackendEvent, { refused: CodedError | undefined } | undefined> => {
+      const integration = this.projection.integration(integrationId);
+      if (integration === undefined || isRevoked(integration)) return nothing(undefined);
+      const refused = refusalOf(integration, heartbeat);
+      const seen = seenOf(integration, heartbeat, refused, at);
+      return { events: seen === undefined ? [] : [seen], outcome: { refused } };
+    });
+    if (decided === undefined) return undefined;
+    const { refused } = decided;
+    this.presence.set(integrationId, until);
+    await this.renew(integrationId, refused === undefined ? heartbeat.running_job_ids : [], at);
     return {
       ok: true,
       interval_s: Math.max(1, Math.round(this.heartbeatIntervalMs / 1000)),
@@ -132,31 +158,48 @@ export class Integrations {
    * conflict; a new one replaces the one before, answered or not.
    */
   async requestRekey(integrationId: string, request: RekeyRequest): Promise<{ readonly outcome: 'requested' | 'duplicate' | 'conflict' | 'unknown'; readonly rekey?: Rekey }> {
-    const integration = this.projection.integration(integrationId);
-    if (integration === undefined || isRevoked(integration)) return { outcome: 'unknown' };
-    const { rekey } = integration.context;
-    if (rekey?.rekey_id === request.rekey_id) {
-      const same = rekey.kid === request.kid && rekey.client_key === request.client_key && rekey.mac === request.mac;
-      return { outcome: same ? 'duplicate' : 'conflict', rekey };
-    }
-    await this.appender.append([{ type: 'integration.rekey_requested', integration_id: integrationId, ...request, at: this.clock.now() }]);
-    return { outcome: 'requested', rekey: this.projection.integration(integrationId)!.context.rekey! };
+    const at = this.clock.now();
+    const outcome = await this.log.decide((): Decision<BackendEvent, 'requested' | 'duplicate' | 'conflict' | 'unknown'> => {
+      const integration = this.projection.integration(integrationId);
+      if (integration === undefined || isRevoked(integration)) return nothing('unknown');
+      const { rekey } = integration.context;
+      if (rekey?.rekey_id === request.rekey_id) {
+        const same = rekey.kid === request.kid && rekey.client_key === request.client_key && rekey.mac === request.mac;
+        return nothing(same ? 'duplicate' : 'conflict');
+      }
+      return { events: [{ type: 'integration.rekey_requested', integration_id: integrationId, ...request, at }], outcome: 'requested' };
+    });
+    const rekey = this.projection.integration(integrationId)?.context.rekey;
+    return outcome === 'unknown' || rekey === undefined ? { outcome: 'unknown' } : { outcome, rekey };
   }
 
   /** The plugin answers the integration's latest rotation; the same answer again is a duplicate, another a conflict. */
   async answerRekey(integrationId: string, rekeyId: string, answer: RekeyAnswer): Promise<'answered' | 'duplicate' | 'conflict' | 'unknown'> {
-    const integration = this.projection.integration(integrationId);
-    const rekey = integration === undefined || isRevoked(integration) ? undefined : integration.context.rekey;
-    if (rekey?.rekey_id !== rekeyId) return 'unknown';
-    if (rekey.answer !== undefined) return rekey.answer.assistant_key === answer.assistant_key && rekey.answer.mac === answer.mac ? 'duplicate' : 'conflict';
-    await this.appender.append([{ type: 'integration.rekey_answered', integration_id: integrationId, rekey_id: rekeyId, ...answer, at: this.clock.now() }]);
-    return 'answered';
+    const at = this.clock.now();
+    return this.log.decide(() => {
+      const integration = this.projection.integration(integrationId);
+      const rekey = integration === undefined || isRevoked(integration) ? undefined : integration.context.rekey;
+      if (rekey?.rekey_id !== rekeyId) return nothing('unknown' as const);
+      if (rekey.answer !== undefined) return nothing(rekey.answer.assistant_key === answer.assistant_key && rekey.answer.mac === answer.mac ? ('duplicate' as const) : ('conflict' as const));
+      return { events: [{ type: 'integration.rekey_answered', integration_id: integrationId, rekey_id: rekeyId, ...answer, at }], outcome: 'answered' as const };
+    });
   }
 
-  /** Appends an integration event while the integration is still there to take it. */
-  private async appendIf(integration: IntegrationSnapshot | undefined, event: IntegrationEvent): Promise<void> {
-    if (integration === undefined || isRevoked(integration)) return;
-    await this.appender.append([event]);
+  /** The offline deadline came: offline, unless a heartbeat (on any node) keeps it online longer. */
+  private async offlineUnlessSeen(integrationId: string): Promise<void> {
+    const until = await this.heartbeats.until(integrationId);
+    const now = this.clock.now();
+    if (until !== undefined && until > now) {
+      this.presence.set(integrationId, until);
+      return;
+    }
+    await this.log.decide(() => {
+      const integration = this.projection.integration(integrationId);
+      const online = integration !== undefined && !isRevoked(integration) && isOnline(integration);
+      return { events: online ? [{ type: 'integration.offline', integration_id: integrationId, at: now }] : [], outcome: undefined };
+    });
   }
 
 }
+
+const nothing = <Outcome>(outcome: Outcome): Decision<BackendEvent, Outcome> => ({ events: [], outcome });

@@ -4,15 +4,15 @@
  * deliver, follow and re-arm jobs. Nothing in the interface is SQLite's, so a store over another database
  * (PostgreSQL: a transaction with the job's row locked) takes its place without touching the engine.
  *
- * The default, `LogJobStore`, keeps jobs in the backend's own event log: decisions are taken against the
- * in-memory fold (which already holds what was appended and not yet committed, so a retry is a duplicate
- * at once), reads answer what is committed.
+ * `LogJobStore` keeps jobs in the backend's own log (`BackendLog`: SQLite embedded, or PostgreSQL shared
+ * by several nodes): decisions are taken against the fold (which already holds what was appended and not
+ * yet committed, so a retry is a duplicate at once), reads answer what is committed, on a shared log
+ * after folding what other nodes committed.
  */
-import type { BackendEvent } from '../../machines/backend-events.js';
 import type { Decision } from '../../machines/decider.js';
 import type { JobEvent } from '../../machines/job-events.js';
 import type { JobSnapshot } from '../../machines/job.js';
-import type { Appender } from '../append.js';
+import type { BackendLog } from './backend-log.js';
 import type { BackendProjection } from './projection.js';
 
 /** A job and its version: how many events it has had (1: created). */
@@ -58,11 +58,12 @@ export class LogJobStore implements JobStore {
 
   constructor(
     private readonly projection: BackendProjection,
-    private readonly appender: Appender<BackendEvent>,
+    private readonly log: BackendLog<unknown>,
   ) {}
 
-  /** The projection was restored from a snapshot of committed state: every job it holds is committed as it stands. */
+  /** The projection was restored from a snapshot of committed state (every job it holds is committed as it stands), or emptied. */
   restored(): void {
+    this.committedJobs.clear();
     for (const job of this.projection.state().jobs.values()) this.committedJobs.set(job.context.job_id, { job, version: this.projection.version(job.context.job_id) });
   }
 
@@ -84,23 +85,27 @@ export class LogJobStore implements JobStore {
     this.committedJobs.set(event.job_id, stored);
   }
 
-  async update<Outcome>(jobId: string, decide: JobDecide<Outcome>): Promise<Outcome> {
-    const decision = decide(this.projection.job(jobId));
-    const stray = decision.events.find((event) => event.job_id !== jobId);
-    if (stray !== undefined) throw new Error(`job store: a decision on ${jobId} emitted ${stray.type} for ${stray.job_id}`);
-    await this.appender.commit(decision.events);
-    return decision.outcome;
+  update<Outcome>(jobId: string, decide: JobDecide<Outcome>): Promise<Outcome> {
+    return this.log.decide(() => {
+      const decision = decide(this.projection.job(jobId));
+      const stray = decision.events.find((event) => event.job_id !== jobId);
+      if (stray !== undefined) throw new Error(`job store: a decision on ${jobId} emitted ${stray.type} for ${stray.job_id}`);
+      return decision;
+    });
   }
 
   async job(jobId: string): Promise<StoredJob | undefined> {
+    await this.log.caughtUp();
     return this.committedJobs.get(jobId);
   }
 
   async openJobs(integrationId: string): Promise<OpenJobs> {
+    await this.log.caughtUp();
     return { jobs: this.projection.openJobs(integrationId), lastSeq: this.projection.lastSeq(integrationId) };
   }
 
   async allOpenJobs(): Promise<readonly JobSnapshot[]> {
+    await this.log.caughtUp();
     return this.projection.allOpenJobs();
   }
 }

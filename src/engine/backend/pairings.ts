@@ -12,9 +12,9 @@ import { crockfordRandom, HANDLE_LENGTH, newToken, providerOf, tokenDigest, matc
 import type { BackendEvent } from '../../machines/backend-events.js';
 import { pairingDecider, type PairingCommand, type PairingOutcome } from '../../machines/pairing-decider.js';
 import { isPairingOpen, type PairingSnapshot } from '../../machines/pairing.js';
-import type { Appender } from '../append.js';
 import type { Clock, IdSource } from '../clock.js';
 import { Deadlines } from '../deadlines.js';
+import type { BackendLog } from './backend-log.js';
 import type { BackendProjection } from './projection.js';
 
 export const PAIRING_TTL_MS = 10 * 60_000;
@@ -38,7 +38,7 @@ export class Pairings {
 
   constructor(
     private readonly projection: BackendProjection,
-    private readonly appender: Appender<BackendEvent>,
+    private readonly log: BackendLog<unknown>,
     private readonly clock: Clock,
     private readonly ids: IdSource,
     private readonly ttlMs: number,
@@ -52,6 +52,15 @@ export class Pairings {
     for (const pairing of this.projection.openPairings()) this.expiries.set(pairing.context.pairing_id, pairing.context.expires_at);
   }
 
+  /** A committed pairing event (this node's or another's): every node keeps every open pairing's expiry, so that one outlives the node that started it. */
+  committed(event: BackendEvent): void {
+    if (!event.type.startsWith('pairing.')) return;
+    const { pairing_id } = event as Extract<BackendEvent, { pairing_id: string }>;
+    const pairing = this.projection.pairing(pairing_id);
+    if (pairing !== undefined && isPairingOpen(pairing)) this.expiries.set(pairing_id, pairing.context.expires_at);
+    else this.expiries.delete(pairing_id);
+  }
+
   stop(): void {
     this.expiries.stop();
   }
@@ -60,23 +69,27 @@ export class Pairings {
   async start(body: PairingStartBody): Promise<{ readonly pairing: PairingSnapshot; readonly token: string } | { readonly refused: CodedError } | 'too_many'> {
     const provider = providerOf(body.provider_kind);
     if (!provider.ok) return { refused: provider.error };
-    if (this.projection.openPairings().length >= MAX_OPEN_PAIRINGS) return 'too_many';
-    let handle = crockfordRandom(HANDLE_LENGTH);
-    while (this.projection.pairingByHandle(handle) !== undefined) handle = crockfordRandom(HANDLE_LENGTH);
     const token = newToken();
     const pairing_id = this.ids.uuid();
     const at = this.clock.now();
-    await this.decide({
-      type: 'start',
-      pairing_id,
-      handle,
-      provider_kind: body.provider_kind,
-      schema_version: body.schema_version,
-      envelope_version: body.envelope_version,
-      client_pairing_token_digest: tokenDigest(token),
-      expires_at: at + this.ttlMs,
-      at,
+    const started = await this.log.decide(() => {
+      if (this.projection.openPairings().length >= MAX_OPEN_PAIRINGS) return { events: [], outcome: false };
+      let handle = crockfordRandom(HANDLE_LENGTH);
+      while (this.projection.pairingByHandle(handle) !== undefined) handle = crockfordRandom(HANDLE_LENGTH);
+      const command: PairingCommand = {
+        type: 'start',
+        pairing_id,
+        handle,
+        provider_kind: body.provider_kind,
+        schema_version: body.schema_version,
+        envelope_version: body.envelope_version,
+        client_pairing_token_digest: tokenDigest(token),
+        expires_at: at + this.ttlMs,
+        at,
+      };
+      return { events: pairingDecider.decide(command, this.projection.pairing(pairing_id)).events, outcome: true };
     });
+    if (!started) return 'too_many';
     this.expiries.set(pairing_id, at + this.ttlMs);
     return { pairing: this.projection.pairing(pairing_id)!, token };
   }
@@ -86,14 +99,19 @@ export class Pairings {
     const at = this.clock.now();
     this.unknownHandles = this.unknownHandles.filter((when) => when > at - UNKNOWN_HANDLE_WINDOW_MS);
     if (this.unknownHandles.length >= MAX_UNKNOWN_HANDLES) return 'too_many';
-    const pairing = this.projection.pairingByHandle(handle);
-    if (pairing === undefined) {
+    const token = newToken();
+    const joined = await this.log.decide(() => {
+      const pairing = this.projection.pairingByHandle(handle);
+      if (pairing === undefined) return { events: [], outcome: undefined };
+      const { pairing_id } = pairing.context;
+      const decision = pairingDecider.decide({ type: 'join', pairing_id, assistant_pairing_token_digest: tokenDigest(token), at }, pairing);
+      return { events: decision.events, outcome: { pairing_id, outcome: decision.outcome } };
+    });
+    if (joined === undefined) {
       this.unknownHandles.push(at);
       return { outcome: 'unknown', pairing: undefined };
     }
-    const token = newToken();
-    const { pairing_id } = pairing.context;
-    const outcome = await this.decide({ type: 'join', pairing_id, assistant_pairing_token_digest: tokenDigest(token), at });
+    const { pairing_id, outcome } = joined;
     return { outcome, pairing: this.projection.pairing(pairing_id), ...(outcome === 'joined' ? { token } : {}) };
   }
 
@@ -112,7 +130,7 @@ export class Pairings {
 
   /** The pairing as the log holds it. */
   async committedPairing(pairingId: string): Promise<PairingSnapshot | undefined> {
-    await this.appender.settled();
+    await this.log.settled();
     return this.projection.pairing(pairingId);
   }
 
@@ -176,7 +194,7 @@ export class Pairings {
   private async reissue(pairing: PairingSnapshot, role: 'client' | 'relay', token: string, at: number): Promise<PairingAnswer> {
     const integration_id = pairing.context.integration_id!;
     if (at >= pairing.context.expires_at) return { outcome: 'ended', pairing };
-    await this.appender.append([{ type: 'integration.token_rotated', integration_id, role, token_digest: tokenDigest(token), at }]);
+    await this.log.decide(() => ({ events: [{ type: 'integration.token_rotated', integration_id, role, token_digest: tokenDigest(token), at }], outcome: undefined }));
     return { outcome: 'duplicate', pairing, token };
   }
 
@@ -187,9 +205,10 @@ export class Pairings {
     return { outcome, pairing };
   }
 
-  private async decide(command: PairingCommand, also: (events: readonly BackendEvent[]) => readonly BackendEvent[] = (events) => events): Promise<PairingOutcome> {
-    const decision = pairingDecider.decide(command, this.projection.pairing(command.pairing_id));
-    await this.appender.commit(also(decision.events));
-    return decision.outcome;
+  private decide(command: PairingCommand, also: (events: readonly BackendEvent[]) => readonly BackendEvent[] = (events) => events): Promise<PairingOutcome> {
+    return this.log.decide(() => {
+      const decision = pairingDecider.decide(command, this.projection.pairing(command.pairing_id));
+      return { events: also(decision.events), outcome: decision.outcome };
+    });
   }
 }

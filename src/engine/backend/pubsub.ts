@@ -4,6 +4,8 @@
  * jobs hears of it there. A notice only says which job changed and how: the listener reads the job from
  * the `JobStore`. Notices are plain JSON, so a broker between processes (NATS, Redis) can carry them as
  * they are. The default is in-process: the after-commit dispatch publishes, listeners are called at once.
+ * Several nodes share a channel over a broker (channel.ts): there the topic also carries the shared log's
+ * progress and streams taken over, between nodes.
  */
 import type { JobEvent } from '../../machines/job-events.js';
 
@@ -12,11 +14,24 @@ export type JobNotice =
   | { readonly job_id: string; readonly type: 'job.delivered'; readonly seq: number }
   | { readonly job_id: string; readonly type: Exclude<JobEvent['type'], 'job.delivered'> };
 
-export type NoticeHandler = (notice: JobNotice) => void;
+/** A node opened the integration's stream: a stream another node holds for it is superseded. */
+export interface StreamOpened {
+  readonly type: 'stream.opened';
+  readonly node: string;
+}
+
+/** A node committed events of the integration to the shared log: a node with a stream or a follower of it folds them now, not at its next look. */
+export interface LogAppended {
+  readonly type: 'log.appended';
+}
+
+export type ChannelNotice = JobNotice | StreamOpened | LogAppended;
+
+export type NoticeHandler = (notice: ChannelNotice) => void;
 
 export interface PubSub {
   /** Publishes a notice to every subscriber of the topic, in the order published. */
-  publish(topic: string, notice: JobNotice): void;
+  publish(topic: string, notice: ChannelNotice): void;
   /** Subscribes to a topic; the function returned unsubscribes (a notice published after it is not heard). */
   subscribe(topic: string, handler: NoticeHandler): () => void;
 }
@@ -32,7 +47,7 @@ export class LocalPubSub implements PubSub {
 
   constructor(private readonly onError: (error: unknown, topic: string) => void = (error, topic) => process.emitWarning(`assistant-relay: a subscriber of ${topic} failed: ${String(error)}`)) {}
 
-  publish(topic: string, notice: JobNotice): void {
+  publish(topic: string, notice: ChannelNotice): void {
     for (const handler of [...(this.topics.get(topic) ?? [])]) {
       try {
         handler(notice);

@@ -1,0 +1,172 @@
+/**
+ * The backend's log shared by several nodes (PostgreSQL): each node folds every event, in the one order
+ * of the log, and dispatches each batch once. A node decides with the log's head locked, after folding
+ * what other nodes committed since its last look, so that every decision is taken on the whole truth, as
+ * in one process; the decisions queued meanwhile go in one transaction (a group commit).
+ *
+ * Work on the log is done one step at a time: a batch of decisions, or a catch-up for reads. A step that
+ * fails because PostgreSQL cannot be reached fails its callers (503 `store_unavailable` at the edge), and
+ * the fold, which may hold events of a batch that never committed, is folded again from the log before
+ * the next step, so the node resumes by itself once the database is back.
+ */
+import type { BackendEvent } from '../../machines/backend-events.js';
+import type { Decision } from '../../machines/decider.js';
+import type { StoredEvent } from '../../storage/event-log.js';
+import type { PgEventLog } from '../../storage/postgres/event-log.js';
+import type { BackendLog, FoldParts } from './backend-log.js';
+
+interface Queued {
+  readonly decide: () => Decision<BackendEvent, unknown>;
+  readonly resolve: (outcome: unknown) => void;
+  readonly reject: (error: unknown) => void;
+}
+
+interface Waiter {
+  readonly resolve: () => void;
+  readonly reject: (error: unknown) => void;
+}
+
+export class SharedBackendLog<S> implements BackendLog<S> {
+  private parts: FoldParts<S> | undefined;
+  /** The newest position folded. */
+  private position = 0;
+  /** The newest position dispatched: never dispatched again, even when folded again. */
+  private dispatched = 0;
+  /** Events of a batch that never committed may be in the fold: fold again before the next step. */
+  private stale = false;
+  private queued: Queued[] = [];
+  private waiting: Waiter[] = [];
+  /** The steps under way, while there are any. */
+  private working: Promise<void> | undefined;
+
+  constructor(private readonly log: PgEventLog<BackendEvent>) {}
+
+  async start(parts: FoldParts<S>): Promise<void> {
+    this.parts = parts;
+    parts.restore(undefined);
+    await this.foldFrom(0, false);
+    this.dispatched = this.position;
+  }
+
+  decide<T>(decide: () => Decision<BackendEvent, T>): Promise<T> {
+    return new Promise<T>((resolve, reject) => {
+      this.queued.push({ decide, resolve: resolve as (outcome: unknown) => void, reject });
+      this.work();
+    });
+  }
+
+  caughtUp(): Promise<void> {
+    return new Promise<void>((resolve, reject) => {
+      this.waiting.push({ resolve, reject });
+      this.work();
+    });
+  }
+
+  /** A step after the one under way: it ends with the fold holding only what is committed. */
+  settled(): Promise<void> {
+    return this.caughtUp();
+  }
+
+  async removeStreams(streams: readonly string[]): Promise<number> {
+    return this.log.removeStreams(streams, this.position);
+  }
+
+  compacted(): void {}
+
+  async close(): Promise<void> {
+    while (this.working !== undefined) await this.working;
+  }
+
+  private work(): void {
+    this.working ??= this.steps();
+  }
+
+  private async steps(): Promise<void> {
+    // `working` is cleared in the same turn the loop finds nothing left, so no caller is left waiting.
+    for (;;) {
+      if (this.queued.length === 0 && this.waiting.length === 0) {
+        this.working = undefined;
+        return;
+      }
+      const batch = this.queued.splice(0);
+      const waiters = this.waiting.splice(0);
+      try {
+        if (this.stale) await this.refold();
+        if (batch.length > 0) await this.append(batch);
+        else await this.foldFrom(this.position, true);
+        for (const waiter of waiters) waiter.resolve();
+      } catch (error) {
+        for (const { reject } of [...batch, ...waiters]) reject(error);
+      }
+    }
+  }
+
+  /** Folds (and, `dispatch`, dispatches) every committed event after `from`, page by page. */
+  private async foldFrom(from: number, dispatch: boolean): Promise<void> {
+    for (let page = await this.log.read(from); page.length > 0; page = await this.log.read(this.position)) this.take(page, dispatch);
+  }
+
+  private take(committed: readonly StoredEvent<BackendEvent>[], dispatch: boolean): void {
+    if (committed.length === 0) return;
+    const events = committed.map(({ event }) => event);
+    // Dispatched, a job event is marked committed by the dispatch itself (the job store's handler).
+    for (const event of events) (dispatch ? this.parts!.fold : this.parts!.foldCommitted)(event);
+    this.position = committed.at(-1)!.position;
+    if (!dispatch) return;
+    this.dispatched = this.position;
+    this.parts!.dispatch(events, false);
+  }
+
+  /** Decides the batch with the head locked, after what others committed; one transaction for all. */
+  private async append(batch: readonly Queued[]): Promise<void> {
+    // Most of the catch-up without the lock, so that the lock is held briefly.
+    await this.foldFrom(this.position, true);
+    const outcomes: Array<{ ok: true; outcome: unknown } | { ok: false; error: unknown }> = [];
+    let appended: StoredEvent<BackendEvent>[];
+    try {
+      appended = await this.log.append(this.position, (committed) => {
+        this.take(committed, true);
+        outcomes.length = 0;
+        const events: BackendEvent[] = [];
+        for (const { decide } of batch) {
+          try {
+            const decision = decide();
+            for (const event of decision.events) this.parts!.fold(event);
+            events.push(...decision.events);
+            outcomes.push({ ok: true, outcome: decision.outcome });
+          } catch (error) {
+            outcomes.push({ ok: false, error });
+          }
+        }
+        // From here the fold is ahead of the log until the commit is known.
+        if (events.length > 0) this.stale = true;
+        return events;
+      });
+    } catch (error) {
+      for (const { reject } of batch) reject(error);
+      return;
+    }
+    this.stale = false;
+    if (appended.length > 0) {
+      this.position = this.dispatched = appended.at(-1)!.position;
+      this.parts!.dispatch(appended.map(({ event }) => event), true);
+    }
+    batch.forEach(({ resolve, reject }, i) => {
+      const outcome = outcomes[i]!;
+      if (outcome.ok) resolve(outcome.outcome);
+      else reject(outcome.error);
+    });
+  }
+
+  /** The fold went ahead of the log (a batch whose commit failed): fold it again from the start, dispatching only what is new. */
+  private async refold(): Promise<void> {
+    this.parts!.restore(undefined);
+    this.position = 0;
+    for (let page = await this.log.read(0); page.length > 0; page = await this.log.read(this.position)) {
+      const known = page.filter(({ position }) => position <= this.dispatched);
+      this.take(known, false);
+      this.take(page.slice(known.length), true);
+    }
+    this.stale = false;
+  }
+}

@@ -1,0 +1,109 @@
+/**
+ * Connections to PostgreSQL for the shared stores: a pool whose every connection works in one schema
+ * (`search_path`), so that several deployments, or several tests, share a database without meeting; and
+ * what a failure of the database means to the engine: unreachable (`StoreUnreachableError`, answered 503
+ * `store_unavailable` and retried by the caller) or a defect of ours (thrown as it is).
+ */
+import pg from 'pg';
+import { EventLogError } from '../errors.js';
+
+export interface PostgresOptions {
+  /** `postgres://user@host:port/database` */
+  readonly url: string;
+  /** The schema every table lives in, created if absent: lowercase letters, digits and `_`. */
+  readonly schema: string;
+  /** Connections kept at most (default 10). Requests beyond it wait for one, up to `connectTimeoutMs`. */
+  readonly poolSize?: number;
+  /** How long getting a connection may take before the store counts as unreachable (default 5 s). */
+  readonly connectTimeoutMs?: number;
+  /** How long one statement may run before PostgreSQL cancels it (default 30 s): a lock never waited on forever. */
+  readonly statementTimeoutMs?: number;
+}
+
+export const SCHEMA_NAME = /^[a-z_][a-z0-9_]{0,62}$/;
+
+export class StoreUnreachableError extends EventLogError {
+  override readonly name = 'StoreUnreachableError';
+  readonly code = 'event_log_unreachable';
+
+  constructor(cause: unknown) {
+    super(`PostgreSQL cannot be reached: ${cause instanceof Error ? cause.message : String(cause)}`, { cause });
+  }
+}
+
+/** SQLSTATE classes of a connection that failed or a server that is going away or out of resources. */
+const UNREACHABLE_CLASSES = new Set(['08', '53', '57', '58']);
+
+/**
+ * A failure of a call into `pg`, as the engine should see it. A statement PostgreSQL refused carries a
+ * five-character SQLSTATE: unreachable only in the classes above, else a defect of ours, thrown as it is.
+ * Anything else `pg` throws is the connection's (refused, reset, terminated, timed out).
+ */
+export function storeFailure(error: unknown): unknown {
+  if (error instanceof StoreUnreachableError) return error;
+  const code = (error as { code?: unknown } | undefined)?.code;
+  if (error instanceof pg.DatabaseError && typeof code === 'string' && !UNREACHABLE_CLASSES.has(code.slice(0, 2))) return error;
+  return new StoreUnreachableError(error);
+}
+
+export type Query = <R extends pg.QueryResultRow>(text: string, values?: readonly unknown[]) => Promise<pg.QueryResult<R>>;
+
+export function openPool(options: PostgresOptions, onIdleError: (error: unknown) => void): pg.Pool {
+  if (!SCHEMA_NAME.test(options.schema)) throw new RangeError(`schema must match ${SCHEMA_NAME}: ${JSON.stringify(options.schema)}`);
+  const pool = new pg.Pool({
+    connectionString: options.url,
+    max: options.poolSize ?? 10,
+    connectionTimeoutMillis: options.connectTimeoutMs ?? 5_000,
+    idleTimeoutMillis: 30_000,
+    keepAlive: true,
+    options: `-c search_path=${options.schema} -c statement_timeout=${options.statementTimeoutMs ?? 30_000}`,
+    application_name: 'assistant-relay',
+  });
+  // An idle connection the server dropped (a restart): the pool replaces it; without a listener it would crash the process.
+  pool.on('error', onIdleError);
+  return pool;
+}
+
+/** One statement on any connection of the pool. */
+export function poolQuery(pool: pg.Pool): Query {
+  return async (text, values) => {
+    try {
+      return await pool.query(text, values as unknown[]);
+    } catch (error) {
+      throw storeFailure(error);
+    }
+  };
+}
+
+/**
+ * Runs `work` in a transaction on one connection. It is rolled back if `work` throws (its own defect or a
+ * statement refused); a connection that failed is dropped, not given back to the pool.
+ */
+export async function inTransaction<T>(pool: pg.Pool, work: (query: Query) => Promise<T>): Promise<T> {
+  let client: pg.PoolClient;
+  try {
+    client = await pool.connect();
+  } catch (error) {
+    throw storeFailure(error);
+  }
+  const query: Query = async (text, values) => {
+    try {
+      return await client.query(text, values as unknown[]);
+    } catch (error) {
+      throw storeFailure(error);
+    }
+  };
+  let broken: Error | undefined;
+  try {
+    await query('BEGIN');
+    const result = await work(query);
+    await query('COMMIT');
+    return result;
+  } catch (error) {
+    if (error instanceof StoreUnreachableError) broken = error;
+    else await query('ROLLBACK').catch((failed: unknown) => (broken = failed as Error));
+    throw error;
+  } finally {
+    client.release(broken);
+  }
+}

@@ -1,0 +1,114 @@
+/**
+ * An event log in PostgreSQL that several processes append to and fold, in one order. An append is one
+ * transaction: it locks the log's head (so appends take turns, and a position becomes visible only after
+ * every position below it), hands the decider the events committed since the caller's last, and appends
+ * what it decides after them. Reads need no lock: what is committed is a gapless prefix of positions.
+ */
+import type pg from 'pg';
+import type { LogRecord, StoredEvent } from '../event-log.js';
+import { openPool, inTransaction, poolQuery, type PostgresOptions, type Query } from './connection.js';
+import { migrate } from './migrations.js';
+
+export interface PgEventLogOptions<E> extends PostgresOptions {
+  /** Which aggregate an event belongs to ('' for none): what `removeStreams` removes by. */
+  readonly streamOf: (event: E) => string;
+  /** An idle connection the server dropped: reported, never fatal (the pool reconnects). */
+  readonly onIdleError?: (error: unknown) => void;
+}
+
+/** Events read at once: a start or a long catch-up reads page after page. */
+const PAGE = 1_000;
+
+interface EventRow {
+  position: string;
+  data: string;
+}
+
+export class PgEventLog<E extends LogRecord> {
+  readonly schema: string;
+  private readonly query: Query;
+  private closed = false;
+
+  private constructor(
+    private readonly pool: pg.Pool,
+    private readonly options: PgEventLogOptions<E>,
+  ) {
+    this.schema = options.schema;
+    this.query = poolQuery(pool);
+  }
+
+  /** Connects and brings the schema up to date. */
+  static async open<E extends LogRecord>(options: PgEventLogOptions<E>): Promise<PgEventLog<E>> {
+    const pool = openPool(options, options.onIdleError ?? (() => {}));
+    try {
+      await migrate(pool, options.schema);
+    } catch (error) {
+      await pool.end();
+      throw error;
+    }
+    return new PgEventLog(pool, options);
+  }
+
+  /** The pool, for the other tables of the same schema (presence). */
+  get connections(): pg.Pool {
+    return this.pool;
+  }
+
+  /** Up to a page of committed events after `position`, oldest first. */
+  async read(after: number): Promise<StoredEvent<E>[]> {
+    const { rows } = await this.query<EventRow>('SELECT position, data FROM events WHERE position > $1 ORDER BY position LIMIT $2', [after, PAGE]);
+    return rows.map(stored<E>);
+  }
+
+  /**
+   * One append: with the head locked, `decide` is handed the events committed after `after` (which it must
+   * take in before deciding) and returns what to append after them. Resolves once committed, with the
+   * positions the new events took; rejects, and nothing is appended, if anything fails.
+   */
+  async append(after: number, decide: (committed: readonly StoredEvent<E>[]) => readonly E[]): Promise<StoredEvent<E>[]> {
+    return inTransaction(this.pool, async (tx) => {
+      const head = Number((await tx<{ position: string }>('SELECT position FROM log_head FOR UPDATE')).rows[0]!.position);
+      const committed: StoredEvent<E>[] = [];
+      for (let from = after; from < head; ) {
+        const { rows } = await tx<EventRow>('SELECT position, data FROM events WHERE position > $1 ORDER BY position LIMIT $2', [from, PAGE]);
+        if (rows.length === 0) break;
+        committed.push(...rows.map(stored<E>));
+        from = committed.at(-1)!.position;
+      }
+      const events = decide(committed);
+      if (events.length === 0) return [];
+      const positions = events.map((_, i) => head + 1 + i);
+      await tx(
+        'INSERT INTO events (position, stream, type, at, data) SELECT * FROM unnest($1::bigint[], $2::text[], $3::text[], $4::bigint[], $5::text[])',
+        [positions, events.map(this.options.streamOf), events.map((e) => e.type), events.map((e) => e.at), events.map((e) => JSON.stringify(e))],
+      );
+      await tx('UPDATE log_head SET position = $1', [head + events.length]);
+      return events.map((event, i) => ({ position: positions[i]!, event }));
+    });
+  }
+
+  /** The newest committed position: what a health check reads. */
+  async head(): Promise<number> {
+    return Number((await this.query<{ position: string }>('SELECT position FROM log_head')).rows[0]!.position);
+  }
+
+  /**
+   * Removes the events of `streams` (aggregates the fold has forgotten) stored before `position`:
+   * retention's one exception to append-only. Returns how many went.
+   */
+  async removeStreams(streams: readonly string[], position: number): Promise<number> {
+    const named = streams.filter((stream) => stream !== '');
+    if (named.length === 0) return 0;
+    return (await this.query('DELETE FROM events WHERE stream = ANY($1::text[]) AND position < $2', [named, position])).rowCount ?? 0;
+  }
+
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    await this.pool.end();
+  }
+}
+
+function stored<E>(row: EventRow): StoredEvent<E> {
+  return { position: Number(row.position), event: JSON.parse(row.data) as E };
+}

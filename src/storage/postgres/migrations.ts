@@ -1,0 +1,75 @@
+/**
+ * The shared store's schema, as numbered migrations run in order on start. Each runs once, in its own
+ * transaction, recorded in `schema_migrations`; nodes starting together take turns (an advisory lock on
+ * the schema's name), so exactly one of them applies each. A schema that has a migration this build does
+ * not know was made by a newer build: it is refused, not guessed at. Add a migration at the end; never
+ * change one that has shipped.
+ */
+import type pg from 'pg';
+import { SchemaMismatchError } from '../errors.js';
+import { inTransaction, poolQuery } from './connection.js';
+
+export interface Migration {
+  readonly version: number;
+  readonly name: string;
+  readonly sql: string;
+}
+
+export const MIGRATIONS: readonly Migration[] = [
+  {
+    version: 1,
+    name: 'event log',
+    sql: `
+      -- The backend's events, in one order every node folds. data is the event's JSON text as written.
+      CREATE TABLE events (
+        position bigint PRIMARY KEY,
+        stream text NOT NULL,
+        type text NOT NULL,
+        at bigint NOT NULL,
+        data text NOT NULL
+      );
+      CREATE INDEX events_by_stream ON events (stream, position);
+      -- The newest position: its row lock is held from an append's decision to its commit, so positions
+      -- become visible in order and a reader that has folded up to P never misses one below it.
+      CREATE TABLE log_head (
+        one boolean PRIMARY KEY DEFAULT true CHECK (one),
+        position bigint NOT NULL
+      );
+      INSERT INTO log_head (position) VALUES (0);
+    `,
+  },
+  {
+    version: 2,
+    name: 'presence',
+    sql: `
+      -- Until when each integration counts as online: the newest heartbeat's, whichever node took it.
+      CREATE TABLE presence (
+        integration_id text PRIMARY KEY,
+        online_until bigint NOT NULL
+      );
+    `,
+  },
+];
+
+/** Brings the pool's schema up to the newest migration; resolves with the version it is at. */
+export async function migrate(pool: pg.Pool, schema: string, migrations: readonly Migration[] = MIGRATIONS): Promise<number> {
+  const query = poolQuery(pool);
+  await query(`CREATE SCHEMA IF NOT EXISTS ${schema}`).catch(async (error: unknown) => {
+    // Two nodes creating it at once: the loser sees a unique violation, and the schema is there.
+    if ((error as { code?: string }).code !== '23505') throw error;
+  });
+  return inTransaction(pool, async (tx) => {
+    await tx('SELECT pg_advisory_xact_lock(hashtext($1))', [`assistant-relay:migrate:${schema}`]);
+    await tx('CREATE TABLE IF NOT EXISTS schema_migrations (version integer PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())');
+    const applied = (await tx<{ version: number }>('SELECT version FROM schema_migrations ORDER BY version')).rows.map((row) => row.version);
+    const known = new Set(migrations.map((m) => m.version));
+    const unknown = applied.filter((version) => !known.has(version));
+    if (unknown.length > 0) throw new SchemaMismatchError(`the schema ${schema} has migrations this build does not know (${unknown.join(', ')}): it was made by a newer assistant-relay`);
+    for (const migration of migrations) {
+      if (applied.includes(migration.version)) continue;
+      await tx(migration.sql);
+      await tx('INSERT INTO schema_migrations (version, name) VALUES ($1, $2)', [migration.version, migration.name]);
+    }
+    return Math.max(0, ...migrations.map((m) => m.version));
+  });
+}
