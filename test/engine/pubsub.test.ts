@@ -1,7 +1,13 @@
-/** The default `PubSub`, in one process, held to the contract every implementation must meet. */
-import { expect, it } from 'vitest';
-import { LocalPubSub, assistantChannel } from '../../src/engine/backend/pubsub.js';
+/** Every `PubSub`, held to the contract: the default in one process, and the two brokers nodes can share. */
+import { randomBytes } from 'node:crypto';
+import { afterEach, describe, expect, it } from 'vitest';
+import { LocalPubSub, assistantChannel, type ChannelNotice, type PubSub } from '../../src/engine/backend/pubsub.js';
+import type { BrokerPubSub } from '../../src/adapters/brokers/broker.js';
+import { NatsPubSub } from '../../src/adapters/brokers/nats.js';
+import { RedisPubSub } from '../../src/adapters/brokers/redis.js';
 import { describePubSub } from '../support/pubsub-contract.js';
+import { NATS_URL, REDIS_URL } from '../support/brokers.js';
+import { waitFor } from '../support/wait.js';
 
 describePubSub('LocalPubSub', async () => ({ pubsub: new LocalPubSub(() => {}), settle: async () => {} }));
 
@@ -14,3 +20,57 @@ it('LocalPubSub reports a subscriber that throws, with its topic', () => {
   pubsub.publish(assistantChannel('a'), { job_id: '1', type: 'job.created' });
   expect(failures).toEqual(['assistant_channel:a: subscriber broke']);
 });
+
+/** Waits until a marker published after everything else comes back: a broker's channel is one ordered stream. */
+async function settled(pubsub: PubSub): Promise<void> {
+  const topic = assistantChannel(`settle-${randomBytes(4).toString('hex')}`);
+  let heard = false;
+  const leave = pubsub.subscribe(topic, () => (heard = true));
+  pubsub.publish(topic, { type: 'log.appended' });
+  await waitFor('the marker', () => heard);
+  leave();
+}
+
+const BROKERS = {
+  'NATS JetStream': (namespace: string) => NatsPubSub.connect({ url: NATS_URL, namespace, report: () => {} }),
+  'Redis Streams': (namespace: string) => RedisPubSub.connect({ url: REDIS_URL, namespace, report: () => {} }),
+};
+
+for (const [name, connect] of Object.entries(BROKERS)) {
+  describePubSub(name, async () => {
+    const pubsub = await connect(`test_${randomBytes(6).toString('hex')}`);
+    return {
+      pubsub,
+      settle: () => settled(pubsub),
+      async close() {
+        await pubsub.remove();
+        await pubsub.close();
+      },
+    };
+  });
+
+  describe(`${name}: between nodes`, () => {
+    const open: BrokerPubSub[] = [];
+    afterEach(async () => {
+      for (const broker of open.splice(0)) {
+        await broker.remove();
+        await broker.close();
+      }
+    });
+
+    it('a notice one node publishes is heard by another that subscribed, and by none of another namespace', async () => {
+      const namespace = `test_${randomBytes(6).toString('hex')}`;
+      const [a, b, elsewhere] = await Promise.all([connect(namespace), connect(namespace), connect(`${namespace}_x`)]);
+      open.push(a, b, elsewhere);
+      const [heard, strayed]: [ChannelNotice[], ChannelNotice[]] = [[], []];
+      b.subscribe(assistantChannel('i'), (notice) => heard.push(notice));
+      elsewhere.subscribe(assistantChannel('i'), (notice) => strayed.push(notice));
+      a.publish(assistantChannel('i'), { type: 'stream.opened', node: 'a' });
+      await settled(a);
+      await settled(b);
+      await settled(elsewhere);
+      expect([heard, strayed]).toEqual([[{ type: 'stream.opened', node: 'a' }], []]);
+      expect([a.health.connected, b.health.connected]).toEqual([true, true]);
+    });
+  });
+}

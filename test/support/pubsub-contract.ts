@@ -1,20 +1,31 @@
 /**
- * What every `PubSub` must do, as a suite any implementation runs against itself: the in-process default
- * today, a broker (NATS, Redis) tomorrow. `settle` waits until whatever was published has been heard.
+ * What every `PubSub` must do, as a suite any implementation runs against itself: the in-process default,
+ * and each broker (NATS JetStream, Redis Streams). `settle` waits until whatever was published has been
+ * heard; `close`, if there is one, is called after each test.
  */
-import { describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it } from 'vitest';
 import { assistantChannel, type ChannelNotice, type JobNotice, type PubSub } from '../../src/engine/backend/pubsub.js';
 
 export interface OpenedPubSub {
   readonly pubsub: PubSub;
   settle(): Promise<void>;
+  close?(): Promise<void>;
 }
 
 const created = (job_id: string): JobNotice => ({ job_id, type: 'job.created' });
 const jobOf = (notice: ChannelNotice): string => ('job_id' in notice ? notice.job_id : notice.type);
 
-export function describePubSub(name: string, open: () => Promise<OpenedPubSub>): void {
+export function describePubSub(name: string, openOne: () => Promise<OpenedPubSub>): void {
   describe(`PubSub contract: ${name}`, () => {
+    const opened: OpenedPubSub[] = [];
+    afterEach(async () => {
+      for (const one of opened.splice(0)) await one.close?.();
+    });
+    const open = async () => {
+      const one = await openOne();
+      opened.push(one);
+      return one;
+    };
     it('hears what is published on its topic, in order, and nothing of another topic', async () => {
       const { pubsub, settle } = await open();
       const heard: ChannelNotice[] = [];

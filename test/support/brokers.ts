@@ -1,0 +1,3 @@
+/** The brokers of this machine, on loopback (`.ci/run` starts any that is not running); each test takes a namespace of its own. */
+export const NATS_URL = process.env.ASSISTANT_RELAY_TEST_NATS ?? 'nats://127.0.0.1:4222';
+export const REDIS_URL = process.env.ASSISTANT_RELAY_TEST_REDIS ?? 'redis://127.0.0.1:6379';
