@@ -1,8 +1,10 @@
 import { defineConfig } from 'vitest/config';
 
+/** The reasoning channel's suites, run again against three backend nodes on the shared stores (test/support/backend.ts). */
+const CLUSTER_SUITES = ['test/backend/**/*.test.ts'];
+
 export default defineConfig({
   test: {
-    include: ['test/**/*.test.ts'],
     // The process tests run the built CLI: rebuild dist/ first if src/ changed.
     globalSetup: ['test/support/build.ts'],
     testTimeout: 30_000,
@@ -10,5 +12,10 @@ export default defineConfig({
     // Tests open real sockets, files and child processes; two workers fit a 2-core machine.
     pool: 'forks',
     maxWorkers: 2,
+    projects: [
+      { extends: true, test: { name: 'one node', include: ['test/**/*.test.ts'] } },
+      { extends: true, test: { name: 'three nodes, NATS', include: CLUSTER_SUITES, env: { ASSISTANT_RELAY_TEST_BACKEND: 'cluster', ASSISTANT_RELAY_TEST_BROKER: 'nats' } } },
+      { extends: true, test: { name: 'three nodes, Redis', include: CLUSTER_SUITES, env: { ASSISTANT_RELAY_TEST_BACKEND: 'cluster', ASSISTANT_RELAY_TEST_BROKER: 'redis' } } },
+    ],
   },
 });

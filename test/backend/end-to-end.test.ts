@@ -6,15 +6,10 @@
 import { existsSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, expect, it } from 'vitest';
-import { buildBackendServer } from '../../src/adapters/backend/server.js';
-import { HTTP_LIMITS } from '../../src/adapters/http/limits.js';
-import { Backend } from '../../src/engine/backend/backend.js';
 // The plugin, the reasoners and the host as an embedder imports them: from the package's entry point.
 import { builtinReasoner, createAssistantHost, startPlugin } from '../../src/index.js';
-import { backendStreamOf, type BackendEvent } from '../../src/machines/backend-events.js';
-import { EventLog } from '../../src/storage/event-log.js';
 import { tempDir } from '../support/host.js';
-import { probeAnalyseSummarise } from '../support/backend.js';
+import { probeAnalyseSummarise, serveBackend } from '../support/backend.js';
 import { request } from '../support/http.js';
 
 const stops: Array<() => Promise<void>> = [];
@@ -22,21 +17,13 @@ afterEach(async () => {
   for (const stop of stops.splice(0).reverse()) await stop();
 });
 
-/** A backend relay on loopback with one integration. */
+/** A backend relay on loopback with one integration (three nodes, in the cluster projects). */
 async function startBackend(dir: string) {
-  const log = EventLog.open<BackendEvent>({ path: join(dir, 'backend.db'), streamOf: backendStreamOf });
-  const backend = await Backend.start(log);
-  const app = await buildBackendServer(backend, { limits: HTTP_LIMITS });
-  const url = await app.listen({ host: '127.0.0.1', port: 0 });
-  stops.push(async () => {
-    const closing = app.close();
-    await backend.close();
-    await closing;
-    await log.close();
-  });
-  const integration = await backend.integrations.create('assistant-relay');
+  const served = await serveBackend({ dir });
+  stops.push(() => served.stop({ remove: false }));
+  const integration = await served.backend.integrations.create('assistant-relay');
   if ('refused' in integration) throw new Error(integration.refused.message);
-  return { url, integration };
+  return { url: served.url, integration };
 }
 
 it('a client probes, analyses and summarises through the backend and the plugin, and reads valid results', async () => {

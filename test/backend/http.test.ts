@@ -9,7 +9,7 @@ import type { NewIntegration } from '../../src/engine/backend/integrations.js';
 import { IntegrationView, ReasoningJob, toBase64Url } from '../../src/protocol/index.js';
 import { heartbeatOf, serveBackend } from '../support/backend.js';
 import { request } from '../support/http.js';
-import { countEvents } from '../support/log.js';
+import { countBackendEvents } from '../support/log.js';
 import { SseConnection } from '../support/sse.js';
 
 interface Running {
@@ -204,14 +204,14 @@ describe('backend over HTTP: the operator\'s admin routes', () => {
       body: { error: { code: 'integration_revoked' } },
     });
     // Revoking again changes nothing.
-    const events = countEvents(r.db);
+    const events = await countBackendEvents(r.db);
     expect((await request(`${admin(r)}/${fresh.integration_id}/revoke`, { token: OPERATOR, method: 'POST' })).status).toBe(200);
-    expect(countEvents(r.db)).toBe(events);
+    expect(await countBackendEvents(r.db)).toBe(events);
   });
 
   it('refuse a wrong token, a provider that cannot be used, an unknown integration and malformed input, appending nothing', async () => {
     const r = await startBackend(OPERATOR);
-    const before = countEvents(r.db);
+    const before = await countBackendEvents(r.db);
     expect(await request(admin(r), { token: r.integration.client_token })).toMatchObject({ status: 401, body: { error: { code: 'unauthorized' } } });
     expect(await request(admin(r), { body: {} })).toMatchObject({ status: 401 });
     expect(await request(admin(r), { token: OPERATOR, body: { provider_kind: 'a2a-bridge' } })).toMatchObject({
@@ -224,7 +224,7 @@ describe('backend over HTTP: the operator\'s admin routes', () => {
     expect(await request(`${admin(r)}/${randomUUID()}/tokens/client/rotate`, { token: OPERATOR, method: 'POST' })).toMatchObject({ status: 404 });
     expect(await request(`${admin(r)}/not-a-uuid/revoke`, { token: OPERATOR, method: 'POST' })).toMatchObject({ status: 400, body: { error: { code: 'invalid_integration_id' } } });
     expect(await request(`${admin(r)}/${r.integration.integration_id}/tokens/operator/rotate`, { token: OPERATOR, method: 'POST' })).toMatchObject({ status: 400 });
-    expect(countEvents(r.db)).toBe(before);
+    expect(await countBackendEvents(r.db)).toBe(before);
   });
 });
 
@@ -249,7 +249,7 @@ describe('backend over HTTP: bad input gets a coded 4xx and leaves the log untou
     const { path, token, status, code } = row;
     const body = 'body' in row ? row.body : undefined;
     const r = await startBackend();
-    const before = countEvents(r.db);
+    const before = await countBackendEvents(r.db);
     const bearer = token === 'relay' ? r.integration.relay_token : token === 'client' ? r.integration.client_token : undefined;
     const answer = await request(`${base(r)}${path}`, {
       method: 'POST',
@@ -258,7 +258,7 @@ describe('backend over HTTP: bad input gets a coded 4xx and leaves the log untou
       ...('raw' in row ? { rawBody: row.raw, headers: { 'content-type': 'application/json' } } : {}),
     });
     expect(answer).toMatchObject({ status, body: { error: { code, message: expect.any(String) } } });
-    expect(countEvents(r.db)).toBe(before);
+    expect(await countBackendEvents(r.db)).toBe(before);
   });
 
   it('a bad Last-Event-ID on the job stream is 400 invalid_stream_cursor', async () => {

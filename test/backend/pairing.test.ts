@@ -9,7 +9,7 @@ import { PairingFailed, pairAsAssistant, pairAsClient } from '../../src/adapters
 import { AssistantPairing, ClientPairing, crockfordRandom, formatCode, newKeyPair, open, parseCode, seal, toBase64Url } from '../../src/protocol/index.js';
 import { serveBackend, type ServedBackend } from '../support/backend.js';
 import { request } from '../support/http.js';
-import { countEvents } from '../support/log.js';
+import { countBackendEvents } from '../support/log.js';
 
 const stops: Array<() => Promise<void>> = [];
 afterEach(async () => {
@@ -95,13 +95,13 @@ describe('pairing through the backend', () => {
     expect((await request(at('commit'), { token: joined.pairing_token, body: { commitment: side.commitment() } })).status).toBe(200);
     expect((await request(at('commit'), { token: joined.pairing_token, body: { commitment: side.commitment() } })).status).toBe(200);
     expect((await request(at('commit'), { token: joined.pairing_token, body: { commitment: toBase64Url(new Uint8Array(32)) } })).body).toMatchObject({ error: { code: 'pairing_conflict' } });
-    const events = countEvents(db);
+    const events = await countBackendEvents(db);
     for (const [body, what] of [[{ client_key: 'short' }, 'a short key'], [{ client_key: `${key.slice(0, 42)}B` }, 'stray bits'], [{ client_key: key, extra: 1 }, 'an unknown field'], ['not json', 'not JSON']] as const) {
       const answer = typeof body === 'string' ? await request(at('client-key'), { token: started.pairing_token, rawBody: body, headers: { 'content-type': 'application/json' } }) : await request(at('client-key'), { token: started.pairing_token, body });
       expect(answer.status, what).toBe(400);
     }
     expect((await request(`${url}/api/v1/pairings/not-a-uuid`, { token: started.pairing_token })).body).toMatchObject({ error: { code: 'invalid_pairing_id' } });
-    expect(countEvents(db)).toBe(events);
+    expect(await countBackendEvents(db)).toBe(events);
   });
 
   it('an open pairing expires: its steps are answered 410 and its handle names nothing', async () => {

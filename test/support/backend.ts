@@ -1,9 +1,18 @@
-/** Reasoning-channel fixtures shared by the backend's tests. */
+/**
+ * Reasoning-channel fixtures shared by the backend's tests. `serveBackend` is one node on an SQLite log;
+ * or, with ASSISTANT_RELAY_TEST_BACKEND=cluster (the `cluster` test projects), three nodes on a shared
+ * PostgreSQL schema and broker namespace of the test's own (ASSISTANT_RELAY_TEST_BROKER: nats or redis)
+ * behind a balancer that sends each request to the next node, so that the same suites prove three
+ * nodes behave as one.
+ */
 import { randomUUID } from 'node:crypto';
 import { rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { expect } from 'vitest';
-import { createBackendRelay } from '../../src/adapters/backend-relay.js';
+import { createBackendRelay, type BackendRelay } from '../../src/adapters/backend-relay.js';
+import { startBalancer } from './balancer.js';
+import { NATS_URL, REDIS_URL, removeNamespace } from './brokers.js';
+import { POSTGRES_URL, testSchema } from './postgres.js';
 import { verifyLogFile } from './verify-log.js';
 import type { Backend, BackendConfig } from '../../src/engine/backend/backend.js';
 import { PURPOSES, type Heartbeat, type JobPurpose } from '../../src/protocol/index.js';
@@ -13,16 +22,24 @@ import { request } from './http.js';
 export interface ServedBackend {
   readonly url: string;
   readonly dir: string;
+  /** The SQLite log; for a cluster, `{postgres url}#{schema}` (`countBackendEvents` reads either). */
   readonly db: string;
+  /** The engine (of the first node, in a cluster). */
   readonly backend: Backend;
   /** Stops it as a backend stops (late requests get 503); the folder stays unless `remove`. */
   stop(options?: { readonly remove?: boolean }): Promise<void>;
 }
 
-/** A backend engine on a real SQLite log in `dir`, served over loopback HTTP. */
-export async function serveBackend(
-  options: { readonly dir?: string; readonly config?: BackendConfig; readonly operatorToken?: string; readonly corsOrigins?: readonly string[] } = {},
-): Promise<ServedBackend> {
+export interface ServeOptions {
+  readonly dir?: string;
+  readonly config?: BackendConfig;
+  readonly operatorToken?: string;
+  readonly corsOrigins?: readonly string[];
+}
+
+/** A backend engine on a real SQLite log in `dir`, served over loopback HTTP; or a cluster of three (above). */
+export async function serveBackend(options: ServeOptions = {}): Promise<ServedBackend> {
+  if (process.env.ASSISTANT_RELAY_TEST_BACKEND === 'cluster') return serveCluster(options);
   const dir = options.dir ?? tempDir();
   const db = join(dir, 'backend.db');
   const relay = await createBackendRelay({
@@ -41,6 +58,44 @@ export async function serveBackend(
       await relay.close();
       if (!remove) return;
       await verifyLogFile(db);
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+const clusters = new Map<string, { readonly schema: string; readonly namespace: string }>();
+
+/** Three nodes on a shared store and broker behind a balancer. */
+export async function serveCluster(options: ServeOptions & { readonly nodes?: number; readonly broker?: 'nats' | 'redis' } = {}): Promise<ServedBackend> {
+  const dir = options.dir ?? tempDir();
+  // The same folder is the same cluster: serving it again is a restart of every node.
+  const { schema, namespace } = clusters.get(dir) ?? { schema: testSchema(), namespace: `test_${randomUUID().replaceAll('-', '').slice(0, 12)}` };
+  clusters.set(dir, { schema, namespace });
+  const brokerUrl = (options.broker ?? process.env.ASSISTANT_RELAY_TEST_BROKER ?? 'nats') === 'redis' ? REDIS_URL : NATS_URL;
+  const nodes: BackendRelay[] = [];
+  for (let i = 0; i < (options.nodes ?? 3); i += 1) {
+    nodes.push(
+      await createBackendRelay({
+        store: { url: POSTGRES_URL, schema },
+        broker: { url: brokerUrl, namespace },
+        ...(options.config === undefined ? {} : { config: options.config }),
+        ...(options.operatorToken === undefined ? {} : { operatorToken: options.operatorToken }),
+        ...(options.corsOrigins === undefined ? {} : { corsOrigins: options.corsOrigins }),
+      }),
+    );
+  }
+  const urls = await Promise.all(nodes.map((node) => node.listen()));
+  const balancer = await startBalancer(() => urls);
+  return {
+    url: balancer.url,
+    dir,
+    db: `${POSTGRES_URL}#${schema}`,
+    backend: nodes[0]!.backend,
+    async stop({ remove = true } = {}) {
+      await Promise.all(nodes.map((node) => node.close()));
+      await balancer.close();
+      if (!remove) return;
+      await removeNamespace(brokerUrl, namespace);
       rmSync(dir, { recursive: true, force: true });
     },
   };

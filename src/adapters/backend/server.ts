@@ -2,6 +2,7 @@
 import type { FastifyBaseLogger, FastifyInstance } from 'fastify';
 import type { Backend } from '../../engine/backend/backend.js';
 import { newHttpApp } from '../http/app.js';
+import type { HealthReport } from '../http/health.js';
 import type { HttpLimits } from '../http/limits.js';
 import { validationPlugin } from '../http/validation.js';
 import { adminRoutes } from './admin-routes.js';
@@ -19,6 +20,8 @@ export interface BackendHttpOptions {
   readonly operatorTokenDigest?: string;
   /** Browser origins allowed to call the backend (CORS); none by default. */
   readonly corsOrigins?: readonly string[];
+  /** What `/healthz` answers: the node, its store and its broker. */
+  readonly health?: () => Promise<HealthReport>;
 }
 
 export async function buildBackendServer(backend: Backend, options: BackendHttpOptions): Promise<FastifyInstance> {
@@ -30,8 +33,11 @@ export async function buildBackendServer(backend: Backend, options: BackendHttpO
     epoch: backend.epoch,
     ...(options.logger === undefined ? {} : { logger: options.logger }),
     ...(options.corsOrigins === undefined ? {} : { corsOrigins: options.corsOrigins }),
+    ...(options.health === undefined ? {} : { health: options.health }),
   });
   await app.register(async (scope) => {
+    // On a shared store, a request reads what any node committed before it came (nothing to do for one node).
+    scope.addHook('onRequest', () => backend.caughtUp());
     await scope.register(validationPlugin);
     await scope.register(pluginRoutes, { backend });
     await scope.register(clientRoutes, { backend });

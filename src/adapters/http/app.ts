@@ -8,7 +8,7 @@ import cors from '@fastify/cors';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import { answerClientError } from './client-errors.js';
 import { answerError, errorsPlugin, sendError } from './errors.js';
-import { healthPlugin } from './health.js';
+import { healthPlugin, type HealthReport } from './health.js';
 import { jsonBodyPlugin } from './json-body.js';
 import type { HttpLimits } from './limits.js';
 import { RequestLogController } from './request-log.js';
@@ -20,6 +20,8 @@ export interface HttpAppOptions {
   readonly maxParamLength: number;
   /** What `/healthz` answers as the process's epoch. */
   readonly epoch: string;
+  /** What `/healthz` answers instead, for a process that reports on itself. */
+  readonly health?: () => Promise<HealthReport>;
   readonly logger?: FastifyBaseLogger;
   /** Origins (`https://app.example`) whose browser pages may call this surface; preflights answered for them. */
   readonly corsOrigins?: readonly string[];
@@ -64,6 +66,6 @@ export async function newHttpApp(options: HttpAppOptions): Promise<FastifyInstan
   if ((options.corsOrigins ?? []).length > 0) await app.register(cors, { ...CORS, origin: [...options.corsOrigins!] });
   await app.register(errorsPlugin);
   await app.register(jsonBodyPlugin);
-  await app.register(healthPlugin, { epoch: options.epoch });
+  await app.register(healthPlugin, { epoch: options.epoch, ...(options.health === undefined ? {} : { report: options.health }) });
   return app;
 }

@@ -17,11 +17,16 @@ import { SseParser } from '../client/sse-parser.js';
 /** A stream open this long counts as having stayed up: the next drop starts the backoff afresh. */
 export const STABLE_STREAM_MS = 10_000;
 
+/** Plugins told to reconnect (their node drains) come back within this. */
+const MOVE_SPREAD_MS = 250;
+
 export type StreamState = 'connecting' | 'open' | 'waiting' | 'paused' | 'stopped';
 
 type Ending =
   | { readonly kind: 'dropped'; readonly openedAt: number }
   | { readonly kind: 'superseded' }
+  /** The backend node drains: another takes the stream at once. */
+  | { readonly kind: 'moved' }
   | { readonly kind: 'failed'; readonly status?: number; readonly retryAfterMs?: number };
 
 export interface SubscriptionOptions {
@@ -97,6 +102,12 @@ export class Subscription {
 
   private waitAfter(ending: Ending): number {
     const { clock, random, logger } = this.options;
+    if (ending.kind === 'moved') {
+      logger.info('the backend node drains: reconnecting');
+      this.failures = 0;
+      // Spread over a moment: every plugin of the node reconnects at once otherwise.
+      return Math.floor(random() * MOVE_SPREAD_MS);
+    }
     if (ending.kind === 'dropped' && clock.now() - ending.openedAt >= STABLE_STREAM_MS) this.failures = 0;
     this.failures += 1;
     if (ending.kind === 'superseded') {
@@ -124,6 +135,7 @@ export class Subscription {
       for await (const chunk of answer.body) {
         for (const event of parser.feed(chunk)) {
           if (event.event === 'superseded') return { kind: 'superseded' };
+          if (event.event === 'reconnect') return { kind: 'moved' };
           if (event.event === 'message') this.options.onJob(event.data, event.id);
           else if (event.event === 'rekey') this.options.onRekey(event.data);
         }

@@ -43,6 +43,8 @@ export interface BackendLog<S> {
   caughtUp(): Promise<void>;
   /** Resolves once nothing this process appended is uncommitted: the fold holds only what the log holds. */
   settled(): Promise<void>;
+  /** The position of the newest event the fold holds as committed. */
+  readonly position: number;
   /** Removes the events of forgotten aggregates (retention), up to the newest committed. */
   removeStreams(streams: readonly string[]): Promise<number>;
   /** Retention made the fold smaller: a good moment for a snapshot. */
@@ -91,6 +93,10 @@ export class LocalBackendLog<S> implements BackendLog<S> {
   }
 
   async caughtUp(): Promise<void> {}
+
+  get position(): number {
+    return this.log.lastPosition;
+  }
 
   settled(): Promise<void> {
     return this.log.settled();

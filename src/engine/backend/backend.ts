@@ -23,7 +23,7 @@ import type { JobEvent } from '../../machines/job-events.js';
 import { isSettled, type JobSnapshot } from '../../machines/job.js';
 import { EventLog } from '../../storage/event-log.js';
 import type { PgEventLog } from '../../storage/postgres/event-log.js';
-import { PgPresence } from '../../storage/postgres/presence.js';
+import { PgMisses, PgPresence } from '../../storage/postgres/presence.js';
 import { AfterCommit } from '../after-commit.js';
 import { randomIds, systemClock, type Clock, type IdSource, type TimerHandle } from '../clock.js';
 import type { FailureContext } from '../config.js';
@@ -37,8 +37,8 @@ import { JobFollowers, type RenderJob } from './followers.js';
 import { rekeyFrame } from './frames.js';
 import { Integrations } from './integrations.js';
 import { LogJobStore, type JobDecide } from './job-store.js';
-import { PAIRING_TTL_MS, Pairings } from './pairings.js';
-import { LocalPresence, type Presence } from './presence.js';
+import { PAIRING_TTL_MS, Pairings, UNKNOWN_HANDLE_WINDOW_MS } from './pairings.js';
+import { LocalMisses, LocalPresence, type Misses, type Presence } from './presence.js';
 import { BackendProjection, type BackendState, type ProbedProfile } from './projection.js';
 import { LocalPubSub, assistantChannel, type JobNotice, type PubSub } from './pubsub.js';
 import { forgetEndedRecords } from './retention.js';
@@ -139,6 +139,7 @@ export class Backend {
     this.report = config.onError ?? ((error, context) => process.emitWarning(`assistant-relay backend: ${context.what} failed: ${String(error)}`));
     const subscriberFailed = (error: unknown, topic: string) => this.report(error, { what: `a subscriber of ${topic}` });
     let presence: Presence;
+    let misses: Misses;
     if (store instanceof EventLog) {
       if (config.broker !== undefined) throw new Error('a broker carries the channel between nodes that share a PostgreSQL log: this backend has its own');
       this.log = new LocalBackendLog(store, {
@@ -150,12 +151,14 @@ export class Backend {
       });
       this.pubsub = config.pubsub ?? new LocalPubSub(subscriberFailed);
       presence = new LocalPresence();
+      misses = new LocalMisses();
     } else {
       this.log = new SharedBackendLog(store);
       this.lookEveryMs = config.lookEveryMs ?? 1_000;
       const caughtUp = () => this.background(this.log.caughtUp(), 'folding what other nodes committed');
       this.pubsub = config.broker === undefined ? new LocalPubSub(subscriberFailed) : new ClusterChannel(config.broker, this.epoch, caughtUp, subscriberFailed);
       presence = new PgPresence(store.connections);
+      misses = new PgMisses(store.connections, UNKNOWN_HANDLE_WINDOW_MS);
     }
     this.retention = new Retention({
       clock: this.clock,
@@ -191,7 +194,7 @@ export class Backend {
         Promise.all(jobIds.map((job_id) => this.update(job_id, (job) => this.ofIntegration(integrationId, job, (own) => jobDecider.decide({ type: 'run', job_id, lease_until: at + this.leaseMs, at }, own))))),
       (work) => this.background(work, 'offline deadline'),
     );
-    this.pairings = new Pairings(this.projection, this.log, this.clock, this.ids, config.pairingTtlMs ?? PAIRING_TTL_MS, (work) => this.background(work, 'pairing expiry'));
+    this.pairings = new Pairings(this.projection, this.log, this.clock, this.ids, config.pairingTtlMs ?? PAIRING_TTL_MS, misses, (work) => this.background(work, 'pairing expiry'));
     this.afterCommit.add({ name: 'integration streams', event: (event) => this.toStream(event) });
     this.afterCommit.add({ name: 'offline deadlines', event: (event) => this.integrations.committed(event) });
     this.afterCommit.add({ name: 'pairing expiries', event: (event) => this.pairings.committed(event) });
@@ -226,6 +229,11 @@ export class Backend {
     backend.retention.start();
     backend.lookAgain();
     return backend;
+  }
+
+  /** The position of the newest committed event this node has folded. */
+  get position(): number {
+    return this.log.position;
   }
 
   /** Folds what other nodes committed up to now (nothing to do on a log of this process alone): what a request reads next is as fresh as the store. */

@@ -30,6 +30,9 @@ export function frameOf(job: JobSnapshot, seq: number): Frame {
 /** Tells a stream that a second one took its place (PROTOCOL.md 6). */
 export const SUPERSEDED_FRAME = `event: superseded\ndata: {"type":"superseded"}\n\n`;
 
+/** Tells a stream that its node is draining (PROTOCOL.md 6e.17): its plugin reconnects at once, to another node behind the load balancer. */
+export const RECONNECT_FRAME = `event: reconnect\ndata: {"type":"reconnect"}\n\n`;
+
 /** A key rotation on its way to the plugin (PROTOCOL.md 7.12): never dropped, and no id (the job frames' cursor does not count it). */
 export function rekeyFrame(rekey: Rekey): Frame {
   const data = JSON.stringify({ rekey_id: rekey.rekey_id, kid: rekey.kid, client_key: rekey.client_key, mac: rekey.mac });

@@ -15,12 +15,13 @@ import { isPairingOpen, type PairingSnapshot } from '../../machines/pairing.js';
 import type { Clock, IdSource } from '../clock.js';
 import { Deadlines } from '../deadlines.js';
 import type { BackendLog } from './backend-log.js';
+import type { Misses } from './presence.js';
 import type { BackendProjection } from './projection.js';
 
 export const PAIRING_TTL_MS = 10 * 60_000;
 export const MAX_OPEN_PAIRINGS = 64;
 export const MAX_UNKNOWN_HANDLES = 10;
-const UNKNOWN_HANDLE_WINDOW_MS = 60_000;
+export const UNKNOWN_HANDLE_WINDOW_MS = 60_000;
 
 export type PairingRole = 'client' | 'assistant';
 
@@ -33,8 +34,6 @@ export interface PairingAnswer {
 
 export class Pairings {
   private readonly expiries: Deadlines<string>;
-  /** When codes that named no pairing came, within the last minute. */
-  private unknownHandles: number[] = [];
 
   constructor(
     private readonly projection: BackendProjection,
@@ -42,6 +41,8 @@ export class Pairings {
     private readonly clock: Clock,
     private readonly ids: IdSource,
     private readonly ttlMs: number,
+    /** When codes that named no pairing came (shared by the nodes of a service). */
+    private readonly misses: Misses,
     onExpiryFailure: (work: Promise<unknown>) => void,
   ) {
     this.expiries = new Deadlines(clock, (pairing_id) => onExpiryFailure(this.decide({ type: 'expire', pairing_id, at: clock.now() })));
@@ -97,8 +98,7 @@ export class Pairings {
   /** The assistant's side joins with a handle; codes that name no pairing are counted and limited. */
   async join(handle: string): Promise<PairingAnswer | 'too_many'> {
     const at = this.clock.now();
-    this.unknownHandles = this.unknownHandles.filter((when) => when > at - UNKNOWN_HANDLE_WINDOW_MS);
-    if (this.unknownHandles.length >= MAX_UNKNOWN_HANDLES) return 'too_many';
+    if ((await this.misses.countSince(at - UNKNOWN_HANDLE_WINDOW_MS)) >= MAX_UNKNOWN_HANDLES) return 'too_many';
     const token = newToken();
     const joined = await this.log.decide(() => {
       const pairing = this.projection.pairingByHandle(handle);
@@ -108,7 +108,7 @@ export class Pairings {
       return { events: decision.events, outcome: { pairing_id, outcome: decision.outcome } };
     });
     if (joined === undefined) {
-      this.unknownHandles.push(at);
+      await this.misses.record(at);
       return { outcome: 'unknown', pairing: undefined };
     }
     const { pairing_id, outcome } = joined;

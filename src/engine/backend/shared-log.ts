@@ -29,7 +29,7 @@ interface Waiter {
 export class SharedBackendLog<S> implements BackendLog<S> {
   private parts: FoldParts<S> | undefined;
   /** The newest position folded. */
-  private position = 0;
+  position = 0;
   /** The newest position dispatched: never dispatched again, even when folded again. */
   private dispatched = 0;
   /** Events of a batch that never committed may be in the fold: fold again before the next step. */

@@ -14,7 +14,7 @@ import type { Frame } from '../../machines/subscription.js';
 import { isSettled, jobState, type JobSnapshot } from '../../machines/job.js';
 import type { Clock } from '../clock.js';
 import { SubscriptionActor, type SubscriberTransport } from '../subscription-actor.js';
-import { SUPERSEDED_FRAME, frameOf } from './frames.js';
+import { RECONNECT_FRAME, SUPERSEDED_FRAME, frameOf } from './frames.js';
 import type { JobDecide, JobStore } from './job-store.js';
 import { Serial } from './serial.js';
 import { assistantChannel, type JobNotice, type PubSub } from './pubsub.js';
@@ -101,8 +101,12 @@ export class JobStreams {
     this.streams.get(integrationId)?.actor.close('session_ended');
   }
 
+  /** The node drains: each stream is told to reconnect (to another node), after what it was sent, and ends. */
   closeAll(): void {
-    for (const { actor } of [...this.streams.values()]) actor.close('host_closing');
+    for (const { actor } of [...this.streams.values()]) {
+      actor.push([{ kind: 'resync', task_id: '', text: RECONNECT_FRAME, bytes: RECONNECT_FRAME.length }]);
+      actor.close('host_closing');
+    }
   }
 
   private async catchUp(stream: LiveStream, cursor: number | undefined): Promise<void> {

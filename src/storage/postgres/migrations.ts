@@ -40,13 +40,16 @@ export const MIGRATIONS: readonly Migration[] = [
   },
   {
     version: 2,
-    name: 'presence',
+    name: 'presence and pairing misses',
     sql: `
       -- Until when each integration counts as online: the newest heartbeat's, whichever node took it.
       CREATE TABLE presence (
         integration_id text PRIMARY KEY,
         online_until bigint NOT NULL
       );
+      -- When pairing codes that named no pairing came (the limit on guessing is the service's).
+      CREATE TABLE pairing_misses (at bigint NOT NULL);
+      CREATE INDEX pairing_misses_by_time ON pairing_misses (at);
     `,
   },
 ];

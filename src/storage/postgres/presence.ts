@@ -1,7 +1,8 @@
-/** The backend's presence (engine/backend/presence.ts) in PostgreSQL: one row an integration, the newest heartbeat's deadline. */
+/** What the backend's nodes share besides the log (engine/backend/presence.ts), in PostgreSQL. */
 import type pg from 'pg';
 import { poolQuery, type Query } from './connection.js';
 
+/** One row an integration: the newest heartbeat's deadline. */
 export class PgPresence {
   private readonly query: Query;
 
@@ -19,5 +20,26 @@ export class PgPresence {
   async until(integrationId: string): Promise<number | undefined> {
     const { rows } = await this.query<{ online_until: string }>('SELECT online_until FROM presence WHERE integration_id = $1', [integrationId]);
     return rows[0] === undefined ? undefined : Number(rows[0].online_until);
+  }
+}
+
+/** Pairing codes that named no pairing, a row each, kept for `keepMs`. */
+export class PgMisses {
+  private readonly query: Query;
+
+  constructor(
+    pool: pg.Pool,
+    private readonly keepMs: number,
+  ) {
+    this.query = poolQuery(pool);
+  }
+
+  async record(at: number): Promise<void> {
+    await this.query('WITH gone AS (DELETE FROM pairing_misses WHERE at <= $2) INSERT INTO pairing_misses (at) VALUES ($1)', [at, at - this.keepMs]);
+  }
+
+  async countSince(since: number): Promise<number> {
+    const { rows } = await this.query<{ n: string }>('SELECT count(*) AS n FROM pairing_misses WHERE at > $1', [since]);
+    return Number(rows[0]!.n);
   }
 }

@@ -1,0 +1,69 @@
+/**
+ * A load balancer for tests, in front of several backend nodes, as an operator would put one: each
+ * request goes to the next node in turn (so that consecutive requests of one client meet different nodes),
+ * its body buffered so that a node that refuses the connection is skipped for the next one, as nginx's
+ * `proxy_next_upstream error` does; a response, a stream included, is passed through as it comes.
+ */
+import { Agent, createServer, request, type IncomingHttpHeaders, type IncomingMessage, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+
+export interface Balancer {
+  readonly url: string;
+  /** Which node took each request so far, by index. */
+  readonly taken: number[];
+  close(): Promise<void>;
+}
+
+/** Hop-by-hop headers are the connection's, not the message's: a proxy never forwards them (RFC 9110 7.6.1). */
+const HOP_BY_HOP = new Set(['connection', 'keep-alive', 'proxy-connection', 'transfer-encoding', 'upgrade', 'te', 'trailer']);
+
+function endToEnd(headers: IncomingHttpHeaders): IncomingHttpHeaders {
+  return Object.fromEntries(Object.entries(headers).filter(([name]) => !HOP_BY_HOP.has(name)));
+}
+
+export async function startBalancer(upstreams: () => readonly string[]): Promise<Balancer> {
+  let next = 0;
+  // Connections to the nodes are kept and reused, as a balancer's are.
+  const agent = new Agent({ keepAlive: true });
+  const taken: number[] = [];
+  const server: Server = createServer((incoming, outgoing) => {
+    const chunks: Buffer[] = [];
+    incoming.on('data', (chunk: Buffer) => chunks.push(chunk));
+    incoming.on('end', () => {
+      const body = Buffer.concat(chunks);
+      const nodes = upstreams();
+      const forward = (tries: number): void => {
+        const index = next++ % nodes.length;
+        const target = new URL(incoming.url ?? '/', nodes[index]);
+        const upstream = request(target, { method: incoming.method, headers: { ...endToEnd(incoming.headers), host: target.host }, agent }, (answer: IncomingMessage) => {
+          taken.push(index);
+          outgoing.writeHead(answer.statusCode ?? 502, endToEnd(answer.headers));
+          answer.pipe(outgoing);
+          // A client that leaves mid-answer (a stream) closes the node's side too; a finished answer's connection is the pool's again.
+          outgoing.on('close', () => {
+            if (!answer.complete) answer.destroy();
+          });
+        });
+        upstream.on('error', (error: NodeJS.ErrnoException) => {
+          if (outgoing.headersSent) return void outgoing.destroy();
+          if (error.code === 'ECONNREFUSED' && tries + 1 < nodes.length) return forward(tries + 1);
+          outgoing.writeHead(502, { 'content-type': 'application/json' }).end(JSON.stringify({ error: { code: 'bad_gateway', message: String(error) } }));
+        });
+        upstream.end(body);
+      };
+      forward(0);
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  return {
+    url: `http://127.0.0.1:${port}`,
+    taken,
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.closeAllConnections();
+        agent.destroy();
+        server.close(() => resolve());
+      }),
+  };
+}
