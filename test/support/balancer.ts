@@ -9,8 +9,8 @@ import type { AddressInfo } from 'node:net';
 
 export interface Balancer {
   readonly url: string;
-  /** Which node took each request so far, by index. */
-  readonly taken: number[];
+  /** Which node took each request so far (its index), and the request's path. */
+  readonly taken: Array<{ readonly node: number; readonly path: string }>;
   close(): Promise<void>;
 }
 
@@ -25,7 +25,7 @@ export async function startBalancer(upstreams: () => readonly string[]): Promise
   let next = 0;
   // Connections to the nodes are kept and reused, as a balancer's are.
   const agent = new Agent({ keepAlive: true });
-  const taken: number[] = [];
+  const taken: Array<{ node: number; path: string }> = [];
   const server: Server = createServer((incoming, outgoing) => {
     const chunks: Buffer[] = [];
     incoming.on('data', (chunk: Buffer) => chunks.push(chunk));
@@ -36,12 +36,16 @@ export async function startBalancer(upstreams: () => readonly string[]): Promise
         const index = next++ % nodes.length;
         const target = new URL(incoming.url ?? '/', nodes[index]);
         const upstream = request(target, { method: incoming.method, headers: { ...endToEnd(incoming.headers), host: target.host }, agent }, (answer: IncomingMessage) => {
-          taken.push(index);
+          taken.push({ node: index, path: target.pathname });
           outgoing.writeHead(answer.statusCode ?? 502, endToEnd(answer.headers));
           answer.pipe(outgoing);
           // A client that leaves mid-answer (a stream) closes the node's side too; a finished answer's connection is the pool's again.
           outgoing.on('close', () => {
             if (!answer.complete) answer.destroy();
+          });
+          // A node that dies mid-answer cuts the client's connection too, as a balancer does.
+          answer.on('close', () => {
+            if (!answer.complete) outgoing.destroy();
           });
         });
         upstream.on('error', (error: NodeJS.ErrnoException) => {

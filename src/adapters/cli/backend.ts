@@ -1,19 +1,33 @@
 /**
- * `assistant-relay backend`: the backend relay (4.1) standalone, on its own event log; and
+ * `assistant-relay backend`: the backend relay (4.1) standalone, on its own event log or as one node of
+ * a service on PostgreSQL and a broker; and
  * `assistant-relay backend integration create`, which creates an integration in a log no backend holds
  * (the lock refuses it otherwise) and prints its tokens, once.
  */
 import { Backend } from '../../engine/backend/backend.js';
 import { backendStreamOf, type BackendEvent } from '../../machines/backend-events.js';
 import { EventLog } from '../../storage/event-log.js';
-import { createBackendRelay } from '../backend-relay.js';
-import { UsageError, integer, logLevelOf, parseOrigins, readFlags, retentionOf } from './flags.js';
+import { SCHEMA_NAME } from '../../storage/postgres/connection.js';
+import { createBackendRelay, type BackendRelayOptions } from '../backend-relay.js';
+import { NAMESPACE } from '../brokers/broker.js';
+import { BROKER_SCHEMES } from '../brokers/connect.js';
+import { UsageError, integer, parseDuration, logLevelOf, parseOrigins, readFlags, retentionOf } from './flags.js';
 import { exitOnFatal, jsonLogger, readTokenFile, runUntilSignalled } from './service.js';
 
 export const BACKEND_USAGE = `usage: assistant-relay backend [options]
   --host H                 address to listen on (default 127.0.0.1)
   --port P                 port; 0 picks a free one (default 8788)
-  --db FILE                the backend's SQLite event log (default data/backend.db)
+  --db FILE                the backend's SQLite event log (default data/backend.db): one node
+  --store URL              postgres://user@host:port/db instead of --db: the log every node of the
+                           service shares (migrations run on start)
+  --schema NAME            the store's schema for this service (default assistant_relay)
+  --pubsub URL             with --store: nats://host:port (JetStream) or redis://host:port (Streams), the
+                           broker that tells nodes of each other's commits at once (without one: each
+                           second)
+  --namespace NAME         prefix of the broker's subjects or keys for this service (default assistant_relay)
+  --pool N                 PostgreSQL connections at most (default 10)
+  --store-timeout D        how long to wait for a connection before answering 503 store_unavailable,
+                           e.g. 5s (default 5s)
   --token-file FILE        the operator token, created (0600, random) if absent: turns on the admin
                            routes (/api/v1/admin/integrations); without it there are none
   --cors-origin O          browser origins whose pages may call the backend, comma-separated (default none)
@@ -29,6 +43,12 @@ const FLAGS = {
   host: { type: 'string' },
   port: { type: 'string' },
   db: { type: 'string' },
+  store: { type: 'string' },
+  schema: { type: 'string' },
+  pubsub: { type: 'string' },
+  namespace: { type: 'string' },
+  pool: { type: 'string' },
+  'store-timeout': { type: 'string' },
   'token-file': { type: 'string' },
   'cors-origin': { type: 'string' },
   retention: { type: 'string' },
@@ -44,17 +64,63 @@ function openLog(db: string): EventLog<BackendEvent> {
 export async function backendCommand(argv: readonly string[], env: NodeJS.ProcessEnv): Promise<void> {
   if (argv[0] === 'integration') return integrationCommand(argv.slice(1), env);
   const get = readFlags(argv, FLAGS, env);
-  const db = get('db') ?? DEFAULT_DB;
+  const where = whereOf(get);
   const corsOrigins = parseOrigins('cors-origin', get('cors-origin'));
   const logger = jsonLogger(logLevelOf(get('log-level')));
   const tokenFile = get('token-file');
   const operatorToken = tokenFile === undefined ? undefined : readTokenFile(tokenFile, { create: true });
   const retentionMs = retentionOf(get('retention'));
   const config = { onFatal: exitOnFatal(logger), ...(retentionMs === undefined ? {} : { retentionMs }) };
-  const relay = await createBackendRelay({ db, corsOrigins, logger, config, ...(operatorToken === undefined ? {} : { operatorToken }) });
+  const relay = await createBackendRelay({ ...where.options, corsOrigins, logger, config, ...(operatorToken === undefined ? {} : { operatorToken }) });
   const url = await relay.listen({ host: get('host') ?? '127.0.0.1', port: integer('port', get('port') ?? '8788', 0, 65535) });
-  logger.info({ url, db, epoch: relay.epoch, admin_routes: operatorToken !== undefined, cors_origins: corsOrigins }, 'serving');
+  logger.info({ url, ...where.said, epoch: relay.epoch, admin_routes: operatorToken !== undefined, cors_origins: corsOrigins }, 'serving');
   runUntilSignalled(logger, { listening: url }, () => relay.close());
+}
+
+/** The log the flags name, and what the `serving` line says of it (never a password). */
+function whereOf(get: (name: keyof typeof FLAGS) => string | undefined): { options: Pick<BackendRelayOptions, 'db' | 'store' | 'broker'>; said: Record<string, unknown> } {
+  const store = get('store');
+  const pubsub = get('pubsub');
+  if (store === undefined) {
+    for (const flag of ['pubsub', 'schema', 'namespace', 'pool', 'store-timeout'] as const) if (get(flag) !== undefined) throw new UsageError(`--${flag} goes with --store`);
+    const db = get('db') ?? DEFAULT_DB;
+    return { options: { db }, said: { db } };
+  }
+  if (get('db') !== undefined) throw new UsageError('--db and --store name two logs: give one');
+  const storeUrl = urlOf('store', store, ['postgres:', 'postgresql:']);
+  const schema = get('schema') ?? 'assistant_relay';
+  if (!SCHEMA_NAME.test(schema)) throw new UsageError(`--schema must be lowercase letters, digits and _ (at most 63), not ${JSON.stringify(schema)}`);
+  const namespace = get('namespace') ?? 'assistant_relay';
+  if (!NAMESPACE.test(namespace)) throw new UsageError(`--namespace must be letters, digits, _ and - (at most 64), not ${JSON.stringify(namespace)}`);
+  const pool = get('pool');
+  const timeout = get('store-timeout');
+  const options = {
+    store: {
+      url: store,
+      schema,
+      ...(pool === undefined ? {} : { poolSize: integer('pool', pool, 1, 1_000) }),
+      ...(timeout === undefined ? {} : { connectTimeoutMs: parseDuration('store-timeout', timeout) }),
+    },
+    ...(pubsub === undefined ? {} : { broker: { url: urlOf('pubsub', pubsub, [...BROKER_SCHEMES]).href, namespace } }),
+  };
+  return { options, said: { store: withoutPassword(storeUrl), schema, ...(pubsub === undefined ? {} : { pubsub: withoutPassword(urlOf('pubsub', pubsub, [...BROKER_SCHEMES])), namespace }) } };
+}
+
+function urlOf(flag: string, text: string, schemes: readonly string[]): URL {
+  let url: URL;
+  try {
+    url = new URL(text);
+  } catch {
+    throw new UsageError(`--${flag} must be a URL (${schemes.map((s) => `${s}//`).join(' or ')}…), not ${JSON.stringify(text)}`);
+  }
+  if (!schemes.includes(url.protocol)) throw new UsageError(`--${flag} must start ${schemes.map((s) => `${s}//`).join(' or ')}, not ${url.protocol}//`);
+  return url;
+}
+
+function withoutPassword(url: URL): string {
+  const shown = new URL(url.href);
+  if (shown.password !== '') shown.password = '***';
+  return shown.href;
 }
 
 async function integrationCommand(argv: readonly string[], env: NodeJS.ProcessEnv): Promise<void> {
