@@ -67,6 +67,8 @@ export interface LogRow {
 }
 
 export interface JobsRow {
+  /** Where the backend keeps its jobs, on how many nodes (rows of runs before it are the embedded one's). */
+  readonly setup?: string;
   readonly concurrency: number;
   readonly jobsPerSecond: Spread;
   readonly p50Ms: number;

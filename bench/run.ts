@@ -19,7 +19,7 @@ import { CONTENDERS, NODE_ARGS, ROOT, SERVERS, scratchDir, start, stop, type Run
 import { charts, markdown, targets } from './report.js';
 import type { BenchResults, IdleRow, JobsRow, LogRow, Machine, RestartRow, ResumeRow } from './results.js';
 import { idle } from './scenarios/idle.js';
-import { jobs } from './scenarios/jobs.js';
+import { JOBS_SETUPS, jobs } from './scenarios/jobs.js';
 import { logAppends } from './scenarios/log.js';
 import { restart } from './scenarios/restart.js';
 import { resume } from './scenarios/resume.js';
@@ -75,7 +75,7 @@ const PLAN = quick
       idle: { streams: 200, settleMs: 300 },
       restart: { sizes: [10_000], rounds: 1, sessions: 1_000 },
       log: { sliceMs: 200, rounds: 1 },
-      jobs: { concurrency: [1], warmupMs: 200, sliceMs: 500, rounds: 1 },
+      jobs: { setups: JOBS_SETUPS, concurrency: [1], warmupMs: 200, sliceMs: 500, rounds: 1 },
     }
   : {
       sessions: [1, 10, 100, 1_000],
@@ -84,7 +84,7 @@ const PLAN = quick
       idle: { streams: 10_000, settleMs: 2_000 },
       restart: { sizes: [10_000, 100_000, 1_000_000], rounds: 3, sessions: 1_000 },
       log: { sliceMs: 1_000, rounds: 3 },
-      jobs: { concurrency: [1, 100], warmupMs: 1_000, sliceMs: 2_000, rounds: 3 },
+      jobs: { setups: JOBS_SETUPS, concurrency: [1, 100], warmupMs: 1_000, sliceMs: 2_000, rounds: 3 },
     };
 
 const machine: Machine = {

@@ -1,7 +1,11 @@
 /**
  * The reasoning channel: jobs per second through backend → plugin (`builtin` reasoner) → result, and the
- * latency from creating a job to reading its result, at 1 and at 100 concurrent jobs. Both are the built
- * CLI as child processes on 127.0.0.1, each on a fresh SQLite log.
+ * latency from creating a job to reading its result, at 1 and at 100 concurrent jobs. All are the built
+ * CLI as child processes on 127.0.0.1, in three setups: the embedded default (one node on a fresh SQLite
+ * log), and the distributed stores (PostgreSQL and NATS JetStream on loopback, a fresh schema and
+ * namespace) through one node and through three. With three, the client spreads its requests over the
+ * nodes in turn (as a balancer would) and the plugin holds its stream on the first, so most jobs are
+ * created on a node other than the one that delivers them.
  *
  * A job is: POST …/jobs (the client), then GET …/jobs/{job_id}/events (SSE) read until the job's view
  * says `completed`. Each concurrency runs a warm-up unmeasured, then `rounds` measured slices, in closed
@@ -10,15 +14,27 @@
  */
 import Database from 'better-sqlite3';
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
-import { randomUUID } from 'node:crypto';
+import { randomBytes, randomUUID } from 'node:crypto';
 import { rmSync, writeFileSync } from 'node:fs';
+import pg from 'pg';
+import { connectBroker } from '../../src/adapters/brokers/connect.js';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { CLI, scratchDir } from '../contenders.js';
 import { percentile, startServer, stopServer, type ServerChild } from '../lib.js';
 import { spread, type JobsRow } from '../results.js';
 
+/** Where the backend keeps its jobs, and on how many nodes. */
+export type JobsSetup = 'embedded' | 'postgres, 1 node' | 'postgres, 3 nodes';
+
+export const JOBS_SETUPS: readonly JobsSetup[] = ['embedded', 'postgres, 1 node', 'postgres, 3 nodes'];
+
+/** The machine's services the distributed setups run on (`.ci/run` starts them). */
+const POSTGRES = process.env.ASSISTANT_RELAY_BENCH_POSTGRES ?? 'postgres://postgres@127.0.0.1:5432/test';
+const NATS = process.env.ASSISTANT_RELAY_BENCH_NATS ?? 'nats://127.0.0.1:4222';
+
 export interface JobsOptions {
+  readonly setups: readonly JobsSetup[];
   readonly concurrency: readonly number[];
   readonly warmupMs: number;
   readonly sliceMs: number;
@@ -29,29 +45,74 @@ export interface JobsOptions {
 const JOB_TIMEOUT_MS = 15_000;
 const PAYLOAD = { session_id: 'bench', transcript: [{ speaker: 'Ana', text: 'We decided to start in March. What is the budget?' }] };
 
-interface Channel {
-  readonly base: string;
-  readonly headers: Record<string, string>;
-  readonly backend: ServerChild;
-  readonly plugin: ChildProcess;
-  readonly backendDb: string;
-  readonly pluginDb: string;
+interface Integration {
+  readonly integration_id: string;
+  readonly relay_token: string;
+  readonly client_token: string;
 }
 
-async function open(dir: string): Promise<Channel> {
-  const backendDb = join(dir, 'backend.db');
-  const pluginDb = join(dir, 'plugin.db');
-  const integration = JSON.parse(execFileSync(process.execPath, [CLI, 'backend', 'integration', 'create', '--db', backendDb], { encoding: 'utf8' })) as {
-    integration_id: string;
-    relay_token: string;
-    client_token: string;
+interface Channel {
+  /** Each node's `…/integrations/{id}`: a job's requests go to the next in turn. */
+  readonly bases: readonly string[];
+  next: number;
+  readonly headers: Record<string, string>;
+  readonly backends: readonly ServerChild[];
+  readonly plugin: ChildProcess;
+  /** How many events of a type the backend's log holds. */
+  readonly count: (type: string) => Promise<number>;
+  readonly pluginDb: string;
+  /** Removes the schema and the namespace of a distributed setup. */
+  readonly remove: () => Promise<void>;
+}
+
+const OPERATOR = 'bench-operator-token';
+
+/** The backend nodes of a setup, with one integration. */
+async function backendsOf(setup: JobsSetup, dir: string): Promise<Pick<Channel, 'backends' | 'count' | 'remove'> & { integration: Integration }> {
+  const start = (args: readonly string[], i: number) => startServer(`backend ${i}`, [CLI, 'backend', '--port', '0', '--log-level', 'warn', ...args], { cwd: dir, stderrPath: join(dir, `backend-${i}.stderr`), timeoutMs: 15_000 });
+  if (setup === 'embedded') {
+    const db = join(dir, 'backend.db');
+    const integration = JSON.parse(execFileSync(process.execPath, [CLI, 'backend', 'integration', 'create', '--db', db], { encoding: 'utf8' })) as Integration;
+    return { backends: [await start(['--db', db], 0)], integration, count: async (type) => countIn(db, type), remove: async () => {} };
+  }
+  const name = `bench_${randomBytes(6).toString('hex')}`;
+  const tokenFile = join(dir, 'operator-token');
+  writeFileSync(tokenFile, OPERATOR, { mode: 0o600 });
+  const args = ['--store', POSTGRES, '--schema', name, '--pubsub', NATS, '--namespace', name, '--token-file', tokenFile];
+  const backends: ServerChild[] = [];
+  for (let i = 0; i < (setup === 'postgres, 3 nodes' ? 3 : 1); i += 1) backends.push(await start(args, i));
+  const created = await fetch(`${backends[0]!.url.origin}/api/v1/admin/integrations`, { method: 'POST', headers: { authorization: `Bearer ${OPERATOR}`, 'content-type': 'application/json' }, body: '{}' });
+  if (created.status !== 201) throw new Error(`creating the integration answered ${created.status}: ${await created.text()}`);
+  const query = async <R extends pg.QueryResultRow>(text: string, values: unknown[] = []) => {
+    const client = new pg.Client({ connectionString: POSTGRES });
+    await client.connect();
+    try {
+      return await client.query<R>(text, values);
+    } finally {
+      await client.end();
+    }
   };
+  return {
+    backends,
+    integration: (await created.json()) as Integration,
+    count: async (type) => Number((await query<{ n: string }>(`SELECT count(*) AS n FROM ${name}.events WHERE type = $1`, [type])).rows[0]!.n),
+    async remove() {
+      await query(`DROP SCHEMA IF EXISTS ${name} CASCADE`);
+      const broker = await connectBroker({ url: NATS, namespace: name, report: () => {} });
+      await broker.remove();
+      await broker.close();
+    },
+  };
+}
+
+async function open(setup: JobsSetup, dir: string): Promise<Channel> {
+  const pluginDb = join(dir, 'plugin.db');
+  const { backends, integration, count, remove } = await backendsOf(setup, dir);
   const tokenFile = join(dir, 'relay-token');
   writeFileSync(tokenFile, integration.relay_token, { mode: 0o600 });
-  const backend = await startServer('backend', [CLI, 'backend', '--port', '0', '--db', backendDb, '--log-level', 'warn'], { cwd: dir, stderrPath: join(dir, 'backend.stderr'), timeoutMs: 15_000 });
   const plugin = spawn(
     process.execPath,
-    [CLI, 'plugin', '--backend', backend.url.origin, '--integration', integration.integration_id, '--relay-token-file', tokenFile, '--db', pluginDb, '--max-concurrent-jobs', '100', '--log-level', 'warn'],
+    [CLI, 'plugin', '--backend', backends[0]!.url.origin, '--integration', integration.integration_id, '--relay-token-file', tokenFile, '--db', pluginDb, '--max-concurrent-jobs', '100', '--log-level', 'warn'],
     { cwd: dir, stdio: ['ignore', 'pipe', 'inherit'] },
   );
   process.on('exit', () => plugin.kill('SIGKILL'));
@@ -59,11 +120,22 @@ async function open(dir: string): Promise<Channel> {
     plugin.stdout!.once('data', () => resolve());
     plugin.once('exit', (code) => reject(new Error(`the plugin exited (${code}) before it started`)));
   });
-  return { base: `${backend.url.origin}/api/v1/assistant/integrations/${integration.integration_id}`, headers: { authorization: `Bearer ${integration.client_token}` }, backend, plugin, backendDb, pluginDb };
+  return {
+    bases: backends.map((backend) => `${backend.url.origin}/api/v1/assistant/integrations/${integration.integration_id}`),
+    next: 0,
+    headers: { authorization: `Bearer ${integration.client_token}` },
+    backends,
+    plugin,
+    count,
+    pluginDb,
+    remove,
+  };
 }
 
-/** One job, from its create to its completed view on the follow stream: the latency in ms. */
-async function oneJob({ base, headers }: Channel): Promise<number> {
+/** One job, from its create to its completed view on the follow stream (on the next node): the latency in ms. */
+async function oneJob(channel: Channel): Promise<number> {
+  const { bases, headers } = channel;
+  const base = bases[channel.next++ % bases.length]!;
   const job_id = randomUUID();
   const started = performance.now();
   const created = await fetch(`${base}/jobs`, {
@@ -73,7 +145,7 @@ async function oneJob({ base, headers }: Channel): Promise<number> {
   });
   if (created.status !== 201) throw new Error(`create answered ${created.status}: ${await created.text()}`);
   await created.arrayBuffer();
-  const events = await fetch(`${base}/jobs/${job_id}/events`, { headers, signal: AbortSignal.timeout(JOB_TIMEOUT_MS) });
+  const events = await fetch(`${bases[channel.next++ % bases.length]!}/jobs/${job_id}/events`, { headers, signal: AbortSignal.timeout(JOB_TIMEOUT_MS) });
   const decoder = new TextDecoder();
   let text = '';
   for await (const chunk of events.body as unknown as AsyncIterable<Uint8Array>) {
@@ -97,7 +169,7 @@ async function slice(channel: Channel, concurrency: number, ms: number): Promise
   return { perSecond: (latencies.length * 1000) / (performance.now() - from), latencies };
 }
 
-const count = (db: string, type: string) => {
+const countIn = (db: string, type: string) => {
   const conn = new Database(db, { readonly: true });
   try {
     return (conn.prepare("SELECT count(*) AS n FROM events WHERE json_extract(data, '$.type') = ?").get(type) as { n: number }).n;
@@ -107,8 +179,14 @@ const count = (db: string, type: string) => {
 };
 
 export async function jobs(options: JobsOptions): Promise<JobsRow[]> {
+  const rows: JobsRow[] = [];
+  for (const setup of options.setups) rows.push(...(await jobsOf(setup, options)));
+  return rows;
+}
+
+async function jobsOf(setup: JobsSetup, options: JobsOptions): Promise<JobsRow[]> {
   const dir = scratchDir();
-  const channel = await open(dir);
+  const channel = await open(setup, dir);
   try {
     const rows: JobsRow[] = [];
     let measured = 0;
@@ -123,19 +201,20 @@ export async function jobs(options: JobsOptions): Promise<JobsRow[]> {
       }
       measured += latencies.length;
       const sorted = Float64Array.from(latencies).sort();
-      rows.push({ concurrency, jobsPerSecond: spread(rates), p50Ms: percentile(sorted, 50), p99Ms: percentile(sorted, 99) });
+      rows.push({ setup, concurrency, jobsPerSecond: spread(rates), p50Ms: percentile(sorted, 50), p99Ms: percentile(sorted, 99) });
     }
     // The plugin first: stopped the other way round, it would spend its last seconds reconnecting.
     channel.plugin.kill('SIGTERM');
     await new Promise((resolve) => channel.plugin.once('exit', resolve));
-    await stopServer(channel.backend, 10_000);
-    const completed = count(channel.backendDb, 'job.completed');
-    const finished = count(channel.pluginDb, 'plugin.job_finished');
-    if (completed < measured || finished < measured) throw new Error(`${measured} jobs measured, but ${completed} job.completed in the backend's log and ${finished} plugin.job_finished in the plugin's`);
+    for (const backend of channel.backends) await stopServer(backend, 10_000);
+    const completed = await channel.count('job.completed');
+    const finished = countIn(channel.pluginDb, 'plugin.job_finished');
+    if (completed < measured || finished < measured) throw new Error(`${setup}: ${measured} jobs measured, but ${completed} job.completed in the backend's log and ${finished} plugin.job_finished in the plugin's`);
     return rows;
   } finally {
     channel.plugin.kill('SIGKILL');
-    await stopServer(channel.backend, 1_000);
+    for (const backend of channel.backends) await stopServer(backend, 1_000);
+    await channel.remove();
     rmSync(dir, { recursive: true, force: true });
   }
 }
