@@ -6,8 +6,9 @@
  *
  * `LogJobStore` keeps jobs in the backend's own log (`BackendLog`: SQLite embedded, or PostgreSQL shared
  * by several nodes): decisions are taken against the fold (which already holds what was appended and not
- * yet committed, so a retry is a duplicate at once), reads answer what is committed, on a shared log
- * after folding what other nodes committed.
+ * yet committed, so a retry is a duplicate at once), reads answer what this node has folded as committed.
+ * On a shared log a read is as fresh as the node's last look: a request looks first (`Backend.caughtUp`),
+ * and a notice comes from the fold itself, so neither reads a job older than what it needs.
  */
 import type { Decision } from '../../machines/decider.js';
 import type { JobEvent } from '../../machines/job-events.js';
@@ -95,17 +96,14 @@ export class LogJobStore implements JobStore {
   }
 
   async job(jobId: string): Promise<StoredJob | undefined> {
-    await this.log.caughtUp();
     return this.committedJobs.get(jobId);
   }
 
   async openJobs(integrationId: string): Promise<OpenJobs> {
-    await this.log.caughtUp();
     return { jobs: this.projection.openJobs(integrationId), lastSeq: this.projection.lastSeq(integrationId) };
   }
 
   async allOpenJobs(): Promise<readonly JobSnapshot[]> {
-    await this.log.caughtUp();
     return this.projection.allOpenJobs();
   }
 }

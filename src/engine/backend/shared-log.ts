@@ -119,8 +119,6 @@ export class SharedBackendLog<S> implements BackendLog<S> {
 
   /** Decides the batch with the head locked, after what others committed; one transaction for all. */
   private async append(batch: readonly Queued[]): Promise<void> {
-    // Most of the catch-up without the lock, so that the lock is held briefly.
-    await this.foldFrom(this.position, true);
     const outcomes: Array<{ ok: true; outcome: unknown } | { ok: false; error: unknown }> = [];
     let appended: StoredEvent<BackendEvent>[];
     try {

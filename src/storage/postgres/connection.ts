@@ -77,9 +77,10 @@ export function poolQuery(pool: pg.Pool): Query {
 
 /**
  * Runs `work` in a transaction on one connection. It is rolled back if `work` throws (its own defect or a
- * statement refused); a connection that failed is dropped, not given back to the pool.
+ * statement refused); a connection that failed is dropped, not given back to the pool. `first`, a
+ * statement without parameters, is sent with the BEGIN in one round trip, and its rows handed to `work`.
  */
-export async function inTransaction<T>(pool: pg.Pool, work: (query: Query) => Promise<T>): Promise<T> {
+export async function inTransaction<T>(pool: pg.Pool, work: (query: Query, first: pg.QueryResultRow[]) => Promise<T>, first?: string): Promise<T> {
   let client: pg.PoolClient;
   try {
     client = await pool.connect();
@@ -95,8 +96,10 @@ export async function inTransaction<T>(pool: pg.Pool, work: (query: Query) => Pr
   };
   let broken: Error | undefined;
   try {
-    await query('BEGIN');
-    const result = await work(query);
+    // A simple query of two statements answers with both results.
+    const begun = first === undefined ? undefined : ((await query(`BEGIN; ${first}`)) as unknown as pg.QueryResult[])[1];
+    if (begun === undefined) await query('BEGIN');
+    const result = await work(query, begun?.rows ?? []);
     await query('COMMIT');
     return result;
   } catch (error) {

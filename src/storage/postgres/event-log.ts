@@ -66,25 +66,26 @@ export class PgEventLog<E extends LogRecord> {
    * positions the new events took; rejects, and nothing is appended, if anything fails.
    */
   async append(after: number, decide: (committed: readonly StoredEvent<E>[]) => readonly E[]): Promise<StoredEvent<E>[]> {
-    return inTransaction(this.pool, async (tx) => {
-      const head = Number((await tx<{ position: string }>('SELECT position FROM log_head FOR UPDATE')).rows[0]!.position);
-      const committed: StoredEvent<E>[] = [];
-      for (let from = after; from < head; ) {
-        const { rows } = await tx<EventRow>('SELECT position, data FROM events WHERE position > $1 ORDER BY position LIMIT $2', [from, PAGE]);
-        if (rows.length === 0) break;
-        committed.push(...rows.map(stored<E>));
-        from = committed.at(-1)!.position;
-      }
-      const events = decide(committed);
-      if (events.length === 0) return [];
-      const positions = events.map((_, i) => head + 1 + i);
-      await tx(
-        'INSERT INTO events (position, stream, type, at, data) SELECT * FROM unnest($1::bigint[], $2::text[], $3::text[], $4::bigint[], $5::text[])',
-        [positions, events.map(this.options.streamOf), events.map((e) => e.type), events.map((e) => e.at), events.map((e) => JSON.stringify(e))],
-      );
-      await tx('UPDATE log_head SET position = $1', [head + events.length]);
-      return events.map((event, i) => ({ position: positions[i]!, event }));
-    });
+    return inTransaction(this.pool, (tx, [locked]) => this.appendLocked(tx, Number((locked as { position: string }).position), after, decide), 'SELECT position FROM log_head FOR UPDATE');
+  }
+
+  private async appendLocked(tx: Query, head: number, after: number, decide: (committed: readonly StoredEvent<E>[]) => readonly E[]): Promise<StoredEvent<E>[]> {
+    const committed: StoredEvent<E>[] = [];
+    for (let from = after; from < head; ) {
+      const { rows } = await tx<EventRow>('SELECT position, data FROM events WHERE position > $1 ORDER BY position LIMIT $2', [from, PAGE]);
+      if (rows.length === 0) break;
+      committed.push(...rows.map(stored<E>));
+      from = committed.at(-1)!.position;
+    }
+    const events = decide(committed);
+    if (events.length === 0) return [];
+    const positions = events.map((_, i) => head + 1 + i);
+    // The events and the new head in one statement: one round trip with the head locked.
+    await tx(
+      'WITH appended AS (INSERT INTO events (position, stream, type, at, data) SELECT * FROM unnest($1::bigint[], $2::text[], $3::text[], $4::bigint[], $5::text[])) UPDATE log_head SET position = $6',
+      [positions, events.map(this.options.streamOf), events.map((e) => e.type), events.map((e) => e.at), events.map((e) => JSON.stringify(e)), head + events.length],
+    );
+    return events.map((event, i) => ({ position: positions[i]!, event }));
   }
 
   /** The newest committed position: what a health check reads. */
