@@ -20,7 +20,7 @@ afterEach(async () => {
 /** A backend relay on loopback with one integration (three nodes, in the cluster projects). */
 async function startBackend(dir: string) {
   const served = await serveBackend({ dir });
-  stops.push(() => served.stop({ remove: false }));
+  stops.push(() => served.stop());
   const integration = await served.backend.integrations.create('assistant-relay');
   if ('refused' in integration) throw new Error(integration.refused.message);
   return { url: served.url, integration };
