@@ -20,7 +20,7 @@ import { killChildren, started } from '../support/child.js';
 import { tempDir } from '../support/host.js';
 import { request } from '../support/http.js';
 import { POSTGRES_URL, testSchema } from '../support/postgres.js';
-import { ownNats, ownPostgres, type OwnService } from '../support/services.js';
+import { ownNats, ownPostgres, ownRedis, type OwnService } from '../support/services.js';
 import { waitFor } from '../support/wait.js';
 
 const stops: Array<() => Promise<unknown>> = [];
@@ -180,8 +180,11 @@ it('a node drained with SIGTERM tells its plugin to reconnect: the stream moves 
   await expectEachEndedOnce(POSTGRES_URL, c.schema, [...before, ...after]);
 });
 
-it('PostgreSQL restarted, then the broker, while jobs come in: none lost, none ended twice, no node restarted', async () => {
-  const [postgres, broker]: [OwnService, OwnService] = [await ownPostgres(), await ownNats()];
+it.each([
+  ['NATS', ownNats],
+  ['Redis', ownRedis],
+] as const)('PostgreSQL restarted, then the broker (%s), while jobs come in: none lost, none ended twice, no node restarted', async (_name, ownBroker) => {
+  const [postgres, broker]: [OwnService, OwnService] = [await ownPostgres(), await ownBroker()];
   stops.push(() => postgres.stop(), () => broker.stop());
   const c = await cluster(postgres.url, broker.url);
   await plugin(c);
