@@ -21,7 +21,7 @@ import { tempDir } from '../support/host.js';
 import { request } from '../support/http.js';
 import { POSTGRES_URL, testSchema } from '../support/postgres.js';
 import { ownNats, ownPostgres, ownRedis, type OwnService } from '../support/services.js';
-import { waitFor } from '../support/wait.js';
+import { eventually, waitFor } from '../support/wait.js';
 
 const stops: Array<() => Promise<unknown>> = [];
 afterEach(async () => {
@@ -202,5 +202,9 @@ it.each([
   await untilAllCompleted(c, jobIds);
   expect(refusals).toContain('503 store_unavailable');
   await expectEachEndedOnce(postgres.url, c.schema, jobIds);
-  for (const node of c.nodes) expect((await request(`${node.url}/healthz`)).body).toMatchObject({ ok: true, store: { reachable: true }, broker: { connected: true } });
+  // Each node is connected again to both, by itself.
+  for (const node of c.nodes) {
+    const health = await eventually('the node healthy', async () => (await request(`${node.url}/healthz`)).body as { ok: boolean; store: { reachable: boolean }; broker: { connected: boolean } }, (body) => body.ok && body.store.reachable && body.broker.connected);
+    expect(health).toMatchObject({ ok: true, store: { reachable: true }, broker: { connected: true } });
+  }
 });

@@ -4,7 +4,8 @@
  * what other nodes committed since its last look, so that every decision is taken on the whole truth, as
  * in one process; the decisions queued meanwhile go in one transaction (a group commit).
  *
- * Work on the log is done one step at a time: a batch of decisions, or a catch-up for reads. A step that
+ * Work on the log is done one step at a time: a look at what others committed, if reads wait for one,
+ * then the decisions queued meanwhile in one transaction. A step that
  * fails because PostgreSQL cannot be reached fails its callers (503 `store_unavailable` at the edge), and
  * the fold, which may hold events of a batch that never committed, is folded again from the log before
  * the next step, so the node resumes by itself once the database is back.
@@ -92,9 +93,15 @@ export class SharedBackendLog<S> implements BackendLog<S> {
       const waiters = this.waiting.splice(0);
       try {
         if (this.stale) await this.refold();
-        if (batch.length > 0) await this.append(batch);
-        else await this.foldFrom(this.position, true);
-        for (const waiter of waiters) waiter.resolve();
+        let changes = batch;
+        // A read waits for a look without the lock; the decisions queued with it are answered on the same
+        // look if they change nothing. Decisions alone go straight to the lock (one round trip fewer).
+        if (waiters.length > 0 || batch.length === 0) {
+          await this.foldFrom(this.position, true);
+          for (const waiter of waiters) waiter.resolve();
+          changes = this.decidedAlready(batch);
+        }
+        if (changes.length > 0) await this.append(changes);
       } catch (error) {
         for (const { reject } of [...batch, ...waiters]) reject(error);
       }
@@ -115,6 +122,27 @@ export class SharedBackendLog<S> implements BackendLog<S> {
     if (!dispatch) return;
     this.dispatched = this.position;
     this.parts!.dispatch(events, false);
+  }
+
+  /**
+   * Runs each decision on the fold as committed: one that changes nothing (a duplicate, a heartbeat with no
+   * news, a deadline another node met) is answered now, without the lock, since what it was taken on is
+   * committed; the ones that change something are left to decide again under the lock.
+   */
+  private decidedAlready(batch: readonly Queued[]): Queued[] {
+    const changes: Queued[] = [];
+    for (const queued of batch) {
+      let decision: Decision<BackendEvent, unknown>;
+      try {
+        decision = queued.decide();
+      } catch (error) {
+        queued.reject(error);
+        continue;
+      }
+      if (decision.events.length === 0) queued.resolve(decision.outcome);
+      else changes.push(queued);
+    }
+    return changes;
   }
 
   /** Decides the batch with the head locked, after what others committed; one transaction for all. */

@@ -147,10 +147,12 @@ export class JobStreams {
     const { job_id } = job.context;
     const at = this.parts.clock.now();
     const lease_until = at + this.parts.leaseMs;
+    // The frame id is taken before deciding, so that the decision stays pure (a store may run it more than
+    // once); a delivery decided against leaves its id unused, which is harmless: ids only need to increase.
+    const seq = ++stream.lastSeq;
     const work = this.parts.update(job_id, (now) => {
       if (stream.closed || now === undefined || !when(now)) return { events: [], outcome: 'unchanged' };
-      // A store that retries its transaction calls this again and skips an id: harmless, ids only need to increase.
-      return jobDecider.decide({ type: 'deliver', job_id, seq: ++stream.lastSeq, lease_until, at }, now);
+      return jobDecider.decide({ type: 'deliver', job_id, seq, lease_until, at }, now);
     });
     this.parts.background(work, 'job delivery');
   }
