@@ -77,10 +77,11 @@ export function poolQuery(pool: pg.Pool): Query {
 
 /**
  * Runs `work` in a transaction on one connection. It is rolled back if `work` throws (its own defect or a
- * statement refused); a connection that failed is dropped, not given back to the pool. `first`, a
- * statement without parameters, is sent with the BEGIN in one round trip, and its rows handed to `work`.
+ * statement refused); a connection that failed is dropped, not given back to the pool. `first`,
+ * statements without parameters, are sent with the BEGIN in one round trip, and their results handed to
+ * `work` in order.
  */
-export async function inTransaction<T>(pool: pg.Pool, work: (query: Query, first: pg.QueryResultRow[]) => Promise<T>, first?: string): Promise<T> {
+export async function inTransaction<T>(pool: pg.Pool, work: (query: Query, first: pg.QueryResult[]) => Promise<T>, first: readonly string[] = []): Promise<T> {
   let client: pg.PoolClient;
   try {
     client = await pool.connect();
@@ -96,10 +97,10 @@ export async function inTransaction<T>(pool: pg.Pool, work: (query: Query, first
   };
   let broken: Error | undefined;
   try {
-    // A simple query of two statements answers with both results.
-    const begun = first === undefined ? undefined : ((await query(`BEGIN; ${first}`)) as unknown as pg.QueryResult[])[1];
-    if (begun === undefined) await query('BEGIN');
-    const result = await work(query, begun?.rows ?? []);
+    // A simple query of several statements answers with each one's result.
+    const begun = first.length === 0 ? [] : ((await query(['BEGIN', ...first].join('; '))) as unknown as pg.QueryResult[]).slice(1);
+    if (first.length === 0) await query('BEGIN');
+    const result = await work(query, begun);
     await query('COMMIT');
     return result;
   } catch (error) {

@@ -66,12 +66,18 @@ export class PgEventLog<E extends LogRecord> {
    * positions the new events took; rejects, and nothing is appended, if anything fails.
    */
   async append(after: number, decide: (committed: readonly StoredEvent<E>[]) => readonly E[]): Promise<StoredEvent<E>[]> {
-    return inTransaction(this.pool, (tx, [locked]) => this.appendLocked(tx, Number((locked as { position: string }).position), after, decide), 'SELECT position FROM log_head FOR UPDATE');
+    // The lock and the first page of what others committed since `after`, with the BEGIN: one round trip.
+    const since = `SELECT position, data FROM events WHERE position > ${Math.trunc(after)} ORDER BY position LIMIT ${PAGE}`;
+    return inTransaction(
+      this.pool,
+      (tx, [locked, firstPage]) => this.appendLocked(tx, Number((locked!.rows[0] as { position: string }).position), firstPage!.rows as EventRow[], decide),
+      ['SELECT position FROM log_head FOR UPDATE', since],
+    );
   }
 
-  private async appendLocked(tx: Query, head: number, after: number, decide: (committed: readonly StoredEvent<E>[]) => readonly E[]): Promise<StoredEvent<E>[]> {
-    const committed: StoredEvent<E>[] = [];
-    for (let from = after; from < head; ) {
+  private async appendLocked(tx: Query, head: number, firstPage: readonly EventRow[], decide: (committed: readonly StoredEvent<E>[]) => readonly E[]): Promise<StoredEvent<E>[]> {
+    const committed = firstPage.map(stored<E>);
+    for (let from = committed.at(-1)?.position ?? head; from < head; ) {
       const { rows } = await tx<EventRow>('SELECT position, data FROM events WHERE position > $1 ORDER BY position LIMIT $2', [from, PAGE]);
       if (rows.length === 0) break;
       committed.push(...rows.map(stored<E>));
