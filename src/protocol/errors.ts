@@ -29,7 +29,7 @@ export const HTTP_ERRORS = {
   internal_error: { status: 500, message: 'the host failed to handle the request' },
   shutting_down: { status: 503, message: 'the host is shutting down' },
   too_many_streams: { status: 503, message: 'the host already serves the maximum number of streams' },
-  store_unavailable: { status: 503, message: "the backend's store cannot be reached; nothing was changed, try again" },
+  store_unavailable: { status: 503, message: "the backend's store cannot be reached, or is behind; nothing was changed, try again" },
   invalid_job_id: { status: 400, message: 'job_id must be a UUID' },
   invalid_stream_cursor: { status: 400, message: 'Last-Event-ID must be the id of a job frame: a positive integer' },
   invalid_payload: { status: 400, message: "the payload does not follow its purpose's payload schema (or, for a BYO job, is not a BYO envelope)" },
@@ -128,7 +128,7 @@ export const LOG_ERRORS = {
   event_log_permissions: 'the event log, its -wal or its -shm can be accessed by group or others; the message says what to chmod',
   event_log_closed: 'an append after the event log was closed',
   event_log_write_failed: 'the event log could not commit a batch; the host must restart (the CLI exits 70)',
-  event_log_unreachable: "the backend's PostgreSQL log cannot be reached; requests are answered 503 store_unavailable until it is back",
+  event_log_unreachable: "the backend's PostgreSQL log cannot be reached, or has more decisions waiting than it may; requests are answered 503 store_unavailable until it is back",
 } as const;
 
 export type LogErrorCode = keyof typeof LOG_ERRORS;

@@ -28,6 +28,8 @@ export const BACKEND_USAGE = `usage: assistant-relay backend [options]
   --pool N                 PostgreSQL connections at most (default 10)
   --store-timeout D        how long to wait for a connection before answering 503 store_unavailable,
                            e.g. 5s (default 5s)
+  --store-queue N          decisions that may wait for the store at once; one more is answered 503
+                           store_unavailable (default 10000)
   --token-file FILE        the operator token, created (0600, random) if absent: turns on the admin
                            routes (/api/v1/admin/integrations); without it there are none
   --cors-origin O          browser origins whose pages may call the backend, comma-separated (default none)
@@ -49,6 +51,7 @@ const FLAGS = {
   namespace: { type: 'string' },
   pool: { type: 'string' },
   'store-timeout': { type: 'string' },
+  'store-queue': { type: 'string' },
   'token-file': { type: 'string' },
   'cors-origin': { type: 'string' },
   retention: { type: 'string' },
@@ -70,7 +73,12 @@ export async function backendCommand(argv: readonly string[], env: NodeJS.Proces
   const tokenFile = get('token-file');
   const operatorToken = tokenFile === undefined ? undefined : readTokenFile(tokenFile, { create: true });
   const retentionMs = retentionOf(get('retention'));
-  const config = { onFatal: exitOnFatal(logger), ...(retentionMs === undefined ? {} : { retentionMs }) };
+  const storeQueue = get('store-queue');
+  const config = {
+    onFatal: exitOnFatal(logger),
+    ...(retentionMs === undefined ? {} : { retentionMs }),
+    ...(storeQueue === undefined ? {} : { maxQueuedDecisions: integer('store-queue', storeQueue, 1, 10_000_000) }),
+  };
   const relay = await createBackendRelay({ ...where.options, corsOrigins, logger, config, ...(operatorToken === undefined ? {} : { operatorToken }) });
   const url = await relay.listen({ host: get('host') ?? '127.0.0.1', port: integer('port', get('port') ?? '8788', 0, 65535) });
   logger.info({ url, ...where.said, epoch: relay.epoch, admin_routes: operatorToken !== undefined, cors_origins: corsOrigins }, 'serving');
@@ -82,7 +90,7 @@ function whereOf(get: (name: keyof typeof FLAGS) => string | undefined): { optio
   const store = get('store');
   const pubsub = get('pubsub');
   if (store === undefined) {
-    for (const flag of ['pubsub', 'schema', 'namespace', 'pool', 'store-timeout'] as const) if (get(flag) !== undefined) throw new UsageError(`--${flag} goes with --store`);
+    for (const flag of ['pubsub', 'schema', 'namespace', 'pool', 'store-timeout', 'store-queue'] as const) if (get(flag) !== undefined) throw new UsageError(`--${flag} goes with --store`);
     const db = get('db') ?? DEFAULT_DB;
     return { options: { db }, said: { db } };
   }

@@ -71,6 +71,8 @@ export interface BackendConfig {
   readonly broker?: PubSub;
   /** On a shared log: how often a node looks for what other nodes committed, whatever the broker says. Default 1 s. */
   readonly lookEveryMs?: number;
+  /** On a shared log: decisions waiting for the store at most; one more is answered 503 `store_unavailable`. Default 10,000. */
+  readonly maxQueuedDecisions?: number;
   /** Committed events between two snapshots of the fold (engine/snapshots.ts). Default 50,000. */
   readonly snapshotEveryEvents?: number;
   /** Jobs settled and pairings ended longer ago than this are forgotten and their events removed (engine/retention.ts). Default 7 days; `Infinity` keeps everything. */
@@ -153,7 +155,7 @@ export class Backend {
       presence = new LocalPresence();
       misses = new LocalMisses();
     } else {
-      this.log = new SharedBackendLog(store);
+      this.log = new SharedBackendLog(store, config.maxQueuedDecisions);
       this.lookEveryMs = config.lookEveryMs ?? 1_000;
       const caughtUp = () => this.background(this.log.caughtUp(), 'folding what other nodes committed');
       this.pubsub = config.broker === undefined ? new LocalPubSub(subscriberFailed) : new ClusterChannel(config.broker, this.epoch, caughtUp, subscriberFailed);

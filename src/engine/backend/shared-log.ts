@@ -13,8 +13,12 @@
 import type { BackendEvent } from '../../machines/backend-events.js';
 import type { Decision } from '../../machines/decider.js';
 import type { StoredEvent } from '../../storage/event-log.js';
+import { StoreBehindError } from '../../storage/postgres/connection.js';
 import type { PgEventLog } from '../../storage/postgres/event-log.js';
 import type { BackendLog, FoldParts } from './backend-log.js';
+
+/** Enough for every request a node takes at once to have its decision waiting, and not so many that memory grows while the store is slow. */
+export const DEFAULT_MAX_QUEUED = 10_000;
 
 interface Queued {
   readonly decide: () => Decision<BackendEvent, unknown>;
@@ -36,11 +40,17 @@ export class SharedBackendLog<S> implements BackendLog<S> {
   /** Events of a batch that never committed may be in the fold: fold again before the next step. */
   private stale = false;
   private queued: Queued[] = [];
+  /** Decisions asked for and not yet answered: queued, or in the step under way. */
+  private undecided = 0;
   private waiting: Waiter[] = [];
   /** The steps under way, while there are any. */
   private working: Promise<void> | undefined;
 
-  constructor(private readonly log: PgEventLog<BackendEvent>) {}
+  constructor(
+    private readonly log: PgEventLog<BackendEvent>,
+    /** Decisions waiting for the store at most: one more is refused at once (503 at the edge) rather than queued without bound. */
+    private readonly maxQueued = DEFAULT_MAX_QUEUED,
+  ) {}
 
   async start(parts: FoldParts<S>): Promise<void> {
     this.parts = parts;
@@ -50,10 +60,15 @@ export class SharedBackendLog<S> implements BackendLog<S> {
   }
 
   decide<T>(decide: () => Decision<BackendEvent, T>): Promise<T> {
-    return new Promise<T>((resolve, reject) => {
+    if (this.undecided >= this.maxQueued) return Promise.reject(new StoreBehindError(this.undecided));
+    this.undecided += 1;
+    const decided = new Promise<T>((resolve, reject) => {
       this.queued.push({ decide, resolve: resolve as (outcome: unknown) => void, reject });
       this.work();
     });
+    const settled = () => (this.undecided -= 1);
+    decided.then(settled, settled);
+    return decided;
   }
 
   caughtUp(): Promise<void> {

@@ -31,6 +31,16 @@ export class StoreUnreachableError extends EventLogError {
   }
 }
 
+/** So many decisions wait for the store that one more would only wait longer: refused as if it were away. */
+export class StoreBehindError extends EventLogError {
+  override readonly name = 'StoreBehindError';
+  readonly code = 'event_log_unreachable';
+
+  constructor(waiting: number) {
+    super(`PostgreSQL is behind: ${waiting} decisions wait for it`);
+  }
+}
+
 /** SQLSTATE classes of a connection that failed or a server that is going away or out of resources. */
 const UNREACHABLE_CLASSES = new Set(['08', '53', '57', '58']);
 

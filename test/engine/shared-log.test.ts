@@ -1,0 +1,79 @@
+/**
+ * The backend's shared log (engine/backend/shared-log.ts) on the machine's PostgreSQL: several nodes
+ * deciding on one job at once take turns and each decides on what the last left; a node folds what the
+ * others committed; a node with too many decisions waiting refuses the next at once.
+ */
+import { randomUUID } from 'node:crypto';
+import { afterEach, expect, it } from 'vitest';
+import { SharedBackendLog } from '../../src/engine/backend/shared-log.js';
+import { BackendProjection } from '../../src/engine/backend/projection.js';
+import { backendStreamOf, type BackendEvent } from '../../src/machines/backend-events.js';
+import { jobDecider, type JobCommand } from '../../src/machines/job-decider.js';
+import { PgEventLog } from '../../src/storage/postgres/event-log.js';
+import { POSTGRES_URL, testSchema } from '../support/postgres.js';
+
+const opened: Array<{ shared: SharedBackendLog<unknown>; log: PgEventLog<BackendEvent> }> = [];
+afterEach(async () => {
+  for (const { shared, log } of opened.splice(0)) {
+    await shared.close();
+    await log.close();
+  }
+});
+
+/** A node: its own connection pool, projection and dispatch, on the schema. */
+async function node(schema: string, maxQueued?: number) {
+  const log = await PgEventLog.open<BackendEvent>({ url: POSTGRES_URL, schema, streamOf: backendStreamOf });
+  const shared = new SharedBackendLog<unknown>(log, maxQueued);
+  opened.push({ shared, log });
+  const projection = new BackendProjection();
+  const dispatched: Array<{ type: string; own: boolean }> = [];
+  await shared.start({
+    fold: (event) => projection.apply(event),
+    foldCommitted: (event) => projection.apply(event),
+    restore: () => projection.restore(new BackendProjection().state()),
+    dispatch: (events, own) => dispatched.push(...events.map(({ type }) => ({ type, own }))),
+  });
+  return { shared, projection, dispatched };
+}
+
+function create(job_id: string): JobCommand {
+  return {
+    type: 'create',
+    job_id,
+    integration_id: 'b8a7c1f0-0000-4000-8000-000000000001',
+    purpose: 'live_analysis',
+    payload: { session_id: 's', transcript: [] },
+    byo: false,
+    response_schema: { type: 'object' },
+    provider_kind: 'assistant-relay',
+    deadline_at: 61_000,
+    at: 1_000,
+  };
+}
+
+it('nodes deciding on one job at once take turns: one creates it, every other sees a duplicate, and all fold the same job', async () => {
+  const schema = testSchema();
+  const nodes = [await node(schema), await node(schema), await node(schema)];
+  const job_id = randomUUID();
+  const outcomes = await Promise.all(
+    nodes.flatMap(({ shared, projection }) => [1, 2].map(() => shared.decide(() => jobDecider.decide(create(job_id), projection.job(job_id))))),
+  );
+  expect(outcomes.filter((outcome) => outcome === 'created')).toHaveLength(1);
+  expect(outcomes.filter((outcome) => outcome === 'duplicate')).toHaveLength(5);
+  for (const { shared, projection, dispatched } of nodes) {
+    await shared.caughtUp();
+    expect(projection.job(job_id)?.context.job_id).toBe(job_id);
+    // Dispatched once on every node: by the one that decided it as its own, by the others as read.
+    expect(dispatched.filter(({ type }) => type === 'job.created')).toHaveLength(1);
+  }
+  expect(nodes.map(({ dispatched }) => dispatched.find(({ type }) => type === 'job.created')!.own).filter(Boolean)).toHaveLength(1);
+});
+
+it('a node with as many decisions waiting as it may take refuses the next at once, as if the store were away', async () => {
+  const { shared, projection } = await node(testSchema(), 2);
+  const decide = () => shared.decide(() => jobDecider.decide(create(randomUUID()), undefined));
+  const [first, second, third] = [decide(), decide(), decide()];
+  await expect(third).rejects.toMatchObject({ name: 'StoreBehindError', code: 'event_log_unreachable' });
+  expect(await Promise.all([first, second])).toEqual(['created', 'created']);
+  expect(projection.allOpenJobs()).toHaveLength(2);
+});
