@@ -412,3 +412,22 @@ describe('serve: SIGTERM', () => {
     expect(await child.stop('SIGINT')).toEqual({ code: 0, signal: null });
   });
 });
+
+describe('backend: the store and the broker', () => {
+  it.each([
+    [['--pubsub', 'nats://127.0.0.1:4222'], /--pubsub goes with --store/],
+    [['--schema', 'relay'], /--schema goes with --store/],
+    [['--store', 'postgres://127.0.0.1/test', '--db', 'x.db'], /--db and --store name two logs/],
+    [['--store', 'mysql://127.0.0.1/test'], /--store must start postgres:\/\/ or postgresql:\/\//],
+    [['--store', 'not a url'], /--store must be a URL/],
+    [['--store', 'postgres://127.0.0.1/test', '--schema', 'Relay-1'], /--schema must be lowercase letters/],
+    [['--store', 'postgres://127.0.0.1/test', '--pubsub', 'amqp://127.0.0.1'], /--pubsub must start nats:\/\/ or redis:\/\//],
+    [['--store', 'postgres://127.0.0.1/test', '--namespace', 'a b'], /--namespace must be letters/],
+    [['--store', 'postgres://127.0.0.1/test', '--store-queue', '0'], /--store-queue/],
+  ])('refuses %j with the usage, before connecting to anything', async (args, says) => {
+    const result = await runCli(['backend', '--port', '0', ...args]);
+    expect(result.code).toBe(2);
+    expect(result.stderr).toMatch(says);
+    expect(result.stderr).toContain(BACKEND_USAGE);
+  });
+});

@@ -193,7 +193,12 @@ it.each([
   const restarts: Array<Promise<void>> = [];
   for (const [i, job_id] of jobIds.entries()) {
     // While jobs keep coming: some are refused (503) while PostgreSQL is away, and taken when tried again.
-    if (i === 8) restarts.push(postgres.restart({ downMs: 1_000 }));
+    if (i === 8) {
+      restarts.push(postgres.restart({ downMs: 1_000 }));
+      // Meanwhile a node says so to its load balancer.
+      const away = await eventually('a node reporting the store away', () => request(`${c.nodes[0]!.url}/healthz`), (answer) => answer.status === 503, { everyMs: 50 });
+      expect(away.body).toMatchObject({ ok: false, store: { kind: 'postgres', reachable: false } });
+    }
     if (i === 18) restarts.push(broker.restart({ downMs: 1_000 }));
     await createJob(c, job_id);
     await new Promise((resolve) => setTimeout(resolve, 50));
