@@ -34,7 +34,7 @@ interface Waiter {
 export class SharedBackendLog<S> implements BackendLog<S> {
   private parts: FoldParts<S> | undefined;
   /** The newest position folded. */
-  position = 0;
+  private folded = 0;
   /** The newest position dispatched: never dispatched again, even when folded again. */
   private dispatched = 0;
   /** Events of a batch that never committed may be in the fold: fold again before the next step. */
@@ -52,11 +52,15 @@ export class SharedBackendLog<S> implements BackendLog<S> {
     private readonly maxQueued = DEFAULT_MAX_QUEUED,
   ) {}
 
+  get position(): number {
+    return this.folded;
+  }
+
   async start(parts: FoldParts<S>): Promise<void> {
     this.parts = parts;
     parts.restore(undefined);
     await this.foldFrom(0, false);
-    this.dispatched = this.position;
+    this.dispatched = this.folded;
   }
 
   decide<T>(decide: () => Decision<BackendEvent, T>): Promise<T> {
@@ -84,7 +88,7 @@ export class SharedBackendLog<S> implements BackendLog<S> {
   }
 
   async removeStreams(streams: readonly string[]): Promise<number> {
-    return this.log.removeStreams(streams, this.position);
+    return this.log.removeStreams(streams, this.folded);
   }
 
   compacted(): void {}
@@ -112,7 +116,7 @@ export class SharedBackendLog<S> implements BackendLog<S> {
         // A read waits for a look without the lock; the decisions queued with it are answered on the same
         // look if they change nothing. Decisions alone go straight to the lock (one round trip fewer).
         if (waiters.length > 0 || batch.length === 0) {
-          await this.foldFrom(this.position, true);
+          await this.foldFrom(this.folded, true);
           for (const waiter of waiters) waiter.resolve();
           changes = this.decidedAlready(batch);
         }
@@ -125,7 +129,7 @@ export class SharedBackendLog<S> implements BackendLog<S> {
 
   /** Folds (and, `dispatch`, dispatches) every committed event after `from`, page by page. */
   private async foldFrom(from: number, dispatch: boolean): Promise<void> {
-    for (let page = await this.log.read(from); page.length > 0; page = await this.log.read(this.position)) this.take(page, dispatch);
+    for (let page = await this.log.read(from); page.length > 0; page = await this.log.read(this.folded)) this.take(page, dispatch);
   }
 
   private take(committed: readonly StoredEvent<BackendEvent>[], dispatch: boolean): void {
@@ -133,9 +137,9 @@ export class SharedBackendLog<S> implements BackendLog<S> {
     const events = committed.map(({ event }) => event);
     // Dispatched, a job event is marked committed by the dispatch itself (the job store's handler).
     for (const event of events) (dispatch ? this.parts!.fold : this.parts!.foldCommitted)(event);
-    this.position = committed.at(-1)!.position;
+    this.folded = committed.at(-1)!.position;
     if (!dispatch) return;
-    this.dispatched = this.position;
+    this.dispatched = this.folded;
     this.parts!.dispatch(events, false);
   }
 
@@ -165,7 +169,7 @@ export class SharedBackendLog<S> implements BackendLog<S> {
     const outcomes: Array<{ ok: true; outcome: unknown } | { ok: false; error: unknown }> = [];
     let appended: StoredEvent<BackendEvent>[];
     try {
-      appended = await this.log.append(this.position, (committed) => {
+      appended = await this.log.append(this.folded, (committed) => {
         this.take(committed, true);
         outcomes.length = 0;
         const events: BackendEvent[] = [];
@@ -189,7 +193,7 @@ export class SharedBackendLog<S> implements BackendLog<S> {
     }
     this.stale = false;
     if (appended.length > 0) {
-      this.position = this.dispatched = appended.at(-1)!.position;
+      this.folded = this.dispatched = appended.at(-1)!.position;
       this.parts!.dispatch(appended.map(({ event }) => event), true);
     }
     batch.forEach(({ resolve, reject }, i) => {
@@ -202,8 +206,8 @@ export class SharedBackendLog<S> implements BackendLog<S> {
   /** The fold went ahead of the log (a batch whose commit failed): fold it again from the start, dispatching only what is new. */
   private async refold(): Promise<void> {
     this.parts!.restore(undefined);
-    this.position = 0;
-    for (let page = await this.log.read(0); page.length > 0; page = await this.log.read(this.position)) {
+    this.folded = 0;
+    for (let page = await this.log.read(0); page.length > 0; page = await this.log.read(this.folded)) {
       const known = page.filter(({ position }) => position <= this.dispatched);
       this.take(known, false);
       this.take(page.slice(known.length), true);
