@@ -1,7 +1,11 @@
 import { defineConfig } from 'vitest/config';
 
-/** The reasoning channel's suites, run again against three backend nodes on the shared stores (test/support/backend.ts). */
-const CLUSTER_SUITES = ['test/backend/**/*.test.ts'];
+/**
+ * The reasoning channel's suites, run again against three backend nodes on the shared stores
+ * (test/support/backend.ts): the HTTP suites, the backend's statecharts driven transition by transition,
+ * and the property of random job workloads.
+ */
+const CLUSTER_SUITES = ['test/backend/**/*.test.ts', 'test/model/{job,integration,pairing}.test.ts', 'test/properties/jobs.test.ts'];
 
 export default defineConfig({
   test: {

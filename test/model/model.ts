@@ -11,8 +11,8 @@ import { getAdjacencyMap, getShortestPaths } from 'xstate/graph';
 import { describe, expect, it } from 'vitest';
 import type { AnyMachineSnapshot, AnyStateMachine, EventObject } from 'xstate';
 import { request } from '../support/http.js';
-import { readEvents } from '../support/log.js';
-import { waitFor } from '../support/wait.js';
+import { readBackendEvents } from '../support/log.js';
+import { eventually, waitFor } from '../support/wait.js';
 
 export interface Model<Subject, Event extends EventObject> {
   readonly machine: AnyStateMachine;
@@ -126,10 +126,10 @@ export async function untilLogged(
   seen: Map<string, number>,
   recount: readonly string[] = [],
 ): Promise<void> {
-  const logged = (each: string) => readEvents(log.db).filter((event) => event.type === each && log.about(event)).length;
+  const logged = async (each: string) => (await readBackendEvents(log.db)).filter((event) => event.type === each && log.about(event)).length;
   const before = seen.get(type) ?? 0;
-  await waitFor(`${type} of ${log.name}`, () => logged(type) > before, { timeoutMs: 5_000, everyMs: 10 });
-  for (const each of new Set([type, ...recount])) seen.set(each, logged(each));
+  await eventually(`${type} of ${log.name}`, () => logged(type), (count) => count > before, { timeoutMs: 5_000, everyMs: 10 });
+  for (const each of new Set([type, ...recount])) seen.set(each, await logged(each));
 }
 
 /**

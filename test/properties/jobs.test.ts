@@ -11,9 +11,9 @@ import { describe, expect, it } from 'vitest';
 import { SimulatedClock } from '../support/clock.js';
 import { heartbeatOf, serveBackend } from '../support/backend.js';
 import { request } from '../support/http.js';
-import { readEvents } from '../support/log.js';
+import { readBackendEvents } from '../support/log.js';
 import { SseConnection } from '../support/sse.js';
-import { waitFor } from '../support/wait.js';
+import { eventually } from '../support/wait.js';
 
 const RUNS = Number(process.env.PROPERTY_RUNS ?? 25);
 const SEED = process.env.PROPERTY_SEED === undefined ? 44 : Number(process.env.PROPERTY_SEED);
@@ -86,13 +86,12 @@ async function run(steps: readonly Step[]): Promise<void> {
     }
     // Past every deadline (at most an hour): whatever is still open expires.
     clock.increment(2 * 60 * 60 * 1000);
-    const settledAll = () => {
-      const events = readEvents(served.db);
+    const settledAll = (events: Array<Record<string, unknown> & { type: string }>) => {
       const made = events.filter((event) => event.type === 'job.created').map((event) => event.job_id);
       return made.every((id) => events.some((event) => event.job_id === id && TERMINAL.has(event.type)));
     };
-    await waitFor('every job to settle', settledAll, { everyMs: 10 });
-    const events = readEvents(served.db).filter((event) => typeof event.job_id === 'string');
+    await eventually('every job to settle', () => readBackendEvents(served.db), settledAll, { everyMs: 10 });
+    const events = (await readBackendEvents(served.db)).filter((event) => typeof event.job_id === 'string');
     for (const id of new Set(events.map((event) => event.job_id as string))) {
       const mine = events.filter((event) => event.job_id === id);
       expect(mine[0]?.type, `job ${id} begins with its creation`).toBe('job.created');

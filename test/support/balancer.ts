@@ -50,7 +50,9 @@ export async function startBalancer(upstreams: () => readonly string[]): Promise
         });
         upstream.on('error', (error: NodeJS.ErrnoException) => {
           if (outgoing.headersSent) return void outgoing.destroy();
-          if (error.code === 'ECONNREFUSED' && tries + 1 < nodes.length) return forward(tries + 1);
+          // A node that is down, or a kept-alive connection the node closed as it was reused: the next node, as nginx does.
+          const retryable = error.code === 'ECONNREFUSED' || (upstream.reusedSocket && error.code === 'ECONNRESET');
+          if (retryable && tries + 1 < nodes.length) return forward(tries + 1);
           outgoing.writeHead(502, { 'content-type': 'application/json' }).end(JSON.stringify({ error: { code: 'bad_gateway', message: String(error) } }));
         });
         upstream.end(body);

@@ -20,15 +20,28 @@ export function readEvents(db: string): Array<Record<string, unknown> & { type: 
   }
 }
 
-/** The events of a backend's log: an SQLite file, or `{postgres url}#{schema}` (a cluster's). */
-export async function countBackendEvents(db: string): Promise<number> {
-  if (!db.startsWith('postgres')) return countEvents(db);
+/** Runs one query on a cluster's log, `{postgres url}#{schema}`, with `{schema}` in the text replaced. */
+async function onCluster<R extends pg.QueryResultRow>(db: string, text: string): Promise<R[]> {
   const [url, schema] = db.split('#') as [string, string];
   const client = new pg.Client({ connectionString: url });
   await client.connect();
   try {
-    return Number((await client.query<{ n: string }>(`SELECT count(*) AS n FROM ${schema}.events`)).rows[0]!.n);
+    return (await client.query<R>(text.replaceAll('{schema}', schema))).rows;
   } finally {
     await client.end();
   }
+}
+
+const isCluster = (db: string) => db.startsWith('postgres');
+
+/** How many events a backend's log holds: an SQLite file, or a cluster's (`ServedBackend.db`). */
+export async function countBackendEvents(db: string): Promise<number> {
+  if (!isCluster(db)) return countEvents(db);
+  return Number((await onCluster<{ n: string }>(db, 'SELECT count(*) AS n FROM {schema}.events'))[0]!.n);
+}
+
+/** A backend's events, oldest first: from an SQLite file, or a cluster's (`ServedBackend.db`). */
+export async function readBackendEvents(db: string): Promise<Array<Record<string, unknown> & { type: string }>> {
+  if (!isCluster(db)) return readEvents(db);
+  return (await onCluster<{ data: string }>(db, 'SELECT data FROM {schema}.events ORDER BY position')).map((row) => JSON.parse(row.data));
 }
