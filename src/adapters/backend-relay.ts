@@ -14,7 +14,7 @@ import { tokenDigest } from '../protocol/index.js';
 import { Backend, type BackendConfig, type BackendStore } from '../engine/backend/backend.js';
 import { backendStreamOf, type BackendEvent } from '../machines/backend-events.js';
 import { EventLog } from '../storage/event-log.js';
-import type { PostgresOptions } from '../storage/postgres/connection.js';
+import { DEFAULT_SCHEMA, type PostgresOptions } from '../storage/postgres/connection.js';
 import { PgEventLog } from '../storage/postgres/event-log.js';
 import { buildBackendServer } from './backend/server.js';
 import type { BrokerPubSub } from './brokers/broker.js';
@@ -93,7 +93,7 @@ export async function createBackendRelay(options: BackendRelayOptions): Promise<
     options.store === undefined
       ? EventLog.open<BackendEvent>({ path: options.db!, streamOf: backendStreamOf })
       : await PgEventLog.open<BackendEvent>({
-          schema: 'assistant_relay',
+          schema: DEFAULT_SCHEMA,
           ...options.store,
           streamOf: backendStreamOf,
           onIdleError: (error) => report(error, 'a PostgreSQL connection was lost'),

@@ -24,6 +24,8 @@ import { ServeChild, runCli, useChildFolder } from '../support/child.js';
 import { post, request, script } from '../support/http.js';
 import { RawSocket } from '../support/raw-socket.js';
 import { SseConnection } from '../support/sse.js';
+import { readBackendEvents } from '../support/log.js';
+import { POSTGRES_URL, testSchema } from '../support/postgres.js';
 
 const TOKEN = 'cli-test-token-7f3a9c';
 
@@ -429,5 +431,17 @@ describe('backend: the store and the broker', () => {
     expect(result.code).toBe(2);
     expect(result.stderr).toMatch(says);
     expect(result.stderr).toContain(BACKEND_USAGE);
+  });
+});
+
+describe('backend integration create --store', () => {
+  it('creates the integration in the shared store, which nodes running on it fold', async () => {
+    const schema = testSchema();
+    const result = await runCli(['backend', 'integration', 'create', '--store', POSTGRES_URL, '--schema', schema]);
+    expect(result.code, result.stderr).toBe(0);
+    const created = JSON.parse(result.stdout) as { integration_id: string; client_token: string };
+    expect(created).toMatchObject({ integration_id: expect.any(String), provider_kind: 'assistant-relay', relay_token: expect.any(String) });
+    const events = await readBackendEvents(`${POSTGRES_URL}#${schema}`);
+    expect(events.filter((event) => event.type === 'integration.created').map((event) => event.integration_id)).toEqual([created.integration_id]);
   });
 });

@@ -19,6 +19,9 @@ export interface BrokerOptions {
 /** A name part for subjects and keys: letters, digits, `_` and `-`. */
 export const NAMESPACE = /^[A-Za-z0-9_-]{1,64}$/;
 
+/** The namespace of a service that names none. */
+export const DEFAULT_NAMESPACE = 'assistant_relay';
+
 export interface BrokerHealth {
   readonly kind: 'nats' | 'redis';
   readonly connected: boolean;
@@ -32,7 +35,7 @@ export abstract class BrokerPubSub implements PubSub {
   protected closed = false;
 
   constructor(options: BrokerOptions) {
-    this.namespace = options.namespace ?? 'assistant_relay';
+    this.namespace = options.namespace ?? DEFAULT_NAMESPACE;
     if (!NAMESPACE.test(this.namespace)) throw new RangeError(`a broker namespace must match ${NAMESPACE}: ${JSON.stringify(this.namespace)}`);
     this.report = options.report ?? ((error, what) => process.emitWarning(`assistant-relay broker: ${what}: ${String(error)}`));
     this.local = new LocalPubSub((error, topic) => this.report(error, `a subscriber of ${topic}`));

@@ -4,12 +4,13 @@
  * `assistant-relay backend integration create`, which creates an integration in a log no backend holds
  * (the lock refuses it otherwise) and prints its tokens, once.
  */
-import { Backend } from '../../engine/backend/backend.js';
+import { Backend, type BackendStore } from '../../engine/backend/backend.js';
 import { backendStreamOf, type BackendEvent } from '../../machines/backend-events.js';
 import { EventLog } from '../../storage/event-log.js';
-import { SCHEMA_NAME } from '../../storage/postgres/connection.js';
+import { DEFAULT_SCHEMA, SCHEMA_NAME } from '../../storage/postgres/connection.js';
+import { PgEventLog } from '../../storage/postgres/event-log.js';
 import { createBackendRelay, type BackendRelayOptions } from '../backend-relay.js';
-import { NAMESPACE } from '../brokers/broker.js';
+import { DEFAULT_NAMESPACE, NAMESPACE } from '../brokers/broker.js';
 import { BROKER_SCHEMES } from '../brokers/connect.js';
 import { UsageError, integer, parseDuration, logLevelOf, parseOrigins, readFlags, retentionOf } from './flags.js';
 import { exitOnFatal, jsonLogger, readTokenFile, runUntilSignalled } from './service.js';
@@ -36,8 +37,9 @@ export const BACKEND_USAGE = `usage: assistant-relay backend [options]
   --retention D|off        forget jobs settled and pairings ended longer ago than D and remove their
                            events from the log, e.g. 7d (default 7d); off keeps everything
   --log-level L            fatal, error, warn, info, debug, trace, silent (default info)
-       assistant-relay backend integration create [--db FILE] [--provider KIND]
-  creates an integration (default provider assistant-relay) in a log no backend has open, and prints
+       assistant-relay backend integration create [--db FILE | --store URL [--schema NAME]] [--provider KIND]
+  creates an integration (default provider assistant-relay) in a log no backend has open (--db), or in
+  the shared store while its nodes run (--store), and prints
   {"integration_id","provider_kind","relay_token","client_token"}: the tokens are shown this once.
 Each flag may also be set as ASSISTANT_RELAY_<FLAG>, e.g. ASSISTANT_RELAY_PORT=8788.`;
 
@@ -57,7 +59,7 @@ const FLAGS = {
   retention: { type: 'string' },
   'log-level': { type: 'string' },
 } as const;
-const INTEGRATION_FLAGS = { db: { type: 'string' }, provider: { type: 'string' } } as const;
+const INTEGRATION_FLAGS = { db: { type: 'string' }, store: { type: 'string' }, schema: { type: 'string' }, provider: { type: 'string' } } as const;
 const DEFAULT_DB = 'data/backend.db';
 
 function openLog(db: string): EventLog<BackendEvent> {
@@ -96,9 +98,9 @@ function whereOf(get: (name: keyof typeof FLAGS) => string | undefined): { optio
   }
   if (get('db') !== undefined) throw new UsageError('--db and --store name two logs: give one');
   const storeUrl = urlOf('store', store, ['postgres:', 'postgresql:']);
-  const schema = get('schema') ?? 'assistant_relay';
+  const schema = get('schema') ?? DEFAULT_SCHEMA;
   if (!SCHEMA_NAME.test(schema)) throw new UsageError(`--schema must be lowercase letters, digits and _ (at most 63), not ${JSON.stringify(schema)}`);
-  const namespace = get('namespace') ?? 'assistant_relay';
+  const namespace = get('namespace') ?? DEFAULT_NAMESPACE;
   if (!NAMESPACE.test(namespace)) throw new UsageError(`--namespace must be letters, digits, _ and - (at most 64), not ${JSON.stringify(namespace)}`);
   const pool = get('pool');
   const timeout = get('store-timeout');
@@ -135,7 +137,8 @@ async function integrationCommand(argv: readonly string[], env: NodeJS.ProcessEn
   const [verb, ...rest] = argv;
   if (verb !== 'create') throw new UsageError(`backend integration takes create, not ${JSON.stringify(verb ?? '')}`);
   const get = readFlags(rest, INTEGRATION_FLAGS, env);
-  const log = openLog(get('db') ?? DEFAULT_DB);
+  const { options } = whereOf((flag) => (flag in INTEGRATION_FLAGS ? get(flag as keyof typeof INTEGRATION_FLAGS) : undefined));
+  const log: BackendStore = options.store === undefined ? openLog(options.db!) : await PgEventLog.open<BackendEvent>({ schema: DEFAULT_SCHEMA, ...options.store, streamOf: backendStreamOf });
   try {
     const backend = await Backend.start(log);
     const created = await backend.integrations.create(get('provider') ?? 'assistant-relay');

@@ -22,6 +22,9 @@ export interface PostgresOptions {
 
 export const SCHEMA_NAME = /^[a-z_][a-z0-9_]{0,62}$/;
 
+/** The schema of a service that names none. */
+export const DEFAULT_SCHEMA = 'assistant_relay';
+
 export class StoreUnreachableError extends EventLogError {
   override readonly name = 'StoreUnreachableError';
   readonly code = 'event_log_unreachable';
