@@ -61,7 +61,7 @@ export interface SnapshotWriterOptions {
 }
 
 /** Joins the parts, yielding to the event loop every `SLICE_MS`: a large state must not stall serving. */
-async function inSlices(parts: Iterable<string>): Promise<string> {
+export async function inSlices(parts: Iterable<string>): Promise<string> {
   const done: string[] = [];
   let sliceEnd = performance.now() + SLICE_MS;
   for (const part of parts) {

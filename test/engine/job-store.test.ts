@@ -72,6 +72,10 @@ describeJobStore('LogJobStore over PostgreSQL', async (dir) => {
   const schema = schemas.get(dir) ?? testSchema();
   schemas.set(dir, schema);
   const log = await PgEventLog.open<BackendEvent>({ url: POSTGRES_URL, schema, streamOf: backendStreamOf });
-  return storeOver(new BackendProjection(), new SharedBackendLog(log), () => log.close());
+  const projection = new BackendProjection();
+  const report = (error: unknown) => {
+    throw error;
+  };
+  return storeOver(projection, new SharedBackendLog(log, { codec: backendSnapshotCodec(projection), clock: systemClock, report }), () => log.close());
 });
 

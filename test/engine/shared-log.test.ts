@@ -1,12 +1,16 @@
 /**
  * The backend's shared log (engine/backend/shared-log.ts) on the machine's PostgreSQL: several nodes
  * deciding on one job at once take turns and each decides on what the last left; a node folds what the
- * others committed; a node with too many decisions waiting refuses the next at once.
+ * others committed; a node with too many decisions waiting refuses the next at once; a node starts from
+ * the newest snapshot a node took, passing over one it cannot use.
  */
 import { randomUUID } from 'node:crypto';
+import pg from 'pg';
 import { afterEach, expect, it } from 'vitest';
-import { SharedBackendLog } from '../../src/engine/backend/shared-log.js';
-import { BackendProjection } from '../../src/engine/backend/projection.js';
+import { SharedBackendLog, type SharedLogOptions } from '../../src/engine/backend/shared-log.js';
+import { BackendProjection, type BackendState } from '../../src/engine/backend/projection.js';
+import { backendSnapshotCodec } from '../../src/engine/backend/snapshot.js';
+import { systemClock } from '../../src/engine/clock.js';
 import { backendStreamOf, type BackendEvent } from '../../src/machines/backend-events.js';
 import { jobDecider, type JobCommand } from '../../src/machines/job-decider.js';
 import { PgEventLog } from '../../src/storage/postgres/event-log.js';
@@ -21,19 +25,24 @@ afterEach(async () => {
 });
 
 /** A node: its own connection pool, projection and dispatch, on the schema. */
-async function node(schema: string, maxQueued?: number) {
+async function node(schema: string, options: Partial<Pick<SharedLogOptions<BackendState>, 'maxQueued' | 'snapshotEveryEvents'>> = {}) {
   const log = await PgEventLog.open<BackendEvent>({ url: POSTGRES_URL, schema, streamOf: backendStreamOf });
-  const shared = new SharedBackendLog<unknown>(log, maxQueued);
-  opened.push({ shared, log });
   const projection = new BackendProjection();
+  const reported: string[] = [];
+  const shared = new SharedBackendLog<BackendState>(log, { codec: backendSnapshotCodec(projection), clock: systemClock, report: (error, { what }) => reported.push(`${what}: ${String(error)}`), ...options });
+  opened.push({ shared, log });
   const dispatched: Array<{ type: string; own: boolean }> = [];
+  let folded = 0;
   await shared.start({
     fold: (event) => projection.apply(event),
-    foldCommitted: (event) => projection.apply(event),
-    restore: () => projection.restore(new BackendProjection().state()),
+    foldCommitted: (event) => {
+      folded += 1;
+      projection.apply(event);
+    },
+    restore: (state) => projection.restore(state ?? new BackendProjection().state()),
     dispatch: (events, own) => dispatched.push(...events.map(({ type }) => ({ type, own }))),
   });
-  return { shared, projection, dispatched };
+  return { log, shared, projection, dispatched, reported, folded };
 }
 
 function create(job_id: string): JobCommand {
@@ -70,10 +79,36 @@ it('nodes deciding on one job at once take turns: one creates it, every other se
 });
 
 it('a node with as many decisions waiting as it may take refuses the next at once, as if the store were away', async () => {
-  const { shared, projection } = await node(testSchema(), 2);
+  const { shared, projection } = await node(testSchema(), { maxQueued: 2 });
   const decide = () => shared.decide(() => jobDecider.decide(create(randomUUID()), undefined));
   const [first, second, third] = [decide(), decide(), decide()];
   await expect(third).rejects.toMatchObject({ name: 'StoreBehindError', code: 'event_log_unreachable' });
   expect(await Promise.all([first, second])).toEqual(['created', 'created']);
   expect(projection.allOpenJobs()).toHaveLength(2);
+});
+
+it('a node takes snapshots of its commits; a start folds only what came after the newest, and passes over one it cannot read', async () => {
+  const schema = testSchema();
+  const first = await node(schema, { snapshotEveryEvents: 5 });
+  for (let i = 0; i < 12; i += 1) {
+    const job_id = randomUUID();
+    await first.shared.decide(() => jobDecider.decide(create(job_id), first.projection.job(job_id)));
+  }
+  await first.shared.close();
+  const kept = await first.log.snapshots();
+  // One every five commits of its own and one as it stopped, the two newest kept.
+  expect(kept.map(({ position }) => position)).toEqual([12, 10]);
+  const second = await node(schema);
+  expect(second.folded).toBe(0);
+  expect(second.projection.allOpenJobs()).toHaveLength(12);
+  expect(second.reported).toEqual([]);
+
+  // The newest snapshot unreadable: passed over, said, and the one before it used.
+  const client = new pg.Client({ connectionString: POSTGRES_URL });
+  await client.connect();
+  await client.query(`UPDATE ${schema}.snapshots SET data = 'not a snapshot' WHERE position = 12`);
+  await client.end();
+  const third = await node(schema);
+  expect([third.folded, third.projection.allOpenJobs().length]).toEqual([2, 12]);
+  expect(third.reported).toEqual([expect.stringMatching(/^using the snapshot at position 12: /)]);
 });

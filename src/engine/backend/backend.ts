@@ -155,7 +155,13 @@ export class Backend {
       presence = new LocalPresence();
       misses = new LocalMisses();
     } else {
-      this.log = new SharedBackendLog(store, config.maxQueuedDecisions);
+      this.log = new SharedBackendLog(store, {
+        codec: backendSnapshotCodec(this.projection),
+        clock: this.clock,
+        report: this.report,
+        ...(config.maxQueuedDecisions !== undefined ? { maxQueued: config.maxQueuedDecisions } : {}),
+        ...(config.snapshotEveryEvents !== undefined ? { snapshotEveryEvents: config.snapshotEveryEvents } : {}),
+      });
       this.lookEveryMs = config.lookEveryMs ?? 1_000;
       const caughtUp = () => this.background(this.log.caughtUp(), 'folding what other nodes committed');
       this.pubsub = config.broker === undefined ? new LocalPubSub(subscriberFailed) : new ClusterChannel(config.broker, this.epoch, caughtUp, subscriberFailed);

@@ -9,16 +9,32 @@
  * fails because PostgreSQL cannot be reached fails its callers (503 `store_unavailable` at the edge), and
  * the fold, which may hold events of a batch that never committed, is folded again from the log before
  * the next step, so the node resumes by itself once the database is back.
+ *
+ * A node snapshots the fold every `snapshotEveryEvents` events of its own commits and when it stops (one
+ * table, the newest two kept), so that a start, or a fold again, begins at the newest snapshot instead of
+ * the log's start.
  */
 import type { BackendEvent } from '../../machines/backend-events.js';
 import type { Decision } from '../../machines/decider.js';
 import type { StoredEvent } from '../../storage/event-log.js';
 import { StoreBehindError } from '../../storage/postgres/connection.js';
 import type { PgEventLog } from '../../storage/postgres/event-log.js';
+import type { Clock } from '../clock.js';
+import { SNAPSHOT_EVERY_EVENTS, inSlices, type SnapshotCodec } from '../snapshots.js';
 import type { BackendLog, FoldParts } from './backend-log.js';
 
 /** Enough for every request a node takes at once to have its decision waiting, and not so many that memory grows while the store is slow. */
 export const DEFAULT_MAX_QUEUED = 10_000;
+
+export interface SharedLogOptions<S> {
+  /** Decisions waiting for the store at most: one more is refused at once (503 at the edge) rather than queued without bound. */
+  readonly maxQueued?: number;
+  /** How the fold is snapshotted: a node takes one every `snapshotEveryEvents` events of its own commits. */
+  readonly codec: SnapshotCodec<S>;
+  readonly clock: Clock;
+  readonly snapshotEveryEvents?: number;
+  readonly report: (error: unknown, context: { readonly what: string }) => void;
+}
 
 interface Queued {
   readonly decide: () => Decision<BackendEvent, unknown>;
@@ -46,11 +62,17 @@ export class SharedBackendLog<S> implements BackendLog<S> {
   /** The steps under way, while there are any. */
   private working: Promise<void> | undefined;
 
+  private readonly maxQueued: number;
+  /** This node's own committed events since its last snapshot. */
+  private sinceSnapshot = 0;
+  private writing: Promise<void> = Promise.resolve();
+
   constructor(
     private readonly log: PgEventLog<BackendEvent>,
-    /** Decisions waiting for the store at most: one more is refused at once (503 at the edge) rather than queued without bound. */
-    private readonly maxQueued = DEFAULT_MAX_QUEUED,
-  ) {}
+    private readonly options: SharedLogOptions<S>,
+  ) {
+    this.maxQueued = options.maxQueued ?? DEFAULT_MAX_QUEUED;
+  }
 
   get position(): number {
     return this.folded;
@@ -58,8 +80,8 @@ export class SharedBackendLog<S> implements BackendLog<S> {
 
   async start(parts: FoldParts<S>): Promise<void> {
     this.parts = parts;
-    parts.restore(undefined);
-    await this.foldFrom(0, false);
+    await this.restoreNewest(Infinity);
+    await this.foldFrom(this.folded, false);
     this.dispatched = this.folded;
   }
 
@@ -91,10 +113,55 @@ export class SharedBackendLog<S> implements BackendLog<S> {
     return this.log.removeStreams(streams, this.folded);
   }
 
-  compacted(): void {}
+  compacted(): void {
+    if (this.working === undefined && !this.stale) this.snapshot();
+    else this.sinceSnapshot = this.snapshotEveryEvents;
+  }
 
+  /** Settles the steps under way, then takes a snapshot of what this node committed since its last (a clean stop), and waits for it. */
   async close(): Promise<void> {
     while (this.working !== undefined) await this.working;
+    if (this.sinceSnapshot > 0 && !this.stale) this.snapshot();
+    await this.writing;
+  }
+
+  private get snapshotEveryEvents(): number {
+    return this.options.snapshotEveryEvents ?? SNAPSHOT_EVERY_EVENTS;
+  }
+
+  /**
+   * The fold replaced by the newest snapshot at or before `upTo` that decodes (each one passed over is
+   * reported, never trusted), or by nothing; `folded` is where it stands then.
+   */
+  private async restoreNewest(upTo: number): Promise<void> {
+    for (const snapshot of await this.log.snapshots()) {
+      if (snapshot.position > upTo) continue;
+      try {
+        this.parts!.restore(this.options.codec.decode(snapshot.data));
+        this.folded = snapshot.position;
+        return;
+      } catch (error) {
+        this.options.report(error, { what: `using the snapshot at position ${snapshot.position}` });
+      }
+    }
+    this.parts!.restore(undefined);
+    this.folded = 0;
+  }
+
+  /** A snapshot of the fold now, when it holds exactly what is committed; encoded and written off the step. */
+  private snapshot(): void {
+    this.sinceSnapshot = 0;
+    const position = this.folded;
+    if (position === 0) return;
+    const state = this.options.codec.capture();
+    const at = this.options.clock.now();
+    this.writing = this.writing.then(async () => {
+      try {
+        await this.log.writeSnapshot(position, await inSlices(this.options.codec.encode(state)), at);
+      } catch (error) {
+        this.options.report(error, { what: 'writing a snapshot' });
+      }
+    });
   }
 
   private work(): void {
@@ -195,6 +262,8 @@ export class SharedBackendLog<S> implements BackendLog<S> {
     if (appended.length > 0) {
       this.folded = this.dispatched = appended.at(-1)!.position;
       this.parts!.dispatch(appended.map(({ event }) => event), true);
+      this.sinceSnapshot += appended.length;
+      if (this.sinceSnapshot >= this.snapshotEveryEvents) this.snapshot();
     }
     batch.forEach(({ resolve, reject }, i) => {
       const outcome = outcomes[i]!;
@@ -205,9 +274,9 @@ export class SharedBackendLog<S> implements BackendLog<S> {
 
   /** The fold went ahead of the log (a batch whose commit failed): fold it again from the start, dispatching only what is new. */
   private async refold(): Promise<void> {
-    this.parts!.restore(undefined);
-    this.folded = 0;
-    for (let page = await this.log.read(0); page.length > 0; page = await this.log.read(this.folded)) {
+    // Not from a snapshot past what this node dispatched: what lies between would never be dispatched.
+    await this.restoreNewest(this.dispatched);
+    for (let page = await this.log.read(this.folded); page.length > 0; page = await this.log.read(this.folded)) {
       const known = page.filter(({ position }) => position <= this.dispatched);
       this.take(known, false);
       this.take(page.slice(known.length), true);

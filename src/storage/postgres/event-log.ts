@@ -5,7 +5,7 @@
  * what it decides after them. Reads need no lock: what is committed is a gapless prefix of positions.
  */
 import type pg from 'pg';
-import type { LogRecord, StoredEvent } from '../event-log.js';
+import { KEPT_SNAPSHOTS, type LogRecord, type StoredEvent } from '../event-log.js';
 import { openPool, inTransaction, poolQuery, type PostgresOptions, type Query } from './connection.js';
 import { migrate } from './migrations.js';
 
@@ -92,6 +92,20 @@ export class PgEventLog<E extends LogRecord> {
       [positions, events.map(this.options.streamOf), events.map((e) => e.type), events.map((e) => e.at), events.map((e) => JSON.stringify(e)), head + events.length],
     );
     return events.map((event, i) => ({ position: positions[i]!, event }));
+  }
+
+  /** Stores a snapshot of the fold as of `position` (a committed event's), keeping only the newest `KEPT_SNAPSHOTS`. */
+  async writeSnapshot(position: number, data: string, at: number): Promise<void> {
+    await inTransaction(this.pool, async (tx) => {
+      await tx('INSERT INTO snapshots (position, at, data) VALUES ($1, $2, $3) ON CONFLICT (position) DO NOTHING', [position, at, data]);
+      await tx('DELETE FROM snapshots WHERE position NOT IN (SELECT position FROM snapshots ORDER BY position DESC LIMIT $1)', [KEPT_SNAPSHOTS]);
+    });
+  }
+
+  /** The stored snapshots, newest first. */
+  async snapshots(): Promise<Array<{ readonly position: number; readonly data: string }>> {
+    const { rows } = await this.query<{ position: string; data: string }>('SELECT position, data FROM snapshots ORDER BY position DESC');
+    return rows.map((row) => ({ position: Number(row.position), data: row.data }));
   }
 
   /** The newest committed position: what a health check reads. */

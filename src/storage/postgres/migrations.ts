@@ -52,6 +52,18 @@ export const MIGRATIONS: readonly Migration[] = [
       CREATE INDEX pairing_misses_by_time ON pairing_misses (at);
     `,
   },
+  {
+    version: 3,
+    name: 'snapshots',
+    sql: `
+      -- The fold as of a position, so that a node's start folds only what came after the newest.
+      CREATE TABLE snapshots (
+        position bigint PRIMARY KEY,
+        at bigint NOT NULL,
+        data text NOT NULL
+      );
+    `,
+  },
 ];
 
 /** Brings the pool's schema up to the newest migration; resolves with the version it is at. */
