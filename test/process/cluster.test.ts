@@ -6,7 +6,7 @@
  * behind a balancer that sends each request to the next node; the plugin is the real one.
  */
 import { randomUUID } from 'node:crypto';
-import { writeFileSync } from 'node:fs';
+import { rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import pg from 'pg';
 import { afterEach, expect, it } from 'vitest';
@@ -40,6 +40,7 @@ interface Cluster {
 /** Three `backend` processes on one schema and namespace, behind a balancer, with one integration. */
 async function cluster(postgres: string, broker: string): Promise<Cluster & { readonly schema: string }> {
   const dir = tempDir();
+  stops.push(async () => rmSync(dir, { recursive: true, force: true }));
   const tokenFile = join(dir, 'operator-token');
   writeFileSync(tokenFile, OPERATOR, { mode: 0o600 });
   const schema = testSchema();
@@ -66,6 +67,7 @@ function slowReasoner(ms: number): Reasoner {
 
 async function plugin(c: Cluster, logger?: BaseLogger): Promise<Plugin> {
   const dir = tempDir();
+  stops.push(async () => rmSync(dir, { recursive: true, force: true }));
   const started = await startPlugin({
     ...(logger === undefined ? {} : { logger }),
     backendUrl: c.balancer.url,

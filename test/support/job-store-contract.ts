@@ -4,6 +4,7 @@
  * opening of the same folder is a restart.
  */
 import { randomUUID } from 'node:crypto';
+import { rmSync } from 'node:fs';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { Decision } from '../../src/machines/decider.js';
 import { jobDecider, type JobCommand, type JobOutcome } from '../../src/machines/job-decider.js';
@@ -41,10 +42,14 @@ const decided = (command: JobCommand) => (job: JobSnapshot | undefined) => jobDe
 export function describeJobStore(name: string, open: (dir: string) => Promise<OpenedJobStore>): void {
   describe(`JobStore contract: ${name}`, () => {
     const opened: OpenedJobStore[] = [];
+    const dirs = new Set<string>();
     afterEach(async () => {
       for (const store of opened.splice(0)) await store.close();
+      for (const dir of dirs) rmSync(dir, { recursive: true, force: true });
+      dirs.clear();
     });
     const openAt = async (dir = tempDir()) => {
+      dirs.add(dir);
       const store = await open(dir);
       opened.push(store);
       return { ...store, dir };
