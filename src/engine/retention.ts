@@ -7,7 +7,7 @@
  * What a pass forgets is the host's or the backend's own (`forgetEndedSessions`, backend/retention.ts).
  */
 import type { DomainEvent } from '../machines/events.js';
-import type { EventLog, LogRecord } from '../storage/event-log.js';
+import type { EventLog } from '../storage/event-log.js';
 import type { Clock, TimerHandle } from './clock.js';
 import type { ChatProjection } from './projection.js';
 
@@ -68,33 +68,41 @@ export class Retention {
   }
 }
 
+/** What one forgetting event named: the streams whose events go, and how many aggregates it forgot. */
+export interface ForgottenBatch {
+  readonly streams: readonly string[];
+  readonly count: number;
+}
+
 /**
- * Appends forgetting events for the batches `next` names, each removing the named streams' events before
- * it once committed (host-wide events are the '' stream's, so the newest of those is the one just
- * appended; an id used again after it keeps its new events). Resolves with how many were forgotten.
+ * Forgets batch after batch: `next` appends the next forgetting event and resolves, once it is committed,
+ * with what it named (undefined: nothing left); `remove` then removes those streams' events. Resolves
+ * with how many were forgotten.
  */
-export async function forgetInBatches<E extends LogRecord>(
-  log: EventLog<E>,
-  append: (events: readonly E[]) => Promise<void>,
-  next: () => { readonly event: E; readonly streams: readonly string[]; readonly count: number } | undefined,
-): Promise<number> {
+export async function forgetInBatches(next: () => Promise<ForgottenBatch | undefined>, remove: (streams: readonly string[]) => unknown): Promise<number> {
   let forgotten = 0;
-  for (let batch = next(); batch !== undefined; batch = next()) {
-    await append([batch.event]);
-    log.removeStreams(batch.streams, log.lastPositionOf(''));
+  for (let batch = await next(); batch !== undefined; batch = await next()) {
+    await remove(batch.streams);
     forgotten += batch.count;
     if (batch.count < FORGOTTEN_PER_EVENT) break;
   }
   return forgotten;
 }
 
-/** The host's pass: sessions that ended before the time, with no callback delivery still queued. */
+/**
+ * The host's pass: sessions that ended before the time, with no callback delivery still queued. Each
+ * batch's sessions lose their events before its event (host-wide events are the '' stream's, so the newest
+ * of those is the one just appended; an id used again after it keeps its new events).
+ */
 export function forgetEndedSessions(projection: ChatProjection, log: EventLog<DomainEvent>, append: (events: readonly DomainEvent[]) => Promise<void>, clock: Clock) {
   return (endedBefore: number): Promise<number> =>
-    forgetInBatches(log, append, () => {
-      const session_ids = projection.forgettable(endedBefore, FORGOTTEN_PER_EVENT);
-      if (session_ids.length === 0) return undefined;
-      const event: DomainEvent = { type: 'sessions.forgotten', session_ids, ended_before: endedBefore, at: clock.now() };
-      return { event, streams: session_ids, count: session_ids.length };
-    });
+    forgetInBatches(
+      async () => {
+        const session_ids = projection.forgettable(endedBefore, FORGOTTEN_PER_EVENT);
+        if (session_ids.length === 0) return undefined;
+        await append([{ type: 'sessions.forgotten', session_ids, ended_before: endedBefore, at: clock.now() }]);
+        return { streams: session_ids, count: session_ids.length };
+      },
+      (streams) => log.removeStreams(streams, log.lastPositionOf('')),
+    );
 }

@@ -114,6 +114,10 @@ export function isJobEvent(event: BackendEvent): event is JobEvent {
   return event.type.startsWith('job.');
 }
 
+export function isIntegrationEvent(event: BackendEvent): event is IntegrationEvent {
+  return event.type.startsWith('integration.');
+}
+
 export function isPairingEvent(event: BackendEvent): event is PairingEvent {
   return event.type.startsWith('pairing.');
 }

@@ -10,6 +10,11 @@ export interface Decision<Event, Outcome> {
   readonly outcome: Outcome;
 }
 
+/** A decision that changes nothing: no events, just the outcome. */
+export function nothing<Event, Outcome>(outcome: Outcome): Decision<Event, Outcome> {
+  return { events: [], outcome };
+}
+
 /** `Decided`: the events `decide` emits, when the state also folds events other deciders emit. */
 export interface Decider<State, Command, Event, Outcome, Decided extends Event = Event> {
   decide(command: Command, state: State): Decision<Decided, Outcome>;

@@ -16,7 +16,7 @@ import { z } from 'zod';
 import { ByoEnvelope, PURPOSES, jsonSchemaOf, type CodedError, type JobCreateBody, type JobResultBody } from '../../protocol/index.js';
 import { checkResponseSchema, resultProblems } from '../../protocol/response-schema.js';
 import { isJobEvent, type BackendEvent } from '../../machines/backend-events.js';
-import type { Decision } from '../../machines/decider.js';
+import { nothing, type Decision } from '../../machines/decider.js';
 import { isRevoked, type IntegrationSnapshot } from '../../machines/integration.js';
 import { jobDecider, type JobCommand, type JobOutcome } from '../../machines/job-decider.js';
 import type { JobEvent } from '../../machines/job-events.js';
@@ -105,8 +105,6 @@ interface Invalid {
   readonly invalid: InvalidCode;
   readonly message: string;
 }
-
-const nothing = <Outcome>(outcome: Outcome): Decision<JobEvent, Outcome> => ({ events: [], outcome });
 
 export class Backend {
   readonly epoch: string;

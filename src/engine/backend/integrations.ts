@@ -8,8 +8,8 @@
  */
 import { randomUUID } from 'node:crypto';
 import { matchesDigest, newToken, providerOf, tokenDigest, type CodedError, type Heartbeat, type HeartbeatAnswer, type RekeyAnswer, type RekeyRequest } from '../../protocol/index.js';
-import type { BackendEvent } from '../../machines/backend-events.js';
-import type { Decision } from '../../machines/decider.js';
+import { isIntegrationEvent, type BackendEvent } from '../../machines/backend-events.js';
+import { nothing, type Decision } from '../../machines/decider.js';
 import { isOnline, isRevoked, type IntegrationSnapshot, type Rekey } from '../../machines/integration.js';
 import type { Clock } from '../clock.js';
 import { Deadlines } from '../deadlines.js';
@@ -50,7 +50,7 @@ export class Integrations {
 
   /** A committed event of the integration (this node's or another's): an online one without a deadline here gets one. */
   committed(event: BackendEvent): void {
-    if ('integration_id' in event && event.type.startsWith('integration.')) this.watch(event.integration_id);
+    if (isIntegrationEvent(event)) this.watch(event.integration_id);
   }
 
   private watch(integrationId: string): void {
@@ -201,5 +201,3 @@ export class Integrations {
   }
 
 }
-
-const nothing = <Outcome>(outcome: Outcome): Decision<BackendEvent, Outcome> => ({ events: [], outcome });

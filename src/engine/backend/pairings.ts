@@ -9,7 +9,8 @@
  * no pairing are limited to `MAX_UNKNOWN_HANDLES` a minute, so that guessing handles goes nowhere.
  */
 import { crockfordRandom, HANDLE_LENGTH, newToken, providerOf, tokenDigest, matchesDigest, type CodedError, type PairingStartBody } from '../../protocol/index.js';
-import type { BackendEvent } from '../../machines/backend-events.js';
+import { isPairingEvent, type BackendEvent } from '../../machines/backend-events.js';
+import { nothing } from '../../machines/decider.js';
 import { pairingDecider, type PairingCommand, type PairingOutcome } from '../../machines/pairing-decider.js';
 import { isPairingOpen, type PairingSnapshot } from '../../machines/pairing.js';
 import type { Clock, IdSource } from '../clock.js';
@@ -55,8 +56,8 @@ export class Pairings {
 
   /** A committed pairing event (this node's or another's): every node keeps every open pairing's expiry, so that one outlives the node that started it. */
   committed(event: BackendEvent): void {
-    if (!event.type.startsWith('pairing.')) return;
-    const { pairing_id } = event as Extract<BackendEvent, { pairing_id: string }>;
+    if (!isPairingEvent(event)) return;
+    const { pairing_id } = event;
     const pairing = this.projection.pairing(pairing_id);
     if (pairing !== undefined && isPairingOpen(pairing)) this.expiries.set(pairing_id, pairing.context.expires_at);
     else this.expiries.delete(pairing_id);
@@ -74,7 +75,7 @@ export class Pairings {
     const pairing_id = this.ids.uuid();
     const at = this.clock.now();
     const started = await this.log.decide(() => {
-      if (this.projection.openPairings().length >= MAX_OPEN_PAIRINGS) return { events: [], outcome: false };
+      if (this.projection.openPairings().length >= MAX_OPEN_PAIRINGS) return nothing(false);
       let handle = crockfordRandom(HANDLE_LENGTH);
       while (this.projection.pairingByHandle(handle) !== undefined) handle = crockfordRandom(HANDLE_LENGTH);
       const command: PairingCommand = {
@@ -102,7 +103,7 @@ export class Pairings {
     const token = newToken();
     const joined = await this.log.decide(() => {
       const pairing = this.projection.pairingByHandle(handle);
-      if (pairing === undefined) return { events: [], outcome: undefined };
+      if (pairing === undefined) return nothing(undefined);
       const { pairing_id } = pairing.context;
       const decision = pairingDecider.decide({ type: 'join', pairing_id, assistant_pairing_token_digest: tokenDigest(token), at }, pairing);
       return { events: decision.events, outcome: { pairing_id, outcome: decision.outcome } };
