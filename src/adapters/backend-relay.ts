@@ -81,6 +81,12 @@ export interface RelayHealth {
   readonly broker?: { readonly kind: 'nats' | 'redis'; readonly connected: boolean };
 }
 
+/** The backend's log that `db` or `store` names: an SQLite file, or PostgreSQL (its schema migrated). */
+export async function openBackendStore(where: Pick<BackendRelayOptions, 'db' | 'store'>, onIdleError?: (error: unknown) => void): Promise<BackendStore> {
+  if (where.store === undefined) return EventLog.open<BackendEvent>({ path: where.db!, streamOf: backendStreamOf });
+  return PgEventLog.open<BackendEvent>({ schema: DEFAULT_SCHEMA, ...where.store, streamOf: backendStreamOf, ...(onIdleError === undefined ? {} : { onIdleError }) });
+}
+
 export async function createBackendRelay(options: BackendRelayOptions): Promise<BackendRelay> {
   if ((options.db === undefined) === (options.store === undefined)) throw new TypeError('a backend relay takes either db (SQLite, one node) or store (PostgreSQL, shared)');
   if (options.broker !== undefined && options.store === undefined) throw new TypeError('broker carries news between nodes that share a store: give store too');
@@ -89,15 +95,7 @@ export async function createBackendRelay(options: BackendRelayOptions): Promise<
   checkInspection(inspection);
   const logger = options.logger;
   const report = (error: unknown, what: string) => (logger === undefined ? process.emitWarning(`assistant-relay backend: ${what}: ${String(error)}`) : logger.warn({ err: error }, what));
-  const log: BackendStore =
-    options.store === undefined
-      ? EventLog.open<BackendEvent>({ path: options.db!, streamOf: backendStreamOf })
-      : await PgEventLog.open<BackendEvent>({
-          schema: DEFAULT_SCHEMA,
-          ...options.store,
-          streamOf: backendStreamOf,
-          onIdleError: (error) => report(error, 'a PostgreSQL connection was lost'),
-        });
+  const log = await openBackendStore(options, (error) => report(error, 'a PostgreSQL connection was lost'));
   let broker: BrokerPubSub | undefined;
   let backend: Backend;
   try {

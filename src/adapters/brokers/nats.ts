@@ -15,6 +15,8 @@ export class NatsPubSub extends BrokerPubSub {
   private readonly stream: string;
   private reading: Promise<void> = Promise.resolve();
   private stopReading = (): void => {};
+  /** Between the connection's `disconnect` and its `reconnect`. */
+  private disconnected = false;
 
   private constructor(
     private readonly connection: NatsConnection,
@@ -51,8 +53,6 @@ export class NatsPubSub extends BrokerPubSub {
   get health(): BrokerHealth {
     return { kind: 'nats', connected: !this.connection.isClosed() && this.connection.info !== undefined && !this.disconnected };
   }
-
-  private disconnected = false;
 
   async close(): Promise<void> {
     if (this.closed) return;

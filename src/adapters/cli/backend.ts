@@ -4,12 +4,9 @@
  * `assistant-relay backend integration create`, which creates an integration in a log no backend holds
  * (the lock refuses it otherwise) and prints its tokens, once.
  */
-import { Backend, type BackendStore } from '../../engine/backend/backend.js';
-import { backendStreamOf, type BackendEvent } from '../../machines/backend-events.js';
-import { EventLog } from '../../storage/event-log.js';
+import { Backend } from '../../engine/backend/backend.js';
 import { DEFAULT_SCHEMA, SCHEMA_NAME } from '../../storage/postgres/connection.js';
-import { PgEventLog } from '../../storage/postgres/event-log.js';
-import { createBackendRelay, type BackendRelayOptions } from '../backend-relay.js';
+import { createBackendRelay, openBackendStore, type BackendRelayOptions } from '../backend-relay.js';
 import { DEFAULT_NAMESPACE, NAMESPACE } from '../brokers/broker.js';
 import { BROKER_SCHEMES } from '../brokers/connect.js';
 import { UsageError, integer, parseDuration, logLevelOf, parseOrigins, readFlags, retentionOf } from './flags.js';
@@ -62,10 +59,6 @@ const FLAGS = {
 const INTEGRATION_FLAGS = { db: { type: 'string' }, store: { type: 'string' }, schema: { type: 'string' }, provider: { type: 'string' } } as const;
 const DEFAULT_DB = 'data/backend.db';
 
-function openLog(db: string): EventLog<BackendEvent> {
-  return EventLog.open<BackendEvent>({ path: db, streamOf: backendStreamOf });
-}
-
 export async function backendCommand(argv: readonly string[], env: NodeJS.ProcessEnv): Promise<void> {
   if (argv[0] === 'integration') return integrationCommand(argv.slice(1), env);
   const get = readFlags(argv, FLAGS, env);
@@ -104,6 +97,7 @@ function whereOf(get: (name: keyof typeof FLAGS) => string | undefined): { optio
   if (!NAMESPACE.test(namespace)) throw new UsageError(`--namespace must be letters, digits, _ and - (at most 64), not ${JSON.stringify(namespace)}`);
   const pool = get('pool');
   const timeout = get('store-timeout');
+  const brokerUrl = pubsub === undefined ? undefined : urlOf('pubsub', pubsub, BROKER_SCHEMES);
   const options = {
     store: {
       url: store,
@@ -111,9 +105,9 @@ function whereOf(get: (name: keyof typeof FLAGS) => string | undefined): { optio
       ...(pool === undefined ? {} : { poolSize: integer('pool', pool, 1, 1_000) }),
       ...(timeout === undefined ? {} : { connectTimeoutMs: parseDuration('store-timeout', timeout) }),
     },
-    ...(pubsub === undefined ? {} : { broker: { url: urlOf('pubsub', pubsub, [...BROKER_SCHEMES]).href, namespace } }),
+    ...(brokerUrl === undefined ? {} : { broker: { url: brokerUrl.href, namespace } }),
   };
-  return { options, said: { store: withoutPassword(storeUrl), schema, ...(pubsub === undefined ? {} : { pubsub: withoutPassword(urlOf('pubsub', pubsub, [...BROKER_SCHEMES])), namespace }) } };
+  return { options, said: { store: withoutPassword(storeUrl), schema, ...(brokerUrl === undefined ? {} : { pubsub: withoutPassword(brokerUrl), namespace }) } };
 }
 
 function urlOf(flag: string, text: string, schemes: readonly string[]): URL {
@@ -138,7 +132,7 @@ async function integrationCommand(argv: readonly string[], env: NodeJS.ProcessEn
   if (verb !== 'create') throw new UsageError(`backend integration takes create, not ${JSON.stringify(verb ?? '')}`);
   const get = readFlags(rest, INTEGRATION_FLAGS, env);
   const { options } = whereOf((flag) => (flag in INTEGRATION_FLAGS ? get(flag as keyof typeof INTEGRATION_FLAGS) : undefined));
-  const log: BackendStore = options.store === undefined ? openLog(options.db!) : await PgEventLog.open<BackendEvent>({ schema: DEFAULT_SCHEMA, ...options.store, streamOf: backendStreamOf });
+  const log = await openBackendStore(options);
   try {
     const backend = await Backend.start(log);
     const created = await backend.integrations.create(get('provider') ?? 'assistant-relay');

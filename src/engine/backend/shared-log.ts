@@ -272,7 +272,7 @@ export class SharedBackendLog<S> implements BackendLog<S> {
     });
   }
 
-  /** The fold went ahead of the log (a batch whose commit failed): fold it again from the start, dispatching only what is new. */
+  /** The fold went ahead of the log (a batch whose commit failed): fold it again from a snapshot or the start, dispatching only what is new. */
   private async refold(): Promise<void> {
     // Not from a snapshot past what this node dispatched: what lies between would never be dispatched.
     await this.restoreNewest(this.dispatched);

@@ -77,11 +77,11 @@ export function openPool(options: PostgresOptions, onIdleError: (error: unknown)
   return pool;
 }
 
-/** One statement on any connection of the pool. */
-export function poolQuery(pool: pg.Pool): Query {
+/** Statements on any connection of the pool, or on one (a transaction's), their failures as the engine should see them. */
+export function queryOn(on: pg.Pool | pg.PoolClient): Query {
   return async (text, values) => {
     try {
-      return await pool.query(text, values as unknown[]);
+      return await on.query(text, values as unknown[]);
     } catch (error) {
       throw storeFailure(error);
     }
@@ -101,19 +101,12 @@ export async function inTransaction<T>(pool: pg.Pool, work: (query: Query, first
   } catch (error) {
     throw storeFailure(error);
   }
-  const query: Query = async (text, values) => {
-    try {
-      return await client.query(text, values as unknown[]);
-    } catch (error) {
-      throw storeFailure(error);
-    }
-  };
+  const query = queryOn(client);
   let broken: Error | undefined;
   try {
-    // A simple query of several statements answers with each one's result.
-    const begun = first.length === 0 ? [] : ((await query(['BEGIN', ...first].join('; '))) as unknown as pg.QueryResult[]).slice(1);
-    if (first.length === 0) await query('BEGIN');
-    const result = await work(query, begun);
+    // A simple query of several statements answers with each one's result; of one, with its result alone.
+    const begun: unknown = await query(['BEGIN', ...first].join('; '));
+    const result = await work(query, Array.isArray(begun) ? (begun as pg.QueryResult[]).slice(1) : []);
     await query('COMMIT');
     return result;
   } catch (error) {

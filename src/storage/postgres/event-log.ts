@@ -6,7 +6,7 @@
  */
 import type pg from 'pg';
 import { KEPT_SNAPSHOTS, type LogRecord, type StoredEvent } from '../event-log.js';
-import { openPool, inTransaction, poolQuery, type PostgresOptions, type Query } from './connection.js';
+import { openPool, inTransaction, queryOn, type PostgresOptions, type Query } from './connection.js';
 import { migrate } from './migrations.js';
 
 export interface PgEventLogOptions<E> extends PostgresOptions {
@@ -24,8 +24,12 @@ interface EventRow {
   data: string;
 }
 
+/** A page of committed events after a position, oldest first: the position is a number, written in. */
+function pageAfter(position: number): string {
+  return `SELECT position, data FROM events WHERE position > ${Math.trunc(position)} ORDER BY position LIMIT ${PAGE}`;
+}
+
 export class PgEventLog<E extends LogRecord> {
-  readonly schema: string;
   private readonly query: Query;
   private closed = false;
 
@@ -33,8 +37,7 @@ export class PgEventLog<E extends LogRecord> {
     private readonly pool: pg.Pool,
     private readonly options: PgEventLogOptions<E>,
   ) {
-    this.schema = options.schema;
-    this.query = poolQuery(pool);
+    this.query = queryOn(pool);
   }
 
   /** Connects and brings the schema up to date. */
@@ -56,8 +59,7 @@ export class PgEventLog<E extends LogRecord> {
 
   /** Up to a page of committed events after `position`, oldest first. */
   async read(after: number): Promise<StoredEvent<E>[]> {
-    const { rows } = await this.query<EventRow>('SELECT position, data FROM events WHERE position > $1 ORDER BY position LIMIT $2', [after, PAGE]);
-    return rows.map(stored<E>);
+    return (await this.query<EventRow>(pageAfter(after))).rows.map(stored<E>);
   }
 
   /**
@@ -67,18 +69,17 @@ export class PgEventLog<E extends LogRecord> {
    */
   async append(after: number, decide: (committed: readonly StoredEvent<E>[]) => readonly E[]): Promise<StoredEvent<E>[]> {
     // The lock and the first page of what others committed since `after`, with the BEGIN: one round trip.
-    const since = `SELECT position, data FROM events WHERE position > ${Math.trunc(after)} ORDER BY position LIMIT ${PAGE}`;
     return inTransaction(
       this.pool,
       (tx, [locked, firstPage]) => this.appendLocked(tx, Number((locked!.rows[0] as { position: string }).position), firstPage!.rows as EventRow[], decide),
-      ['SELECT position FROM log_head FOR UPDATE', since],
+      ['SELECT position FROM log_head FOR UPDATE', pageAfter(after)],
     );
   }
 
   private async appendLocked(tx: Query, head: number, firstPage: readonly EventRow[], decide: (committed: readonly StoredEvent<E>[]) => readonly E[]): Promise<StoredEvent<E>[]> {
     const committed = firstPage.map(stored<E>);
     for (let from = committed.at(-1)?.position ?? head; from < head; ) {
-      const { rows } = await tx<EventRow>('SELECT position, data FROM events WHERE position > $1 ORDER BY position LIMIT $2', [from, PAGE]);
+      const { rows } = await tx<EventRow>(pageAfter(from));
       if (rows.length === 0) break;
       committed.push(...rows.map(stored<E>));
       from = committed.at(-1)!.position;

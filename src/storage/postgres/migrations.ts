@@ -7,7 +7,7 @@
  */
 import type pg from 'pg';
 import { SchemaMismatchError } from '../errors.js';
-import { inTransaction, poolQuery } from './connection.js';
+import { inTransaction, queryOn } from './connection.js';
 
 export interface Migration {
   readonly version: number;
@@ -68,7 +68,7 @@ export const MIGRATIONS: readonly Migration[] = [
 
 /** Brings the pool's schema up to the newest migration; resolves with the version it is at. */
 export async function migrate(pool: pg.Pool, schema: string, migrations: readonly Migration[] = MIGRATIONS): Promise<number> {
-  const query = poolQuery(pool);
+  const query = queryOn(pool);
   await query(`CREATE SCHEMA IF NOT EXISTS ${schema}`).catch(async (error: unknown) => {
     // Two nodes creating it at once: the loser sees a unique violation, and the schema is there.
     if ((error as { code?: string }).code !== '23505') throw error;

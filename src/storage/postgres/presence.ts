@@ -1,13 +1,13 @@
 /** What the backend's nodes share besides the log (engine/backend/presence.ts), in PostgreSQL. */
 import type pg from 'pg';
-import { poolQuery, type Query } from './connection.js';
+import { queryOn, type Query } from './connection.js';
 
 /** One row an integration: the newest heartbeat's deadline. */
 export class PgPresence {
   private readonly query: Query;
 
   constructor(pool: pg.Pool) {
-    this.query = poolQuery(pool);
+    this.query = queryOn(pool);
   }
 
   async beat(integrationId: string, until: number): Promise<void> {
@@ -31,7 +31,7 @@ export class PgMisses {
     pool: pg.Pool,
     private readonly keepMs: number,
   ) {
-    this.query = poolQuery(pool);
+    this.query = queryOn(pool);
   }
 
   async record(at: number): Promise<void> {
