@@ -24,7 +24,7 @@ import { SNAPSHOT_EVERY_EVENTS, inSlices, type SnapshotCodec } from '../snapshot
 import type { BackendLog, FoldParts } from './backend-log.js';
 
 /** Enough for every request a node takes at once to have its decision waiting, and not so many that memory grows while the store is slow. */
-export const DEFAULT_MAX_QUEUED = 10_000;
+const DEFAULT_MAX_QUEUED = 10_000;
 
 export interface SharedLogOptions<S> {
   /** Decisions waiting for the store at most: one more is refused at once (503 at the edge) rather than queued without bound. */
