@@ -103,6 +103,10 @@ export async function inTransaction<T>(pool: pg.Pool, work: (query: Query, first
   }
   const query = queryOn(client);
   let broken: Error | undefined;
+  // The pool listens for a connection's errors only while it is idle: one that fails between our
+  // statements (a server going down) would otherwise throw from the client and end the process.
+  const failed = (error: Error) => (broken = error);
+  client.on('error', failed);
   try {
     // A simple query of several statements answers with each one's result; of one, with its result alone.
     const begun: unknown = await query(['BEGIN', ...first].join('; '));
@@ -111,9 +115,10 @@ export async function inTransaction<T>(pool: pg.Pool, work: (query: Query, first
     return result;
   } catch (error) {
     if (error instanceof StoreUnreachableError) broken = error;
-    else await query('ROLLBACK').catch((failed: unknown) => (broken = failed as Error));
+    else await query('ROLLBACK').catch((rollback: unknown) => (broken = rollback as Error));
     throw error;
   } finally {
+    client.off('error', failed);
     client.release(broken);
   }
 }
