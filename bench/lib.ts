@@ -57,7 +57,7 @@ export function startServer(
 }
 
 /** SIGTERM, then SIGKILL if it has not exited within `graceMs`. Resolves with how it ended. */
-export function stopServer(server: ServerChild, graceMs: number): Promise<string> {
+export function stopServer(server: Pick<ServerChild, 'child'>, graceMs: number): Promise<string> {
   const { child } = server;
   if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve(`already exited (${child.exitCode ?? child.signalCode})`);
   return new Promise((resolve) => {
@@ -103,6 +103,14 @@ export function processCpuMs(pid: number): number | undefined {
   } catch {
     return undefined;
   }
+}
+
+/** Resident memory of a process (Linux /proc), in KiB. */
+export function rssKiB(pid: number): number {
+  const status = readFileSync(`/proc/${pid}/status`, 'utf8');
+  const match = /^VmRSS:\s+(\d+) kB$/m.exec(status);
+  if (match === null) throw new Error(`no VmRSS for ${pid}`);
+  return Number(match[1]);
 }
 
 /** Nearest-rank percentile of an ascending-sorted array. */

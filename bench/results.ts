@@ -75,6 +75,26 @@ export interface JobsRow {
   readonly p99Ms: number;
 }
 
+export interface HostileRow {
+  /** `none` (the baseline), or the attack the hostile tenant ran (bench/scenarios/hostile.ts). */
+  readonly attack: string;
+  /** The attack in words. */
+  readonly what: string;
+  /** How long the phase ran, attack and quiet tenant together, in seconds. */
+  readonly seconds: number;
+  /** The quiet tenant's jobs: completed, their latency (create to completed view), and those that failed (a refusal, a timeout). */
+  readonly quiet: { readonly completed: number; readonly p50Ms: number; readonly p99Ms: number; readonly errors: number; readonly firstError?: string };
+  /** What the attacker's requests were answered: `step status` → count (`create 201`, `join 429`, `result EPIPE`). */
+  readonly attacker: Readonly<Record<string, number>>;
+  /** A pairing started, joined and aborted from another source address after the attack: each step's status. */
+  readonly bystander: string;
+  /** The backend after the phase: resident memory, its log's files (database and WAL), the events the log holds and how many the phase added. */
+  readonly rssMiB: number;
+  readonly logMiB: number;
+  readonly events: number;
+  readonly eventsAdded: number;
+}
+
 export interface BenchResults {
   readonly machine: Machine;
   /** By session count. */
@@ -84,6 +104,8 @@ export interface BenchResults {
   readonly restart: readonly RestartRow[];
   readonly log: readonly LogRow[];
   readonly jobs: readonly JobsRow[];
+  /** Absent from runs before issue 23. */
+  readonly hostile?: readonly HostileRow[];
   /** Scenarios that failed as a whole, with why. */
   readonly failures: readonly string[];
 }

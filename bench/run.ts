@@ -1,10 +1,11 @@
 /**
  * `npm run bench`: assistant-relay against the floor and the peers (MCP Streamable HTTP, A2A streaming),
  * side by side in one run, and the relay's own figures (resume, idle streams, restart, the log, the
- * reasoning channel). Writes BENCHMARKS.md and a chart a scenario (bench/results/*.svg), and prints the
- * targets. Each contender is a server process of its own, driven by load generator processes.
+ * reasoning channel, a quiet tenant beside a hostile one). Writes BENCHMARKS.md and a chart a scenario
+ * (bench/results/*.svg), and prints the targets. Each contender is a server process of its own, driven by
+ * load generator processes.
  *
- *   npm run bench                 everything (about 10 minutes on 2 cores)
+ *   npm run bench                 everything (about 12 minutes on 2 cores)
  *   npm run bench -- --quick      a smoke test in under a minute, written to a temporary folder
  *   npm run bench -- --only turns,resume   some scenarios (written to a temporary folder too)
  *   npm run bench -- --out DIR    write BENCHMARKS.md and results/ under DIR
@@ -17,7 +18,8 @@ import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { CONTENDERS, NODE_ARGS, ROOT, SERVERS, scratchDir, start, stop, type Running } from './contenders.js';
 import { charts, markdown, targets } from './report.js';
-import type { BenchResults, IdleRow, JobsRow, LogRow, Machine, RestartRow, ResumeRow } from './results.js';
+import type { BenchResults, HostileRow, IdleRow, JobsRow, LogRow, Machine, RestartRow, ResumeRow } from './results.js';
+import { hostile } from './scenarios/hostile.js';
 import { idle } from './scenarios/idle.js';
 import { JOBS_SETUPS, jobs } from './scenarios/jobs.js';
 import { logAppends } from './scenarios/log.js';
@@ -25,7 +27,7 @@ import { restart } from './scenarios/restart.js';
 import { resume } from './scenarios/resume.js';
 import { turns, type TurnsSample } from './scenarios/turns.js';
 
-const SCENARIOS = ['turns', 'resume', 'idle', 'restart', 'log', 'jobs'] as const;
+const SCENARIOS = ['turns', 'resume', 'idle', 'restart', 'log', 'jobs', 'hostile'] as const;
 type Scenario = (typeof SCENARIOS)[number];
 
 const { values } = parseArgs({
@@ -33,7 +35,7 @@ const { values } = parseArgs({
   strict: true,
 });
 if (values.help) {
-  console.log('usage: npm run bench -- [--quick] [--only turns,resume,idle,restart,log,jobs] [--contenders relay,floor,…] [--sessions 1,100] [--out DIR] [--report]');
+  console.log('usage: npm run bench -- [--quick] [--only turns,resume,idle,restart,log,jobs,hostile] [--contenders relay,floor,…] [--sessions 1,100] [--out DIR] [--report]');
   console.log('  --report   write BENCHMARKS.md and the charts again from bench/results/results.json (under --out), measuring nothing');
   process.exit(0);
 }
@@ -76,6 +78,8 @@ const PLAN = quick
       restart: { sizes: [10_000], rounds: 1, sessions: 1_000 },
       log: { sliceMs: 200, rounds: 1 },
       jobs: { setups: JOBS_SETUPS, concurrency: [1], warmupMs: 200, sliceMs: 500, rounds: 1 },
+      // A shorter ReDoS result: a backend without linear-time checks stands still for about a second, not a minute.
+      hostile: { phaseMs: 1_500, warmupMs: 300, inFlight: 2, redosLength: 24 },
     }
   : {
       sessions: [1, 10, 100, 1_000],
@@ -85,6 +89,7 @@ const PLAN = quick
       restart: { sizes: [10_000, 100_000, 1_000_000], rounds: 3, sessions: 1_000 },
       log: { sliceMs: 1_000, rounds: 3 },
       jobs: { setups: JOBS_SETUPS, concurrency: [1, 100], warmupMs: 1_000, sliceMs: 2_000, rounds: 3 },
+      hostile: { phaseMs: 10_000, warmupMs: 1_000, inFlight: 2, redosLength: 32 },
     };
 
 const machine: Machine = {
@@ -138,8 +143,9 @@ const idleRows = await step<IdleRow[]>('idle', () => idle(idleServers, scratch, 
 const restartRows = await step<RestartRow[]>('restart', () => restart(PLAN.restart), []);
 const logRows = await step<LogRow[]>('log', () => logAppends(PLAN.log), []);
 const jobsRows = await step<JobsRow[]>('jobs', () => jobs(PLAN.jobs), []);
+const hostileRows = await step<HostileRow[]>('hostile', () => hostile(PLAN.hostile), []);
 
-const results: BenchResults = { machine, turns: turnsResults, resume: resumeRows, idle: idleRows, restart: restartRows, log: logRows, jobs: jobsRows, failures };
+const results: BenchResults = { machine, turns: turnsResults, resume: resumeRows, idle: idleRows, restart: restartRows, log: logRows, jobs: jobsRows, hostile: hostileRows, failures };
 write(out, results);
 // A profiling run keeps its servers' files (the profiles are written there); any other leaves nothing behind.
 if (NODE_ARGS.length === 0) rmSync(scratch, { recursive: true, force: true });

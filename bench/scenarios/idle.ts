@@ -4,10 +4,10 @@
  * (as many as the process's open-file limit allows: each is a socket at both ends), and its RSS is read
  * again once they are all open and it has settled.
  */
-import { readFileSync } from 'node:fs';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { start, stop, type Server } from '../contenders.js';
 import { Generator } from '../generators.js';
+import { rssKiB } from '../lib.js';
 import type { IdleRow } from '../results.js';
 
 export interface IdleOptions {
@@ -17,13 +17,6 @@ export interface IdleOptions {
 
 /** One generator process holds at most this many streams (its own open-file limit is shared with the rest). */
 const STREAMS_PER_GENERATOR = 5_000;
-
-function rssKiB(pid: number): number {
-  const status = readFileSync(`/proc/${pid}/status`, 'utf8');
-  const match = /^VmRSS:\s+(\d+) kB$/m.exec(status);
-  if (match === null) throw new Error(`no VmRSS for ${pid}`);
-  return Number(match[1]);
-}
 
 async function measure(server: Server, scratch: string, options: IdleOptions): Promise<IdleRow> {
   const running = await start(server, scratch);

@@ -45,17 +45,21 @@ export interface JobsOptions {
 const JOB_TIMEOUT_MS = 15_000;
 const PAYLOAD = { session_id: 'bench', transcript: [{ speaker: 'Ana', text: 'We decided to start in March. What is the budget?' }] };
 
-interface Integration {
+export interface Integration {
   readonly integration_id: string;
   readonly relay_token: string;
   readonly client_token: string;
 }
 
-interface Channel {
+/** What creates and follows jobs: the client's side of a channel. */
+export interface JobClient {
   /** Each node's `…/integrations/{id}`: a job's requests go to the next in turn. */
   readonly bases: readonly string[];
   next: number;
   readonly headers: Record<string, string>;
+}
+
+interface Channel extends JobClient {
   readonly backends: readonly ServerChild[];
   readonly plugin: ChildProcess;
   /** How many events of a type the backend's log holds. */
@@ -67,6 +71,20 @@ interface Channel {
 
 const OPERATOR = 'bench-operator-token';
 
+/** The operator token's file in `dir`, for `backend --token-file`: it turns the admin routes on. */
+export function operatorTokenFile(dir: string): string {
+  const file = join(dir, 'operator-token');
+  writeFileSync(file, OPERATOR, { mode: 0o600 });
+  return file;
+}
+
+/** A new integration, through the operator's route of a backend started with `operatorTokenFile`. */
+export async function createIntegration(origin: string): Promise<Integration> {
+  const created = await fetch(`${origin}/api/v1/admin/integrations`, { method: 'POST', headers: { authorization: `Bearer ${OPERATOR}`, 'content-type': 'application/json' }, body: '{}' });
+  if (created.status !== 201) throw new Error(`creating the integration answered ${created.status}: ${await created.text()}`);
+  return (await created.json()) as Integration;
+}
+
 /** The backend nodes of a setup, with one integration. */
 async function backendsOf(setup: JobsSetup, dir: string): Promise<Pick<Channel, 'backends' | 'count' | 'remove'> & { integration: Integration }> {
   const start = (args: readonly string[], i: number) => startServer(`backend ${i}`, [CLI, 'backend', '--port', '0', '--log-level', 'warn', ...args], { cwd: dir, stderrPath: join(dir, `backend-${i}.stderr`), timeoutMs: 15_000 });
@@ -76,13 +94,9 @@ async function backendsOf(setup: JobsSetup, dir: string): Promise<Pick<Channel, 
     return { backends: [await start(['--db', db], 0)], integration, count: async (type) => countIn(db, type), remove: async () => {} };
   }
   const name = `bench_${randomBytes(6).toString('hex')}`;
-  const tokenFile = join(dir, 'operator-token');
-  writeFileSync(tokenFile, OPERATOR, { mode: 0o600 });
-  const args = ['--store', POSTGRES, '--schema', name, '--pubsub', NATS, '--namespace', name, '--token-file', tokenFile];
+  const args = ['--store', POSTGRES, '--schema', name, '--pubsub', NATS, '--namespace', name, '--token-file', operatorTokenFile(dir)];
   const backends: ServerChild[] = [];
   for (let i = 0; i < (setup === 'postgres, 3 nodes' ? 3 : 1); i += 1) backends.push(await start(args, i));
-  const created = await fetch(`${backends[0]!.url.origin}/api/v1/admin/integrations`, { method: 'POST', headers: { authorization: `Bearer ${OPERATOR}`, 'content-type': 'application/json' }, body: '{}' });
-  if (created.status !== 201) throw new Error(`creating the integration answered ${created.status}: ${await created.text()}`);
   const query = async <R extends pg.QueryResultRow>(text: string, values: unknown[] = []) => {
     const client = new pg.Client({ connectionString: POSTGRES });
     await client.connect();
@@ -94,7 +108,7 @@ async function backendsOf(setup: JobsSetup, dir: string): Promise<Pick<Channel, 
   };
   return {
     backends,
-    integration: (await created.json()) as Integration,
+    integration: await createIntegration(backends[0]!.url.origin),
     count: async (type) => Number((await query<{ n: string }>(`SELECT count(*) AS n FROM ${name}.events WHERE type = $1`, [type])).rows[0]!.n),
     async remove() {
       await query(`DROP SCHEMA IF EXISTS ${name} CASCADE`);
@@ -105,14 +119,13 @@ async function backendsOf(setup: JobsSetup, dir: string): Promise<Pick<Channel, 
   };
 }
 
-async function open(setup: JobsSetup, dir: string): Promise<Channel> {
-  const pluginDb = join(dir, 'plugin.db');
-  const { backends, integration, count, remove } = await backendsOf(setup, dir);
-  const tokenFile = join(dir, 'relay-token');
+/** The plugin (`builtin` reasoner) on the integration's stream, once it has started. */
+export async function startPlugin(origin: string, integration: Integration, dir: string): Promise<ChildProcess> {
+  const tokenFile = join(dir, `relay-token-${integration.integration_id}`);
   writeFileSync(tokenFile, integration.relay_token, { mode: 0o600 });
   const plugin = spawn(
     process.execPath,
-    [CLI, 'plugin', '--backend', backends[0]!.url.origin, '--integration', integration.integration_id, '--relay-token-file', tokenFile, '--db', pluginDb, '--max-concurrent-jobs', '100', '--log-level', 'warn'],
+    [CLI, 'plugin', '--backend', origin, '--integration', integration.integration_id, '--relay-token-file', tokenFile, '--db', join(dir, 'plugin.db'), '--max-concurrent-jobs', '100', '--log-level', 'warn'],
     { cwd: dir, stdio: ['ignore', 'pipe', 'inherit'] },
   );
   process.on('exit', () => plugin.kill('SIGKILL'));
@@ -120,20 +133,25 @@ async function open(setup: JobsSetup, dir: string): Promise<Channel> {
     plugin.stdout!.once('data', () => resolve());
     plugin.once('exit', (code) => reject(new Error(`the plugin exited (${code}) before it started`)));
   });
+  return plugin;
+}
+
+async function open(setup: JobsSetup, dir: string): Promise<Channel> {
+  const { backends, integration, count, remove } = await backendsOf(setup, dir);
   return {
     bases: backends.map((backend) => `${backend.url.origin}/api/v1/assistant/integrations/${integration.integration_id}`),
     next: 0,
     headers: { authorization: `Bearer ${integration.client_token}` },
     backends,
-    plugin,
+    plugin: await startPlugin(backends[0]!.url.origin, integration, dir),
     count,
-    pluginDb,
+    pluginDb: join(dir, 'plugin.db'),
     remove,
   };
 }
 
 /** One job, from its create to its completed view on the follow stream (on the next node): the latency in ms. */
-async function oneJob(channel: Channel): Promise<number> {
+export async function oneJob(channel: JobClient): Promise<number> {
   const { bases, headers } = channel;
   const base = bases[channel.next++ % bases.length]!;
   const job_id = randomUUID();
@@ -169,9 +187,11 @@ async function slice(channel: Channel, concurrency: number, ms: number): Promise
   return { perSecond: (latencies.length * 1000) / (performance.now() - from), latencies };
 }
 
-const countIn = (db: string, type: string) => {
+/** How many events of `type` (of any type, without one) an SQLite log holds. */
+export const countIn = (db: string, type?: string) => {
   const conn = new Database(db, { readonly: true });
   try {
+    if (type === undefined) return (conn.prepare('SELECT count(*) AS n FROM events').get() as { n: number }).n;
     return (conn.prepare("SELECT count(*) AS n FROM events WHERE json_extract(data, '$.type') = ?").get(type) as { n: number }).n;
   } finally {
     conn.close();

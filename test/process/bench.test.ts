@@ -23,6 +23,7 @@ interface Results {
   readonly restart: readonly unknown[];
   readonly log: readonly unknown[];
   readonly jobs: readonly unknown[];
+  readonly hostile: ReadonlyArray<{ attack: string; quiet: { completed: number }; attacker: Record<string, number> }>;
   readonly failures: readonly string[];
 }
 
@@ -58,8 +59,12 @@ it('npm run bench -- --quick runs every scenario and every contender, and writes
   expect(results.resume.find((row) => row.server === 'relay')?.replayed).toBe(10);
   for (const row of results.idle) expect(typeof row.kibPerStream, `${row.server}: ${row.note ?? ''}`).toBe('number');
   for (const scenario of [results.restart, results.log, results.jobs]) expect(scenario.length).toBeGreaterThan(0);
+  // Every attack ran and was answered (whatever the status); with no attack, the quiet tenant's jobs completed.
+  expect(results.hostile.map((row) => row.attack)).toEqual(['none', 'redos', 'oversize', 'open-jobs', 'followers', 'heartbeat-flips', 'rekeys', 'pairing-churn', 'pairing-hold']);
+  expect(results.hostile[0]!.quiet.completed).toBeGreaterThan(0);
+  for (const row of results.hostile.slice(1)) expect(Object.keys(row.attacker).length, row.attack).toBeGreaterThan(0);
 
   const report = readFileSync(`${out}/BENCHMARKS.md`, 'utf8');
-  for (const section of ['## Targets (issue 14)', '## Turns', '## Resume', '## Idle streams', '## Restart', '## The log', '## The reasoning channel']) expect(report).toContain(section);
-  for (const chart of ['turns', 'cpu', 'resume', 'idle', 'restart', 'log', 'jobs']) expect(existsSync(`${out}/bench/results/${chart}.svg`), chart).toBe(true);
+  for (const section of ['## Targets (issue 14)', '## Turns', '## Resume', '## Idle streams', '## Restart', '## The log', '## The reasoning channel', '## Hostile tenants']) expect(report).toContain(section);
+  for (const chart of ['turns', 'cpu', 'resume', 'idle', 'restart', 'log', 'jobs', 'hostile']) expect(existsSync(`${out}/bench/results/${chart}.svg`), chart).toBe(true);
 }, 240_000);
