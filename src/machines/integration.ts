@@ -38,7 +38,12 @@ export interface IntegrationContext {
   readonly seen: Omit<IntegrationSeen, 'type' | 'integration_id'> | undefined;
   /** The latest key rotation asked for, and its answer once the plugin gave one. */
   readonly rekey: Rekey | undefined;
+  /** When the latest rotations were asked for, oldest first, at most `REKEY_TIMES_KEPT`: what the limit on rotations an hour counts. */
+  readonly rekeys_at: readonly number[];
 }
+
+/** Times of rotations kept per integration: the most the limit on rotations an hour can count (quotas.ts). */
+export const REKEY_TIMES_KEPT = 32;
 
 export interface Rekey {
   readonly rekey_id: string;
@@ -58,6 +63,7 @@ const SCRATCH: IntegrationContext = {
   revoked_at: undefined,
   seen: undefined,
   rekey: undefined,
+  rekeys_at: [],
 };
 
 export const integrationMachine = setup({
@@ -72,8 +78,9 @@ export const integrationMachine = setup({
     ),
     revoke: assign((_, event: IntegrationRevoked) => ({ revoked_at: event.at })),
     see: assign((_, { type: _seen, integration_id: _id, ...seen }: IntegrationSeen) => ({ seen })),
-    requestRekey: assign((_, event: IntegrationRekeyRequested) => ({
+    requestRekey: assign(({ context }, event: IntegrationRekeyRequested) => ({
       rekey: { rekey_id: event.rekey_id, kid: event.kid, client_key: event.client_key, mac: event.mac, requested_at: event.at, answer: undefined },
+      rekeys_at: [...context.rekeys_at, event.at].slice(-REKEY_TIMES_KEPT),
     })),
     answerRekey: assign(({ context }, event: IntegrationRekeyAnswered) => ({ rekey: { ...context.rekey!, answer: { assistant_key: event.assistant_key, mac: event.mac } } })),
   },
@@ -92,6 +99,7 @@ export const integrationMachine = setup({
           revoked_at: undefined,
           seen: undefined,
           rekey: undefined,
+          rekeys_at: [],
         },
   initial: 'active',
   states: {

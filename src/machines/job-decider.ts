@@ -82,9 +82,10 @@ function decide(command: JobCommand, job: JobState): JobDecision {
       };
     case 'run':
       if (isSettled(job)) return nothing('settled');
-      return state === 'running'
-        ? { events: [{ type: 'job.renewed', ...fact, lease_until: command.lease_until }], outcome: 'running' }
-        : { events: [{ type: 'job.started', ...fact, lease_until: command.lease_until }], outcome: 'running' };
+      if (state !== 'running') return { events: [{ type: 'job.started', ...fact, lease_until: command.lease_until }], outcome: 'running' };
+      // A renewal is logged once at least a third of a lease has passed since the last: a plugin that says so more often moves no lease (PROTOCOL.md 6e.2).
+      if (command.lease_until - job.context.lease_until! < (command.lease_until - at) / 3) return nothing('running');
+      return { events: [{ type: 'job.renewed', ...fact, lease_until: command.lease_until }], outcome: 'running' };
     case 'release': {
       const { lease_until } = job.context;
       if ((state !== 'delivered' && state !== 'running') || lease_until === undefined || at < lease_until) return nothing('unchanged');

@@ -53,6 +53,12 @@ export const HTTP_ERRORS = {
   too_many_attempts: { status: 429, message: 'too many pairing codes that name no pairing; try again later' },
   rekey_not_found: { status: 404, message: 'no such key rotation for this integration (a newer one replaces an unanswered one)' },
   rekey_conflict: { status: 409, message: 'this key rotation was asked or answered with other content' },
+  too_many_open_jobs: { status: 429, message: 'this integration has the most open jobs it may have; try again when one has ended' },
+  too_many_followers: { status: 429, message: 'this integration follows the most jobs at once it may on this node; try again when a follower has left' },
+  too_many_node_followers: { status: 429, message: 'this backend node holds the most job followers it takes; try again when one has left' },
+  too_many_status_changes: { status: 429, message: 'what this heartbeat says of the plugin changed too soon after the last change was logged; send it again after Retry-After' },
+  rekey_pending: { status: 429, message: 'a key rotation asked for earlier waits for the assistant; a new one may replace it after Retry-After' },
+  too_many_rekeys: { status: 429, message: 'this integration asked for the most key rotations it may in an hour; try again after Retry-After' },
 } as const satisfies Record<string, { status: number; message: string }>;
 
 export type HttpErrorCode = keyof typeof HTTP_ERRORS;

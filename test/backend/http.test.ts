@@ -4,10 +4,11 @@
  */
 import { randomUUID } from 'node:crypto';
 import { afterEach, describe, expect, it } from 'vitest';
-import { Backend } from '../../src/engine/backend/backend.js';
+import { Backend, type BackendConfig } from '../../src/engine/backend/backend.js';
 import type { NewIntegration } from '../../src/engine/backend/integrations.js';
 import { IntegrationView, ReasoningJob, toBase64Url } from '../../src/protocol/index.js';
 import { heartbeatOf, serveBackend } from '../support/backend.js';
+import { SimulatedClock } from '../support/clock.js';
 import { request } from '../support/http.js';
 import { countBackendEvents } from '../support/log.js';
 import { SseConnection } from '../support/sse.js';
@@ -24,8 +25,8 @@ afterEach(async () => {
   for (const stop of stops.splice(0).reverse()) await stop();
 });
 
-async function startBackend(operatorToken?: string): Promise<Running> {
-  const served = await serveBackend(operatorToken === undefined ? {} : { operatorToken });
+async function startBackend(operatorToken?: string, config?: BackendConfig): Promise<Running> {
+  const served = await serveBackend({ ...(operatorToken === undefined ? {} : { operatorToken }), ...(config === undefined ? {} : { config }) });
   stops.push(() => served.stop());
   const created = await served.backend.integrations.create('assistant-relay');
   if ('refused' in created) throw new Error(created.refused.message);
@@ -275,17 +276,19 @@ describe('backend over HTTP: bad input gets a coded 4xx and leaves the log untou
   });
 
   it('a refused plugin gets no stream and runs nothing (403 plugin_refused), and hears why at each heartbeat', async () => {
-    const r = await startBackend();
+    const clock = new SimulatedClock();
+    const r = await startBackend(undefined, { clock });
     const { relay_token } = r.integration;
     const answer = await request(`${base(r)}/heartbeat`, { token: relay_token, body: { ...heartbeat, schema_versions: { min: 2, max: 2 } } });
     expect(answer.body).toMatchObject({ refused: { code: 'unsupported_version' } });
     const stream = await SseConnection.open(`${base(r)}/stream`, { token: relay_token });
     expect([stream.status, JSON.parse(stream.body).error.code]).toEqual([403, 'plugin_refused']);
-    const body = job();
+    const body = { ...job(), deadline_ms: 600_000 };
     await request(`${base(r)}/jobs`, { token: r.integration.client_token, body });
     expect(await request(`${base(r)}/jobs/${body.job_id}/running`, { token: relay_token, method: 'POST' })).toMatchObject({ status: 403, body: { error: { code: 'plugin_refused' } } });
-    // Admitted again at its next heartbeat.
-    await request(`${base(r)}/heartbeat`, { token: relay_token, body: heartbeat });
+    // Admitted again at its next heartbeat, an interval later (sooner, its news waits: PROTOCOL.md 6e.20).
+    clock.increment(30_000);
+    expect((await request(`${base(r)}/heartbeat`, { token: relay_token, body: heartbeat })).status).toBe(200);
     expect((await request(`${base(r)}/jobs/${body.job_id}/running`, { token: relay_token, method: 'POST' })).status).toBe(200);
   });
 

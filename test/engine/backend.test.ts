@@ -312,7 +312,7 @@ describe('backend: heartbeats', () => {
     const { backend } = await start();
     const { integration_id } = await integrationOf(backend);
     const answer = await backend.integrations.heartbeat(integration_id, beat({ schema_versions: { min: 2, max: 3 } }));
-    expect(answer?.refused).toMatchObject({ code: 'unsupported_version', message: expect.stringMatching(/schema_versions 2-3/) });
+    expect(answer).toMatchObject({ refused: { code: 'unsupported_version', message: expect.stringMatching(/schema_versions 2-3/) } });
     expect(backend.integrations.integration(integration_id)!.context.seen?.refused?.code).toBe('unsupported_version');
   });
 
@@ -330,9 +330,12 @@ describe('backend: heartbeats', () => {
   });
 
   it('logs what a plugin says of itself only when it is news', async () => {
-    const { backend, dir } = await start();
+    const { backend, clock, dir } = await start();
     const { integration_id } = await integrationOf(backend);
     for (let i = 0; i < 3; i += 1) await backend.integrations.heartbeat(integration_id, beat());
+    // News sooner than the status interval after the last is refused, and logged once the interval has passed.
+    expect(await backend.integrations.heartbeat(integration_id, beat({ status: 'busy' }))).toMatchObject({ over: 'too_many_status_changes', retry_after_s: 30 });
+    clock.increment(30_000);
     await backend.integrations.heartbeat(integration_id, beat({ status: 'busy' }));
     await backend.close();
     expect(readEvents(join(dir, 'backend.db')).filter((e) => e.type === 'integration.seen').map((e) => e.status)).toEqual(['ready', 'busy']);

@@ -51,7 +51,7 @@ describe('job decider: delivery and leases', () => {
   it('run starts a delivered (or released) job and renews a running one', () => {
     spec.given([created, delivered(1, 100)]).when({ type: 'run', job_id: J, lease_until: 90_200, at: 200 }).then([started(200)], 'running');
     spec.given([created]).when({ type: 'run', job_id: J, lease_until: 90_200, at: 200 }).then([started(200)], 'running');
-    spec.given([created, delivered(1, 100), started(200)]).when({ type: 'run', job_id: J, lease_until: 120_000, at: 30_000 }).then([{ type: 'job.renewed', ...fact(30_000), lease_until: 120_000 }], 'running');
+    spec.given([created, delivered(1, 100), started(200)]).when({ type: 'run', job_id: J, lease_until: 120_200, at: 30_200 }).then([{ type: 'job.renewed', ...fact(30_200), lease_until: 120_200 }], 'running');
   });
 
   it.each([

@@ -27,6 +27,8 @@ export class FakeBackend {
   /** Answers for the next stream requests, in order; once used up, streams open. */
   readonly streamAnswers: Scripted[] = [];
   heartbeatAnswer: HeartbeatAnswer = { ok: true, interval_s: 30, probe_requested: false };
+  /** Answers for the next heartbeats, in order; once used up, `heartbeatAnswer`. */
+  readonly heartbeatAnswers: Scripted[] = [];
   /** Status for `running` by job (default 200). */
   readonly runningAnswers = new Map<string, number>();
   /** Answers for each job's result POSTs, in order (default 200). */
@@ -127,7 +129,7 @@ export class FakeBackend {
     const body = text.length > 0 ? (JSON.parse(text) as Record<string, unknown>) : {};
     if (req.method === 'POST' && path === `${base}/heartbeat`) {
       this.heartbeats.push(body);
-      return answer(res, { status: 200, body: this.heartbeatAnswer });
+      return answer(res, this.heartbeatAnswers.shift() ?? { status: 200, body: this.heartbeatAnswer });
     }
     const job = /^\/jobs\/([^/]+)\/(running|result)$/.exec(path.slice(base.length));
     if (req.method === 'POST' && job !== null) {

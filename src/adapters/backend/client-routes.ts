@@ -8,8 +8,10 @@ import { IntegrationPath, JobCreateBody, JobPath, JobStreamHeaders, RekeyPath, R
 import type { Backend } from '../../engine/backend/backend.js';
 import { sendError } from '../http/errors.js';
 import { streamTransport } from '../http/sse-transport.js';
+import { STREAMS_RETRY_AFTER_SECONDS, StreamSlots } from '../http/stream-slots.js';
 import type { ZodTypeProvider } from '../http/validation.js';
 import { integrationAuthPlugin } from './auth.js';
+import { sendOverQuota } from './over-quota.js';
 import { integrationView, jobView, rekeyView } from './view.js';
 
 const BASE = '/api/v1/assistant/integrations/:id';
@@ -17,6 +19,8 @@ const BASE = '/api/v1/assistant/integrations/:id';
 export const clientRoutes: FastifyPluginAsync<{ readonly backend: Backend }> = async (scope, { backend }) => {
   await scope.register(integrationAuthPlugin, { backend, role: 'client' });
   const app = scope.withTypeProvider<ZodTypeProvider>();
+  // Followers on this node: every integration's together, and each one's (PROTOCOL.md 6e.19).
+  const followers = new StreamSlots(backend.quotas.maxNodeFollowers, backend.quotas.maxFollowers);
 
   app.get(BASE, { schema: { params: IntegrationPath } }, async (request, reply) => {
     const read = await backend.committedIntegration(request.params.id);
@@ -26,6 +30,7 @@ export const clientRoutes: FastifyPluginAsync<{ readonly backend: Backend }> = a
 
   app.post(`${BASE}/jobs`, { schema: { params: IntegrationPath, body: JobCreateBody } }, async (request, reply) => {
     const answer = await backend.createJob(request.params.id, request.body);
+    if (answer.outcome === 'over_quota') return sendOverQuota(reply, answer.quota);
     if (answer.outcome === 'invalid' && 'code' in answer) return sendError(reply, answer.code, answer.message);
     if (answer.outcome === 'conflict') return sendError(reply, 'job_conflict');
     if (answer.job === undefined) return sendError(reply, 'unauthorized');
@@ -42,6 +47,8 @@ export const clientRoutes: FastifyPluginAsync<{ readonly backend: Backend }> = a
   app.get(`${BASE}/jobs/:job_id/events`, { exposeHeadRoute: false, schema: { params: JobPath, headers: JobStreamHeaders } }, async (request, reply) => {
     const job = await backend.committedJob(request.params.job_id);
     if (job === undefined || job.context.integration_id !== request.params.id) return sendError(reply, 'job_not_found');
+    const slot = followers.take(reply.raw, request.params.id);
+    if (slot !== 'taken') return sendError(reply, slot === 'full' ? 'too_many_node_followers' : 'too_many_followers', undefined, { 'retry-after': String(STREAMS_RETRY_AFTER_SECONDS) });
     backend.follow(job, request.headers['last-event-id'], () => streamTransport(reply), (changed) => JSON.stringify(jobView(changed)));
     return reply;
   });
@@ -56,6 +63,7 @@ export const clientRoutes: FastifyPluginAsync<{ readonly backend: Backend }> = a
   // Key rotation (PROTOCOL.md 7.12): the client asks, the plugin answers on its own route, the client reads the answer.
   app.post(`${BASE}/rekeys`, { schema: { params: IntegrationPath, body: RekeyRequestBody } }, async (request, reply) => {
     const asked = await backend.integrations.requestRekey(request.params.id, request.body);
+    if (asked.outcome === 'over_quota') return sendOverQuota(reply, asked.quota);
     if (asked.outcome === 'unknown') return sendError(reply, 'unauthorized');
     if (asked.outcome === 'conflict') return sendError(reply, 'rekey_conflict');
     return reply.code(asked.outcome === 'requested' ? 201 : 200).send(rekeyView(asked.rekey!));

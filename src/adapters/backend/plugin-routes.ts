@@ -10,6 +10,7 @@ import { sendError } from '../http/errors.js';
 import { streamTransport } from '../http/sse-transport.js';
 import type { ZodTypeProvider } from '../http/validation.js';
 import { integrationAuthPlugin } from './auth.js';
+import { sendOverQuota } from './over-quota.js';
 
 const BASE = '/api/v1/assistant/integrations/:id';
 
@@ -47,7 +48,8 @@ export const pluginRoutes: FastifyPluginAsync<{ readonly backend: Backend }> = a
   app.post(`${BASE}/heartbeat`, { schema: { params: IntegrationPath, body: Heartbeat } }, async (request, reply) => {
     const answer = await backend.integrations.heartbeat(request.params.id, request.body);
     // Authenticated a moment ago: only a revocation in between leaves no answer.
-    return answer === undefined ? sendError(reply, 'unauthorized') : answer;
+    if (answer === undefined) return sendError(reply, 'unauthorized');
+    return 'over' in answer ? sendOverQuota(reply, answer) : answer;
   });
 
   app.post(`${BASE}/jobs/:job_id/running`, { schema: { params: JobPath } }, async (request, reply) => {

@@ -5,6 +5,8 @@
  * (the lock refuses it otherwise) and prints its tokens, once.
  */
 import { Backend } from '../../engine/backend/backend.js';
+import { REKEY_TIMES_KEPT } from '../../machines/integration.js';
+import type { Quotas } from '../../machines/quotas.js';
 import { DEFAULT_SCHEMA, SCHEMA_NAME } from '../../storage/postgres/connection.js';
 import { createBackendRelay, openBackendStore, type BackendRelayOptions } from '../backend-relay.js';
 import { DEFAULT_NAMESPACE, NAMESPACE } from '../brokers/broker.js';
@@ -33,6 +35,14 @@ export const BACKEND_USAGE = `usage: assistant-relay backend [options]
   --cors-origin O          browser origins whose pages may call the backend, comma-separated (default none)
   --retention D|off        forget jobs settled and pairings ended longer ago than D and remove their
                            events from the log, e.g. 7d (default 7d); off keeps everything
+  --max-open-jobs N        open jobs an integration may have; one more is refused 429 (default 32)
+  --max-followers N        job followers (…/jobs/ID/events) an integration may hold open on this node
+                           (default 64)
+  --max-node-followers N   job followers this node holds, all integrations together (default 1024)
+  --status-interval D      what a plugin says of itself (status, versions) is logged at most once per D;
+                           a change sooner is refused 429 (default 30s, the heartbeat interval; at most 60s)
+  --max-rekeys-per-hour N  key rotations an integration may ask for in an hour (default 6, at most 32)
+  --rekey-replace-after D  an unanswered key rotation stands in the way of a new one for D (default 10m)
   --log-level L            fatal, error, warn, info, debug, trace, silent (default info)
        assistant-relay backend integration create [--db FILE | --store URL [--schema NAME]] [--provider KIND]
   creates an integration (default provider assistant-relay) in a log no backend has open (--db), or in
@@ -54,6 +64,12 @@ const FLAGS = {
   'token-file': { type: 'string' },
   'cors-origin': { type: 'string' },
   retention: { type: 'string' },
+  'max-open-jobs': { type: 'string' },
+  'max-followers': { type: 'string' },
+  'max-node-followers': { type: 'string' },
+  'status-interval': { type: 'string' },
+  'max-rekeys-per-hour': { type: 'string' },
+  'rekey-replace-after': { type: 'string' },
   'log-level': { type: 'string' },
 } as const;
 const INTEGRATION_FLAGS = { db: { type: 'string' }, store: { type: 'string' }, schema: { type: 'string' }, provider: { type: 'string' } } as const;
@@ -73,11 +89,33 @@ export async function backendCommand(argv: readonly string[], env: NodeJS.Proces
     onFatal: exitOnFatal(logger),
     ...(retentionMs === undefined ? {} : { retentionMs }),
     ...(storeQueue === undefined ? {} : { maxQueuedDecisions: integer('store-queue', storeQueue, 1, 10_000_000) }),
+    quotas: quotaFlags(get),
   };
   const relay = await createBackendRelay({ ...where.options, corsOrigins, logger, config, ...(operatorToken === undefined ? {} : { operatorToken }) });
   const url = await relay.listen({ host: get('host') ?? '127.0.0.1', port: integer('port', get('port') ?? '8788', 0, 65535) });
   logger.info({ url, ...where.said, epoch: relay.epoch, admin_routes: operatorToken !== undefined, cors_origins: corsOrigins }, 'serving');
   runUntilSignalled(logger, { listening: url }, () => relay.close());
+}
+
+/** The quotas the flags set (PROTOCOL.md 6e.18 to 6e.21); the others keep their defaults. */
+export function quotaFlags(get: (name: 'max-open-jobs' | 'max-followers' | 'max-node-followers' | 'status-interval' | 'max-rekeys-per-hour' | 'rekey-replace-after') => string | undefined): Partial<Quotas> {
+  const count = (flag: Parameters<typeof get>[0], key: keyof Quotas, max: number) => {
+    const text = get(flag);
+    return text === undefined ? {} : { [key]: integer(flag, text, 1, max) };
+  };
+  const duration = (flag: Parameters<typeof get>[0], key: keyof Quotas, max?: number) => {
+    const text = get(flag);
+    return text === undefined ? {} : { [key]: parseDuration(flag, text, max) };
+  };
+  return {
+    ...count('max-open-jobs', 'maxOpenJobs', 1_000_000),
+    ...count('max-followers', 'maxFollowers', 1_000_000),
+    ...count('max-node-followers', 'maxNodeFollowers', 1_000_000),
+    // Two heartbeat intervals: a plugin waits out the Retry-After, and three missed heartbeats show it offline.
+    ...duration('status-interval', 'statusIntervalMs', 60_000),
+    ...count('max-rekeys-per-hour', 'maxRekeysPerHour', REKEY_TIMES_KEPT),
+    ...duration('rekey-replace-after', 'rekeyReplaceAfterMs'),
+  };
 }
 
 /** The log the flags name, and what the `serving` line says of it (never a password). */

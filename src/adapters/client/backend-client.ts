@@ -4,6 +4,7 @@
  * `BackendError` that carries the status and the backend's error code, so a caller can act on which.
  */
 import type { z } from 'zod';
+import { parseRetryAfter } from '../../protocol/retry-after.js';
 import { SseParser, textChunks, type SseEvent } from './sse-parser.js';
 
 export class BackendError extends Error {
@@ -12,6 +13,8 @@ export class BackendError extends Error {
     /** The backend's `error.code`, when it answered with one. */
     readonly code: string | undefined,
     message: string,
+    /** When a refusal for load (429) may be tried again, in ms from its answer, if it said (`Retry-After`). */
+    readonly retryAfterMs?: number,
   ) {
     super(message);
   }
@@ -64,5 +67,7 @@ async function answerError(response: Response): Promise<BackendError> {
   } catch {
     // Not our error body: the status says enough.
   }
-  return new BackendError(response.status, error?.code, `the backend answered ${response.status}${error ? ` ${error.code}: ${error.message}` : ''}`);
+  const retryAfterMs = parseRetryAfter(response.headers.get('retry-after') ?? undefined, Date.now());
+  const retry = retryAfterMs === undefined ? '' : ` (try again in ${Math.ceil(retryAfterMs / 1000)} s)`;
+  return new BackendError(response.status, error?.code, `the backend answered ${response.status}${error ? ` ${error.code}: ${error.message}` : ''}${retry}`, retryAfterMs);
 }

@@ -24,7 +24,7 @@ export const eventsPlugin: FastifyPluginAsync<EventsOptions> = async (app, optio
   // No HEAD twin: a HEAD response can carry no stream, yet would hold a reader slot and never answer.
   const route = { exposeHeadRoute: false, schema: { querystring: EventsQuery, headers: EventsHeaders } };
   app.withTypeProvider<ZodTypeProvider>().get('/v1/events', route, async (request, reply) => {
-    if (!slots.take(reply.raw)) {
+    if (slots.take(reply.raw) !== 'taken') {
       return sendError(reply, 'too_many_streams', undefined, { 'retry-after': String(options.streamsRetryAfterSeconds) });
     }
     const cursor = request.headers['last-event-id'];

@@ -9,13 +9,11 @@ import { incomingPlugin } from './incoming.js';
 import { newHttpApp } from './app.js';
 import type { HttpLimits } from './limits.js';
 import { sessionsPlugin } from './sessions.js';
-import { StreamSlots } from './stream-slots.js';
+import { STREAMS_RETRY_AFTER_SECONDS, StreamSlots } from './stream-slots.js';
 import { validationPlugin } from './validation.js';
 
 /** `Retry-After` of a 429 from the per-session reader cap: a reader overlapping its own reconnect is gone in a moment. */
 const READERS_RETRY_AFTER_SECONDS = 1;
-/** `Retry-After` of a 503 from the stream cap: streams free up only as clients leave. */
-const STREAMS_RETRY_AFTER_SECONDS = 5;
 
 export interface HttpOptions {
   readonly token: string;

@@ -1,7 +1,9 @@
 /**
  * Heartbeats (2.3): one at start, then one every `interval_s` of the backend's last answer (30 s until it
- * says otherwise). A heartbeat that fails is logged and the next goes out on schedule: the backend shows
- * the integration offline after three missed, and online again after one.
+ * says otherwise), never sooner, whatever changes in between: a status change waits for the next. A
+ * heartbeat that fails is logged and the next goes out on schedule: the backend shows the integration
+ * offline after three missed, and online again after one. A 429 (news of the plugin sooner than the
+ * backend logs it, PROTOCOL.md 6e.20) is sent again once its `Retry-After` has passed.
  */
 import type { BaseLogger } from 'pino';
 import type { Clock, TimerHandle } from '../../engine/clock.js';
@@ -24,6 +26,8 @@ export class Heartbeats {
   /** Heartbeats done with (answered or failed), each with the next one scheduled. */
   done = 0;
   private timer: TimerHandle;
+  /** The wait a 429 asked for, instead of the interval, before the next heartbeat. */
+  private retryAfterMs: number | undefined;
   private stopped = false;
   private readonly ending = new AbortController();
   private inFlight: Promise<void> | undefined;
@@ -44,7 +48,8 @@ export class Heartbeats {
 
   private beat(): Promise<void> {
     this.inFlight = this.send().finally(() => {
-      if (!this.stopped) this.timer = this.options.clock.setTimeout(() => void this.beat(), this.intervalMs);
+      if (!this.stopped) this.timer = this.options.clock.setTimeout(() => void this.beat(), this.retryAfterMs ?? this.intervalMs);
+      this.retryAfterMs = undefined;
       this.done += 1;
     });
     return this.inFlight;
@@ -56,6 +61,12 @@ export class Heartbeats {
     if (this.stopped) return;
     if (answer.kind === 'unreachable') {
       logger.warn({ err: answer.error }, 'heartbeat failed: the backend is unreachable');
+      return;
+    }
+    if (answer.status === 429 && answer.retryAfterMs !== undefined) {
+      logger.info({ status: 429, body: answer.body, retry_after_ms: answer.retryAfterMs }, 'heartbeat answered 429: sent again after its Retry-After');
+      // Never sooner than a second: a Retry-After of 0 must not make a tight loop.
+      this.retryAfterMs = Math.max(1000, answer.retryAfterMs);
       return;
     }
     const parsed = answer.status === 200 ? HeartbeatAnswer.safeParse(answer.body) : undefined;

@@ -19,6 +19,7 @@ import { isJobEvent, type BackendEvent } from '../../machines/backend-events.js'
 import { nothing, type Decision } from '../../machines/decider.js';
 import { isRevoked, type IntegrationSnapshot } from '../../machines/integration.js';
 import { jobDecider, type JobCommand, type JobOutcome } from '../../machines/job-decider.js';
+import { overOpenJobs, quotasOf, type OverQuota, type Quotas } from '../../machines/quotas.js';
 import type { JobEvent } from '../../machines/job-events.js';
 import { isSettled, type JobSnapshot } from '../../machines/job.js';
 import { EventLog } from '../../storage/event-log.js';
@@ -77,6 +78,8 @@ export interface BackendConfig {
   readonly snapshotEveryEvents?: number;
   /** Jobs settled and pairings ended longer ago than this are forgotten and their events removed (engine/retention.ts). Default 7 days; `Infinity` keeps everything. */
   readonly retentionMs?: number;
+  /** What one integration may make the backend hold or log (machines/quotas.ts has the defaults). */
+  readonly quotas?: Partial<Quotas>;
   readonly onFatal?: (error: unknown) => void;
   readonly onError?: (error: unknown, context: FailureContext) => void;
 }
@@ -96,7 +99,9 @@ export type JobAnswer =
       readonly code: 'invalid_payload' | 'invalid_response_schema' | 'result_invalid' | 'plugin_refused';
       readonly job: JobSnapshot | undefined;
       readonly message: string;
-    };
+    }
+  /** Refused for load before anything was logged: the integration has the most open jobs it may. */
+  | { readonly outcome: 'over_quota'; readonly quota: OverQuota; readonly job: undefined };
 
 type InvalidCode = Extract<JobAnswer, { outcome: 'invalid' }>['code'];
 
@@ -111,6 +116,8 @@ export class Backend {
   private readonly clock: Clock;
   private readonly ids: IdSource;
   private readonly leaseMs: number;
+  /** The limits in force: the engine's own, and the followers the edge counts. */
+  readonly quotas: Quotas;
   /** Integrations, their tokens and heartbeats. */
   readonly integrations: Integrations;
   /** Pairings: the messages of both sides, carried in order; the integration each one ends with. */
@@ -135,6 +142,7 @@ export class Backend {
     this.clock = config.clock ?? systemClock;
     this.ids = config.ids ?? randomIds;
     this.leaseMs = config.leaseMs ?? DEFAULT_LEASE_MS;
+    this.quotas = quotasOf(config.quotas ?? {}, config.heartbeatIntervalMs ?? HEARTBEAT_INTERVAL_MS);
     this.epoch = this.ids.token();
     this.report = config.onError ?? ((error, context) => process.emitWarning(`assistant-relay backend: ${context.what} failed: ${String(error)}`));
     const subscriberFailed = (error: unknown, topic: string) => this.report(error, { what: `a subscriber of ${topic}` });
@@ -199,6 +207,7 @@ export class Backend {
       (integrationId, jobIds, at) =>
         Promise.all(jobIds.map((job_id) => this.update(job_id, (job) => this.ofIntegration(integrationId, job, (own) => jobDecider.decide({ type: 'run', job_id, lease_until: at + this.leaseMs, at }, own))))),
       (work) => this.background(work, 'offline deadline'),
+      this.quotas,
     );
     this.pairings = new Pairings(this.projection, this.log, this.clock, this.ids, config.pairingTtlMs ?? PAIRING_TTL_MS, misses, (work) => this.background(work, 'pairing expiry'));
     this.afterCommit.add({ name: 'integration streams', event: (event) => this.toStream(event) });
@@ -252,6 +261,8 @@ export class Backend {
   /**
    * Creates a job (idempotent by `job_id`); its deadline is `deadline_ms` from now. A `response_schema`
    * the client sends must compile as a JSON Schema, or the job is refused (`invalid`) before it is logged.
+   * A new job while the integration has the most open jobs it may is refused (`over_quota`); the same
+   * create again is answered the job first.
    */
   async createJob(integrationId: string, body: JobCreateBody): Promise<JobAnswer> {
     const integration = this.projection.integration(integrationId);
@@ -266,7 +277,7 @@ export class Backend {
       }
     }
     const at = this.clock.now();
-    const outcome = await this.command({
+    const create: JobCommand = {
       type: 'create',
       job_id: body.job_id,
       integration_id: integrationId,
@@ -277,8 +288,12 @@ export class Backend {
       provider_kind: integration.context.provider_kind,
       deadline_at: at + body.deadline_ms,
       at,
+    };
+    const outcome = await this.update<JobOutcome | OverQuota>(body.job_id, (job) => {
+      const over = job === undefined ? overOpenJobs(this.projection.openJobs(integrationId), this.quotas.maxOpenJobs, at) : undefined;
+      return over === undefined ? jobDecider.decide(create, job) : nothing(over);
     });
-    return this.answer(body.job_id, outcome);
+    return typeof outcome === 'object' ? { outcome: 'over_quota', quota: outcome, job: undefined } : this.answer(body.job_id, outcome);
   }
 
   /** The job as committed: what a client reads, so that a crash can never take back what it saw. */

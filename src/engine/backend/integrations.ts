@@ -11,6 +11,7 @@ import { matchesDigest, newToken, providerOf, tokenDigest, type CodedError, type
 import { isIntegrationEvent, type BackendEvent } from '../../machines/backend-events.js';
 import { nothing, type Decision } from '../../machines/decider.js';
 import { isOnline, isRevoked, type IntegrationSnapshot, type Rekey } from '../../machines/integration.js';
+import { overRekeys, overStatusChanges, type OverQuota, type Quotas } from '../../machines/quotas.js';
 import type { Clock } from '../clock.js';
 import { Deadlines } from '../deadlines.js';
 import type { BackendLog } from './backend-log.js';
@@ -39,6 +40,8 @@ export class Integrations {
     /** Renews the leases of the jobs a heartbeat names as running (those of another integration are not touched). */
     private readonly renew: (integrationId: string, jobIds: readonly string[], at: number) => Promise<unknown>,
     onOfflineFailure: (work: Promise<unknown>) => void,
+    /** How often what a plugin says of itself is logged, and how many key rotations are asked for. */
+    private readonly quotas: Pick<Quotas, 'statusIntervalMs' | 'maxRekeysPerHour' | 'rekeyReplaceAfterMs'>,
   ) {
     this.presence = new Deadlines(clock, (integration_id) => onOfflineFailure(this.offlineUnlessSeen(integration_id)));
   }
@@ -124,25 +127,30 @@ export class Integrations {
   /**
    * A heartbeat (2.3): the integration is online until three intervals pass without one; what its plugin
    * says of itself is logged when it is news; the jobs it names as running keep their leases. The answer
-   * says whether the plugin is refused (its versions, its provider) and when to send the next one.
+   * says whether the plugin is refused (its versions, its provider) and when to send the next one. News
+   * sooner than the status interval after the last is refused (`OverQuota`, nothing logged): the heartbeat
+   * still keeps the integration online, but renews no lease.
    */
-  async heartbeat(integrationId: string, heartbeat: Heartbeat): Promise<HeartbeatAnswer | undefined> {
+  async heartbeat(integrationId: string, heartbeat: Heartbeat): Promise<HeartbeatAnswer | OverQuota | undefined> {
     const at = this.clock.now();
     const known = this.projection.integration(integrationId);
     if (known === undefined || isRevoked(known)) return undefined;
     const until = at + this.graceMs;
     // Shared first: a node whose offline deadline comes now finds this heartbeat.
     await this.heartbeats.beat(integrationId, until);
-    const decided = await this.log.decide((): Decision<BackendEvent, { refused: CodedError | undefined } | undefined> => {
+    const decided = await this.log.decide((): Decision<BackendEvent, { refused: CodedError | undefined } | OverQuota | undefined> => {
       const integration = this.projection.integration(integrationId);
       if (integration === undefined || isRevoked(integration)) return nothing(undefined);
       const refused = refusalOf(integration, heartbeat);
       const seen = seenOf(integration, heartbeat, refused, at);
-      return { events: seen === undefined ? [] : [seen], outcome: { refused } };
+      if (seen === undefined) return nothing({ refused });
+      const over = overStatusChanges(integration, this.quotas.statusIntervalMs, at);
+      return over === undefined ? { events: [seen], outcome: { refused } } : nothing(over);
     });
     if (decided === undefined) return undefined;
-    const { refused } = decided;
     this.presence.set(integrationId, until);
+    if ('over' in decided) return decided;
+    const { refused } = decided;
     await this.renew(integrationId, refused === undefined ? heartbeat.running_job_ids : [], at);
     return {
       ok: true,
@@ -155,11 +163,15 @@ export class Integrations {
   /**
    * The client asks to rotate the pairing's keys (PROTOCOL.md 7.12): the backend carries the request to
    * the plugin and cannot judge it. The same request again is a duplicate; another with the same id a
-   * conflict; a new one replaces the one before, answered or not.
+   * conflict; a new one replaces the one before, once that one is answered or old enough, and within
+   * the limit on rotations an hour (`OverQuota` otherwise, nothing logged).
    */
-  async requestRekey(integrationId: string, request: RekeyRequest): Promise<{ readonly outcome: 'requested' | 'duplicate' | 'conflict' | 'unknown'; readonly rekey?: Rekey }> {
+  async requestRekey(
+    integrationId: string,
+    request: RekeyRequest,
+  ): Promise<{ readonly outcome: 'requested' | 'duplicate' | 'conflict' | 'unknown'; readonly rekey?: Rekey } | { readonly outcome: 'over_quota'; readonly quota: OverQuota }> {
     const at = this.clock.now();
-    const outcome = await this.log.decide((): Decision<BackendEvent, 'requested' | 'duplicate' | 'conflict' | 'unknown'> => {
+    const outcome = await this.log.decide((): Decision<BackendEvent, 'requested' | 'duplicate' | 'conflict' | 'unknown' | OverQuota> => {
       const integration = this.projection.integration(integrationId);
       if (integration === undefined || isRevoked(integration)) return nothing('unknown');
       const { rekey } = integration.context;
@@ -167,8 +179,11 @@ export class Integrations {
         const same = rekey.kid === request.kid && rekey.client_key === request.client_key && rekey.mac === request.mac;
         return nothing(same ? 'duplicate' : 'conflict');
       }
+      const over = overRekeys(integration, this.quotas, at);
+      if (over !== undefined) return nothing(over);
       return { events: [{ type: 'integration.rekey_requested', integration_id: integrationId, ...request, at }], outcome: 'requested' };
     });
+    if (typeof outcome === 'object') return { outcome: 'over_quota', quota: outcome };
     const rekey = this.projection.integration(integrationId)?.context.rekey;
     return outcome === 'unknown' || rekey === undefined ? { outcome: 'unknown' } : { outcome, rekey };
   }

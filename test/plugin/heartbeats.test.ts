@@ -1,0 +1,40 @@
+/** The plugin's heartbeats against a backend that refuses one for load (PROTOCOL.md 6d.14, 6e.20): sent again after the 429's Retry-After, not at the interval, and not taken for a refusal of the plugin. */
+import { describe, expect, it } from 'vitest';
+import { SimulatedClock } from '../support/clock.js';
+import { answering, capturingLogger, usePlugins } from './fixture.js';
+
+const fixture = usePlugins();
+const TOO_SOON = { status: 429, body: { error: { code: 'too_many_status_changes', message: 'too soon' } } };
+
+describe('heartbeats answered 429', () => {
+  it('go out again once the Retry-After has passed, then on the interval; the stream opens meanwhile', async () => {
+    const clock = new SimulatedClock(Date.now());
+    const backend = fixture.backend();
+    backend.heartbeatAnswers.push({ ...TOO_SOON, retryAfter: 7 });
+    const { logger, lines } = capturingLogger();
+    const plugin = await fixture.start({ reasoner: answering(), clock, logger });
+    await backend.until(() => plugin.status().heartbeats === 1 && backend.streams === 1, 'the first heartbeat done, and the stream');
+    expect(plugin.status().refused).toBeUndefined();
+    expect(lines).toContainEqual(expect.objectContaining({ level: 30, status: 429, retry_after_ms: 7_000 }));
+    clock.increment(6_999);
+    expect(backend.heartbeats).toHaveLength(1);
+    clock.increment(1);
+    await backend.until(() => plugin.status().heartbeats === 2, 'the heartbeat sent again');
+    clock.increment(29_999);
+    expect(backend.heartbeats).toHaveLength(2);
+    clock.increment(1);
+    await backend.until(() => plugin.status().heartbeats === 3, 'the next, at the interval');
+  });
+
+  it('a Retry-After of 0 waits a second: no tight loop', async () => {
+    const clock = new SimulatedClock(Date.now());
+    const backend = fixture.backend();
+    backend.heartbeatAnswers.push({ ...TOO_SOON, retryAfter: 0 });
+    const plugin = await fixture.start({ reasoner: answering(), clock });
+    await backend.until(() => plugin.status().heartbeats === 1, 'the first heartbeat done');
+    clock.increment(999);
+    expect(backend.heartbeats).toHaveLength(1);
+    clock.increment(1);
+    await backend.until(() => plugin.status().heartbeats === 2, 'the heartbeat sent again');
+  });
+});
