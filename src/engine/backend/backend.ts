@@ -13,7 +13,7 @@
  * `broker` carries between nodes what makes them react at once (channel.ts), `Presence` the heartbeats.
  */
 import { z } from 'zod';
-import { ByoEnvelope, PURPOSES, jsonSchemaOf, type CodedError, type JobCreateBody, type JobResultBody } from '../../protocol/index.js';
+import { ByoEnvelope, DEADLINE_SKEW_MS, HTTP_ERRORS, MAX_DEADLINE_MS, PURPOSES, jsonSchemaOf, type CodedError, type JobCreateBody, type JobResultBody } from '../../protocol/index.js';
 import { checkResponseSchema, resultProblems } from '../../protocol/response-schema.js';
 import { isJobEvent, type BackendEvent } from '../../machines/backend-events.js';
 import { nothing, type Decision } from '../../machines/decider.js';
@@ -93,7 +93,7 @@ export type JobAnswer =
    */
   | {
       readonly outcome: 'invalid';
-      readonly code: 'invalid_payload' | 'invalid_response_schema' | 'result_invalid' | 'plugin_refused';
+      readonly code: 'invalid_payload' | 'invalid_response_schema' | 'result_invalid' | 'plugin_refused' | 'byo_required' | 'invalid_deadline';
       readonly job: JobSnapshot | undefined;
       readonly message: string;
     };
@@ -250,12 +250,15 @@ export class Backend {
   // ---- jobs: the client's side ----------------------------------------------------------------------
 
   /**
-   * Creates a job (idempotent by `job_id`); its deadline is `deadline_ms` from now. A `response_schema`
-   * the client sends must compile as a JSON Schema, or the job is refused (`invalid`) before it is logged.
+   * Creates a job (idempotent by `job_id`); its deadline is the client's `deadline_at` (a BYO job's must
+   * be given), else `deadline_ms` from now. A `response_schema` the client sends must compile as a JSON
+   * Schema, or the job is refused (`invalid`) before it is logged.
    */
   async createJob(integrationId: string, body: JobCreateBody): Promise<JobAnswer> {
     const integration = this.projection.integration(integrationId);
     if (integration === undefined || isRevoked(integration)) return { outcome: 'unknown', job: undefined };
+    // A paired integration's plugin takes only sealed jobs (PROTOCOL.md 7.13): a plain one could never run.
+    if (integration.context.paired && !body.byo) return { outcome: 'invalid', code: 'byo_required', job: undefined, message: HTTP_ERRORS.byo_required.message };
     const payload = body.byo ? ByoEnvelope.safeParse(body.payload) : PURPOSES[body.purpose].payload.safeParse(body.payload);
     if (!payload.success) return { outcome: 'invalid', code: 'invalid_payload', job: undefined, message: z.prettifyError(payload.error) };
     if (body.response_schema !== undefined) {
@@ -265,8 +268,11 @@ export class Backend {
         return { outcome: 'invalid', code: 'invalid_response_schema', job: undefined, message: (error as Error).message };
       }
     }
+    // A BYO job's deadline is bound into its envelope, so the client chooses it (PROTOCOL.md 6.7, 7.3).
+    if (body.byo && body.deadline_at === undefined) return { outcome: 'invalid', code: 'invalid_deadline', job: undefined, message: 'a BYO job needs deadline_at: its envelope binds it' };
     const at = this.clock.now();
-    const outcome = await this.command({
+    const deadline_at = body.deadline_at === undefined ? at + body.deadline_ms : Date.parse(body.deadline_at);
+    const create: JobCommand = {
       type: 'create',
       job_id: body.job_id,
       integration_id: integrationId,
@@ -275,9 +281,14 @@ export class Backend {
       byo: body.byo,
       response_schema: body.response_schema ?? jsonSchemaOf(PURPOSES[body.purpose].result),
       provider_kind: integration.context.provider_kind,
-      deadline_at: at + body.deadline_ms,
+      deadline_at,
       at,
-    });
+    };
+    // A client's deadline is judged for a new job only: a retry of one that exists is answered as it stands, whatever the time.
+    const fits = deadline_at > at && deadline_at <= at + MAX_DEADLINE_MS + DEADLINE_SKEW_MS;
+    const outcome = await this.update<JobOutcome | Invalid>(body.job_id, (job) =>
+      job === undefined && !fits ? nothing({ invalid: 'invalid_deadline', message: `deadline_at ${body.deadline_at} is not after the backend's clock (${new Date(at).toISOString()}) and within 1 h and 60 s of it` }) : jobDecider.decide(create, job),
+    );
     return this.answer(body.job_id, outcome);
   }
 
