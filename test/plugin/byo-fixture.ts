@@ -25,10 +25,10 @@ export function pair(): { client: SessionKeys; assistant: SessionKeys } {
 }
 
 /** What the client binds a job's envelopes to: the job as it created it, on its integration. */
-function bindingOf(job: Record<string, unknown>, direction: Direction): EnvelopeBinding {
+function bindingOf(job: Record<string, unknown>, direction: Direction, integration_id = INTEGRATION): EnvelopeBinding {
   return {
     direction,
-    integration_id: INTEGRATION,
+    integration_id,
     job_id: job.job_id as string,
     purpose: job.purpose as string,
     deadline_at: job.deadline_at as string,
@@ -38,10 +38,10 @@ function bindingOf(job: Record<string, unknown>, direction: Direction): Envelope
   };
 }
 
-/** A live_analysis job whose payload the client sealed with `keys`. */
-export function byoJob(keys: SessionKeys, payload: unknown, deadlineMs = 30_000): Record<string, unknown> {
+/** A live_analysis job whose payload the client sealed with `keys` (for the fake backend's integration, unless told another). */
+export function byoJob(keys: SessionKeys, payload: unknown, deadlineMs = 30_000, integration_id = INTEGRATION): Record<string, unknown> {
   const job = makeJob(Date.now(), { byo: true }, deadlineMs);
-  return { ...job, payload: seal(keys, bindingOf(job, 'client_to_assistant'), payload) };
+  return { ...job, payload: seal(keys, bindingOf(job, 'client_to_assistant', integration_id), payload) };
 }
 
 /** The posted result, opened as the client opens it. */
