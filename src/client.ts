@@ -7,6 +7,7 @@ export { BackendClient, BackendError } from './adapters/client/backend-client.js
 export { PairingFailed, pairAsAssistant, pairAsClient, type Paired, type PairingOptions } from './adapters/client/pairing.js';
 export { rotateKeys } from './adapters/client/rekey.js';
 export { JobsClient, type CreateJob } from './adapters/client/jobs.js';
+export { JobCheckError } from './adapters/client/job-checks.js';
 export { InsightsRecording, type Insight, type InsightsContext, type InsightsStore } from './adapters/client/insights.js';
 export { SseParser, type SseEvent } from './adapters/client/sse-parser.js';
 export { clientTaskState, type ClientTaskSnapshot, type ClientTaskState } from './machines/client-task.js';

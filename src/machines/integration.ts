@@ -33,6 +33,8 @@ export interface IntegrationContext {
   readonly relay_token_digest: string;
   readonly client_token_digest: string;
   readonly created_at: number;
+  /** Created by a pairing (`integration.created` with `pairing`): it takes only BYO jobs (PROTOCOL.md 7.13). */
+  readonly paired: boolean;
   readonly revoked_at: number | undefined;
   /** What its plugin said of itself at its latest `integration.seen`. */
   readonly seen: Omit<IntegrationSeen, 'type' | 'integration_id'> | undefined;
@@ -60,6 +62,7 @@ const SCRATCH: IntegrationContext = {
   relay_token_digest: '',
   client_token_digest: '',
   created_at: 0,
+  paired: false,
   revoked_at: undefined,
   seen: undefined,
   rekey: undefined,
@@ -96,6 +99,7 @@ export const integrationMachine = setup({
           relay_token_digest: input.relay_token_digest,
           client_token_digest: input.client_token_digest,
           created_at: input.at,
+          paired: input.pairing !== undefined,
           revoked_at: undefined,
           seen: undefined,
           rekey: undefined,

@@ -59,6 +59,8 @@ export const HTTP_ERRORS = {
   too_many_status_changes: { status: 429, message: 'what this heartbeat says of the plugin changed too soon after the last change was logged; send it again after Retry-After' },
   rekey_pending: { status: 429, message: 'a key rotation asked for earlier waits for the assistant; a new one may replace it after Retry-After' },
   too_many_rekeys: { status: 429, message: 'this integration asked for the most key rotations it may in an hour; try again after Retry-After' },
+  byo_required: { status: 400, message: 'the integration was created by pairing: it takes only BYO (sealed) jobs' },
+  invalid_deadline: { status: 400, message: "a BYO job needs deadline_at, and a deadline_at must lie after the backend's clock and at most 1 h and 60 s past it" },
 } as const satisfies Record<string, { status: number; message: string }>;
 
 export type HttpErrorCode = keyof typeof HTTP_ERRORS;
@@ -107,10 +109,25 @@ export const JOB_ERRORS = {
   unsupported_version: "the job's schema_version or envelope_version is outside the versions the plugin handles",
   invalid_job: 'the job envelope does not follow the ReasoningJob schema',
   byo_unsupported: 'the plugin holds no BYO keys: it was not paired',
-  envelope_invalid: "the job's BYO envelope does not open: tampered, sealed under another pairing's key or for another job",
+  envelope_invalid: "the job's BYO envelope does not open: tampered, sealed under another pairing's key or for another job, or the job's fields were rewritten",
+  byo_required: 'the plugin was paired: it takes only BYO (sealed) jobs, and this one is plain',
 } as const;
 
 export type JobErrorCode = keyof typeof JOB_ERRORS;
+
+/**
+ * Why our client library (and `assistant-relay job`) refuses what the backend says of a job (PROTOCOL.md
+ * 8): raised on the client's side, never sent; each a `JobCheckError` whose message starts with the code.
+ */
+export const CLIENT_ERRORS = {
+  view_mismatch: "the backend's view is not of the job asked for or created: another job_id, integration, purpose, byo, deadline or creation time",
+  byo_downgrade: 'a job created sealed (every job of a client holding keys) is shown as plain: byo false, or a result that is not a BYO envelope',
+  result_forged: "the job's result does not open under the pairing's keys and the job as created: tampered, or sealed for another job",
+  result_nonconforming: "the job's result, opened, does not follow its response_schema",
+  keys_required: "the job is BYO: its result opens only with the pairing's keys",
+} as const;
+
+export type ClientErrorCode = keyof typeof CLIENT_ERRORS;
 
 /** Why a callback URL is refused (PROTOCOL.md 3b.8): on `POST /v1/incoming` as `callback_not_allowed`, at connect time in `delivery.abandoned`. */
 export const CALLBACK_REFUSALS = {

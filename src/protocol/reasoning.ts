@@ -67,14 +67,24 @@ export type CodedError = z.infer<typeof CodedError>;
 export const JobResultBody = z.union([z.object({ result: JsonObject }).strict(), z.object({ error: CodedError }).strict()]);
 export type JobResultBody = z.infer<typeof JobResultBody>;
 
+/** The longest a job may run: `deadline_ms` at most, and a client's `deadline_at` at most this (and `DEADLINE_SKEW_MS`) past the backend's clock. */
+export const MAX_DEADLINE_MS = 3_600_000;
+/** How far a client's clock may run ahead of the backend's for its `deadline_at` (PROTOCOL.md 6.7). */
+export const DEADLINE_SKEW_MS = 60_000;
+
 /** `POST …/integrations/{id}/jobs` (the client's side, unshown in the seed): idempotent by `job_id`. */
 export const JobCreateBody = z.object({
   job_id: JobId,
   purpose: JobPurpose,
   payload: JsonObject,
   byo: z.boolean().default(false),
-  /** Milliseconds from creation; 1 s to 1 h. */
-  deadline_ms: z.number().int().min(1_000).max(3_600_000).default(30_000),
+  /** Milliseconds from creation; 1 s to 1 h. Not read when `deadline_at` is given. */
+  deadline_ms: z.number().int().min(1_000).max(MAX_DEADLINE_MS).default(30_000),
+  /**
+   * The deadline as the client chose it (ISO 8601 UTC, milliseconds): required for a BYO job, whose
+   * envelope binds it (PROTOCOL.md 7.3); within 1 h (and 60 s of clock skew) of the backend's clock.
+   */
+  deadline_at: z.iso.datetime({ offset: false, precision: 3 }).optional(),
   /** Replaces the purpose's own response schema (a BYO client may want its own). */
   response_schema: JsonObject.optional(),
 });

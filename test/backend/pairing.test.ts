@@ -54,7 +54,8 @@ describe('pairing through the backend', () => {
     const integration = backend.integrations.integration(c.integration_id)!;
     expect(integration.context.provider_kind).toBe('assistant-relay');
     // An envelope one side seals, the other opens.
-    const binding = { job_id: crypto.randomUUID(), purpose: 'live_analysis', direction: 'client_to_assistant' as const, envelope_version: 1 };
+    expect(integration.context.paired).toBe(true);
+    const binding = { direction: 'client_to_assistant' as const, integration_id: c.integration_id, job_id: crypto.randomUUID(), purpose: 'live_analysis', deadline_at: new Date().toISOString(), response_schema: {}, schema_version: 1, envelope_version: 1 };
     expect(open(() => a.keys, binding, seal(c.keys, binding, { hello: 'there' }))).toEqual({ hello: 'there' });
   });
 

@@ -138,6 +138,54 @@ describe('backend: a job from creation to result', () => {
   });
 });
 
+describe('backend: BYO creates (PROTOCOL.md 6.7, 7.13)', () => {
+  /** A backend whose log already holds an integration created by a pairing. */
+  async function paired() {
+    const dir = tempDir();
+    const integration_id = randomUUID();
+    const log = EventLog.open<BackendEvent>({ path: join(dir, 'backend.db'), streamOf: backendStreamOf });
+    await log.append({
+      type: 'integration.created',
+      integration_id,
+      provider_kind: 'assistant-relay',
+      relay_token_digest: 'r',
+      client_token_digest: 'c',
+      pairing: { pairing_id: randomUUID(), client_key: 'ck', assistant_key: 'ak' },
+      at: 0,
+    });
+    await log.close();
+    return { ...(await start(dir)), integration_id };
+  }
+  const sealed = (deadline_at: number | undefined, over: Partial<JobCreateBody> = {}) =>
+    liveAnalysis({ byo: true, payload: SHAPED_ENVELOPE, ...(deadline_at === undefined ? {} : { deadline_at: new Date(deadline_at).toISOString() }), ...over });
+
+  it('a paired integration takes only BYO jobs: a plain create is refused byo_required, nothing logged', async () => {
+    const { backend, clock, integration_id } = await paired();
+    const plain = liveAnalysis();
+    expect(await backend.createJob(integration_id, plain)).toMatchObject({ outcome: 'invalid', code: 'byo_required' });
+    expect(await backend.committedJob(plain.job_id)).toBeUndefined();
+    expect(await backend.createJob(integration_id, sealed(clock.now() + 30_000))).toMatchObject({ outcome: 'created' });
+  });
+
+  it("takes the client's deadline_at for a BYO job: required, after the backend's clock, at most 1 h and 60 s past it; the frame carries it as sent", async () => {
+    const { backend, clock } = await start();
+    const { integration_id } = await integrationOf(backend);
+    const now = clock.now();
+    for (const deadline of [undefined, now, now - 1, now + 3_660_001]) {
+      expect(await backend.createJob(integration_id, sealed(deadline)), String(deadline)).toMatchObject({ outcome: 'invalid', code: 'invalid_deadline' });
+    }
+    const body = sealed(now + 3_660_000);
+    expect(await backend.createJob(integration_id, body)).toMatchObject({ outcome: 'created', job: { context: { deadline_at: now + 3_660_000 } } });
+    const socket = new FakeSocket();
+    backend.openStream(integration_id, undefined, () => socket);
+    await settle();
+    expect(jobFrames(socket).map(([, job]) => job.deadline_at)).toEqual([body.deadline_at]);
+    // A retry of a job that exists is answered as it stands, whatever its deadline says by now.
+    clock.increment(3_700_000);
+    expect(await backend.createJob(integration_id, body)).toMatchObject({ outcome: 'duplicate' });
+  });
+});
+
 describe('backend: the capability profile', () => {
   const profile = {
     profile_version: 1,
@@ -163,7 +211,7 @@ describe('backend: the capability profile', () => {
     await first.backend.result(integration_id, plain.job_id, { result: profile });
     expect(await profileOf(first.backend)).toMatchObject({ job_id: plain.job_id, profile });
 
-    const byo = probe({ byo: true, payload: SHAPED_ENVELOPE });
+    const byo = probe({ byo: true, payload: SHAPED_ENVELOPE, deadline_at: new Date(first.clock.now() + 30_000).toISOString() });
     await first.backend.createJob(integration_id, byo);
     expect((await first.backend.result(integration_id, byo.job_id, { result: { ...SHAPED_ENVELOPE, ciphertext: 'B'.repeat(22) } })).outcome).toBe('completed');
     const own = probe({ response_schema: { type: 'object' } });

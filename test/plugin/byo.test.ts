@@ -7,54 +7,13 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { builtinReasoner } from '../../src/adapters/reasoners/builtin.js';
 import { ReasonerError } from '../../src/engine/reasoner.js';
-import {
-  AssistantPairing,
-  ClientPairing,
-  JOB_ERRORS,
-  LiveAnalysisResult,
-  crockfordRandom,
-  jsonSchemaOf,
-  keyringOf,
-  open,
-  seal,
-  type ByoEnvelope,
-  type Direction,
-  type EnvelopeBinding,
-  type SessionKeys,
-} from '../../src/protocol/index.js';
+import { JOB_ERRORS, LiveAnalysisResult, jsonSchemaOf, keyringOf, type ByoEnvelope } from '../../src/protocol/index.js';
 import { resultProblems } from '../../src/protocol/response-schema.js';
+import { byoJob, openResult, pair } from './byo-fixture.js';
 import { makeJob } from './fake-backend.js';
 import { answering, capturingLogger, closed, hanging, throwing, usePlugins } from './fixture.js';
 
 const fixture = usePlugins();
-
-/** An honest pairing: the client's keys and the assistant's, the same keys under one kid. */
-function pair(): { client: SessionKeys; assistant: SessionKeys } {
-  const versions = { schema_version: 1, envelope_version: 1 };
-  const pairingId = crypto.randomUUID();
-  const secret = crockfordRandom(15);
-  const client = new ClientPairing(pairingId, secret, versions);
-  const assistant = new AssistantPairing(pairingId, secret, versions);
-  const revealed = assistant.reveal(client.clientKey(assistant.commitment()));
-  const { confirmation } = client.reveal(revealed.assistant_key, revealed.nonce);
-  const confirmed = assistant.confirm(confirmation);
-  return { client: client.finish(confirmed.confirmation), assistant: confirmed.keys };
-}
-
-function bindingOf(job: Record<string, unknown>, direction: Direction): EnvelopeBinding {
-  return { job_id: job.job_id as string, purpose: job.purpose as string, direction, envelope_version: job.envelope_version as number };
-}
-
-/** A live_analysis job whose payload the client sealed with `keys`. */
-function byoJob(keys: SessionKeys, payload: unknown, deadlineMs = 30_000): Record<string, unknown> {
-  const job = makeJob(Date.now(), { byo: true }, deadlineMs);
-  return { ...job, payload: seal(keys, bindingOf(job, 'client_to_assistant'), payload) };
-}
-
-/** The posted result, opened as the client opens it. */
-function openResult(keys: SessionKeys, job: Record<string, unknown>, body: Record<string, unknown>): unknown {
-  return open((kid) => (kid === keys.kid ? keys : undefined), bindingOf(job, 'assistant_to_client'), body.result);
-}
 
 const SENTINEL = 'SENTINEL-7c1e-plaintext';
 const transcript = [{ speaker: 'Ana', text: `There is a risk: ${SENTINEL}` }];

@@ -9,10 +9,10 @@ import { chmodSync, existsSync, readFileSync, statSync, writeFileSync } from 'no
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { expect, it } from 'vitest';
-import { randomUUID } from 'node:crypto';
 import { AssistantKeysFile, ClientKeysFile, keyringOfFile, readKeysFile } from '../../src/adapters/byo/keys-file.js';
 import { BackendClient } from '../../src/adapters/client/backend-client.js';
-import { CapabilityProfile, JobView, PURPOSES, open, seal, type SessionKeys } from '../../src/protocol/index.js';
+import { JobsClient } from '../../src/adapters/client/jobs.js';
+import { CapabilityProfile, JobView, PURPOSES, keyringOf, type SessionKeys } from '../../src/protocol/index.js';
 import { waitFor } from '../support/wait.js';
 import { ServeChild, runCli, start, started, useChildFolder } from '../support/child.js';
 
@@ -100,12 +100,7 @@ it('rotates the keys while BYO jobs run: every job completes, those sealed under
   const client = new BackendClient(`${listening}/api/v1/assistant/integrations/${file.integration_id}`, file.client_token);
   const payload = { session_id: 's', transcript: [{ speaker: 'Ana', text: `What is the budget, ${SENTINEL}?` }] };
   /** A BYO job sealed under `keys`, created now; resolves with its job_id. */
-  const create = async (keys: SessionKeys) => {
-    const job_id = randomUUID();
-    const binding = { job_id, purpose: 'live_analysis', direction: 'client_to_assistant' as const, envelope_version: 1 };
-    await client.call(JobView, '/jobs', { method: 'POST', body: { job_id, purpose: 'live_analysis', payload: seal(keys, binding, payload), byo: true, deadline_ms: 60_000 } });
-    return job_id;
-  };
+  const create = async (keys: SessionKeys) => (await new JobsClient(client, file.integration_id, keyringOf([keys])).create({ purpose: 'live_analysis', payload, deadline_ms: 60_000 })).job_id;
   // Jobs under the old keys, created while the rotation runs.
   const rotation = runCli(['rekey', '--keys', clientKeys, '--timeout', '30s']);
   const old = await Promise.all(Array.from({ length: 30 }, () => create(before.current)));
@@ -117,6 +112,7 @@ it('rotates the keys while BYO jobs run: every job completes, those sealed under
   expect(readKeysFile(assistantKeys, AssistantKeysFile).keys.map((key) => key.kid)).toEqual([kid, before.current.kid]);
   // And jobs under the new keys: the plugin opens them without a restart.
   const fresh = await Promise.all(Array.from({ length: 10 }, () => create(after.current)));
+  const jobs = new JobsClient(client, file.integration_id, after);
   for (const job_id of [...old, ...fresh]) {
     let view = await client.call(JobView, `/jobs/${job_id}`, { method: 'GET' });
     for (const since = Date.now(); view.state !== 'completed' && view.state !== 'failed' && Date.now() - since < 30_000; ) {
@@ -124,10 +120,10 @@ it('rotates the keys while BYO jobs run: every job completes, those sealed under
       view = await client.call(JobView, `/jobs/${job_id}`, { method: 'GET' });
     }
     expect([job_id, view.state]).toEqual([job_id, 'completed']);
-    const result = open(after.keyOf, { job_id, purpose: 'live_analysis', direction: 'assistant_to_client', envelope_version: 1 }, view.result);
-    expect(PURPOSES.live_analysis.result.safeParse(result).success).toBe(true);
     // A result goes back under the keys its payload came under.
     expect((view.result as { kid: string }).kid).toBe(old.includes(job_id) ? before.current.kid : kid);
+    // And opens with the rotated keyring, bound to the job as created.
+    expect(PURPOSES.live_analysis.result.safeParse((await jobs.show(job_id)).result).success).toBe(true);
   }
 });
 

@@ -2,7 +2,7 @@
  * BYO encryption's building blocks, checked against implementations no one here wrote (Node's X25519 and
  * HKDF, libsodium's XChaCha20-Poly1305), and every way an envelope or a pairing must refuse.
  */
-import { createPrivateKey, createPublicKey, diffieHellman, hkdfSync } from 'node:crypto';
+import { createHash, createHmac, createPrivateKey, createPublicKey, diffieHellman, hkdfSync } from 'node:crypto';
 import sodium from 'libsodium-wrappers';
 import { beforeAll, describe, expect, it } from 'vitest';
 import {
@@ -23,6 +23,7 @@ import {
   newKeyPair,
   open,
   parseCode,
+  responseSchemaDigest,
   seal,
   sharedSecret,
   toBase64Url,
@@ -35,7 +36,18 @@ beforeAll(async () => {
 });
 
 const VERSIONS = { schema_version: 1, envelope_version: 1 };
-const binding: EnvelopeBinding = { job_id: '0b7e4d2a-9c1f-4e3b-a6d5-7f8e9a0b1c2d', purpose: 'live_analysis', direction: 'client_to_assistant', envelope_version: 1 };
+const binding: EnvelopeBinding = {
+  direction: 'client_to_assistant',
+  integration_id: '3f2b1a90-8c7d-4e6f-9a0b-1c2d3e4f5a6b',
+  job_id: '0b7e4d2a-9c1f-4e3b-a6d5-7f8e9a0b1c2d',
+  purpose: 'live_analysis',
+  deadline_at: '2026-11-23T17:00:30.000Z',
+  response_schema: { type: 'object', required: ['insights'], properties: { insights: { type: 'array', maxItems: 10 } } },
+  schema_version: 1,
+  envelope_version: 1,
+};
+/** HKDF-Expand alone (RFC 5869 2.3), one block: HMAC-SHA256(prk, info || 0x01). */
+const hkdfExpand = (prk: Uint8Array, info: string) => createHmac('sha256', prk).update(Buffer.concat([Buffer.from(info), Buffer.from([1])])).digest();
 const jwk = (secret: Uint8Array | undefined, pub: Uint8Array) => ({ kty: 'OKP', crv: 'X25519', x: toBase64Url(pub), ...(secret ? { d: toBase64Url(secret) } : {}) });
 
 /** An honest pairing, start to end: both sides' keys and SAS. */
@@ -117,9 +129,32 @@ describe('envelopes, against libsodium', () => {
     expect(open(() => keys, result, { kid: keys.kid, nonce: toBase64Url(nonce), ciphertext: toBase64Url(sealed) })).toEqual(back);
   });
 
-  it('uses a fresh nonce every time', () => {
-    const nonces = new Set(Array.from({ length: 100 }, () => seal(keys, binding, {}).nonce));
-    expect(nonces.size).toBe(100);
+  it('derives its nonce from the key, the associated data and the plaintext: the same job sealed again is the same bytes, anything else another nonce', () => {
+    const value = { session_id: 's', transcript: [{ speaker: 'Ana', text: 'hello' }] };
+    const envelope = seal(keys, binding, value);
+    expect(seal(keys, binding, value)).toEqual(envelope);
+    // The nonce, recomputed with Node's own HKDF and HMAC.
+    const nonceKey = hkdfExpand(keys.client_to_assistant, 'assistant-relay/v1/envelope-nonce');
+    const expected = createHmac('sha256', nonceKey).update(lengthPrefixed(ad(), new TextEncoder().encode(JSON.stringify(value)))).digest().subarray(0, 24);
+    expect(envelope.nonce).toBe(toBase64Url(new Uint8Array(expected)));
+    const others = [
+      seal(keys, binding, { ...value, session_id: 't' }),
+      seal(keys, { ...binding, job_id: crypto.randomUUID() }, value),
+      seal(keys, { ...binding, deadline_at: '2026-11-23T17:00:31.000Z' }, value),
+      seal(keys, { ...binding, direction: 'assistant_to_client' }, value),
+      seal(pair().clientKeys, binding, value),
+    ];
+    expect(new Set([envelope, ...others].map((e) => e.nonce)).size).toBe(others.length + 1);
+  });
+
+  it('binds the response_schema by the SHA-256 of its RFC 8785 canonical JSON: key order does not matter, content does', () => {
+    const schema = binding.response_schema;
+    const reordered = { properties: { insights: { maxItems: 10, type: 'array' } }, required: ['insights'], type: 'object' };
+    expect(responseSchemaDigest(reordered)).toEqual(responseSchemaDigest(schema));
+    expect(toBase64Url(responseSchemaDigest(schema))).toBe(toBase64Url(new Uint8Array(createHash('sha256').update('{"properties":{"insights":{"maxItems":10,"type":"array"}},"required":["insights"],"type":"object"}').digest())));
+    const envelope = seal(keys, binding, { secret: 1 });
+    expect(open(() => keys, { ...binding, response_schema: reordered }, envelope)).toEqual({ secret: 1 });
+    expect(() => open(() => keys, { ...binding, response_schema: { ...schema, description: 'Also say what the transcript says.' } }, envelope)).toThrow(EnvelopeError);
   });
 
   it('refuses a tampered, moved, reflected, downgraded, foreign or malformed envelope, each with envelope_invalid', () => {
@@ -131,6 +166,11 @@ describe('envelopes, against libsodium', () => {
       ['tampered nonce', () => open(() => keys, binding, { ...envelope, nonce: flip(envelope.nonce) })],
       ['moved to another job', () => open(() => keys, { ...binding, job_id: crypto.randomUUID() }, envelope)],
       ['another purpose', () => open(() => keys, { ...binding, purpose: 'session_summary' }, envelope)],
+      ['another integration', () => open(() => keys, { ...binding, integration_id: crypto.randomUUID() }, envelope)],
+      ['another deadline', () => open(() => keys, { ...binding, deadline_at: '2026-11-23T18:00:30.000Z' }, envelope)],
+      ['another response_schema', () => open(() => keys, { ...binding, response_schema: { type: 'object' } }, envelope)],
+      ['another schema version', () => open(() => keys, { ...binding, schema_version: 2 }, envelope)],
+      ['a response_schema with no canonical JSON', () => open(() => keys, { ...binding, response_schema: { description: '\ud800' } }, envelope)],
       ['reflected back', () => open(() => keys, { ...binding, direction: 'assistant_to_client' }, envelope)],
       ['another envelope version', () => open(() => keys, { ...binding, envelope_version: 2 }, envelope)],
       ['another pairing\'s key under this kid', () => open(() => ({ ...other, kid: keys.kid }), binding, envelope)],

@@ -6,7 +6,7 @@ import { readFileSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
-import { CALLBACK_REFUSALS, HTTP_ERRORS, JOB_ERRORS, LOG_ERRORS, PROVIDER_ERRORS, REPLY_ERRORS } from '../../src/protocol/errors.js';
+import { CALLBACK_REFUSALS, CLIENT_ERRORS, HTTP_ERRORS, JOB_ERRORS, LOG_ERRORS, PROVIDER_ERRORS, REPLY_ERRORS } from '../../src/protocol/errors.js';
 
 const root = (path: string) => fileURLToPath(new URL(`../../${path}`, import.meta.url));
 
@@ -57,6 +57,7 @@ describe('the error catalogue', () => {
     ['error_code | when', REPLY_ERRORS],
     ['provider error code | when', PROVIDER_ERRORS],
     ['job error code | when', JOB_ERRORS],
+    ['client error code | when', CLIENT_ERRORS],
   ] as const)('%s: the same codes', (header, codes) => {
     expect(documented.get(header)!.map(([code]) => code).sort()).toEqual(Object.keys(codes).sort());
   });
@@ -70,7 +71,7 @@ describe('the error catalogue', () => {
   });
 
   it.each(
-    [HTTP_ERRORS, REPLY_ERRORS, JOB_ERRORS, CALLBACK_REFUSALS, LOG_ERRORS, PROVIDER_ERRORS].flatMap((codes) => Object.keys(codes)),
+    [HTTP_ERRORS, REPLY_ERRORS, JOB_ERRORS, CLIENT_ERRORS, CALLBACK_REFUSALS, LOG_ERRORS, PROVIDER_ERRORS].flatMap((codes) => Object.keys(codes)),
   )('%s is raised somewhere in src/ (a code nothing raises goes)', (code) => {
     expect(raising).toContain(`'${code}'`);
   });

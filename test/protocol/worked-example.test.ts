@@ -1,13 +1,16 @@
 /**
  * PROTOCOL.md's worked example (section 7) is true: read from the document itself, every value is
- * recomputed from its inputs, and the envelope opens with libsodium (an implementation no one here wrote)
- * under the listed key and associated data.
+ * recomputed from its inputs (the response_schema's digest and the synthetic nonce with node:crypto and
+ * the canonicalize package besides our own code), and the envelope opens with libsodium (an
+ * implementation no one here wrote) under the listed key and associated data.
  */
+import { createHash, createHmac } from 'node:crypto';
 import { readFileSync } from 'node:fs';
+import canonicalize from 'canonicalize';
 import { x25519 } from '@noble/curves/ed25519.js';
 import sodium from 'libsodium-wrappers';
 import { beforeAll, expect, it } from 'vitest';
-import { AssistantPairing, ClientPairing, associatedData, fromBase64Url, parseCode, seal, type EnvelopeBinding } from '../../src/protocol/index.js';
+import { AssistantPairing, ClientPairing, associatedData, fromBase64Url, lengthPrefixed, parseCode, seal, toBase64Url, type EnvelopeBinding } from '../../src/protocol/index.js';
 
 interface Example {
   readonly inputs: {
@@ -19,11 +22,12 @@ interface Example {
     readonly schema_version: number;
     readonly envelope_version: number;
     readonly binding: EnvelopeBinding;
-    readonly envelope_nonce: string;
     readonly plaintext: unknown;
   };
   readonly pairing: Record<string, string>;
   readonly keys: Record<string, string>;
+  readonly response_schema_digest: string;
+  readonly nonce_key: string;
   readonly associated_data: string;
   readonly envelope: { readonly kid: string; readonly nonce: string; readonly ciphertext: string };
 }
@@ -53,8 +57,16 @@ it('every value of the worked example follows from its inputs', () => {
   expect({ commitment, client_key, assistant_key: revealed.assistant_key, sas: shown.sas, client_confirmation: shown.confirmation, assistant_confirmation: confirmed.confirmation }).toEqual(example.pairing);
   expect(revealed.sas).toBe(shown.sas);
   expect({ kid: keys.kid, client_to_assistant: toHex(keys.client_to_assistant), assistant_to_client: toHex(keys.assistant_to_client), confirm: toHex(keys.confirm) }).toEqual(example.keys);
-  expect(toHex(associatedData(inputs.binding, keys.kid))).toBe(example.associated_data);
-  expect(seal(keys, inputs.binding, inputs.plaintext, fromBase64Url(inputs.envelope_nonce, { bytes: 24 })!)).toEqual(example.envelope);
+  expect(createHash('sha256').update(canonicalize(inputs.binding.response_schema)!).digest('hex')).toBe(example.response_schema_digest);
+  const ad = associatedData(inputs.binding, keys.kid);
+  expect(toHex(ad)).toBe(example.associated_data);
+  // HKDF-Expand (RFC 5869 2.3) of one block, then HMAC-SHA256 of LP(associated data, plaintext), first 24 bytes.
+  const sealing = hex(example.keys[inputs.binding.direction]!);
+  const nonceKey = createHmac('sha256', sealing).update(Buffer.concat([Buffer.from('assistant-relay/v1/envelope-nonce'), Buffer.from([1])])).digest();
+  expect(nonceKey.toString('hex')).toBe(example.nonce_key);
+  const nonce = createHmac('sha256', nonceKey).update(lengthPrefixed(ad, new TextEncoder().encode(JSON.stringify(inputs.plaintext)))).digest().subarray(0, 24);
+  expect(example.envelope.nonce).toBe(toBase64Url(new Uint8Array(nonce)));
+  expect(seal(keys, inputs.binding, inputs.plaintext)).toEqual(example.envelope);
 });
 
 it('libsodium opens the example envelope with the listed key and associated data', () => {

@@ -122,7 +122,7 @@ export function callCommand(argv: readonly string[], env: NodeJS.ProcessEnv): Pr
     const keysFile = flags('keys');
     if (keysFile === undefined) return;
     const keys = keysFileFlag(keysFile, ClientKeysFile);
-    const jobs = new JobsClient(integrationClient(keys.backend, keys.integration_id, keys.client_token), keyringOfFile(keys));
+    const jobs = new JobsClient(integrationClient(keys.backend, keys.integration_id, keys.client_token), keys.integration_id, keyringOfFile(keys));
     const { summary } = await summarizeCall(jobs, session, lines, (view) => show('job', { job_id: view.job_id, state: view.state }, `  (summary: ${view.state})`));
     show('summary', summary, summaryLines(summary).join('\n'));
   });

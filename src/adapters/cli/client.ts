@@ -27,16 +27,17 @@ export const CLIENT_USAGE = `  --keys FILE              the client's keys file, 
 /** What the client flags name: the integration's client, and the pairing's keys when they came from a keys file. */
 export interface ClientCredentials {
   readonly client: BackendClient;
+  readonly integrationId: string;
   readonly keys: Keyring | undefined;
 }
 
 export function credentialsFromFlags(flag: (name: keyof typeof CLIENT_FLAGS) => string | undefined): ClientCredentials {
   const keysFile = flag('keys');
-  if (keysFile === undefined) return { client: clientFromFlags(flag), keys: undefined };
+  if (keysFile === undefined) return { client: clientFromFlags(flag), integrationId: requiredFlag(flag, 'integration'), keys: undefined };
   const given = (['integration', 'client-token-file'] as const).filter((name) => flag(name) !== undefined);
   if (given.length > 0) throw new UsageError(`--keys names the integration and its token: leave out --${given.join(' and --')}`);
   const file = keysFileFlag(keysFile, ClientKeysFile);
-  return { client: integrationClient(flag('backend') ?? file.backend, file.integration_id, file.client_token), keys: keyringOfFile(file) };
+  return { client: integrationClient(flag('backend') ?? file.backend, file.integration_id, file.client_token), integrationId: file.integration_id, keys: keyringOfFile(file) };
 }
 
 /** The keys file a `--keys` flag names; one that cannot be used is a usage error that says why. */

@@ -150,8 +150,8 @@ async function tour({ files, lines, paceMs, token, logger, timeline: t, parts, k
   const hostBUrl = await listenPreferring(PORTS.hostB, (port) => hostB.listen({ port }));
   t.say('host B', `the assistant host in Form B listens at ${hostBUrl} (event log ${files.hostB}); agent ${approvalsAgent.name}`);
 
-  const jobs = new JobsClient(integration, keyringOfFile(client));
-  await probe(jobs, integration, t);
+  const jobs = new JobsClient(integration, client.integration_id, keyringOfFile(client));
+  await probe(jobs, t);
 
   const formA = new FormAClient({ url: hostAUrl, token });
   parts.push({ close: async () => formA.close() });
@@ -265,15 +265,16 @@ async function untilOnline(integration: ReturnType<typeof integrationClient>): P
   }
 }
 
-/** A plain `capability_probe` job (the backend keeps a plain probe's profile for the client's settings page), and what it says. */
-async function probe(jobs: JobsClient, integration: ReturnType<typeof integrationClient>, t: Timeline): Promise<void> {
-  const created = await jobs.create({ purpose: 'capability_probe', payload: {}, deadline_ms: 30_000, plain: true });
-  t.say('probe', `capability_probe job ${created.job_id.slice(0, 8)}…: ${created.state}`);
+/**
+ * A `capability_probe` job, sealed like every job of a paired integration (PROTOCOL.md 7.13), and what it
+ * says: the client keeps the profile itself (the backend cannot read a BYO probe's result).
+ */
+async function probe(jobs: JobsClient, t: Timeline): Promise<void> {
+  const created = await jobs.create({ purpose: 'capability_probe', payload: {}, deadline_ms: 30_000 });
+  t.say('probe', `capability_probe job ${created.job_id.slice(0, 8)}… (BYO: sealed, as every job of a paired integration): ${created.state}`);
   const done = await t.step('probe', 'the capability profile', jobs.follow(created));
   const profile = CapabilityProfile.parse(done.result);
-  t.say('probe', `${done.state}: skills ${profile.skills.map((skill) => skill.name).join(', ')}; ${profile.limits.max_concurrent_jobs} job at a time, payloads up to ${profile.limits.max_payload_bytes} bytes`);
-  const view = await integration.call(IntegrationView, '', { method: 'GET' });
-  t.say('probe', `the integration now shows this profile to every client (capability_profile, from job ${view.capability_probe?.job_id.slice(0, 8)}…)`);
+  t.say('probe', `${done.state}: skills ${profile.skills.map((skill) => skill.name).join(', ')}; ${profile.limits.max_concurrent_jobs} job at a time, payloads up to ${profile.limits.max_payload_bytes} bytes (opened here: the backend relayed it sealed)`);
 }
 
 /** Prints what the conversation shows as it changes: the typing indicator, tool calls, messages, errors. */

@@ -4,8 +4,9 @@
  * job, so a retried command never runs it twice), follows it with a progress line on stderr until it
  * ends, and prints its result (or its view) as JSON on stdout; it exits 0 when the job completed, 1 when
  * it failed, expired or was cancelled. With a client's keys file (`--keys`, from `assistant-relay pair`)
- * a job is BYO unless `--plain`: its payload is sealed before it leaves, and its result opened and checked
- * against the purpose's result schema here (the backend cannot read it).
+ * every job is BYO: its payload is sealed before it leaves, and its result opened and checked against the
+ * purpose's result schema here (the backend cannot read it). Every view the backend answers is checked
+ * against the job asked for and as created (a forged one is an error, never printed: PROTOCOL.md 8.9).
  */
 import { readFileSync } from 'node:fs';
 import type { JobPurpose, JobView } from '../../protocol/index.js';
@@ -20,7 +21,6 @@ ${CLIENT_USAGE}
          --deadline D      e.g. 30s, 5m (default 30s)
          --job ID          its job_id, a UUID (default a fresh one): the same again is the same job
          --wait            follow the job until it ends, and print its result
-         --plain           with --keys, send the job unencrypted (default: BYO, sealed with the keys)
   show --job ID            print the job as it stands
   cancel --job ID          cancel an open job
 Each flag may also be set as ASSISTANT_RELAY_<FLAG>, e.g. ASSISTANT_RELAY_BACKEND=http://127.0.0.1:8788.`;
@@ -32,7 +32,6 @@ const FLAGS = {
   deadline: { type: 'string' },
   job: { type: 'string' },
   wait: { type: 'boolean' },
-  plain: { type: 'boolean' },
 } as const;
 
 function payloadFrom(file: string): unknown {
@@ -52,9 +51,8 @@ async function runJobCommand(argv: readonly string[], env: NodeJS.ProcessEnv): P
   if (verb !== 'create' && verb !== 'show' && verb !== 'cancel') throw new UsageError(`job takes create, show or cancel, not ${JSON.stringify(verb ?? '')}`);
   const flags = readFlags(rest, FLAGS, env);
   const required = (flag: 'purpose' | 'job') => requiredFlag(flags, flag);
-  const { client, keys } = credentialsFromFlags(flags);
-  if (flags('plain') === true && (verb !== 'create' || keys === undefined)) throw new UsageError('--plain is for job create with --keys');
-  const jobs = new JobsClient(client, keys);
+  const { client, integrationId, keys } = credentialsFromFlags(flags);
+  const jobs = new JobsClient(client, integrationId, keys);
   let view: JobView;
   if (verb === 'create') {
     const file = flags('payload');
@@ -63,7 +61,6 @@ async function runJobCommand(argv: readonly string[], env: NodeJS.ProcessEnv): P
       payload: file === undefined ? {} : payloadFrom(file),
       deadline_ms: parseDuration('deadline', flags('deadline') ?? '30s'),
       ...(flags('job') === undefined ? {} : { job_id: flags('job')! }),
-      plain: flags('plain') === true,
     });
     if (flags('wait') === true) view = await follow(jobs, view);
   } else if (verb === 'show') {

@@ -2,10 +2,13 @@
  * What the plugin makes of a job frame, before anything runs: whose job it is (no `job_id`, no job: the
  * frame is dropped), then whether it may run at all. A job that may not is failed with a code, never run
  * and never crashed on: versions it does not handle, an envelope it cannot read, a BYO payload without
- * keys or that does not open, a deadline already past, a `response_schema` that is not a schema.
+ * keys or that does not open, a plain job to a plugin that was paired (it takes only sealed jobs), a
+ * deadline already past, a `response_schema` that is not a schema.
  *
- * A BYO payload is opened here, each time a job is judged (at receipt, and again after a restart): the
- * log keeps the envelope, and the plaintext lives only in memory, for the run.
+ * A BYO payload is opened here, each time a job is judged (at receipt, and again after a restart), with
+ * associated data built from the job as delivered and the plugin's own integration id: a backend that
+ * rewrote any field the plugin acts on (purpose, deadline, response_schema, versions) makes it fail to
+ * open. The log keeps the envelope, and the plaintext lives only in memory, for the run.
  */
 import { z } from 'zod';
 import {
@@ -46,11 +49,18 @@ export function readJobFrame(data: string): { job_id: string; job: Record<string
 }
 
 export interface IntakeRules {
+  /** The plugin's own integration: bound into every envelope it opens and seals. */
+  readonly integrationId: string;
   readonly schemaVersions: VersionRange;
   readonly envelopeVersions: VersionRange;
   readonly checks: ResultChecks;
   /** The pairing's keys, read at each use (a rotation replaces them); none: the plugin was not paired. */
   readonly keys?: () => Keyring;
+}
+
+export interface Sealing {
+  readonly keys: SessionKeys;
+  readonly binding: EnvelopeBinding;
 }
 
 export type Verdict =
@@ -60,8 +70,11 @@ export type Verdict =
       readonly job: AcceptedJob;
       readonly deadline_at: number;
       readonly check: ResultCheck;
-      /** A BYO job's: the keys its payload was sealed under, which seal its result too. */
-      readonly keys?: SessionKeys;
+      /**
+       * A BYO job's: the keys its payload was sealed under, which seal its result too, and what the result is
+       * sealed for (the job as delivered, which its payload's opening vouched for).
+       */
+      readonly sealing?: Sealing;
     }
   | { readonly kind: 'fail'; readonly outcome: { readonly error: CodedError } };
 
@@ -75,13 +88,16 @@ export function judge(job: Record<string, unknown>, now: number, rules: IntakeRu
   }
   const parsed = AnyVersionJob.safeParse(job);
   if (!parsed.success) return fail(jobError('invalid_job', z.prettifyError(parsed.error).slice(0, 2_000)));
-  let accepted: { job: AcceptedJob; keys?: SessionKeys } = { job: parsed.data };
+  let accepted: { job: AcceptedJob; sealing?: Sealing } = { job: parsed.data };
+  const keyring = rules.keys?.();
   if (parsed.data.byo) {
-    const keyring = rules.keys?.();
     if (keyring === undefined) return fail(jobError('byo_unsupported'));
-    const opened = openPayload(parsed.data, keyring);
+    const opened = openPayload(parsed.data, keyring, rules.integrationId);
     if ('problem' in opened) return fail(jobError('envelope_invalid', opened.problem));
     accepted = opened;
+  } else if (keyring !== undefined) {
+    // Paired, this plugin takes only what the client sealed: a plain job can only be the backend's own.
+    return fail(jobError('byo_required'));
   }
   const deadline_at = Date.parse(parsed.data.deadline_at);
   if (deadline_at <= now) return fail(jobError('deadline_exceeded', 'the job arrived after its deadline'));
@@ -94,19 +110,28 @@ export function judge(job: Record<string, unknown>, now: number, rules: IntakeRu
   return { kind: 'run', ...accepted, deadline_at, check };
 }
 
-/** What a job's envelope in `direction` is bound to: the job itself, and the envelope version it came under. */
-export function bindingOf(job: AcceptedJob, direction: Direction): EnvelopeBinding {
-  return { job_id: job.job_id, purpose: job.purpose, direction, envelope_version: job.envelope_version };
+/** What a job's envelope in `direction` is bound to: the job as delivered, on this plugin's own integration. */
+function bindingOf(job: AcceptedJob, direction: Direction, integration_id: string): EnvelopeBinding {
+  return {
+    direction,
+    integration_id,
+    job_id: job.job_id,
+    purpose: job.purpose,
+    deadline_at: job.deadline_at,
+    response_schema: job.response_schema,
+    schema_version: job.schema_version,
+    envelope_version: job.envelope_version,
+  };
 }
 
 /**
  * The job with its payload opened, and the keys that sealed it; or why it does not open. `open`'s words
  * name the check that failed, never the plaintext.
  */
-function openPayload(job: AcceptedJob, keyring: Keyring): { job: AcceptedJob; keys: SessionKeys } | { problem: string } {
+function openPayload(job: AcceptedJob, keyring: Keyring, integrationId: string): { job: AcceptedJob; sealing: Sealing } | { problem: string } {
   let payload: unknown;
   try {
-    payload = open((kid) => keyring.keyOf(kid), bindingOf(job, 'client_to_assistant'), job.payload);
+    payload = open((kid) => keyring.keyOf(kid), bindingOf(job, 'client_to_assistant', integrationId), job.payload);
   } catch (error) {
     if (error instanceof EnvelopeError) return { problem: error.message };
     throw error;
@@ -115,7 +140,7 @@ function openPayload(job: AcceptedJob, keyring: Keyring): { job: AcceptedJob; ke
   if (!plain.success) return { problem: `the envelope opened but does not hold a JSON object nesting at most ${MAX_JSON_DEPTH} levels` };
   // It opened, so it is an envelope, and the keyring holds the keys it names.
   const keys = keyring.keyOf((job.payload as ByoEnvelope).kid)!;
-  return { job: { ...job, payload: plain.data }, keys };
+  return { job: { ...job, payload: plain.data }, sealing: { keys, binding: bindingOf(job, 'assistant_to_client', integrationId) } };
 }
 
 function fail(outcome: { readonly error: CodedError }): Verdict {

@@ -146,7 +146,7 @@ export class Jobs {
     await this.options.appender.append([{ type: 'plugin.job_started', job_id, at: this.options.clock.now() }]);
     const outcome = await runReasoner(this.options.reasoner, run, this.options.clock, this.cutOff.signal);
     if (outcome === 'stopped') return;
-    if ('error' in outcome) this.options.logger.warn({ job_id, error: run.keys === undefined ? outcome.error : inClear(outcome.error).error }, 'job failed');
+    if ('error' in outcome) this.options.logger.warn({ job_id, error: run.sealing === undefined ? outcome.error : inClear(outcome.error).error }, 'job failed');
     return this.finish(job_id, outcome);
   }
 

@@ -136,6 +136,7 @@ export class Plugin {
       backend: this.backend,
       reasoner: options.reasoner,
       rules: {
+        integrationId: options.integrationId,
         schemaVersions: this.versions.schema_versions,
         envelopeVersions: this.versions.envelope_versions,
         checks: new ResultChecks(),

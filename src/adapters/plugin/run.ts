@@ -7,8 +7,8 @@
  */
 import type { Clock } from '../../engine/clock.js';
 import { ReasonerError, type Reasoner } from '../../engine/reasoner.js';
-import { CodedError, seal, type JobResultBody, type SessionKeys } from '../../protocol/index.js';
-import { bindingOf, type AcceptedJob } from './intake.js';
+import { CodedError, seal, type JobResultBody } from '../../protocol/index.js';
+import type { AcceptedJob, Sealing } from './intake.js';
 import { jobError } from './job-errors.js';
 import type { ResultCheck } from './result-check.js';
 
@@ -16,8 +16,8 @@ export interface Run {
   readonly job: AcceptedJob;
   readonly deadline_at: number;
   readonly check: ResultCheck;
-  /** A BYO job's: the keys its payload was sealed under (its result goes back under the same kid, so it opens across a rotation). */
-  readonly keys?: SessionKeys;
+  /** A BYO job's: the keys its payload was sealed under (its result goes back under the same kid, so it opens across a rotation), and the binding. */
+  readonly sealing?: Sealing;
 }
 
 /** The outcome, or `stopped` when `stop` aborted before the reasoner answered. */
@@ -57,7 +57,8 @@ export async function runReasoner(reasoner: Reasoner, run: Run, clock: Clock, st
   }
   const verdict = run.check(first.result);
   if (!verdict.ok) return jobError('invalid_result', verdict.message.slice(0, 2_000));
-  return { result: run.keys === undefined ? first.result : seal(run.keys, bindingOf(run.job, 'assistant_to_client'), first.result) };
+  // Sealed with a synthetic nonce: the same result for the same job is the same envelope, whoever posts it when.
+  return { result: run.sealing === undefined ? first.result : seal(run.sealing.keys, run.sealing.binding, first.result) };
 }
 
 /** A reasoner's rejection as a failure to post: its own code when it gave a valid one, else `reasoner_error`. */

@@ -13,7 +13,7 @@
  * `broker` carries between nodes what makes them react at once (channel.ts), `Presence` the heartbeats.
  */
 import { z } from 'zod';
-import { ByoEnvelope, PURPOSES, jsonSchemaOf, type CodedError, type JobCreateBody, type JobResultBody } from '../../protocol/index.js';
+import { ByoEnvelope, DEADLINE_SKEW_MS, HTTP_ERRORS, MAX_DEADLINE_MS, PURPOSES, jsonSchemaOf, type CodedError, type JobCreateBody, type JobResultBody } from '../../protocol/index.js';
 import { checkResponseSchema, resultProblems } from '../../protocol/response-schema.js';
 import { isJobEvent, type BackendEvent } from '../../machines/backend-events.js';
 import { nothing, type Decision } from '../../machines/decider.js';
@@ -96,7 +96,7 @@ export type JobAnswer =
    */
   | {
       readonly outcome: 'invalid';
-      readonly code: 'invalid_payload' | 'invalid_response_schema' | 'result_invalid' | 'plugin_refused';
+      readonly code: 'invalid_payload' | 'invalid_response_schema' | 'result_invalid' | 'plugin_refused' | 'byo_required' | 'invalid_deadline';
       readonly job: JobSnapshot | undefined;
       readonly message: string;
     }
@@ -259,14 +259,16 @@ export class Backend {
   // ---- jobs: the client's side ----------------------------------------------------------------------
 
   /**
-   * Creates a job (idempotent by `job_id`); its deadline is `deadline_ms` from now. A `response_schema`
-   * the client sends must compile as a JSON Schema, or the job is refused (`invalid`) before it is logged.
-   * A new job while the integration has the most open jobs it may is refused (`over_quota`); the same
-   * create again is answered the job first.
+   * Creates a job (idempotent by `job_id`); its deadline is the client's `deadline_at` (a BYO job's must
+   * be given), else `deadline_ms` from now. A `response_schema` the client sends must compile as a JSON
+   * Schema, or the job is refused (`invalid`) before it is logged. A new job while the integration has the
+   * most open jobs it may is refused (`over_quota`); the same create again is answered the job first.
    */
   async createJob(integrationId: string, body: JobCreateBody): Promise<JobAnswer> {
     const integration = this.projection.integration(integrationId);
     if (integration === undefined || isRevoked(integration)) return { outcome: 'unknown', job: undefined };
+    // A paired integration's plugin takes only sealed jobs (PROTOCOL.md 7.13): a plain one could never run.
+    if (integration.context.paired && !body.byo) return { outcome: 'invalid', code: 'byo_required', job: undefined, message: HTTP_ERRORS.byo_required.message };
     const payload = body.byo ? ByoEnvelope.safeParse(body.payload) : PURPOSES[body.purpose].payload.safeParse(body.payload);
     if (!payload.success) return { outcome: 'invalid', code: 'invalid_payload', job: undefined, message: z.prettifyError(payload.error) };
     if (body.response_schema !== undefined) {
@@ -276,7 +278,10 @@ export class Backend {
         return { outcome: 'invalid', code: 'invalid_response_schema', job: undefined, message: (error as Error).message };
       }
     }
+    // A BYO job's deadline is bound into its envelope, so the client chooses it (PROTOCOL.md 6.7, 7.3).
+    if (body.byo && body.deadline_at === undefined) return { outcome: 'invalid', code: 'invalid_deadline', job: undefined, message: 'a BYO job needs deadline_at: its envelope binds it' };
     const at = this.clock.now();
+    const deadline_at = body.deadline_at === undefined ? at + body.deadline_ms : Date.parse(body.deadline_at);
     const create: JobCommand = {
       type: 'create',
       job_id: body.job_id,
@@ -286,14 +291,19 @@ export class Backend {
       byo: body.byo,
       response_schema: body.response_schema ?? jsonSchemaOf(PURPOSES[body.purpose].result),
       provider_kind: integration.context.provider_kind,
-      deadline_at: at + body.deadline_ms,
+      deadline_at,
       at,
     };
-    const outcome = await this.update<JobOutcome | OverQuota>(body.job_id, (job) => {
-      const over = job === undefined ? overOpenJobs(this.projection.openJobs(integrationId), this.quotas.maxOpenJobs, at) : undefined;
+    // A client's deadline is judged for a new job only: a retry of one that exists is answered as it stands, whatever the time.
+    const fits = deadline_at > at && deadline_at <= at + MAX_DEADLINE_MS + DEADLINE_SKEW_MS;
+    const outcome = await this.update<JobOutcome | Invalid | OverQuota>(body.job_id, (job) => {
+      if (job !== undefined) return jobDecider.decide(create, job);
+      if (!fits) return nothing({ invalid: 'invalid_deadline', message: `deadline_at ${body.deadline_at} is not after the backend's clock (${new Date(at).toISOString()}) and within 1 h and 60 s of it` });
+      const over = overOpenJobs(this.projection.openJobs(integrationId), this.quotas.maxOpenJobs, at);
       return over === undefined ? jobDecider.decide(create, job) : nothing(over);
     });
-    return typeof outcome === 'object' ? { outcome: 'over_quota', quota: outcome, job: undefined } : this.answer(body.job_id, outcome);
+    if (typeof outcome === 'object' && 'over' in outcome) return { outcome: 'over_quota', quota: outcome, job: undefined };
+    return this.answer(body.job_id, outcome);
   }
 
   /** The job as committed: what a client reads, so that a crash can never take back what it saw. */
