@@ -65,11 +65,11 @@ for (const [name, connect] of Object.entries(BROKERS)) {
       const [heard, strayed]: [ChannelNotice[], ChannelNotice[]] = [[], []];
       b.subscribe(assistantChannel('i'), (notice) => heard.push(notice));
       elsewhere.subscribe(assistantChannel('i'), (notice) => strayed.push(notice));
-      a.publish(assistantChannel('i'), { type: 'stream.opened', node: 'a' });
+      a.publish(assistantChannel('i'), { job_id: 'j', type: 'job.created' });
       await settled(a);
       await settled(b);
       await settled(elsewhere);
-      expect([heard, strayed]).toEqual([[{ type: 'stream.opened', node: 'a' }], []]);
+      expect([heard, strayed]).toEqual([[{ job_id: 'j', type: 'job.created' }], []]);
       expect([a.health.connected, b.health.connected]).toEqual([true, true]);
     });
   });

@@ -26,6 +26,8 @@ export interface ServedBackend {
   readonly db: string;
   /** The engine (of the first node, in a cluster). */
   readonly backend: Backend;
+  /** A cluster's broker and its namespace. */
+  readonly broker?: { readonly url: string; readonly namespace: string };
   /** Stops it as a backend stops (late requests get 503); the folder stays unless `remove`. */
   stop(options?: { readonly remove?: boolean }): Promise<void>;
 }
@@ -91,6 +93,7 @@ export async function serveCluster(options: ServeOptions & { readonly nodes?: nu
     dir,
     db: `${POSTGRES_URL}#${schema}`,
     backend: nodes[0]!.backend,
+    broker: { url: brokerUrl, namespace },
     async stop({ remove = true } = {}) {
       await Promise.all(nodes.map((node) => node.close()));
       await balancer.close();
