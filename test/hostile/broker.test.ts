@@ -10,6 +10,7 @@ import { connect } from '@nats-io/transport-node';
 import { Redis } from 'ioredis';
 import { afterEach, describe, expect, it } from 'vitest';
 import { serveCluster, type ServedBackend } from '../support/backend.js';
+import { removeNamespace } from '../support/brokers.js';
 import { request } from '../support/http.js';
 import { SseConnection } from '../support/sse.js';
 
@@ -39,8 +40,13 @@ const job = () => ({ job_id: randomUUID(), purpose: 'live_analysis', payload: { 
 for (const broker of ['nats', 'redis'] as const) {
   describe(`a forged broker notice on three nodes (${broker})`, () => {
     it('does not close a live plugin stream: it keeps delivering jobs, until a stream opened for real takes over', async () => {
-      const served: ServedBackend = await serveCluster({ broker });
-      stops.push(() => served.stop());
+      // A namespace of its own: what is forged here reaches no other test's nodes.
+      const namespace = `test_${randomUUID().replaceAll('-', '').slice(0, 12)}`;
+      const served: ServedBackend = await serveCluster({ broker, namespace });
+      stops.push(async () => {
+        await served.stop();
+        await removeNamespace(served.broker!.url, namespace);
+      });
       const created = await served.backend.integrations.create('assistant-relay');
       if ('refused' in created) throw new Error(created.refused.message);
       const { integration_id, relay_token, client_token } = created;
