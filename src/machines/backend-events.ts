@@ -99,6 +99,18 @@ export interface IntegrationRekeyAnswered {
   readonly at: number;
 }
 
+/**
+ * The integration's stream is held on node `node` (a backend's epoch) from now: a stream another node
+ * holds for it is superseded (PROTOCOL.md 6e.14). Logged when a stream opens on a node other than the one
+ * the log names, so a plugin that reconnects to the same node logs nothing.
+ */
+export interface IntegrationStreamHeld {
+  readonly type: 'integration.stream_held';
+  readonly integration_id: string;
+  readonly node: string;
+  readonly at: number;
+}
+
 export type IntegrationEvent =
   | IntegrationCreated
   | IntegrationTokenRotated
@@ -106,7 +118,8 @@ export type IntegrationEvent =
   | IntegrationSeen
   | IntegrationOffline
   | IntegrationRekeyRequested
-  | IntegrationRekeyAnswered;
+  | IntegrationRekeyAnswered
+  | IntegrationStreamHeld;
 
 export type BackendEvent = BackendStarted | BackendForgotten | IntegrationEvent | JobEvent | PairingEvent;
 

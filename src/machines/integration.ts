@@ -23,6 +23,7 @@ import type {
   IntegrationRekeyRequested,
   IntegrationRevoked,
   IntegrationSeen,
+  IntegrationStreamHeld,
   IntegrationTokenRotated,
 } from './backend-events.js';
 import { stepper } from './step.js';
@@ -73,7 +74,8 @@ export const integrationMachine = setup({
   types: {
     context: {} as IntegrationContext,
     input: {} as IntegrationCreated,
-    events: {} as Exclude<IntegrationEvent, IntegrationCreated>,
+    // Which node holds its stream is not its lifecycle: the projection keeps it.
+    events: {} as Exclude<IntegrationEvent, IntegrationCreated | IntegrationStreamHeld>,
   },
   actions: {
     rotate: assign((_, event: IntegrationTokenRotated) =>
@@ -138,7 +140,7 @@ export function initialIntegration(created: IntegrationCreated): IntegrationSnap
   return integration.initial(created)[0];
 }
 
-export function evolveIntegration(snapshot: IntegrationSnapshot, event: Exclude<IntegrationEvent, IntegrationCreated>): IntegrationSnapshot {
+export function evolveIntegration(snapshot: IntegrationSnapshot, event: Exclude<IntegrationEvent, IntegrationCreated | IntegrationStreamHeld>): IntegrationSnapshot {
   return integration.next(snapshot, event)[0];
 }
 

@@ -3,10 +3,10 @@
  * they were queued. Only the head is ever attempted, so a later reply is never POSTed before an earlier one
  * is delivered or abandoned (4.3). Finished deliveries leave the outbox and are counted.
  *
- * Queued progress is coalesced by task, as on the stream (4.2 rule 4): once a reply is queued for a task,
- * that task's progress waiting behind the head (queued while an earlier delivery was on its way) is
- * superseded, logged as such, and leaves the outbox unsent and uncounted, so a slow receiver gets the
- * latest `typing`, not every one. The head itself is never superseded: it is what goes out next, as a
+ * Queued progress (Form A's `typing` and `tool_call`, Form B's `typing`) is coalesced by task, as on the
+ * stream (4.2 rule 4): once a reply is queued for a task, that task's progress waiting behind the head
+ * (queued while an earlier delivery was on its way) is superseded, logged as such, and leaves the outbox
+ * unsent and uncounted, so a slow receiver gets the latest `typing`, not every one. The head itself is never superseded: it is what goes out next, as a
  * frame already written would.
  */
 import { callbackBody, type CallbackBlock } from '../protocol/index.js';
@@ -87,7 +87,9 @@ function enqueue(outbox: Outbox, event: QueuingEvent): Outbox {
   const { delivery } = event;
   if (delivery === undefined) return outbox;
   const queue = new Map(outbox.queue);
-  const progress = event.reply.status === 'typing' || event.reply.status === 'tool_call';
+  // Live progress: Form A's (`typing`, `tool_call`: 4.2 rule 4) and Form B's `typing`. An older Form B
+  // agent's `tool_call` is a one-shot reply (2.5), carried through like `completed` and `silent` (3b.4).
+  const progress = event.type === 'task.progressed' || event.reply.status === 'typing';
   const callback = callbackOf(outbox, event, delivery);
   const entry = initialDelivery({ session_id: event.session_id, delivery, callback, body: callbackBody(event.reply), progress, at: event.at });
   queue.set(delivery.n, entry);

@@ -64,7 +64,7 @@ const settle = () => new Promise((resolve) => setImmediate(resolve));
 async function streamingJob(backend: Backend) {
   const { integration_id } = await integrationOf(backend);
   const socket = new FakeSocket();
-  backend.openStream(integration_id, undefined, () => socket);
+  await backend.openStream(integration_id, undefined, () => socket);
   const body = liveAnalysis({ deadline_ms: 600_000 });
   await backend.createJob(integration_id, body);
   await settle();
@@ -94,7 +94,7 @@ describe('backend: a job from creation to result', () => {
     const { backend } = await start();
     const { integration_id } = await integrationOf(backend);
     const socket = new FakeSocket();
-    backend.openStream(integration_id, undefined, () => socket);
+    await backend.openStream(integration_id, undefined, () => socket);
     const body = liveAnalysis();
     expect((await backend.createJob(integration_id, body)).outcome).toBe('created');
     await settle();
@@ -271,7 +271,7 @@ describe('backend: a restart with jobs out', () => {
     const dir = tempDir();
     const first = await start(dir);
     const { integration_id } = await integrationOf(first.backend);
-    first.backend.openStream(integration_id, undefined, () => new FakeSocket());
+    await first.backend.openStream(integration_id, undefined, () => new FakeSocket());
     const body = liveAnalysis({ deadline_ms: 600_000 });
     await first.backend.createJob(integration_id, body);
     await settle();
@@ -288,7 +288,7 @@ describe('backend: a restart with jobs out', () => {
     await settle();
     expect(jobState((await second.backend.committedJob(body.job_id))!)).toBe('created');
     const socket = new FakeSocket();
-    second.backend.openStream(integration_id, undefined, () => socket);
+    await second.backend.openStream(integration_id, undefined, () => socket);
     await settle();
     expect(jobFrames(socket).map(([id, job]) => [id, job.job_id])).toEqual([['2', body.job_id]]);
   });
@@ -310,7 +310,7 @@ describe('backend: the stream', () => {
     const body = liveAnalysis();
     await backend.createJob(integration_id, body);
     const socket = new FakeSocket();
-    backend.openStream(integration_id, undefined, () => socket);
+    await backend.openStream(integration_id, undefined, () => socket);
     await settle();
     expect(jobFrames(socket).map(([, job]) => job.job_id)).toEqual([body.job_id]);
   });
@@ -319,7 +319,7 @@ describe('backend: the stream', () => {
     const { backend } = await start();
     const { integration_id } = await integrationOf(backend);
     const first = new FakeSocket();
-    backend.openStream(integration_id, undefined, () => first);
+    await backend.openStream(integration_id, undefined, () => first);
     const seen = liveAnalysis();
     const unseen = liveAnalysis();
     await backend.createJob(integration_id, seen);
@@ -328,11 +328,33 @@ describe('backend: the stream', () => {
     expect(jobFrames(first).map(([id]) => id)).toEqual(['1', '2']);
     const second = new FakeSocket();
     // The plugin saw frame 1 (its cursor), not frame 2.
-    backend.openStream(integration_id, 1, () => second);
+    await backend.openStream(integration_id, 1, () => second);
     await settle();
     expect(first.written.join('')).toContain('event: superseded\ndata: {"type":"superseded"}');
     expect(first.ended).toBe(true);
     expect(jobFrames(second).map(([id, job]) => [id, job.job_id])).toEqual([['3', unseen.job_id]]);
+  });
+
+  it('logs which node holds the stream when that changes, not at every open: a plugin reconnecting in a loop adds nothing', async () => {
+    const { backend, dir, stop } = await start();
+    const { integration_id } = await integrationOf(backend);
+    const sockets = Array.from({ length: 5 }, () => new FakeSocket());
+    for (const socket of sockets) await backend.openStream(integration_id, undefined, () => socket);
+    expect(sockets.map((socket) => socket.ended)).toEqual([true, true, true, true, false]);
+    const { epoch } = backend;
+    await stop();
+    expect(readEvents(join(dir, 'backend.db')).filter((event) => event.type === 'integration.stream_held')).toEqual([
+      { type: 'integration.stream_held', integration_id, node: epoch, at: expect.any(Number) },
+    ]);
+  });
+
+  it('a revoked integration opens no stream', async () => {
+    const { backend } = await start();
+    const { integration_id } = await integrationOf(backend);
+    await backend.integrations.revoke(integration_id);
+    const socket = new FakeSocket();
+    expect(await backend.openStream(integration_id, undefined, () => socket)).toBeUndefined();
+    expect(socket.written).toEqual([]);
   });
 });
 
@@ -410,7 +432,7 @@ class BrokerLikePubSub implements PubSub {
 }
 
 describe('backend: the JobStore and PubSub seams', () => {
-  it('publishes the stream it opens, then each committed change of a job, on assistant_channel:{integration}, in the order committed', async () => {
+  it('publishes each committed change of a job on assistant_channel:{integration}, in the order committed', async () => {
     const pubsub = new BrokerLikePubSub();
     const { backend } = await start(tempDir(), new SimulatedClock(), pubsub);
     const { integration_id, body } = await streamingJob(backend);
@@ -418,7 +440,6 @@ describe('backend: the JobStore and PubSub seams', () => {
     await backend.result(integration_id, body.job_id, { result: insights });
     const topic = `assistant_channel:${integration_id}`;
     expect(pubsub.published).toEqual([
-      [topic, { type: 'stream.opened', node: backend.epoch }],
       ...(['job.created', 'job.delivered', 'job.started', 'job.completed'] as const).map((type) => [
         topic,
         type === 'job.delivered' ? { job_id: body.job_id, type, seq: 1 } : { job_id: body.job_id, type },
@@ -430,7 +451,7 @@ describe('backend: the JobStore and PubSub seams', () => {
     const { backend } = await start(tempDir(), new SimulatedClock(), new BrokerLikePubSub());
     const { integration_id } = await integrationOf(backend);
     const socket = new FakeSocket();
-    backend.openStream(integration_id, undefined, () => socket);
+    void backend.openStream(integration_id, undefined, () => socket);
     const bodies = Array.from({ length: 5 }, () => liveAnalysis({ deadline_ms: 600_000 }));
     await Promise.all(bodies.map((body) => backend.createJob(integration_id, body)));
     const follower = new FakeSocket();

@@ -1,9 +1,10 @@
 /** Every `PubSub`, held to the contract: the default in one process, and the two brokers nodes can share. */
 import { randomBytes } from 'node:crypto';
+import { JetStreamApiError, type StreamInfo } from '@nats-io/jetstream';
 import { afterEach, describe, expect, it } from 'vitest';
 import { LocalPubSub, assistantChannel, type ChannelNotice, type PubSub } from '../../src/engine/backend/pubsub.js';
 import type { BrokerPubSub } from '../../src/adapters/brokers/broker.js';
-import { NatsPubSub } from '../../src/adapters/brokers/nats.js';
+import { NatsPubSub, ensureStream } from '../../src/adapters/brokers/nats.js';
 import { RedisPubSub } from '../../src/adapters/brokers/redis.js';
 import { describePubSub } from '../support/pubsub-contract.js';
 import { NATS_URL, REDIS_URL } from '../support/brokers.js';
@@ -65,12 +66,47 @@ for (const [name, connect] of Object.entries(BROKERS)) {
       const [heard, strayed]: [ChannelNotice[], ChannelNotice[]] = [[], []];
       b.subscribe(assistantChannel('i'), (notice) => heard.push(notice));
       elsewhere.subscribe(assistantChannel('i'), (notice) => strayed.push(notice));
-      a.publish(assistantChannel('i'), { type: 'stream.opened', node: 'a' });
+      a.publish(assistantChannel('i'), { job_id: 'j', type: 'job.created' });
       await settled(a);
       await settled(b);
       await settled(elsewhere);
-      expect([heard, strayed]).toEqual([[{ type: 'stream.opened', node: 'a' }], []]);
+      expect([heard, strayed]).toEqual([[{ job_id: 'j', type: 'job.created' }], []]);
       expect([a.health.connected, b.health.connected]).toEqual([true, true]);
     });
   });
 }
+
+describe('NATS JetStream: creating the channel stream', () => {
+  /** A server whose other streams are being deleted: it fails a create now and then, as CI's once did. */
+  function churningServer(failures: number) {
+    const adds: string[] = [];
+    const streams = {
+      info: async (): Promise<StreamInfo> => {
+        throw new JetStreamApiError({ code: 404, err_code: 10059, description: 'stream not found' });
+      },
+      update: async (): Promise<StreamInfo> => {
+        throw new Error('not there to update');
+      },
+      add: async (config: { name: string }): Promise<StreamInfo> => {
+        adds.push(config.name);
+        if (adds.length <= failures) throw new JetStreamApiError({ code: 500, err_code: 10077, description: 'error creating store for stream' });
+        return {} as StreamInfo;
+      },
+    };
+    return { streams, adds };
+  }
+
+  it('rides out a server that fails a create now and then: tried again after 0.1, 0.2 s', async () => {
+    const { streams, adds } = churningServer(2);
+    const waits: number[] = [];
+    await ensureStream(streams, { name: 'ns_assistant_channel' }, async (ms) => void waits.push(ms));
+    expect([adds.length, waits]).toEqual([3, [100, 200]]);
+  });
+
+  it('gives up after five tries (1.5 s of waits), with the server\'s error', async () => {
+    const { streams, adds } = churningServer(Infinity);
+    const waits: number[] = [];
+    await expect(ensureStream(streams, { name: 'ns_assistant_channel' }, async (ms) => void waits.push(ms))).rejects.toThrow('error creating store for stream');
+    expect([adds.length, waits]).toEqual([5, [100, 200, 400, 800]]);
+  });
+});

@@ -254,14 +254,19 @@ describe('delivery: retries, backoff and giving up (4.3 rule 5, Part 8)', () => 
 });
 
 describe('a slow receiver gets the latest progress, not every one (4.2 rule 4, as on the stream)', () => {
-  it('progress queued behind a delivery in flight is coalesced by task; the reply still follows', async () => {
+  /** A receiver whose first POST hangs until released: everything after it queues behind. */
+  async function heldReceiver(): Promise<{ receiver: Receiver; release: () => void }> {
     let release: () => void = () => {};
     const held = new Promise<void>((resolve) => (release = resolve));
     const receiver = await Receiver.start((_received, response) => {
-      // The first POST hangs until released: everything after it queues behind.
       const first = receiver.requests.length === 1;
       void (first ? held : Promise.resolve()).then(() => response.writeHead(200).end());
     });
+    return { receiver, release };
+  }
+
+  it('progress queued behind a delivery in flight is coalesced by task; the reply still follows', async () => {
+    const { receiver, release } = await heldReceiver();
     const { relay, send } = await formB(receiver);
     await send(script({ typing: 'a' }, { sleep: 50 }, { typing: 'b' }, { typing: 'c' }, { typing: 'd' }, { message: 'done' }));
     await until(() => delivered(relay, 'reply.queued').length === 5, 'every reply queued');
@@ -273,6 +278,17 @@ describe('a slow receiver gets the latest progress, not every one (4.2 rule 4, a
     ]);
     // Coalesced progress is neither delivered nor abandoned: it never was anything but live.
     expect(relay.t.host.deliveryStats()).toEqual({ queued: 0, succeeded: 2, abandoned: 0 });
+  });
+
+  it("an older agent's one-shot statuses are carried through, tool_call too, however long they wait (PROTOCOL.md 3b.4)", async () => {
+    const { receiver, release } = await heldReceiver();
+    const { relay, send } = await formB(receiver);
+    await send(script({ message: 'first' }, { completed: true }, { tool_call: 'lookup' }, { silent: true }, { errored: { code: 'e', message: 'm' } }, { message: 'last' }));
+    await until(() => delivered(relay, 'reply.queued').length === 6, 'every reply queued');
+    release();
+    await until(() => relay.t.host.deliveryStats().queued === 0, 'the outbox empty');
+    expect(receiver.requests.map((r) => (JSON.parse(r.body) as { status: string }).status)).toEqual(['message', 'completed', 'tool_call', 'silent', 'errored', 'message']);
+    expect(relay.t.host.deliveryStats()).toEqual({ queued: 0, succeeded: 6, abandoned: 0 });
   });
 });
 

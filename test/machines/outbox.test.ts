@@ -56,6 +56,20 @@ describe('outbox: queue order and coalesced progress', () => {
     expect([queued(outbox), outbox.succeeded, outbox.abandoned]).toEqual([[1, 4, 5], 0, 0]);
   });
 
+  it("Form B: only typing is coalesced; an older agent's tool_call is a one-shot reply, carried through (PROTOCOL.md 3b.4)", () => {
+    const received: MessageReceived = { type: 'message.received', session_id: S, task_id: 'u', text: 'q', callback: X, at: 0 };
+    const reply = (n: number, body: ReplyQueued['reply']): ReplyQueued => ({ type: 'reply.queued', session_id: S, reply: body, cause: 'agent', delivery: { n, task_id: 'u' }, at: n });
+    const given = [
+      received,
+      reply(1, { session_id: S, task_id: 'u', status: 'message', message_id: 'm1', reply_text: 'r' }),
+      attempted(1),
+      reply(2, { session_id: S, task_id: 'u', status: 'tool_call', label: 'lookup' }),
+      reply(3, { session_id: S, task_id: 'u', status: 'typing', label: 'thinking' }),
+      reply(4, { session_id: S, task_id: 'u', status: 'silent' }),
+    ];
+    spec.given(given).when({ type: 'coalesce', n: 4, at: 10 }).then([superseded(3, 4, 10)], 'recorded');
+  });
+
   it('the head is never superseded: it goes out as a written frame would', () => {
     spec.given([...tasks, typing(1, 'a'), typing(2, 'a'), answer(3, 'a')]).when({ type: 'coalesce', n: 3, at: 5 }).then([superseded(2, 3, 5)]);
   });

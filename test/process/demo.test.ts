@@ -10,6 +10,7 @@ import { afterEach, expect, it } from 'vitest';
 import { FormAClient } from '../../src/client.js';
 import { IntegrationView } from '../../src/protocol/index.js';
 import { killChildren, runCli, start, useChildFolder } from '../support/child.js';
+import { modesUnder, notPrivate, withOpenUmask } from '../support/modes.js';
 import { eventually } from '../support/wait.js';
 
 const folder = useChildFolder();
@@ -26,7 +27,8 @@ const said = (stdout: string, who: string) =>
 
 it('runs the whole system, walks a client through it, prints the timeline, and exits 0', { timeout: 90_000 }, async () => {
   const data = join(folder(), 'data');
-  const run = await runCli(['demo', '--data', data, '--pace', '20ms']);
+  // Whatever the umask: everything it writes is private (issue 23, part 7).
+  const run = await withOpenUmask(() => runCli(['demo', '--data', data, '--pace', '20ms']));
   expect(run.code, run.stderr).toBe(0);
   const out = run.stdout;
 
@@ -57,7 +59,8 @@ it('runs the whole system, walks a client through it, prints the timeline, and e
   expect(out).toContain(`npx assistant-relay inspect --db ${join(data, 'assistant-relay.db')}`);
 
   for (const file of ['backend.db', 'assistant-relay.db', 'assistant-relay.plugin.db', 'form-b.db', 'demo.log']) expect(statSync(join(data, file)).size).toBeGreaterThan(0);
-  for (const file of ['client-keys.json', 'assistant-keys.json', 'token']) expect(statSync(join(data, file)).mode & 0o077).toBe(0);
+  expect(modesUnder(data).map(([path]) => path)).toEqual(expect.arrayContaining(['.', 'backend.db', 'backend.db.lock', 'demo.log', 'client-keys.json', 'assistant-keys.json', 'token']));
+  expect(notPrivate(data)).toEqual([]);
 });
 
 it('shows insights and a summary drawn from the transcript it plays, and a second run pairs afresh', { timeout: 90_000 }, async () => {

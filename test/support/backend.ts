@@ -1,7 +1,7 @@
 /**
  * Reasoning-channel fixtures shared by the backend's tests. `serveBackend` is one node on an SQLite log;
  * or, with ASSISTANT_RELAY_TEST_BACKEND=cluster (the `cluster` test projects), three nodes on a shared
- * PostgreSQL schema and broker namespace of the test's own (ASSISTANT_RELAY_TEST_BROKER: nats or redis)
+ * PostgreSQL schema of the test's own and the suites' broker namespace (ASSISTANT_RELAY_TEST_BROKER: nats or redis)
  * behind a balancer that sends each request to the next node, so that the same suites prove three
  * nodes behave as one.
  */
@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import { expect } from 'vitest';
 import { createBackendRelay, type BackendRelay } from '../../src/adapters/backend-relay.js';
 import { startBalancer } from './balancer.js';
-import { NATS_URL, REDIS_URL, removeNamespace } from './brokers.js';
+import { CLUSTER_NAMESPACE, NATS_URL, REDIS_URL } from './brokers.js';
 import { POSTGRES_URL, testSchema } from './postgres.js';
 import { verifyLogFile } from './verify-log.js';
 import type { Backend, BackendConfig } from '../../src/engine/backend/backend.js';
@@ -26,6 +26,8 @@ export interface ServedBackend {
   readonly db: string;
   /** The engine (of the first node, in a cluster). */
   readonly backend: Backend;
+  /** A cluster's broker and its namespace. */
+  readonly broker?: { readonly url: string; readonly namespace: string };
   /** Stops it as a backend stops (late requests get 503); the folder stays unless `remove`. */
   stop(options?: { readonly remove?: boolean }): Promise<void>;
 }
@@ -63,14 +65,15 @@ export async function serveBackend(options: ServeOptions = {}): Promise<ServedBa
   };
 }
 
-const clusters = new Map<string, { readonly schema: string; readonly namespace: string }>();
+const schemas = new Map<string, string>();
 
 /** Three nodes on a shared store and broker behind a balancer. */
-export async function serveCluster(options: ServeOptions & { readonly nodes?: number; readonly broker?: 'nats' | 'redis' } = {}): Promise<ServedBackend> {
+export async function serveCluster(options: ServeOptions & { readonly nodes?: number; readonly broker?: 'nats' | 'redis'; readonly namespace?: string } = {}): Promise<ServedBackend> {
   const dir = options.dir ?? tempDir();
   // The same folder is the same cluster: serving it again is a restart of every node.
-  const { schema, namespace } = clusters.get(dir) ?? { schema: testSchema(), namespace: `test_${randomUUID().replaceAll('-', '').slice(0, 12)}` };
-  clusters.set(dir, { schema, namespace });
+  const schema = schemas.get(dir) ?? testSchema();
+  schemas.set(dir, schema);
+  const namespace = options.namespace ?? CLUSTER_NAMESPACE;
   const brokerUrl = (options.broker ?? process.env.ASSISTANT_RELAY_TEST_BROKER ?? 'nats') === 'redis' ? REDIS_URL : NATS_URL;
   const nodes: BackendRelay[] = [];
   for (let i = 0; i < (options.nodes ?? 3); i += 1) {
@@ -91,11 +94,11 @@ export async function serveCluster(options: ServeOptions & { readonly nodes?: nu
     dir,
     db: `${POSTGRES_URL}#${schema}`,
     backend: nodes[0]!.backend,
+    broker: { url: brokerUrl, namespace },
     async stop({ remove = true } = {}) {
       await Promise.all(nodes.map((node) => node.close()));
       await balancer.close();
       if (!remove) return;
-      await removeNamespace(brokerUrl, namespace);
       rmSync(dir, { recursive: true, force: true });
     },
   };

@@ -41,8 +41,9 @@ export const pluginRoutes: FastifyPluginAsync<{ readonly backend: Backend }> = a
     // A refused plugin takes no jobs (6c.5): its heartbeats go on, and the first one admitted opens the way.
     const refusal = backend.refusalOf(request.params.id);
     if (refusal !== undefined) return sendError(reply, 'plugin_refused', refusal.message);
-    backend.openStream(request.params.id, request.headers['last-event-id'], () => streamTransport(reply));
-    return reply;
+    const opened = await backend.openStream(request.params.id, request.headers['last-event-id'], () => streamTransport(reply));
+    // Authenticated a moment ago: only a revocation in between leaves no stream.
+    return opened === undefined ? sendError(reply, 'unauthorized') : reply;
   });
 
   app.post(`${BASE}/heartbeat`, { schema: { params: IntegrationPath, body: Heartbeat } }, async (request, reply) => {

@@ -5,7 +5,7 @@
  * reconnect, so an outage of a node's connection or of the server loses no notice kept meanwhile.
  */
 import { connect, type NatsConnection } from '@nats-io/transport-node';
-import { DeliverPolicy, DiscardPolicy, StorageType, jetstream, jetstreamManager, type ConsumerMessages, type JetStreamClient } from '@nats-io/jetstream';
+import { DeliverPolicy, DiscardPolicy, StorageType, jetstream, jetstreamManager, type ConsumerMessages, type JetStreamClient, type StreamAPI, type StreamConfig } from '@nats-io/jetstream';
 import { BrokerPubSub, delay, type BrokerHealth, type BrokerOptions } from './broker.js';
 
 /** How long the stream keeps a notice: long enough for a consumer to come back after a blip. */
@@ -81,13 +81,7 @@ export class NatsPubSub extends BrokerPubSub {
 
   private async ensureStream(): Promise<void> {
     const manager = await jetstreamManager(this.connection);
-    const config = { name: this.stream, subjects: [`${this.namespace}.assistant_channel.>`], storage: StorageType.File, max_age: KEEP_NS, discard: DiscardPolicy.Old };
-    try {
-      await manager.streams.info(this.stream);
-      await manager.streams.update(this.stream, config);
-    } catch {
-      await manager.streams.add(config);
-    }
+    await ensureStream(manager.streams, { name: this.stream, subjects: [`${this.namespace}.assistant_channel.>`], storage: StorageType.File, max_age: KEEP_NS, discard: DiscardPolicy.Old });
   }
 
   /** An ordered consumer of the stream from its end. */
@@ -119,6 +113,36 @@ export class NatsPubSub extends BrokerPubSub {
     for await (const status of this.connection.status()) {
       if (status.type === 'disconnect') this.disconnected = true;
       else if (status.type === 'reconnect') this.disconnected = false;
+    }
+  }
+}
+
+/** Tries at making sure the stream is there, and the wait before the second (doubled before each next: 1.5 s of waits in all). */
+const ENSURE_TRIES = 5;
+const ENSURE_FIRST_WAIT_MS = 100;
+
+/**
+ * The stream as configured: updated if it is there, else created. A NATS server whose other streams are
+ * being deleted fails a create now and then (`error creating store for stream`, 10077: a storage folder
+ * removed under it), so a failure is tried again after 0.1, 0.2, 0.4 and 0.8 s before it is thrown.
+ */
+export async function ensureStream(
+  streams: Pick<StreamAPI, 'info' | 'update' | 'add'>,
+  config: Pick<StreamConfig, 'name'> & Partial<StreamConfig>,
+  wait: (ms: number) => Promise<unknown> = delay,
+): Promise<void> {
+  for (let tries = 1; ; tries += 1) {
+    try {
+      try {
+        await streams.info(config.name);
+        await streams.update(config.name, config);
+      } catch {
+        await streams.add(config);
+      }
+      return;
+    } catch (error) {
+      if (tries === ENSURE_TRIES) throw error;
+      await wait(ENSURE_FIRST_WAIT_MS * 2 ** (tries - 1));
     }
   }
 }

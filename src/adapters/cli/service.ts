@@ -10,9 +10,9 @@ import { newToken } from '../../protocol/index.js';
 import { createPrivateFile, exposure, makePrivateFolder } from '../../storage/private-files.js';
 import { UsageError, type LogLevel } from './flags.js';
 
-/** JSON lines on stderr, or appended to `file` (its folder made private if it is new). */
+/** JSON lines on stderr, or appended to `file` (0600 in private folders if it is new; refused if others can access it). */
 export function jsonLogger(level: LogLevel, file?: string): Logger {
-  if (file !== undefined) makePrivateFolder(dirname(file));
+  if (file !== undefined) privateLogFile(file);
   const logger = pino(
     {
       name: 'assistant-relay',
@@ -25,6 +25,14 @@ export function jsonLogger(level: LogLevel, file?: string): Logger {
   process.removeAllListeners('warning');
   process.on('warning', (warning) => logger.warn({ err: warning }, 'process warning'));
   return logger;
+}
+
+/** A log file to append to, only its owner's: what the parts log may say more than a stranger should read. */
+function privateLogFile(file: string): void {
+  makePrivateFolder(dirname(file));
+  if (createPrivateFile(file)) return;
+  const exposed = exposure([file]);
+  if (exposed !== undefined) throw new UsageError(`the log file is not private: ${exposed}`);
 }
 
 /** The event log could not commit: memory and log have diverged, so the process exits (70) for a restart to fold the log again. */

@@ -170,7 +170,7 @@ export class Backend {
       });
       this.lookEveryMs = config.lookEveryMs ?? 1_000;
       const caughtUp = () => this.background(this.log.caughtUp(), 'folding what other nodes committed');
-      this.pubsub = config.broker === undefined ? new LocalPubSub(subscriberFailed) : new ClusterChannel(config.broker, this.epoch, caughtUp, subscriberFailed);
+      this.pubsub = config.broker === undefined ? new LocalPubSub(subscriberFailed) : new ClusterChannel(config.broker, caughtUp, subscriberFailed);
       presence = new PgPresence(store.connections);
       misses = new PgMisses(store.connections, UNKNOWN_HANDLE_WINDOW_MS);
     }
@@ -185,7 +185,6 @@ export class Backend {
     const keepaliveMs = config.keepaliveMs ?? 20_000;
     const background = (work: Promise<unknown>, what: string) => this.background(work, what);
     this.streams = new JobStreams({
-      node: this.epoch,
       clock: this.clock,
       keepaliveMs,
       store: this.store,
@@ -375,8 +374,17 @@ export class Backend {
     return this.answer(jobId, outcome);
   }
 
-  /** Opens the integration's stream; a second one takes over from the first (`JobStreams`). A rotation not yet answered is sent on it. */
-  openStream(integrationId: string, cursor: number | undefined, connect: () => SubscriberTransport): SubscriptionActor {
+  /**
+   * Opens the integration's stream; a second one takes over from the first (`JobStreams`). That this node
+   * holds it is in the log first, so that a stream another node holds ends when that node folds it.
+   * A rotation not yet answered is sent on it. `undefined`: the integration is unknown or revoked.
+   */
+  async openStream(integrationId: string, cursor: number | undefined, connect: () => SubscriberTransport): Promise<SubscriptionActor | undefined> {
+    if (this.closed) throw new HostClosingError();
+    const held = await this.integrations.holdStream(integrationId, this.epoch);
+    if (this.closed) throw new HostClosingError();
+    if (!held) return undefined;
+    // Opened in the step the decision resolves in: a takeover logged after it is dispatched later, and ends this stream.
     const actor = this.streams.open(integrationId, cursor, connect);
     const rekey = this.projection.integration(integrationId)?.context.rekey;
     if (rekey !== undefined && rekey.answer === undefined) actor.push([rekeyFrame(rekey)]);
@@ -457,6 +465,8 @@ export class Backend {
   private toStream(event: BackendEvent): void {
     // A revoked integration's stream ends at once: its plugin must not wait for its next heartbeat to hear it.
     if (event.type === 'integration.revoked') this.streams.end(event.integration_id);
+    // Only the log hands the stream to another node: a notice on the broker cannot.
+    if (event.type === 'integration.stream_held' && event.node !== this.epoch) this.streams.supersede(event.integration_id);
     if (event.type === 'integration.rekey_requested') this.streams.push(event.integration_id, rekeyFrame(this.projection.integration(event.integration_id)!.context.rekey!));
   }
 

@@ -2,10 +2,11 @@
  * The `assistant_channel` of several nodes sharing one log, over a broker (NATS JetStream, Redis Streams).
  * Job notices never cross it: every node folds every event of the shared log and publishes their notices
  * to its own listeners, so a notice cannot be lost between a commit and a publish. What crosses is a
- * node's news for the others: it committed events of an integration (`log.appended`: a node with a stream
- * or a follower of that integration folds them at once instead of at its next look), and it opened an
- * integration's stream (`stream.opened`: one another node held is superseded). A node subscribes on the
- * broker to the integrations it holds streams and followers of, and to nothing else.
+ * node's news for the others: it committed events of an integration (`log.appended`), and a node with a
+ * stream or a follower of that integration folds them at once instead of at its next look. Whatever comes
+ * from the broker only makes a node fold: anyone who can write to the broker can make a node look early,
+ * never make it act (a stream taken over is a logged fact, `integration.stream_held`). A node subscribes on
+ * the broker to the integrations it holds streams and followers of, and to nothing else.
  */
 import { LocalPubSub, type ChannelNotice, type NoticeHandler, type PubSub } from './pubsub.js';
 
@@ -20,8 +21,6 @@ export class ClusterChannel implements PubSub {
 
   constructor(
     private readonly broker: PubSub,
-    /** This node's name on the channel (its epoch). */
-    private readonly node: string,
     /** Folds what the shared log took since this node's last look. */
     private readonly wake: () => void,
     onError: (error: unknown, topic: string) => void,
@@ -30,21 +29,16 @@ export class ClusterChannel implements PubSub {
   }
 
   publish(topic: string, notice: ChannelNotice): void {
-    if (notice.type !== 'log.appended') this.local.publish(topic, notice);
-    if (notice.type === 'stream.opened' || notice.type === 'log.appended') this.broker.publish(topic, notice);
+    if (notice.type === 'log.appended') this.broker.publish(topic, notice);
+    else this.local.publish(topic, notice);
   }
 
   subscribe(topic: string, handler: NoticeHandler): () => void {
     const unsubscribe = this.local.subscribe(topic, handler);
     let subscription = this.subscriptions.get(topic);
     if (subscription === undefined) {
-      subscription = {
-        listeners: 0,
-        unsubscribe: this.broker.subscribe(topic, (notice) => {
-          if (notice.type === 'log.appended') this.wake();
-          else if (notice.type === 'stream.opened' && notice.node !== this.node) this.local.publish(topic, notice);
-        }),
-      };
+      // Whatever the notice says: news is read from the log.
+      subscription = { listeners: 0, unsubscribe: this.broker.subscribe(topic, () => this.wake()) };
       this.subscriptions.set(topic, subscription);
     }
     subscription.listeners += 1;

@@ -200,6 +200,21 @@ export class Integrations {
     });
   }
 
+  /**
+   * A stream of the integration opens on `node`: the log says that node holds it from now (an event only
+   * when another node held it, so a plugin reconnecting to one node logs nothing). False when the
+   * integration is unknown or revoked.
+   */
+  async holdStream(integrationId: string, node: string): Promise<boolean> {
+    const at = this.clock.now();
+    return this.log.decide((): Decision<BackendEvent, boolean> => {
+      const integration = this.projection.integration(integrationId);
+      if (integration === undefined || isRevoked(integration)) return nothing(false);
+      if (this.projection.streamHolder(integrationId) === node) return nothing(true);
+      return { events: [{ type: 'integration.stream_held', integration_id: integrationId, node, at }], outcome: true };
+    });
+  }
+
   /** The offline deadline came: offline, unless a heartbeat (on any node) keeps it online longer. */
   private async offlineUnlessSeen(integrationId: string): Promise<void> {
     const until = await this.heartbeats.until(integrationId);

@@ -30,6 +30,7 @@ export interface BackendState {
   readonly versions: ReadonlyMap<string, number>;
   readonly pairings: ReadonlyMap<string, PairingSnapshot>;
   readonly handles: ReadonlyMap<string, string>;
+  readonly holders: ReadonlyMap<string, string>;
 }
 
 export class BackendProjection {
@@ -45,11 +46,13 @@ export class BackendProjection {
   private readonly pairings = new Map<string, PairingSnapshot>();
   /** The open pairings by their code's handle. */
   private readonly handles = new Map<string, string>();
+  /** The node (its epoch) that holds each integration's stream, as the log says. */
+  private readonly holders = new Map<string, string>();
 
   /** The folded state as it stands (shared, not copied: encode it before folding on). */
   state(): BackendState {
-    const { integrations, jobs, open, sent, profiles, versions, pairings, handles } = this;
-    return { integrations, jobs, open, sent, profiles, versions, pairings, handles };
+    const { integrations, jobs, open, sent, profiles, versions, pairings, handles, holders } = this;
+    return { integrations, jobs, open, sent, profiles, versions, pairings, handles, holders };
   }
 
   /** Takes the state a snapshot held, in place of what was folded so far (nothing, at a start). */
@@ -81,6 +84,10 @@ export class BackendProjection {
         this.integrations.set(event.integration_id, evolveIntegration(integration, event));
         return;
       }
+      case 'integration.stream_held':
+        if (!this.integrations.has(event.integration_id)) throw new Error(`event log: ${event.type} for ${event.integration_id}, not an integration`);
+        this.holders.set(event.integration_id, event.node);
+        return;
       default:
         return isPairingEvent(event) ? this.applyPairing(event) : this.applyJob(event);
     }
@@ -175,6 +182,11 @@ export class BackendProjection {
 
   integration(integrationId: string): IntegrationSnapshot | undefined {
     return this.integrations.get(integrationId);
+  }
+
+  /** The node (its epoch) whose stream of the integration the log says took over last, if any did. */
+  streamHolder(integrationId: string): string | undefined {
+    return this.holders.get(integrationId);
   }
 
   integrationIds(): string[] {

@@ -5,7 +5,7 @@
  * the `JobStore`. Notices are plain JSON, so a broker between processes (NATS, Redis) can carry them as
  * they are. The default is in-process: the after-commit dispatch publishes, listeners are called at once.
  * Several nodes share a channel over a broker (channel.ts): there the topic also carries the shared log's
- * progress and streams taken over, between nodes.
+ * progress between nodes.
  */
 import type { JobEvent } from '../../machines/job-events.js';
 
@@ -14,18 +14,12 @@ export type JobNotice =
   | { readonly job_id: string; readonly type: 'job.delivered'; readonly seq: number }
   | { readonly job_id: string; readonly type: Exclude<JobEvent['type'], 'job.delivered'> };
 
-/** A node opened the integration's stream: a stream another node holds for it is superseded. */
-export interface StreamOpened {
-  readonly type: 'stream.opened';
-  readonly node: string;
-}
-
 /** A node committed events of the integration to the shared log: a node with a stream or a follower of it folds them now, not at its next look. */
 export interface LogAppended {
   readonly type: 'log.appended';
 }
 
-export type ChannelNotice = JobNotice | StreamOpened | LogAppended;
+export type ChannelNotice = JobNotice | LogAppended;
 
 export type NoticeHandler = (notice: ChannelNotice) => void;
 

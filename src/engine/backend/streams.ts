@@ -6,8 +6,9 @@
  * A stream learns of its integration's jobs from the `PubSub` topic `assistant_channel:{integration}` and
  * reads them from the `JobStore`: a created or released job is delivered on it, and a delivery it decided
  * goes out as a frame once committed. Each stream does this work one step at a time, in the order it heard
- * of it, so its frames leave in the order their deliveries were decided. Opening a stream is said on the
- * topic too, so that a stream another node holds for the integration is superseded as one here would be.
+ * of it, so its frames leave in the order their deliveries were decided. Which node holds the integration's
+ * stream is the log's to say (`integration.stream_held`, decided before a stream opens): a stream here is
+ * superseded by a second one here, or when the log says another node's took over, never by a notice.
  */
 import { jobDecider } from '../../machines/job-decider.js';
 import type { Frame } from '../../machines/subscription.js';
@@ -23,8 +24,6 @@ import { assistantChannel, type JobNotice, type PubSub } from './pubsub.js';
 const MAX_QUEUED_BYTES = 8 * 1024 * 1024;
 
 export interface StreamParts {
-  /** This node's name on the topic (its epoch). */
-  readonly node: string;
   readonly clock: Clock;
   readonly keepaliveMs: number;
   readonly store: JobStore;
@@ -61,7 +60,6 @@ export class JobStreams {
    */
   open(integrationId: string, cursor: number | undefined, connect: () => SubscriberTransport): SubscriptionActor {
     this.supersede(integrationId);
-    this.parts.pubsub.publish(assistantChannel(integrationId), { type: 'stream.opened', node: this.parts.node });
     let unsubscribe = (): void => {};
     const actor = new SubscriptionActor(connect(), this.parts.clock, { keepaliveMs: this.parts.keepaliveMs, maxQueuedBytes: MAX_QUEUED_BYTES }, () => {
       stream.closed = true;
@@ -74,16 +72,14 @@ export class JobStreams {
     // In one step: the catch-up is queued before any notice can be.
     this.enqueue(stream, () => this.catchUp(stream, cursor));
     unsubscribe = this.parts.pubsub.subscribe(assistantChannel(integrationId), (notice) => {
-      if (notice.type === 'stream.opened') {
-        if (notice.node !== this.parts.node) this.supersede(integrationId);
-      } else if (notice.type !== 'log.appended') this.enqueue(stream, () => this.noticed(stream, notice));
+      if (notice.type !== 'log.appended') this.enqueue(stream, () => this.noticed(stream, notice));
     });
     if (stream.closed) unsubscribe();
     return actor;
   }
 
-  /** Another plugin holds the integration now: its stream here hears so, after what it was sent, and ends. */
-  private supersede(integrationId: string): void {
+  /** Another plugin holds the integration now (its stream opened here, or the log says on another node): the stream here hears so, after what it was sent, and ends. */
+  supersede(integrationId: string): void {
     const previous = this.streams.get(integrationId);
     if (previous === undefined) return;
     // Its plugin must not reconnect at once.
