@@ -19,7 +19,7 @@ const HOUR = REKEY_WINDOW_MS;
 /** The integration as its events leave it. */
 function integrationAfter(events: readonly IntegrationEvent[]): IntegrationSnapshot {
   const [created, ...rest] = events;
-  return rest.reduce((snapshot, event) => evolveIntegration(snapshot, event as Exclude<IntegrationEvent, { type: 'integration.created' }>), initialIntegration(created as never));
+  return rest.reduce((snapshot, event) => evolveIntegration(snapshot, event as Parameters<typeof evolveIntegration>[1]), initialIntegration(created as never));
 }
 
 /** The open jobs its job events leave. */
