@@ -13,15 +13,18 @@ export interface BackendStarted {
 }
 
 /**
- * Retention: jobs settled and pairings ended before `ended_before` are forgotten, as if never created;
- * their events may then be removed from the log (a fold with or without them ends the same, since this
- * event is folded either way). `sent` keeps each integration's stream position as it stood: the
- * deliveries that told it may be among the removed events.
+ * Retention: jobs settled, pairings ended, and integrations revoked (with every job they had) before
+ * `ended_before` are forgotten, as if never created; their events may then be removed from the log (a
+ * fold with or without them ends the same, since this event is folded either way). `sent` keeps every
+ * remaining integration's stream position as it stood: the deliveries that told it may be among the
+ * removed events, and so may the forgetting events before this one.
  */
 export interface BackendForgotten {
   readonly type: 'backend.forgotten';
   readonly job_ids: readonly string[];
   readonly pairing_ids: readonly string[];
+  /** Absent in the events of a backend that forgot no integrations. */
+  readonly integration_ids?: readonly string[];
   readonly sent: Readonly<Record<string, number>>;
   readonly ended_before: number;
   readonly at: number;
@@ -122,9 +125,13 @@ export function isPairingEvent(event: BackendEvent): event is PairingEvent {
   return event.type.startsWith('pairing.');
 }
 
-/** The log's stream of an event: its job, its integration, or '' for the backend's own. */
+/** The stream of the backend's forgetting events (older logs have them in ''). */
+export const BACKEND_FORGOTTEN_STREAM = 'forgotten';
+
+/** The log's stream of an event: its job, its pairing, its integration, the forgetting events', or '' for the backend's own. */
 export function backendStreamOf(event: BackendEvent): string {
-  if (event.type === 'backend.started' || event.type === 'backend.forgotten') return '';
+  if (event.type === 'backend.forgotten') return BACKEND_FORGOTTEN_STREAM;
+  if (event.type === 'backend.started') return '';
   if (isJobEvent(event)) return `job:${event.job_id}`;
   return isPairingEvent(event) ? `pairing:${event.pairing_id}` : `integration:${event.integration_id}`;
 }

@@ -20,6 +20,13 @@ export interface ProbedProfile {
   readonly profile: CapabilityProfile;
 }
 
+/** What one retention pass may forget next (`BackendProjection.forgettable`). */
+export interface Forgettable {
+  readonly job_ids: readonly string[];
+  readonly pairing_ids: readonly string[];
+  readonly integration_ids: readonly string[];
+}
+
 /** Everything the backend projection holds: what a snapshot stores (state-codec.ts encodes it). */
 export interface BackendState {
   readonly integrations: ReadonlyMap<string, IntegrationSnapshot>;
@@ -93,32 +100,53 @@ export class BackendProjection {
     }
     for (const id of event.pairing_ids) this.pairings.delete(id);
     for (const [integration, seq] of Object.entries(event.sent)) this.sent.set(integration, Math.max(this.sent.get(integration) ?? 0, seq));
+    for (const id of event.integration_ids ?? []) {
+      this.integrations.delete(id);
+      this.profiles.delete(id);
+      this.sent.delete(id);
+    }
   }
 
   /**
-   * What retention may forget, at most `max` of each: jobs settled before `endedBefore` (but not the
-   * probe an integration's capability profile comes from), and pairings that ended before it.
+   * What retention may forget, at most `max` of each: integrations revoked before `endedBefore` with no
+   * open job, with every job they had (an integration goes in the batch that takes its last job); other
+   * jobs settled before it (but not the probe an integration's capability profile comes from); pairings
+   * past their expiry and ended before `pairingsEndedBefore` (a completed one answers a confirmation
+   * asked again until its expiry).
    */
-  forgettable(endedBefore: number, max: number): { readonly job_ids: string[]; readonly pairing_ids: string[] } {
+  forgettable(endedBefore: number, pairingsEndedBefore: number, max: number): Forgettable {
+    const revoked = new Set<string>();
+    for (const [id, integration] of this.integrations) {
+      const revokedAt = integration.context.revoked_at;
+      if (revokedAt !== undefined && revokedAt < endedBefore && !this.open.has(id)) revoked.add(id);
+    }
     const profiled = new Set([...this.profiles.values()].map((profile) => profile.job_id));
     const job_ids: string[] = [];
+    /** Revoked integrations with a job left for a later batch. */
+    const unfinished = new Set<string>();
     for (const [id, job] of this.jobs) {
-      if (job_ids.length === max) break;
-      const settledAt = job.context.settled_at;
-      if (settledAt !== undefined && settledAt < endedBefore && !profiled.has(id)) job_ids.push(id);
+      const { integration_id, settled_at } = job.context;
+      const withIntegration = revoked.has(integration_id);
+      if (!withIntegration && (settled_at === undefined || settled_at >= endedBefore || profiled.has(id))) continue;
+      if (job_ids.length < max) job_ids.push(id);
+      else if (withIntegration) unfinished.add(integration_id);
+      else if (revoked.size === unfinished.size) break;
     }
+    const integration_ids = [...revoked].filter((id) => !unfinished.has(id)).slice(0, max);
     const pairing_ids: string[] = [];
     for (const [id, pairing] of this.pairings) {
       if (pairing_ids.length === max) break;
-      const endedAt = pairing.context.ended_at;
-      if (endedAt !== undefined && endedAt < endedBefore) pairing_ids.push(id);
+      const { ended_at, expires_at } = pairing.context;
+      if (ended_at !== undefined && Math.max(ended_at, expires_at) < pairingsEndedBefore) pairing_ids.push(id);
     }
-    return { job_ids, pairing_ids };
+    return { job_ids, pairing_ids, integration_ids };
   }
 
-  /** Each integration's stream position (what a `backend.forgotten` event keeps). */
-  streamPositions(): Record<string, number> {
-    return Object.fromEntries(this.sent);
+  /** Each integration's stream position but the given ones' (what a `backend.forgotten` event keeps). */
+  streamPositions(without: readonly string[] = []): Record<string, number> {
+    const positions = Object.fromEntries(this.sent);
+    for (const id of without) delete positions[id];
+    return positions;
   }
 
   private applyPairing(event: PairingEvent): void {

@@ -77,7 +77,11 @@ export class BackendFold implements Fold<BackendState> {
     this.projection.apply(event);
     if (event.type === 'backend.forgotten') {
       this.entity = undefined;
-      return [...forgotten(event.job_ids, (id) => ({ kind: 'job', id })), ...forgotten(event.pairing_ids, (id) => ({ kind: 'pairing', id }))];
+      return [
+        ...forgotten(event.job_ids, (id) => ({ kind: 'job', id })),
+        ...forgotten(event.pairing_ids, (id) => ({ kind: 'pairing', id })),
+        ...forgotten(event.integration_ids ?? [], (id) => ({ kind: 'integration', id })),
+      ];
     }
     const entity = (this.entity = entityOf(event));
     const snapshot = entity === undefined ? undefined : this.snapshot(entity);
