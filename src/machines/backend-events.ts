@@ -3,6 +3,7 @@
  * (job-events.ts). Like the host's, every state is the fold of these, and time arrives as data.
  */
 import type { CodedError, Heartbeat, VersionRange } from '../protocol/index.js';
+import type { IntegrationContext } from './integration.js';
 import type { JobEvent } from './job-events.js';
 import type { PairingEvent } from './pairing-events.js';
 
@@ -25,6 +26,8 @@ export interface BackendForgotten {
   readonly pairing_ids: readonly string[];
   /** Absent in the events of a backend that forgot no integrations. */
   readonly integration_ids?: readonly string[];
+  /** Integrations restated by the `integration.compacted` events that follow this one, committed with it: their events before this one go. */
+  readonly compacted_ids?: readonly string[];
   readonly sent: Readonly<Record<string, number>>;
   readonly ended_before: number;
   readonly at: number;
@@ -102,6 +105,19 @@ export interface IntegrationRekeyAnswered {
   readonly at: number;
 }
 
+/**
+ * Retention: the integration as it stands (its statechart's state and context, as its events folded it),
+ * standing for every event of it before this one, which are then removed from the log: a live
+ * integration's history is kept for the retention, not for its whole life.
+ */
+export interface IntegrationCompacted {
+  readonly type: 'integration.compacted';
+  readonly integration_id: string;
+  readonly state: string | Readonly<Record<string, string>>;
+  readonly context: IntegrationContext;
+  readonly at: number;
+}
+
 export type IntegrationEvent =
   | IntegrationCreated
   | IntegrationTokenRotated
@@ -111,13 +127,13 @@ export type IntegrationEvent =
   | IntegrationRekeyRequested
   | IntegrationRekeyAnswered;
 
-export type BackendEvent = BackendStarted | BackendForgotten | IntegrationEvent | JobEvent | PairingEvent;
+export type BackendEvent = BackendStarted | BackendForgotten | IntegrationEvent | IntegrationCompacted | JobEvent | PairingEvent;
 
 export function isJobEvent(event: BackendEvent): event is JobEvent {
   return event.type.startsWith('job.');
 }
 
-export function isIntegrationEvent(event: BackendEvent): event is IntegrationEvent {
+export function isIntegrationEvent(event: BackendEvent): event is IntegrationEvent | IntegrationCompacted {
   return event.type.startsWith('integration.');
 }
 

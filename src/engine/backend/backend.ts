@@ -297,7 +297,9 @@ export class Backend {
   /** Every integration as the log holds it, oldest first (what the operator lists). */
   async committedIntegrations(): Promise<IntegrationRead[]> {
     await this.log.settled();
-    return this.projection.integrationIds().map((id) => this.readIntegration(id)!);
+    const reads = this.projection.integrationIds().map((id) => this.readIntegration(id)!);
+    // The fold's order is not the creation order once retention has compacted some (projection.ts).
+    return reads.sort((a, b) => a.integration.context.created_at - b.integration.context.created_at);
   }
 
   private readIntegration(integrationId: string): IntegrationRead | undefined {

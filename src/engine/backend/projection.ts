@@ -4,7 +4,7 @@
  * frames sent on its stream). No I/O, no clock: a test drives it with events alone.
  */
 import { isPairingEvent, type BackendEvent, type BackendForgotten } from '../../machines/backend-events.js';
-import { evolveIntegration, initialIntegration, type IntegrationSnapshot } from '../../machines/integration.js';
+import { compactedIntegration, evolveIntegration, initialIntegration, type IntegrationSnapshot } from '../../machines/integration.js';
 import { jobDecider } from '../../machines/job-decider.js';
 import type { JobEvent } from '../../machines/job-events.js';
 import { isSettled, type JobSnapshot } from '../../machines/job.js';
@@ -37,6 +37,7 @@ export interface BackendState {
   readonly versions: ReadonlyMap<string, number>;
   readonly pairings: ReadonlyMap<string, PairingSnapshot>;
   readonly handles: ReadonlyMap<string, string>;
+  readonly compactFrom: ReadonlyMap<string, number>;
 }
 
 export class BackendProjection {
@@ -52,11 +53,13 @@ export class BackendProjection {
   private readonly pairings = new Map<string, PairingSnapshot>();
   /** The open pairings by their code's handle. */
   private readonly handles = new Map<string, string>();
+  /** When each integration's oldest event that a compaction would stand for was logged (none: it has only its first). */
+  private readonly compactFrom = new Map<string, number>();
 
   /** The folded state as it stands (shared, not copied: encode it before folding on). */
   state(): BackendState {
-    const { integrations, jobs, open, sent, profiles, versions, pairings, handles } = this;
-    return { integrations, jobs, open, sent, profiles, versions, pairings, handles };
+    const { integrations, jobs, open, sent, profiles, versions, pairings, handles, compactFrom } = this;
+    return { integrations, jobs, open, sent, profiles, versions, pairings, handles, compactFrom };
   }
 
   /** Takes the state a snapshot held, in place of what was folded so far (nothing, at a start). */
@@ -77,6 +80,12 @@ export class BackendProjection {
       case 'integration.created':
         this.integrations.set(event.integration_id, initialIntegration(event));
         return;
+      case 'integration.compacted':
+        // Taken out and put back: the fold of a log whose events before it were removed has it in this place too.
+        this.integrations.delete(event.integration_id);
+        this.integrations.set(event.integration_id, compactedIntegration(event));
+        this.compactFrom.delete(event.integration_id);
+        return;
       case 'integration.token_rotated':
       case 'integration.revoked':
       case 'integration.seen':
@@ -86,6 +95,7 @@ export class BackendProjection {
         const integration = this.integrations.get(event.integration_id);
         if (integration === undefined) throw new Error(`event log: ${event.type} for ${event.integration_id}, not an integration`);
         this.integrations.set(event.integration_id, evolveIntegration(integration, event));
+        if (!this.compactFrom.has(event.integration_id)) this.compactFrom.set(event.integration_id, event.at);
         return;
       }
       default:
@@ -104,7 +114,18 @@ export class BackendProjection {
       this.integrations.delete(id);
       this.profiles.delete(id);
       this.sent.delete(id);
+      this.compactFrom.delete(id);
     }
+  }
+
+  /** Integrations (at most `max`) with events logged before `endedBefore` that a compaction would stand for. */
+  compactable(endedBefore: number, max: number): string[] {
+    const ids: string[] = [];
+    for (const [id, from] of this.compactFrom) {
+      if (ids.length === max) break;
+      if (from < endedBefore) ids.push(id);
+    }
+    return ids;
   }
 
   /**

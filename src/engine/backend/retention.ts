@@ -3,6 +3,8 @@
  * had (their jobs, their events, their presence), and pairings ended long enough ago. Pairings have a
  * retention of their own, at most the backend's: one that never became an integration costs its maker
  * nothing, and a completed one is needed only until its expiry (its keys live on in its integration).
+ * An integration that lives on is compacted instead: once it has events older than the retention, one
+ * `integration.compacted` stands for all of them, so that its history is bounded by the retention.
  *
  * A forgotten integration leaves nothing behind. Its tokens authenticate only together with its id, and
  * ids are the backend's own random UUIDs, never a caller's: once it is gone, every token it had is
@@ -10,6 +12,7 @@
  */
 import { BACKEND_FORGOTTEN_STREAM, type BackendEvent, type BackendForgotten } from '../../machines/backend-events.js';
 import { nothing, type Decision } from '../../machines/decider.js';
+import { compactionOf } from '../../machines/integration.js';
 import type { StoredEvent } from '../../storage/event-log.js';
 import type { Clock } from '../clock.js';
 import { FORGOTTEN_PER_EVENT, forgetInBatches, pruneForgettings, type ForgottenBatch } from '../retention.js';
@@ -40,8 +43,9 @@ interface Batch extends ForgottenBatch {
 
 /**
  * Each batch is a decision (on a shared log, every node's pass decides in turn, and a later one finds
- * nothing left to forget); once it is committed, the batch's events and presence are removed. Then the
- * forgetting events a newer one stands for go.
+ * nothing left to forget): a `backend.forgotten`, then the compactions it names; once they are committed,
+ * the events and presence of what it forgot, and the events of the compacted before it, are removed.
+ * Then the forgetting events a newer one stands for go.
  */
 export function forgetEndedRecords({ projection, log, presence, clock, pairingRetentionMs }: BackendRetentionParts) {
   const remove = async (streams: readonly string[], integrationIds: readonly string[], before: number) => {
@@ -54,18 +58,23 @@ export function forgetEndedRecords({ projection, log, presence, clock, pairingRe
       () =>
         log.decide((): Decision<BackendEvent, Batch | undefined> => {
           const { job_ids, pairing_ids, integration_ids } = projection.forgettable(endedBefore, pairingsEndedBefore, FORGOTTEN_PER_EVENT);
-          if (job_ids.length + pairing_ids.length + integration_ids.length === 0) return nothing(undefined);
+          const leaving = new Set(integration_ids);
+          const compacted_ids = projection.compactable(endedBefore, FORGOTTEN_PER_EVENT).filter((id) => !leaving.has(id));
+          if (job_ids.length + pairing_ids.length + integration_ids.length + compacted_ids.length === 0) return nothing(undefined);
+          const at = clock.now();
           const event: BackendForgotten = {
             type: 'backend.forgotten',
             job_ids,
             pairing_ids,
             integration_ids,
+            compacted_ids,
             sent: projection.streamPositions(integration_ids),
             ended_before: endedBefore,
-            at: clock.now(),
+            at,
           };
-          const count = Math.max(job_ids.length, pairing_ids.length, integration_ids.length);
-          return { events: [event], outcome: { streams: streamsOf(event), integration_ids, count } };
+          const compactions = compacted_ids.map((id) => compactionOf(projection.integration(id)!, at));
+          const count = Math.max(job_ids.length, pairing_ids.length, integration_ids.length, compacted_ids.length);
+          return { events: [event, ...compactions], outcome: { streams: streamsOf(event), integration_ids, count } };
         }),
       async ({ streams, integration_ids }) => remove(streams, integration_ids, await log.lastPositionOf(BACKEND_FORGOTTEN_STREAM)),
     );
@@ -79,7 +88,8 @@ export function forgetEndedRecords({ projection, log, presence, clock, pairingRe
   };
 }
 
-/** The streams whose events a forgetting event let go. */
+/** The streams whose events before it a forgetting event let go. */
 function streamsOf(event: BackendForgotten): string[] {
-  return [...event.job_ids.map((id) => `job:${id}`), ...event.pairing_ids.map((id) => `pairing:${id}`), ...(event.integration_ids ?? []).map((id) => `integration:${id}`)];
+  const integrations = [...(event.integration_ids ?? []), ...(event.compacted_ids ?? [])];
+  return [...event.job_ids.map((id) => `job:${id}`), ...event.pairing_ids.map((id) => `pairing:${id}`), ...integrations.map((id) => `integration:${id}`)];
 }

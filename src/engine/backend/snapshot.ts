@@ -9,7 +9,7 @@ import type { BackendProjection, BackendState } from './projection.js';
 const MACHINES = { job: jobMachine, integration: integrationMachine, pairing: pairingMachine };
 
 /** Bumped when what a snapshot holds changes shape: an older one is then refolded from the log. */
-const FORMAT = 1;
+const FORMAT = 2;
 
 interface BackendSnapshot {
   readonly format: number;

@@ -22,6 +22,7 @@ const BACKEND_EVENTS: Record<BackendEvent['type'], true> = {
   'integration.offline': true,
   'integration.rekey_requested': true,
   'integration.rekey_answered': true,
+  'integration.compacted': true,
   'job.created': true,
   'job.delivered': true,
   'job.started': true,
