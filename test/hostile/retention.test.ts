@@ -14,7 +14,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { createBackendRelay, type BackendRelay } from '../../src/adapters/backend-relay.js';
 import type { Plugin } from '../../src/adapters/plugin/index.js';
 import { RETENTION_CHECK_MS } from '../../src/engine/retention.js';
-import { heartbeatOf } from '../support/backend.js';
+import { CAPABILITY_PROFILE, heartbeatOf } from '../support/backend.js';
 import { SimulatedClock } from '../support/clock.js';
 import { tempDir } from '../support/host.js';
 import { request } from '../support/http.js';
@@ -27,16 +27,6 @@ import { answering, capturingLogger, closed, usePlugins } from '../plugin/fixtur
 
 const DAY = 24 * 60 * 60 * 1000;
 const OPERATOR = 'operator-token-for-the-retention-tests';
-const PROFILE = {
-  profile_version: 1,
-  provider_kind: 'assistant-relay',
-  skills: [],
-  models: [],
-  tools: [],
-  limits: { max_concurrent_jobs: 1, max_payload_bytes: 1_000 },
-  schema_versions: { min: 1, max: 1 },
-  envelope_versions: { min: 1, max: 1 },
-};
 const BYTES32 = 'A'.repeat(43);
 
 type Store = 'SQLite' | 'PostgreSQL';
@@ -135,7 +125,7 @@ describe.each<Store>(['SQLite', 'PostgreSQL'])('a backend on %s', (store) => {
     expect((await create(cancelled, 'capability_probe', {})).status).toBe(201);
     expect((await create(expiring, 'capability_probe', {})).status).toBe(201);
     expect((await request(`${base(gone)}/jobs/${probe}/running`, { method: 'POST', token: gone.relay_token })).status).toBe(200);
-    expect((await request(`${base(gone)}/jobs/${probe}/result`, { token: gone.relay_token, body: { result: PROFILE } })).status).toBe(200);
+    expect((await request(`${base(gone)}/jobs/${probe}/result`, { token: gone.relay_token, body: { result: CAPABILITY_PROFILE } })).status).toBe(200);
     expect((await request(`${base(gone)}/jobs/${cancelled}/cancel`, { method: 'POST', token: gone.client_token })).status).toBe(200);
     const rotated = await admin(url, `${gone.integration_id}/tokens/client/rotate`);
     const clientToken = (rotated.body as { token: string }).token;
