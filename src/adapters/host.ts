@@ -75,7 +75,7 @@ export interface AssistantHostOptions {
   readonly limits?: Partial<SessionLimits>;
   /** Committed events between two snapshots of the folded state (a start folds only what follows the newest). Default 50,000. */
   readonly snapshotEveryEvents?: number;
-  /** Sessions that ended longer ago than this are forgotten and their events removed from the log. Default 7 days; `Infinity` keeps everything. */
+  /** Sessions that ended (and, with `backend`, the plugin's jobs closed) longer ago than this are forgotten and their events removed from the log. Default 7 days; `Infinity` keeps everything. */
   readonly retentionMs?: number;
   /** A pino-compatible logger; none by default. */
   readonly logger?: FastifyBaseLogger;
@@ -266,6 +266,7 @@ function startReasoningChannel(backend: ReasoningChannelOptions, host: Assistant
     db: backend.db ?? host.db.replace(/(\.db)?$/, '.plugin.db'),
     providerKind: backend.providerKind ?? 'assistant-relay',
     ...(backend.maxConcurrentJobs !== undefined ? { maxConcurrentJobs: backend.maxConcurrentJobs } : {}),
+    ...(host.retentionMs !== undefined ? { retentionMs: host.retentionMs } : {}),
     ...(backend.keys !== undefined ? { keys: backend.keys } : {}),
     ...(backend.rotate !== undefined ? { rotate: backend.rotate } : {}),
     ...(host.clock ? { clock: host.clock } : {}),

@@ -4,10 +4,16 @@
  * the fold takes like any other (the projection drops what it names), so that folding the log with or
  * without the forgotten events ends in the same state. Once that event is committed, the forgotten
  * aggregates' events before it are removed from the log, and a snapshot is taken of the smaller state.
- * What a pass forgets is the host's or the backend's own (`forgetEndedSessions`, backend/retention.ts).
+ * What a pass forgets is the host's, the backend's or the plugin's own (`forgetEndedSessions`,
+ * backend/retention.ts, adapters/plugin/retention.ts).
+ *
+ * The backend's and the plugin's forgetting events are a stream of their own, and each carries what the
+ * fold still needs of the ones before it (stream positions, dedupe entries): once the streams an older
+ * one named are removed it says nothing more, and it goes too (`pruneForgettings`), so that forgetting
+ * leaves no trail that grows with everything ever forgotten.
  */
 import type { DomainEvent } from '../machines/events.js';
-import type { EventLog } from '../storage/event-log.js';
+import type { EventLog, LogRecord, StoredEvent } from '../storage/event-log.js';
 import type { Clock, TimerHandle } from './clock.js';
 import type { ChatProjection } from './projection.js';
 
@@ -79,10 +85,10 @@ export interface ForgottenBatch {
  * with what it named (undefined: nothing left); `remove` then removes those streams' events. Resolves
  * with how many were forgotten.
  */
-export async function forgetInBatches(next: () => Promise<ForgottenBatch | undefined>, remove: (streams: readonly string[]) => unknown): Promise<number> {
+export async function forgetInBatches<B extends ForgottenBatch>(next: () => Promise<B | undefined>, remove: (batch: B) => unknown): Promise<number> {
   let forgotten = 0;
   for (let batch = await next(); batch !== undefined; batch = await next()) {
-    await remove(batch.streams);
+    await remove(batch);
     forgotten += batch.count;
     if (batch.count < FORGOTTEN_PER_EVENT) break;
   }
@@ -103,6 +109,25 @@ export function forgetEndedSessions(projection: ChatProjection, log: EventLog<Do
         await append([{ type: 'sessions.forgotten', session_ids, ended_before: endedBefore, at: clock.now() }]);
         return { streams: session_ids, count: session_ids.length };
       },
-      (streams) => log.removeStreams(streams, log.lastPositionOf('')),
+      ({ streams }) => log.removeStreams(streams, log.lastPositionOf('')),
     );
+}
+
+/**
+ * Removes the forgetting events (`forgettings`, oldest first) that a newer one stands for: every one but
+ * the newest whose time is before `keptSince`. What each named is removed first (`removeNamed`: again, for
+ * a pass cut off between its event and its removal, whose streams would otherwise come back in a fold
+ * without it); then `removeBefore` removes the forgetting events before the given position.
+ */
+export async function pruneForgettings<E extends LogRecord>(
+  forgettings: readonly StoredEvent<E>[],
+  keptSince: number,
+  removeNamed: (forgetting: StoredEvent<E>) => unknown,
+  removeBefore: (position: number) => unknown,
+): Promise<void> {
+  let gone = 0;
+  while (gone < forgettings.length - 1 && forgettings[gone]!.event.at < keptSince) gone += 1;
+  if (gone === 0) return;
+  for (const forgetting of forgettings.slice(0, gone)) await removeNamed(forgetting);
+  await removeBefore(forgettings[gone]!.position);
 }

@@ -3,6 +3,7 @@
  * (job-events.ts). Like the host's, every state is the fold of these, and time arrives as data.
  */
 import type { CodedError, Heartbeat, VersionRange } from '../protocol/index.js';
+import type { IntegrationContext } from './integration.js';
 import type { JobEvent } from './job-events.js';
 import type { PairingEvent } from './pairing-events.js';
 
@@ -13,15 +14,20 @@ export interface BackendStarted {
 }
 
 /**
- * Retention: jobs settled and pairings ended before `ended_before` are forgotten, as if never created;
- * their events may then be removed from the log (a fold with or without them ends the same, since this
- * event is folded either way). `sent` keeps each integration's stream position as it stood: the
- * deliveries that told it may be among the removed events.
+ * Retention: jobs settled, pairings ended, and integrations revoked (with every job they had) before
+ * `ended_before` are forgotten, as if never created; their events may then be removed from the log (a
+ * fold with or without them ends the same, since this event is folded either way). `sent` keeps every
+ * remaining integration's stream position as it stood: the deliveries that told it may be among the
+ * removed events, and so may the forgetting events before this one.
  */
 export interface BackendForgotten {
   readonly type: 'backend.forgotten';
   readonly job_ids: readonly string[];
   readonly pairing_ids: readonly string[];
+  /** Absent in the events of a backend that forgot no integrations. */
+  readonly integration_ids?: readonly string[];
+  /** Integrations restated by the `integration.compacted` events that follow this one, committed with it: their events before this one go. */
+  readonly compacted_ids?: readonly string[];
   readonly sent: Readonly<Record<string, number>>;
   readonly ended_before: number;
   readonly at: number;
@@ -111,6 +117,19 @@ export interface IntegrationStreamHeld {
   readonly at: number;
 }
 
+/**
+ * Retention: the integration as it stands (its statechart's state and context, as its events folded it),
+ * standing for every event of it before this one, which are then removed from the log: a live
+ * integration's history is kept for the retention, not for its whole life.
+ */
+export interface IntegrationCompacted {
+  readonly type: 'integration.compacted';
+  readonly integration_id: string;
+  readonly state: string | Readonly<Record<string, string>>;
+  readonly context: IntegrationContext;
+  readonly at: number;
+}
+
 export type IntegrationEvent =
   | IntegrationCreated
   | IntegrationTokenRotated
@@ -121,13 +140,13 @@ export type IntegrationEvent =
   | IntegrationRekeyAnswered
   | IntegrationStreamHeld;
 
-export type BackendEvent = BackendStarted | BackendForgotten | IntegrationEvent | JobEvent | PairingEvent;
+export type BackendEvent = BackendStarted | BackendForgotten | IntegrationEvent | IntegrationCompacted | JobEvent | PairingEvent;
 
 export function isJobEvent(event: BackendEvent): event is JobEvent {
   return event.type.startsWith('job.');
 }
 
-export function isIntegrationEvent(event: BackendEvent): event is IntegrationEvent {
+export function isIntegrationEvent(event: BackendEvent): event is IntegrationEvent | IntegrationCompacted {
   return event.type.startsWith('integration.');
 }
 
@@ -135,9 +154,13 @@ export function isPairingEvent(event: BackendEvent): event is PairingEvent {
   return event.type.startsWith('pairing.');
 }
 
-/** The log's stream of an event: its job, its integration, or '' for the backend's own. */
+/** The stream of the backend's forgetting events (older logs have them in ''). */
+export const BACKEND_FORGOTTEN_STREAM = 'forgotten';
+
+/** The log's stream of an event: its job, its pairing, its integration, the forgetting events', or '' for the backend's own. */
 export function backendStreamOf(event: BackendEvent): string {
-  if (event.type === 'backend.started' || event.type === 'backend.forgotten') return '';
+  if (event.type === 'backend.forgotten') return BACKEND_FORGOTTEN_STREAM;
+  if (event.type === 'backend.started') return '';
   if (isJobEvent(event)) return `job:${event.job_id}`;
   return isPairingEvent(event) ? `pairing:${event.pairing_id}` : `integration:${event.integration_id}`;
 }

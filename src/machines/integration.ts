@@ -17,6 +17,7 @@
  */
 import { assign, setup, type SnapshotFrom } from 'xstate';
 import type {
+  IntegrationCompacted,
   IntegrationCreated,
   IntegrationEvent,
   IntegrationRekeyAnswered,
@@ -142,6 +143,16 @@ export function initialIntegration(created: IntegrationCreated): IntegrationSnap
 
 export function evolveIntegration(snapshot: IntegrationSnapshot, event: Exclude<IntegrationEvent, IntegrationCreated | IntegrationStreamHeld>): IntegrationSnapshot {
   return integration.next(snapshot, event)[0];
+}
+
+/** What retention logs for the integration as it stands (`integration.compacted`). */
+export function compactionOf(snapshot: IntegrationSnapshot, at: number): IntegrationCompacted {
+  return { type: 'integration.compacted', integration_id: snapshot.context.integration_id, state: snapshot.value, context: snapshot.context, at };
+}
+
+/** The integration a compaction stands for: the snapshot its events had folded to. */
+export function compactedIntegration(event: IntegrationCompacted): IntegrationSnapshot {
+  return integrationMachine.resolveState({ value: event.state, context: event.context });
 }
 
 export function isRevoked(snapshot: IntegrationSnapshot): boolean {

@@ -13,7 +13,7 @@ import { LocalPubSub, type ChannelNotice, type NoticeHandler, type PubSub } from
 import { backendStreamOf, type BackendEvent } from '../../src/machines/backend-events.js';
 import { jobState } from '../../src/machines/job.js';
 import { JobCreateBody, ReasoningJob } from '../../src/protocol/index.js';
-import { SHAPED_ENVELOPE, heartbeatOf } from '../support/backend.js';
+import { CAPABILITY_PROFILE, SHAPED_ENVELOPE, heartbeatOf } from '../support/backend.js';
 import { readEvents } from '../support/log.js';
 import { EventLog } from '../../src/storage/event-log.js';
 import { SimulatedClock } from '../support/clock.js';
@@ -187,16 +187,7 @@ describe('backend: BYO creates (PROTOCOL.md 6.7, 7.13)', () => {
 });
 
 describe('backend: the capability profile', () => {
-  const profile = {
-    profile_version: 1,
-    provider_kind: 'assistant-relay',
-    skills: [],
-    models: [],
-    tools: [],
-    limits: { max_concurrent_jobs: 1, max_payload_bytes: 1_000 },
-    schema_versions: { min: 1, max: 1 },
-    envelope_versions: { min: 1, max: 1 },
-  };
+  const profile = CAPABILITY_PROFILE;
   const probe = (over: Partial<JobCreateBody> = {}) => JobCreateBody.parse({ job_id: randomUUID(), purpose: 'capability_probe', payload: {}, ...over });
 
   it("is the latest completed plain probe's, kept across a restart; a BYO probe or a result that is no profile leaves it be", async () => {

@@ -14,8 +14,10 @@ import { RETENTION_CHECK_MS } from '../../src/engine/retention.js';
 import { encodeState } from '../../src/engine/state-codec.js';
 import { isHostEvent, streamOf, type DomainEvent } from '../../src/machines/events.js';
 import { EventLog } from '../../src/storage/event-log.js';
-import type { BackendEvent } from '../../src/machines/backend-events.js';
-import { serveBackend } from '../support/backend.js';
+import { backendStreamOf, type BackendEvent } from '../../src/machines/backend-events.js';
+import { BackendProjection } from '../../src/engine/backend/projection.js';
+import { heartbeatOf, serveBackend } from '../support/backend.js';
+import { verifyLogFile } from '../support/verify-log.js';
 import { SimulatedClock } from '../support/clock.js';
 import { readEvents, tempDir } from '../support/host.js';
 import { Relay, aMoment, stopAll, until } from '../http/fixture.js';
@@ -142,5 +144,111 @@ it('a backend forgets jobs settled longer ago than the retention, and removes th
   expect(events.filter((event) => event.type.startsWith('job.'))).toEqual([]);
   expect(events.find((event) => event.type === 'backend.forgotten')).toMatchObject({ job_ids: expect.arrayContaining(jobIds), pairing_ids: [] });
   expect(events.length).toBeLessThan(before);
+  await served.stop();
+});
+
+/** The backend projection's state folded from every event of a backend log, as a snapshot would encode it. */
+function backendFoldOf(db: string): string {
+  const projection = new BackendProjection();
+  for (const event of readEvents(db) as unknown as BackendEvent[]) projection.apply(event);
+  return JSON.stringify(encodeState(projection.state()));
+}
+
+function streamsOf(db: string): Map<string, number> {
+  const conn = new Database(db, { readonly: true });
+  try {
+    return new Map((conn.prepare('SELECT stream, count(*) AS n FROM events GROUP BY stream').all() as Array<{ stream: string; n: number }>).map(({ stream, n }) => [stream, n]));
+  } finally {
+    conn.close();
+  }
+}
+
+it('a backend forgets a revoked integration and an aborted pairing, and compacts a live integration; a fold with or without what it removed ends the same', async () => {
+  const clock = new SimulatedClock();
+  const config = { clock, retentionMs: 7 * DAY };
+  const first = await serveBackend({ config });
+  clock.increment(0);
+  const { backend } = first;
+  const [live, revoked] = [await backend.integrations.create('assistant-relay'), await backend.integrations.create('assistant-relay')];
+  if ('refused' in live || 'refused' in revoked) throw new Error('refused');
+  for (const status of ['ready', 'busy', 'ready'] as const) await backend.integrations.heartbeat(live.integration_id, heartbeatOf({ status }));
+  await backend.integrations.rotate(live.integration_id, 'client');
+  await backend.integrations.heartbeat(revoked.integration_id, heartbeatOf());
+  const job_id = randomUUID();
+  await backend.createJob(revoked.integration_id, { job_id, purpose: 'capability_probe', payload: {}, byo: false, deadline_ms: 60_000 });
+  await backend.cancel(revoked.integration_id, job_id);
+  await backend.integrations.revoke(revoked.integration_id);
+  const started = await backend.pairings.start({ provider_kind: 'assistant-relay', schema_version: 1, envelope_version: 1 });
+  if (typeof started !== 'object' || !('pairing' in started)) throw new Error('no pairing');
+  const { pairing_id } = started.pairing.context;
+  await backend.pairings.abort(pairing_id, 'client', 'changed my mind');
+  const viewBefore = await backend.committedIntegration(live.integration_id);
+  await first.stop({ remove: false });
+  // Created, three heartbeats of news, a rotated token.
+  expect(streamsOf(first.db).get(`integration:${live.integration_id}`)).toBe(5);
+
+  const uncompactedDir = tempDir();
+  cpSync(first.dir, uncompactedDir, { recursive: true });
+  clock.increment(8 * DAY);
+  const second = await serveBackend({ dir: first.dir, config });
+  clock.increment(0);
+  await until(() => readEvents(second.db).some((event) => event.type === 'backend.forgotten'), 'the retention pass');
+  const viewAfter = await second.backend.committedIntegration(live.integration_id);
+  expect(encodeState(viewAfter)).toEqual(encodeState(viewBefore));
+  expect(second.backend.integrations.authenticates(live.integration_id, 'relay', live.relay_token)).toBe(true);
+  expect(second.backend.integrations.integration(revoked.integration_id)).toBeUndefined();
+  expect(second.backend.pairings.pairing(pairing_id)).toBeUndefined();
+  await second.stop({ remove: false });
+
+  const streams = streamsOf(first.db);
+  expect(streams.get(`integration:${live.integration_id}`)).toBe(1);
+  for (const gone of [`integration:${revoked.integration_id}`, `job:${job_id}`, `pairing:${pairing_id}`]) expect(streams.has(gone)).toBe(false);
+  expect(readEvents(first.db).find((event) => event.type === 'backend.forgotten')).toMatchObject({
+    job_ids: [job_id],
+    pairing_ids: [pairing_id],
+    integration_ids: [revoked.integration_id],
+    compacted_ids: [live.integration_id],
+  });
+
+  // The same forgetting appended to the log as it was before: the same fold.
+  const uncompactedDb = join(uncompactedDir, 'backend.db');
+  const log = EventLog.open<BackendEvent>({ path: uncompactedDb, streamOf: backendStreamOf });
+  for (const event of eventsAfter(first.db, log.lastPosition)) await log.append(event as unknown as BackendEvent);
+  await log.close();
+  expect(readEvents(uncompactedDb).length).toBeGreaterThan(readEvents(first.db).length);
+  expect(backendFoldOf(first.db)).toBe(backendFoldOf(uncompactedDb));
+  await verifyLogFile(first.db);
+});
+
+it('a backend keeps the forgetting events of the last day and the newest: an older one goes, with what it named', async () => {
+  const clock = new SimulatedClock();
+  const served = await serveBackend({ config: { clock, retentionMs: 7 * DAY } });
+  clock.increment(0);
+  const integration = await served.backend.integrations.create('assistant-relay');
+  if ('refused' in integration) throw new Error(integration.refused.message);
+  const settle = async () => {
+    const job_id = randomUUID();
+    await served.backend.createJob(integration.integration_id, { job_id, purpose: 'capability_probe', payload: {}, byo: false, deadline_ms: 60_000 });
+    await served.backend.cancel(integration.integration_id, job_id);
+    return job_id;
+  };
+  const forgettings = () => readEvents(served.db).filter((event) => event.type === 'backend.forgotten');
+  /** Eight days on (one pass on the way, which arms the next), then an hour at a time until `done`. */
+  const passUntil = async (done: () => boolean) => {
+    clock.increment(8 * DAY);
+    await aMoment();
+    for (let hour = 0; !done(); hour += 1) {
+      if (hour > 3) throw new Error('no pass did it');
+      clock.increment(RETENTION_CHECK_MS);
+      await aMoment();
+    }
+  };
+  const first = await settle();
+  await passUntil(() => forgettings().length === 1);
+  const second = await settle();
+  await passUntil(() => forgettings().some((event) => (event.job_ids as string[]).includes(second)));
+  // Both passes were more than a day apart: the first one's event went once the second's stood for it.
+  expect(forgettings()).toHaveLength(1);
+  expect(JSON.stringify(readEvents(served.db))).not.toContain(first);
   await served.stop();
 });

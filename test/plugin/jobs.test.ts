@@ -206,7 +206,8 @@ describe('posting a result', () => {
   it('honours Retry-After, and gives up at the deadline (closed gave_up, logged)', async () => {
     const clock = new SimulatedClock(Date.now());
     const { logger, lines } = capturingLogger();
-    const { plugin, backend } = await fixture.open({ reasoner: answering(), clock, logger });
+    // No retention: its timer would be one more on the clock.
+    const { plugin, backend } = await fixture.open({ reasoner: answering(), clock, logger, retentionMs: Infinity });
     const job = makeJob(clock.now(), {}, 20_000);
     backend.resultAnswers.set(job.job_id as string, [{ status: 429, retryAfter: 7 }, { status: 429, retryAfter: 7 }, { status: 429, retryAfter: 7 }]);
     backend.send(job);

@@ -150,5 +150,17 @@ export async function probeAnalyseSummarise(base: string, clientToken: string): 
   }
 }
 
+/** A capability profile (2.4, 6.5) a plugin's probe may answer with. */
+export const CAPABILITY_PROFILE = {
+  profile_version: 1,
+  provider_kind: 'assistant-relay',
+  skills: [],
+  models: [],
+  tools: [],
+  limits: { max_concurrent_jobs: 1, max_payload_bytes: 1_000 },
+  schema_versions: { min: 1, max: 1 },
+  envelope_versions: { min: 1, max: 1 },
+};
+
 /** An envelope of the right shape that no key opens: what the backend, which holds none, must take as it is. */
 export const SHAPED_ENVELOPE = { kid: 'AAAAAAAAAAAA', nonce: 'A'.repeat(32), ciphertext: 'A'.repeat(22) };

@@ -33,8 +33,11 @@ export const BACKEND_USAGE = `usage: assistant-relay backend [options]
   --token-file FILE        the operator token, created (0600, random) if absent: turns on the admin
                            routes (/api/v1/admin/integrations); without it there are none
   --cors-origin O          browser origins whose pages may call the backend, comma-separated (default none)
-  --retention D|off        forget jobs settled and pairings ended longer ago than D and remove their
-                           events from the log, e.g. 7d (default 7d); off keeps everything
+  --retention D|off        forget jobs settled, integrations revoked (with all they had) and pairings
+                           ended longer ago than D and remove their events from the log, e.g. 7d
+                           (default 7d); off keeps everything
+  --pairing-retention D    forget ended pairings D after their expiry if that is sooner, e.g. 1h
+                           (default 1h)
   --max-open-jobs N        open jobs an integration may have; one more is refused 429 (default 32)
   --max-followers N        job followers (…/jobs/ID/events) an integration may hold open on this node
                            (default 64)
@@ -70,6 +73,7 @@ const FLAGS = {
   'status-interval': { type: 'string' },
   'max-rekeys-per-hour': { type: 'string' },
   'rekey-replace-after': { type: 'string' },
+  'pairing-retention': { type: 'string' },
   'log-level': { type: 'string' },
 } as const;
 const INTEGRATION_FLAGS = { db: { type: 'string' }, store: { type: 'string' }, schema: { type: 'string' }, provider: { type: 'string' } } as const;
@@ -84,10 +88,12 @@ export async function backendCommand(argv: readonly string[], env: NodeJS.Proces
   const tokenFile = get('token-file');
   const operatorToken = tokenFile === undefined ? undefined : readTokenFile(tokenFile, { create: true });
   const retentionMs = retentionOf(get('retention'));
+  const pairingRetention = get('pairing-retention');
   const storeQueue = get('store-queue');
   const config = {
     onFatal: exitOnFatal(logger),
     ...(retentionMs === undefined ? {} : { retentionMs }),
+    ...(pairingRetention === undefined ? {} : { pairingRetentionMs: parseDuration('pairing-retention', pairingRetention) }),
     ...(storeQueue === undefined ? {} : { maxQueuedDecisions: integer('store-queue', storeQueue, 1, 10_000_000) }),
     quotas: quotaFlags(get),
   };

@@ -14,7 +14,7 @@ import { pairAsAssistant } from '../client/pairing.js';
 import { startPlugin } from '../plugin/index.js';
 import { REASONER_FLAGS, REASONER_USAGE, reasonerFrom, type ReasonerFlag } from '../reasoners/index.js';
 import { keysFileFlag } from './client.js';
-import { UsageError, baseUrlFlag, integer, logLevelOf, readFlags, requiredFlag } from './flags.js';
+import { UsageError, baseUrlFlag, integer, logLevelOf, readFlags, requiredFlag, retentionOf } from './flags.js';
 import { jsonLogger, readTokenFile, runUntilSignalled } from './service.js';
 
 export const PLUGIN_USAGE = `usage: assistant-relay plugin --keys FILE [--backend URL --pairing-code CODE] [options]
@@ -28,6 +28,9 @@ export const PLUGIN_USAGE = `usage: assistant-relay plugin --keys FILE [--backen
   --db FILE                the plugin's own event log (default data/plugin.db)
   --provider KIND          the provider it speaks for (default assistant-relay)
   --max-concurrent-jobs N  jobs run at once (default 4)
+  --retention D|off        forget jobs closed longer ago than D (their ids only once their deadline has
+                           passed) and remove their events from the log, e.g. 7d (default 7d); off keeps
+                           everything
   --reasoner NAME          builtin, openai or command (default builtin)
   --log-level L            fatal, error, warn, info, debug, trace, silent (default info)
 ${REASONER_USAGE}
@@ -42,6 +45,7 @@ const FLAGS = {
   db: { type: 'string' },
   provider: { type: 'string' },
   'max-concurrent-jobs': { type: 'string' },
+  retention: { type: 'string' },
   reasoner: { type: 'string' },
   'log-level': { type: 'string' },
   ...REASONER_FLAGS,
@@ -100,6 +104,7 @@ export async function pluginCommand(argv: readonly string[], env: NodeJS.Process
   const flags = Object.fromEntries((Object.keys(REASONER_FLAGS) as ReasonerFlag[]).map((flag) => [flag, get(flag)]));
   const reasoner = reasonerFrom(get('reasoner') ?? 'builtin', { providerKind, flags }, env);
   const logger = jsonLogger(logLevelOf(get('log-level')));
+  const retentionMs = retentionOf(get('retention'));
   const plugin = await startPlugin({
     backendUrl,
     integrationId,
@@ -109,6 +114,7 @@ export async function pluginCommand(argv: readonly string[], env: NodeJS.Process
     providerKind,
     maxConcurrentJobs,
     logger,
+    ...(retentionMs === undefined ? {} : { retentionMs }),
     ...(keys === undefined ? {} : { keys: keys.keyring, rotate: keys.rotate }),
   });
   logger.info({ backend: backendUrl, integration: integrationId, reasoner: reasoner.name, byo: keys !== undefined }, 'plugin started');

@@ -5,7 +5,8 @@
  *
  * A job's life here: received → (started →) finished → closed. `finished` holds the outcome to post; a
  * later `finished` replaces it (a result the backend refused as invalid is reported as a failure instead);
- * `closed` says no more POSTs are owed.
+ * `closed` says no more POSTs are owed. Retention forgets closed jobs later (retention.ts), all but the
+ * ids it still needs to dedupe.
  */
 import type { JobResultBody } from '../../protocol/index.js';
 
@@ -44,7 +45,26 @@ export interface JobClosed extends PluginJobFact {
   readonly status?: number;
 }
 
-export type PluginEvent = JobReceived | JobStarted | JobFinished | JobClosed;
+/**
+ * Retention: the records of closed jobs are forgotten (their events may then be removed from the log).
+ * `dedupe` is every forgotten job whose deadline had not passed, with its deadline: the backend sending
+ * one again before then is not run. It stands for the `dedupe` of the forgetting event before it.
+ */
+export interface JobsForgotten {
+  readonly type: 'plugin.jobs_forgotten';
+  readonly job_ids: readonly string[];
+  readonly dedupe: Readonly<Record<string, number>>;
+  readonly at: number;
+}
+
+export type PluginEvent = JobReceived | JobStarted | JobFinished | JobClosed | JobsForgotten;
+
+/** The stream of the forgetting events; every other event is its job's (a job id is a UUID). */
+export const PLUGIN_FORGOTTEN_STREAM = 'forgotten';
+
+export function pluginStreamOf(event: PluginEvent): string {
+  return event.type === 'plugin.jobs_forgotten' ? PLUGIN_FORGOTTEN_STREAM : event.job_id;
+}
 
 export type JobStage = 'received' | 'started' | 'finished' | 'closed';
 
@@ -55,16 +75,20 @@ export interface PluginJob {
   /** Epoch ms; the moment of receipt when the envelope had no readable deadline. */
   readonly deadline_at: number;
   readonly outcome?: JobResultBody;
+  /** When it was closed. */
+  readonly closed_at?: number;
 }
 
-/** Every job the plugin has seen, by id, and the newest stream cursor it logged. */
+/** Every job the plugin has seen and not forgotten, by id; the forgotten ones it still dedupes; the newest stream cursor it logged. */
 export interface PluginState {
   readonly jobs: Map<string, PluginJob>;
+  /** Forgotten jobs whose deadline had not passed, with their deadline. */
+  readonly forgotten: Map<string, number>;
   cursor: string | undefined;
 }
 
 export function initialPluginState(): PluginState {
-  return { jobs: new Map(), cursor: undefined };
+  return { jobs: new Map(), forgotten: new Map(), cursor: undefined };
 }
 
 /** The envelope's `deadline_at` as epoch ms, or `fallback` when it has none that parses. */
@@ -75,6 +99,12 @@ export function deadlineOf(job: Record<string, unknown>, fallback: number): numb
 
 /** Folds one event into the state (in place: the plugin's state lives in one process and is never shared). */
 export function evolvePlugin(state: PluginState, event: PluginEvent): void {
+  if (event.type === 'plugin.jobs_forgotten') {
+    for (const id of event.job_ids) state.jobs.delete(id);
+    state.forgotten.clear();
+    for (const [id, deadline] of Object.entries(event.dedupe)) state.forgotten.set(id, deadline);
+    return;
+  }
   if (event.type === 'plugin.job_received') {
     state.jobs.set(event.job_id, { job_id: event.job_id, stage: 'received', job: event.job, deadline_at: deadlineOf(event.job, event.at) });
     if (event.cursor !== undefined) state.cursor = event.cursor;
@@ -90,6 +120,6 @@ export function evolvePlugin(state: PluginState, event: PluginEvent): void {
       state.jobs.set(event.job_id, { ...job, stage: 'finished', outcome: event.outcome });
       return;
     case 'plugin.job_closed':
-      state.jobs.set(event.job_id, { ...job, stage: 'closed' });
+      state.jobs.set(event.job_id, { ...job, stage: 'closed', closed_at: event.at });
   }
 }

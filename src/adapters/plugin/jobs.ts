@@ -1,7 +1,8 @@
 /**
- * The plugin's jobs: each received once (deduped by `job_id`, the log remembering every id), judged, run
- * through the reasoner at most `maxConcurrentJobs` at a time, and its outcome posted until the backend
- * takes it or the deadline passes. Appends come first, acts after: a job is started only once its
+ * The plugin's jobs: each received once (deduped by `job_id`: the log remembers every id, until
+ * retention forgets a closed job past its deadline, retention.ts), judged, run through the reasoner at
+ * most `maxConcurrentJobs` at a time, and its outcome posted until the backend takes it or the deadline
+ * passes. Appends come first, acts after: a job is started only once its
  * receipt is durable, and posted only once its outcome is. What a stop or a crash leaves at any stage,
  * the next start takes up from the log (`recover`):
  *
@@ -91,7 +92,10 @@ export class Jobs {
       return;
     }
     const known = this.options.state.jobs.get(frame.job_id);
-    if (known === undefined) {
+    if (known === undefined && this.options.state.forgotten.has(frame.job_id)) {
+      // Closed and forgotten (retention.ts), its deadline not yet passed: never a second run.
+      this.options.logger.info({ job_id: frame.job_id }, 'a job closed and forgotten was sent again: not run');
+    } else if (known === undefined) {
       this.background(this.receive(frame.job_id, frame.job, cursor));
     } else if (this.parked.delete(known.job_id)) {
       // Sent again: the backend admits this plugin once more.

@@ -10,14 +10,16 @@ import type { Dispatcher } from 'undici';
 import { Appender } from '../../engine/append.js';
 import { systemClock, type Clock } from '../../engine/clock.js';
 import type { Reasoner } from '../../engine/reasoner.js';
+import { DEFAULT_RETENTION_MS, Retention } from '../../engine/retention.js';
 import { ENVELOPE_VERSION, SCHEMA_VERSION, type CodedError, type Heartbeat, type HeartbeatAnswer, type Keyring, type RekeyAnswer, type RekeyRequest, type VersionRange } from '../../protocol/index.js';
 import { EventLog } from '../../storage/event-log.js';
 import { Backend } from './backend.js';
-import { evolvePlugin, initialPluginState, type JobStage, type PluginEvent, type PluginState } from './events.js';
+import { evolvePlugin, initialPluginState, pluginStreamOf, type JobStage, type PluginEvent, type PluginState } from './events.js';
 import { Heartbeats } from './heartbeats.js';
 import { Jobs } from './jobs.js';
 import { ResultChecks } from './result-check.js';
 import { Rekeys } from './rekeys.js';
+import { forgetClosedJobs } from './retention.js';
 import { Subscription, type StreamState } from './subscription.js';
 
 const { version } = createRequire(import.meta.url)('../../../package.json') as { version: string };
@@ -54,6 +56,8 @@ export interface PluginOptions {
   readonly maxConcurrentJobs?: number;
   /** How long `stop()` lets running jobs and pending POSTs finish before it cuts them off. Default 10 s. */
   readonly stopGraceMs?: number;
+  /** Jobs closed longer ago than this are forgotten, but for their ids until their deadline (retention.ts). Default 7 days; `Infinity` keeps everything. */
+  readonly retentionMs?: number;
   readonly clock?: Clock;
   /** The jitter of every backoff (default `Math.random`). */
   readonly random?: () => number;
@@ -90,6 +94,7 @@ export class Plugin {
   private readonly heartbeats: Heartbeats;
   /** Key rotations, when the plugin's owner can make new keys (`rotate`). */
   private readonly rekeys: Rekeys | undefined;
+  private readonly retention: Retention;
   private readonly versions: { schema_versions: VersionRange; envelope_versions: VersionRange };
   private readonly maxConcurrentJobs: number;
   private refused: CodedError | undefined;
@@ -118,7 +123,7 @@ export class Plugin {
       ...(options.dispatcher !== undefined ? { dispatcher: options.dispatcher } : {}),
     });
     try {
-      this.log = EventLog.open<PluginEvent>({ path: options.db, streamOf: (event) => event.job_id });
+      this.log = EventLog.open<PluginEvent>({ path: options.db, streamOf: pluginStreamOf });
     } catch (error) {
       // Refused its log (held by another process, say): nothing is left open behind.
       void this.backend.close();
@@ -130,9 +135,17 @@ export class Plugin {
       void this.stop();
     });
     const keys = options.keys;
+    const appender = new Appender(this.log, (event) => evolvePlugin(this.state, event), onFatal);
+    this.retention = new Retention({
+      clock,
+      retentionMs: options.retentionMs ?? DEFAULT_RETENTION_MS,
+      pass: forgetClosedJobs(this.state, this.log, appender, clock),
+      compacted: () => {},
+      report: (error) => this.logger.error({ err: error }, 'retention failed'),
+    });
     this.jobs = new Jobs({
       state: this.state,
-      appender: new Appender(this.log, (event) => evolvePlugin(this.state, event), onFatal),
+      appender,
       backend: this.backend,
       reasoner: options.reasoner,
       rules: {
@@ -179,6 +192,7 @@ export class Plugin {
       clearInterval(this.alive);
       throw error;
     }
+    this.retention.start();
     if (this.refused === undefined && !this.stopping) this.subscription.resume();
   }
 
@@ -192,6 +206,7 @@ export class Plugin {
     try {
       await Promise.all([this.subscription.stop(), this.heartbeats.stop(), this.rekeys?.stop()]);
       await this.jobs.stop(this.options.stopGraceMs ?? 10_000);
+      await this.retention.stop();
       await this.log.close();
       await this.backend.close();
     } finally {

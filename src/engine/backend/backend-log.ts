@@ -9,7 +9,7 @@
  */
 import type { BackendEvent } from '../../machines/backend-events.js';
 import type { Decision } from '../../machines/decider.js';
-import type { EventLog } from '../../storage/event-log.js';
+import type { EventLog, StoredEvent } from '../../storage/event-log.js';
 import { Appender } from '../append.js';
 import type { Clock } from '../clock.js';
 import { SnapshotWriter, restoreSnapshot, type SnapshotCodec } from '../snapshots.js';
@@ -45,8 +45,12 @@ export interface BackendLog<S> {
   settled(): Promise<void>;
   /** The position of the newest event the fold holds as committed. */
   readonly position: number;
-  /** Removes the events of forgotten aggregates (retention), up to the newest committed. */
-  removeStreams(streams: readonly string[]): Promise<number>;
+  /** The committed events of one stream, oldest first (retention reads its own). */
+  readStream(stream: string): Promise<StoredEvent<BackendEvent>[]>;
+  /** The position of the newest committed event of `stream`; 0 if it has none. */
+  lastPositionOf(stream: string): Promise<number>;
+  /** Removes the events of `streams` (forgotten aggregates: retention) stored before `position`. */
+  removeStreams(streams: readonly string[], position: number): Promise<number>;
   /** Retention made the fold smaller: a good moment for a snapshot. */
   compacted(): void;
   /** Settles what is appended and stops dispatching; the caller closes the log itself. */
@@ -102,8 +106,16 @@ export class LocalBackendLog<S> implements BackendLog<S> {
     return this.log.settled();
   }
 
-  async removeStreams(streams: readonly string[]): Promise<number> {
-    return this.log.removeStreams(streams, this.log.lastPositionOf(''));
+  async readStream(stream: string): Promise<StoredEvent<BackendEvent>[]> {
+    return [...this.log.readStream(stream)];
+  }
+
+  async lastPositionOf(stream: string): Promise<number> {
+    return this.log.lastPositionOf(stream);
+  }
+
+  async removeStreams(streams: readonly string[], position: number): Promise<number> {
+    return this.log.removeStreams(streams, position);
   }
 
   compacted(): void {

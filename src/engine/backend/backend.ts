@@ -42,7 +42,7 @@ import { PAIRING_TTL_MS, Pairings, UNKNOWN_HANDLE_WINDOW_MS } from './pairings.j
 import { LocalMisses, LocalPresence, type Misses, type Presence } from './presence.js';
 import { BackendProjection, type BackendState, type ProbedProfile } from './projection.js';
 import { LocalPubSub, assistantChannel, type JobNotice, type PubSub } from './pubsub.js';
-import { forgetEndedRecords } from './retention.js';
+import { DEFAULT_PAIRING_RETENTION_MS, forgetEndedRecords } from './retention.js';
 import { SharedBackendLog } from './shared-log.js';
 import { backendSnapshotCodec } from './snapshot.js';
 import { JobStreams } from './streams.js';
@@ -76,10 +76,12 @@ export interface BackendConfig {
   readonly maxQueuedDecisions?: number;
   /** Committed events between two snapshots of the fold (engine/snapshots.ts). Default 50,000. */
   readonly snapshotEveryEvents?: number;
-  /** Jobs settled and pairings ended longer ago than this are forgotten and their events removed (engine/retention.ts). Default 7 days; `Infinity` keeps everything. */
+  /** Jobs settled, integrations revoked and pairings ended longer ago than this are forgotten and their events removed (engine/retention.ts). Default 7 days; `Infinity` keeps everything. */
   readonly retentionMs?: number;
   /** What one integration may make the backend hold or log (machines/quotas.ts has the defaults). */
   readonly quotas?: Partial<Quotas>;
+  /** Pairings are forgotten this long after their expiry, once ended, if that is sooner than `retentionMs` (backend/retention.ts). Default 1 hour. */
+  readonly pairingRetentionMs?: number;
   readonly onFatal?: (error: unknown) => void;
   readonly onError?: (error: unknown, context: FailureContext) => void;
 }
@@ -177,7 +179,7 @@ export class Backend {
     this.retention = new Retention({
       clock: this.clock,
       retentionMs: config.retentionMs ?? DEFAULT_RETENTION_MS,
-      pass: forgetEndedRecords(this.projection, this.log, this.clock),
+      pass: forgetEndedRecords({ projection: this.projection, log: this.log, presence, clock: this.clock, pairingRetentionMs: config.pairingRetentionMs ?? DEFAULT_PAIRING_RETENTION_MS }),
       compacted: () => this.log.compacted(),
       report: (error) => this.report(error, { what: 'retention' }),
     });
@@ -319,7 +321,9 @@ export class Backend {
   /** Every integration as the log holds it, oldest first (what the operator lists). */
   async committedIntegrations(): Promise<IntegrationRead[]> {
     await this.log.settled();
-    return this.projection.integrationIds().map((id) => this.readIntegration(id)!);
+    const reads = this.projection.integrationIds().map((id) => this.readIntegration(id)!);
+    // The fold's order is not the creation order once retention has compacted some (projection.ts).
+    return reads.sort((a, b) => a.integration.context.created_at - b.integration.context.created_at);
   }
 
   private readIntegration(integrationId: string): IntegrationRead | undefined {

@@ -12,6 +12,7 @@ import { crockfordRandom, HANDLE_LENGTH, newToken, providerOf, tokenDigest, matc
 import { isPairingEvent, type BackendEvent } from '../../machines/backend-events.js';
 import { nothing } from '../../machines/decider.js';
 import { pairingDecider, type PairingCommand, type PairingOutcome } from '../../machines/pairing-decider.js';
+import { isRevoked } from '../../machines/integration.js';
 import { isPairingOpen, type PairingSnapshot } from '../../machines/pairing.js';
 import type { Clock, IdSource } from '../clock.js';
 import { Deadlines } from '../deadlines.js';
@@ -195,8 +196,13 @@ export class Pairings {
   private async reissue(pairing: PairingSnapshot, role: 'client' | 'relay', token: string, at: number): Promise<PairingAnswer> {
     const integration_id = pairing.context.integration_id!;
     if (at >= pairing.context.expires_at) return { outcome: 'ended', pairing };
-    await this.log.decide(() => ({ events: [{ type: 'integration.token_rotated', integration_id, role, token_digest: tokenDigest(token), at }], outcome: undefined }));
-    return { outcome: 'duplicate', pairing, token };
+    // Its integration revoked since (or, with a retention shorter than a pairing's life, forgotten): no token.
+    const reissued = await this.log.decide(() => {
+      const integration = this.projection.integration(integration_id);
+      if (integration === undefined || isRevoked(integration)) return nothing(false);
+      return { events: [{ type: 'integration.token_rotated', integration_id, role, token_digest: tokenDigest(token), at }], outcome: true };
+    });
+    return reissued ? { outcome: 'duplicate', pairing, token } : { outcome: 'ended', pairing };
   }
 
   private async step(command: Exclude<PairingCommand, { type: 'start' }>, also?: (events: readonly BackendEvent[]) => readonly BackendEvent[]): Promise<PairingAnswer> {

@@ -14,6 +14,8 @@ export interface Presence {
   beat(integrationId: string, until: number): Promise<void>;
   /** Until when the newest heartbeat anywhere keeps the integration online; undefined for none. */
   until(integrationId: string): Promise<number | undefined>;
+  /** Retention forgot these (revoked) integrations: nothing of them is kept. */
+  forget(integrationIds: readonly string[]): Promise<void>;
 }
 
 export class LocalPresence implements Presence {
@@ -25,6 +27,10 @@ export class LocalPresence implements Presence {
 
   async until(integrationId: string): Promise<number | undefined> {
     return this.online.get(integrationId);
+  }
+
+  async forget(integrationIds: readonly string[]): Promise<void> {
+    for (const id of integrationIds) this.online.delete(id);
   }
 }
 

@@ -4,7 +4,7 @@
  * frames sent on its stream). No I/O, no clock: a test drives it with events alone.
  */
 import { isPairingEvent, type BackendEvent, type BackendForgotten } from '../../machines/backend-events.js';
-import { evolveIntegration, initialIntegration, type IntegrationSnapshot } from '../../machines/integration.js';
+import { compactedIntegration, evolveIntegration, initialIntegration, type IntegrationSnapshot } from '../../machines/integration.js';
 import { jobDecider } from '../../machines/job-decider.js';
 import type { JobEvent } from '../../machines/job-events.js';
 import { isSettled, type JobSnapshot } from '../../machines/job.js';
@@ -20,6 +20,13 @@ export interface ProbedProfile {
   readonly profile: CapabilityProfile;
 }
 
+/** What one retention pass may forget next (`BackendProjection.forgettable`). */
+export interface Forgettable {
+  readonly job_ids: readonly string[];
+  readonly pairing_ids: readonly string[];
+  readonly integration_ids: readonly string[];
+}
+
 /** Everything the backend projection holds: what a snapshot stores (state-codec.ts encodes it). */
 export interface BackendState {
   readonly integrations: ReadonlyMap<string, IntegrationSnapshot>;
@@ -31,6 +38,7 @@ export interface BackendState {
   readonly pairings: ReadonlyMap<string, PairingSnapshot>;
   readonly handles: ReadonlyMap<string, string>;
   readonly holders: ReadonlyMap<string, string>;
+  readonly compactFrom: ReadonlyMap<string, number>;
 }
 
 export class BackendProjection {
@@ -48,11 +56,13 @@ export class BackendProjection {
   private readonly handles = new Map<string, string>();
   /** The node (its epoch) that holds each integration's stream, as the log says. */
   private readonly holders = new Map<string, string>();
+  /** When each integration's oldest event that a compaction would stand for was logged (none: it has only its first). */
+  private readonly compactFrom = new Map<string, number>();
 
   /** The folded state as it stands (shared, not copied: encode it before folding on). */
   state(): BackendState {
-    const { integrations, jobs, open, sent, profiles, versions, pairings, handles, holders } = this;
-    return { integrations, jobs, open, sent, profiles, versions, pairings, handles, holders };
+    const { integrations, jobs, open, sent, profiles, versions, pairings, handles, compactFrom, holders } = this;
+    return { integrations, jobs, open, sent, profiles, versions, pairings, handles, compactFrom, holders };
   }
 
   /** Takes the state a snapshot held, in place of what was folded so far (nothing, at a start). */
@@ -73,6 +83,12 @@ export class BackendProjection {
       case 'integration.created':
         this.integrations.set(event.integration_id, initialIntegration(event));
         return;
+      case 'integration.compacted':
+        // Taken out and put back: the fold of a log whose events before it were removed has it in this place too.
+        this.integrations.delete(event.integration_id);
+        this.integrations.set(event.integration_id, compactedIntegration(event));
+        this.compactFrom.delete(event.integration_id);
+        return;
       case 'integration.token_rotated':
       case 'integration.revoked':
       case 'integration.seen':
@@ -82,6 +98,7 @@ export class BackendProjection {
         const integration = this.integrations.get(event.integration_id);
         if (integration === undefined) throw new Error(`event log: ${event.type} for ${event.integration_id}, not an integration`);
         this.integrations.set(event.integration_id, evolveIntegration(integration, event));
+        if (!this.compactFrom.has(event.integration_id)) this.compactFrom.set(event.integration_id, event.at);
         return;
       }
       case 'integration.stream_held':
@@ -100,32 +117,65 @@ export class BackendProjection {
     }
     for (const id of event.pairing_ids) this.pairings.delete(id);
     for (const [integration, seq] of Object.entries(event.sent)) this.sent.set(integration, Math.max(this.sent.get(integration) ?? 0, seq));
+    for (const id of event.integration_ids ?? []) {
+      this.integrations.delete(id);
+      this.profiles.delete(id);
+      this.sent.delete(id);
+      this.compactFrom.delete(id);
+      this.holders.delete(id);
+    }
+  }
+
+  /** Integrations (at most `max`) with events logged before `endedBefore` that a compaction would stand for. */
+  compactable(endedBefore: number, max: number): string[] {
+    const ids: string[] = [];
+    for (const [id, from] of this.compactFrom) {
+      if (ids.length === max) break;
+      if (from < endedBefore) ids.push(id);
+    }
+    return ids;
   }
 
   /**
-   * What retention may forget, at most `max` of each: jobs settled before `endedBefore` (but not the
-   * probe an integration's capability profile comes from), and pairings that ended before it.
+   * What retention may forget, at most `max` of each: integrations revoked before `endedBefore` with no
+   * open job, with every job they had (an integration goes in the batch that takes its last job); other
+   * jobs settled before it (but not the probe an integration's capability profile comes from); pairings
+   * past their expiry and ended before `pairingsEndedBefore` (a completed one answers a confirmation
+   * asked again until its expiry).
    */
-  forgettable(endedBefore: number, max: number): { readonly job_ids: string[]; readonly pairing_ids: string[] } {
+  forgettable(endedBefore: number, pairingsEndedBefore: number, max: number): Forgettable {
+    const revoked = new Set<string>();
+    for (const [id, integration] of this.integrations) {
+      const revokedAt = integration.context.revoked_at;
+      if (revokedAt !== undefined && revokedAt < endedBefore && !this.open.has(id)) revoked.add(id);
+    }
     const profiled = new Set([...this.profiles.values()].map((profile) => profile.job_id));
     const job_ids: string[] = [];
+    /** Revoked integrations with a job left for a later batch. */
+    const unfinished = new Set<string>();
     for (const [id, job] of this.jobs) {
-      if (job_ids.length === max) break;
-      const settledAt = job.context.settled_at;
-      if (settledAt !== undefined && settledAt < endedBefore && !profiled.has(id)) job_ids.push(id);
+      const { integration_id, settled_at } = job.context;
+      const withIntegration = revoked.has(integration_id);
+      if (!withIntegration && (settled_at === undefined || settled_at >= endedBefore || profiled.has(id))) continue;
+      if (job_ids.length < max) job_ids.push(id);
+      else if (withIntegration) unfinished.add(integration_id);
+      else if (revoked.size === unfinished.size) break;
     }
+    const integration_ids = [...revoked].filter((id) => !unfinished.has(id)).slice(0, max);
     const pairing_ids: string[] = [];
     for (const [id, pairing] of this.pairings) {
       if (pairing_ids.length === max) break;
-      const endedAt = pairing.context.ended_at;
-      if (endedAt !== undefined && endedAt < endedBefore) pairing_ids.push(id);
+      const { ended_at, expires_at } = pairing.context;
+      if (ended_at !== undefined && Math.max(ended_at, expires_at) < pairingsEndedBefore) pairing_ids.push(id);
     }
-    return { job_ids, pairing_ids };
+    return { job_ids, pairing_ids, integration_ids };
   }
 
-  /** Each integration's stream position (what a `backend.forgotten` event keeps). */
-  streamPositions(): Record<string, number> {
-    return Object.fromEntries(this.sent);
+  /** Each integration's stream position but the given ones' (what a `backend.forgotten` event keeps). */
+  streamPositions(without: readonly string[] = []): Record<string, number> {
+    const positions = Object.fromEntries(this.sent);
+    for (const id of without) delete positions[id];
+    return positions;
   }
 
   private applyPairing(event: PairingEvent): void {

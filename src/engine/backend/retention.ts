@@ -1,26 +1,95 @@
-/** The backend's retention pass (engine/retention.ts): jobs settled and pairings ended long enough ago. */
-import type { BackendEvent } from '../../machines/backend-events.js';
+/**
+ * The backend's retention pass (engine/retention.ts): jobs settled, revoked integrations with all they
+ * had (their jobs, their events, their presence), and pairings ended long enough ago. Pairings have a
+ * retention of their own, at most the backend's: one that never became an integration costs its maker
+ * nothing, and a completed one is needed only until its expiry (its keys live on in its integration).
+ * An integration that lives on is compacted instead: once it has events older than the retention, one
+ * `integration.compacted` stands for all of them, so that its history is bounded by the retention.
+ *
+ * A forgotten integration leaves nothing behind. Its tokens authenticate only together with its id, and
+ * ids are the backend's own random UUIDs, never a caller's: once it is gone, every token it had is
+ * refused as an unknown integration's (401, as a wrong token), and no integration can take its id again.
+ */
+import { BACKEND_FORGOTTEN_STREAM, type BackendEvent, type BackendForgotten } from '../../machines/backend-events.js';
 import { nothing, type Decision } from '../../machines/decider.js';
+import { compactionOf } from '../../machines/integration.js';
+import type { StoredEvent } from '../../storage/event-log.js';
 import type { Clock } from '../clock.js';
-import { FORGOTTEN_PER_EVENT, forgetInBatches, type ForgottenBatch } from '../retention.js';
+import { FORGOTTEN_PER_EVENT, forgetInBatches, pruneForgettings, type ForgottenBatch } from '../retention.js';
 import type { BackendLog } from './backend-log.js';
+import type { Presence } from './presence.js';
 import type { BackendProjection } from './projection.js';
+
+/** One hour after its expiry: long enough for both sides to read how a pairing ended, and to debug it. */
+export const DEFAULT_PAIRING_RETENTION_MS = 60 * 60 * 1000;
+
+/**
+ * How long a forgetting event stays once a newer one stands for it: a node of a shared log that lags
+ * less than this behind still folds it (one that lagged more would keep what it forgot).
+ */
+export const FORGETTINGS_KEPT_MS = 24 * 60 * 60 * 1000;
+
+export interface BackendRetentionParts {
+  readonly projection: BackendProjection;
+  readonly log: BackendLog<unknown>;
+  readonly presence: Presence;
+  readonly clock: Clock;
+  readonly pairingRetentionMs: number;
+}
+
+interface Batch extends ForgottenBatch {
+  readonly integration_ids: readonly string[];
+}
 
 /**
  * Each batch is a decision (on a shared log, every node's pass decides in turn, and a later one finds
- * nothing left to forget); once it is committed, the batch's events are removed from the log.
+ * nothing left to forget): a `backend.forgotten`, then the compactions it names; once they are committed,
+ * the events and presence of what it forgot, and the events of the compacted before it, are removed.
+ * Then the forgetting events a newer one stands for go.
  */
-export function forgetEndedRecords(projection: BackendProjection, log: BackendLog<unknown>, clock: Clock) {
-  return (endedBefore: number): Promise<number> =>
-    forgetInBatches(
+export function forgetEndedRecords({ projection, log, presence, clock, pairingRetentionMs }: BackendRetentionParts) {
+  const remove = async (streams: readonly string[], integrationIds: readonly string[], before: number) => {
+    await log.removeStreams(streams, before);
+    await presence.forget(integrationIds);
+  };
+  return async (endedBefore: number): Promise<number> => {
+    const pairingsEndedBefore = Math.max(endedBefore, clock.now() - pairingRetentionMs);
+    const forgotten = await forgetInBatches(
       () =>
-        log.decide((): Decision<BackendEvent, ForgottenBatch | undefined> => {
-          const { job_ids, pairing_ids } = projection.forgettable(endedBefore, FORGOTTEN_PER_EVENT);
-          if (job_ids.length + pairing_ids.length === 0) return nothing(undefined);
-          const event: BackendEvent = { type: 'backend.forgotten', job_ids, pairing_ids, sent: projection.streamPositions(), ended_before: endedBefore, at: clock.now() };
-          const streams = [...job_ids.map((id) => `job:${id}`), ...pairing_ids.map((id) => `pairing:${id}`)];
-          return { events: [event], outcome: { streams, count: Math.max(job_ids.length, pairing_ids.length) } };
+        log.decide((): Decision<BackendEvent, Batch | undefined> => {
+          const { job_ids, pairing_ids, integration_ids } = projection.forgettable(endedBefore, pairingsEndedBefore, FORGOTTEN_PER_EVENT);
+          const leaving = new Set(integration_ids);
+          const compacted_ids = projection.compactable(endedBefore, FORGOTTEN_PER_EVENT).filter((id) => !leaving.has(id));
+          if (job_ids.length + pairing_ids.length + integration_ids.length + compacted_ids.length === 0) return nothing(undefined);
+          const at = clock.now();
+          const event: BackendForgotten = {
+            type: 'backend.forgotten',
+            job_ids,
+            pairing_ids,
+            integration_ids,
+            compacted_ids,
+            sent: projection.streamPositions(integration_ids),
+            ended_before: endedBefore,
+            at,
+          };
+          const compactions = compacted_ids.map((id) => compactionOf(projection.integration(id)!, at));
+          const count = Math.max(job_ids.length, pairing_ids.length, integration_ids.length, compacted_ids.length);
+          return { events: [event, ...compactions], outcome: { streams: streamsOf(event), integration_ids, count } };
         }),
-      (streams) => log.removeStreams(streams),
+      async ({ streams, integration_ids }) => remove(streams, integration_ids, await log.lastPositionOf(BACKEND_FORGOTTEN_STREAM)),
     );
+    await pruneForgettings(
+      (await log.readStream(BACKEND_FORGOTTEN_STREAM)) as StoredEvent<BackendForgotten>[],
+      clock.now() - FORGETTINGS_KEPT_MS,
+      ({ event, position }) => remove(streamsOf(event), event.integration_ids ?? [], position),
+      (position) => log.removeStreams([BACKEND_FORGOTTEN_STREAM], position),
+    );
+    return forgotten;
+  };
+}
+
+/** The streams whose events before it a forgetting event let go. */
+function streamsOf(event: BackendForgotten): string[] {
+  const integrations = [...(event.integration_ids ?? []), ...(event.compacted_ids ?? [])];
+  return [...event.job_ids.map((id) => `job:${id}`), ...event.pairing_ids.map((id) => `pairing:${id}`), ...integrations.map((id) => `integration:${id}`)];
 }

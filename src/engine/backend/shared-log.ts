@@ -109,8 +109,16 @@ export class SharedBackendLog<S> implements BackendLog<S> {
     return this.caughtUp();
   }
 
-  async removeStreams(streams: readonly string[]): Promise<number> {
-    return this.log.removeStreams(streams, this.folded);
+  readStream(stream: string): Promise<StoredEvent<BackendEvent>[]> {
+    return this.log.readStream(stream);
+  }
+
+  lastPositionOf(stream: string): Promise<number> {
+    return this.log.lastPositionOf(stream);
+  }
+
+  removeStreams(streams: readonly string[], position: number): Promise<number> {
+    return this.log.removeStreams(streams, position);
   }
 
   compacted(): void {

@@ -23,6 +23,7 @@ const BACKEND_EVENTS: Record<BackendEvent['type'], true> = {
   'integration.rekey_requested': true,
   'integration.rekey_answered': true,
   'integration.stream_held': true,
+  'integration.compacted': true,
   'job.created': true,
   'job.delivered': true,
   'job.started': true,
@@ -78,7 +79,11 @@ export class BackendFold implements Fold<BackendState> {
     this.projection.apply(event);
     if (event.type === 'backend.forgotten') {
       this.entity = undefined;
-      return [...forgotten(event.job_ids, (id) => ({ kind: 'job', id })), ...forgotten(event.pairing_ids, (id) => ({ kind: 'pairing', id }))];
+      return [
+        ...forgotten(event.job_ids, (id) => ({ kind: 'job', id })),
+        ...forgotten(event.pairing_ids, (id) => ({ kind: 'pairing', id })),
+        ...forgotten(event.integration_ids ?? [], (id) => ({ kind: 'integration', id })),
+      ];
     }
     const entity = (this.entity = entityOf(event));
     const snapshot = entity === undefined ? undefined : this.snapshot(entity);

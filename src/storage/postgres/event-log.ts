@@ -114,6 +114,16 @@ export class PgEventLog<E extends LogRecord> {
     return Number((await this.query<{ position: string }>('SELECT position FROM log_head')).rows[0]!.position);
   }
 
+  /** The committed events of one stream, oldest first. */
+  async readStream(stream: string): Promise<StoredEvent<E>[]> {
+    return (await this.query<EventRow>('SELECT position, data FROM events WHERE stream = $1 ORDER BY position', [stream])).rows.map(stored<E>);
+  }
+
+  /** The position of the newest committed event of `stream`; 0 if it has none. */
+  async lastPositionOf(stream: string): Promise<number> {
+    return Number((await this.query<{ last: string }>('SELECT coalesce(max(position), 0) AS last FROM events WHERE stream = $1', [stream])).rows[0]!.last);
+  }
+
   /**
    * Removes the events of `streams` (aggregates the fold has forgotten) stored before `position`:
    * retention's one exception to append-only. Returns how many went.

@@ -21,6 +21,10 @@ export class PgPresence {
     const { rows } = await this.query<{ online_until: string }>('SELECT online_until FROM presence WHERE integration_id = $1', [integrationId]);
     return rows[0] === undefined ? undefined : Number(rows[0].online_until);
   }
+
+  async forget(integrationIds: readonly string[]): Promise<void> {
+    if (integrationIds.length > 0) await this.query('DELETE FROM presence WHERE integration_id = ANY($1::text[])', [integrationIds]);
+  }
 }
 
 /** Pairing codes that named no pairing, a row each, kept for `keepMs`. */
