@@ -171,7 +171,11 @@ it('a backend forgets a revoked integration and an aborted pairing, and compacts
   const { backend } = first;
   const [live, revoked] = [await backend.integrations.create('assistant-relay'), await backend.integrations.create('assistant-relay')];
   if ('refused' in live || 'refused' in revoked) throw new Error('refused');
-  for (const status of ['ready', 'busy', 'ready'] as const) await backend.integrations.heartbeat(live.integration_id, heartbeatOf({ status }));
+  // A status change is logged at most once per status interval (6e.20): each comes a heartbeat apart.
+  for (const status of ['ready', 'busy', 'ready'] as const) {
+    await backend.integrations.heartbeat(live.integration_id, heartbeatOf({ status }));
+    clock.increment(30_000);
+  }
   await backend.integrations.rotate(live.integration_id, 'client');
   await backend.integrations.heartbeat(revoked.integration_id, heartbeatOf());
   const job_id = randomUUID();
