@@ -4,7 +4,7 @@
  */
 import type { CodedError, Heartbeat, VersionRange } from '../protocol/index.js';
 import type { JobEvent } from './job-events.js';
-import type { PairingEvent } from './pairing-events.js';
+import type { PairingEvent, PairingTicketIssued } from './pairing-events.js';
 
 export interface BackendStarted {
   readonly type: 'backend.started';
@@ -108,7 +108,7 @@ export type IntegrationEvent =
   | IntegrationRekeyRequested
   | IntegrationRekeyAnswered;
 
-export type BackendEvent = BackendStarted | BackendForgotten | IntegrationEvent | JobEvent | PairingEvent;
+export type BackendEvent = BackendStarted | BackendForgotten | IntegrationEvent | JobEvent | PairingEvent | PairingTicketIssued;
 
 export function isJobEvent(event: BackendEvent): event is JobEvent {
   return event.type.startsWith('job.');
@@ -122,9 +122,9 @@ export function isPairingEvent(event: BackendEvent): event is PairingEvent {
   return event.type.startsWith('pairing.');
 }
 
-/** The log's stream of an event: its job, its integration, or '' for the backend's own. */
+/** The log's stream of an event: its job, its integration, or '' for the backend's own (its operator's tickets among them). */
 export function backendStreamOf(event: BackendEvent): string {
-  if (event.type === 'backend.started' || event.type === 'backend.forgotten') return '';
+  if (event.type === 'backend.started' || event.type === 'backend.forgotten' || event.type === 'pairing_ticket.issued') return '';
   if (isJobEvent(event)) return `job:${event.job_id}`;
   return isPairingEvent(event) ? `pairing:${event.pairing_id}` : `integration:${event.integration_id}`;
 }
