@@ -5,13 +5,12 @@
  * (the lock refuses it otherwise) and prints its tokens, once; and `assistant-relay backend
  * pairing-ticket` (pairing-ticket.ts).
  */
-import { isIP } from 'node:net';
 import { Backend } from '../../engine/backend/backend.js';
 import { DEFAULT_SCHEMA, SCHEMA_NAME } from '../../storage/postgres/connection.js';
 import { createBackendRelay, openBackendStore, type BackendRelayOptions } from '../backend-relay.js';
 import { DEFAULT_NAMESPACE, NAMESPACE } from '../brokers/broker.js';
 import { BROKER_SCHEMES } from '../brokers/connect.js';
-import { UsageError, integer, parseDuration, logLevelOf, parseOrigins, readFlags, retentionOf } from './flags.js';
+import { UsageError, integer, parseDuration, logLevelOf, parseOrigins, parseProxies, readFlags, retentionOf } from './flags.js';
 import { PAIRING_TICKET_USAGE, pairingTicketCommand } from './pairing-ticket.js';
 import { exitOnFatal, jsonLogger, readTokenFile, runUntilSignalled } from './service.js';
 
@@ -89,7 +88,7 @@ export async function backendCommand(argv: readonly string[], env: NodeJS.Proces
   };
   const pairing = get('pairing') ?? 'ticket';
   if (pairing !== 'open' && pairing !== 'ticket') throw new UsageError(`--pairing must be open or ticket, not ${JSON.stringify(pairing)}`);
-  const trustProxy = parseProxies(get('trust-proxy'));
+  const trustProxy = parseProxies('trust-proxy', get('trust-proxy'));
   const relay = await createBackendRelay({ ...where.options, corsOrigins, logger, config, pairing, trustProxy, ...(operatorToken === undefined ? {} : { operatorToken }) });
   const url = await relay.listen({ host: get('host') ?? '127.0.0.1', port: integer('port', get('port') ?? '8788', 0, 65535) });
   logger.info({ url, ...where.said, epoch: relay.epoch, admin_routes: operatorToken !== undefined, cors_origins: corsOrigins, pairing, trust_proxy: trustProxy }, 'serving');
@@ -97,20 +96,6 @@ export async function backendCommand(argv: readonly string[], env: NodeJS.Proces
     logger.warn('--pairing ticket without --token-file: no ticket can be issued, so no pairing can start (give --token-file, or --pairing open)');
   }
   runUntilSignalled(logger, { listening: url }, () => relay.close());
-}
-
-/** `--trust-proxy`: the proxies' addresses, CIDR ranges, or the names of ranges fastify knows. */
-function parseProxies(text: string | undefined): string[] {
-  if (text === undefined || text.trim() === '') return [];
-  return text.split(',').map((entry) => {
-    const value = entry.trim();
-    const [address, bits, ...rest] = value.split('/');
-    const isCidr = bits === undefined || (/^\d{1,3}$/.test(bits) && Number(bits) <= (isIP(address!) === 4 ? 32 : 128));
-    if (!['loopback', 'linklocal', 'uniquelocal'].includes(value) && (isIP(address!) === 0 || !isCidr || rest.length > 0)) {
-      throw new UsageError(`--trust-proxy: ${JSON.stringify(value)} is not an address, a CIDR range, loopback, linklocal or uniquelocal`);
-    }
-    return value;
-  });
 }
 
 /** The log the flags name, and what the `serving` line says of it (never a password). */

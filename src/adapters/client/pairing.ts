@@ -12,7 +12,7 @@ import type { z } from 'zod';
 import { AssistantPairing, ClientPairing, PairingError, SECRET_LENGTH, crockfordRandom, formatCode, parseCode, type SessionKeys } from '../../protocol/byo/index.js';
 import { AssistantConfirmAnswer, ClientConfirmAnswer, PairingJoinAnswer, PairingStartAnswer, PairingView } from '../../protocol/pairing-wire.js';
 import { ENVELOPE_VERSION, SCHEMA_VERSION } from '../../protocol/reasoning.js';
-import { BackendClient } from './backend-client.js';
+import { BackendClient, BackendError } from './backend-client.js';
 
 export interface PairingOptions {
   /** The backend relay's base URL. */
@@ -66,8 +66,14 @@ class Exchange {
     private readonly pollMs: number,
   ) {}
 
-  post<T>(schema: z.ZodType<T>, step: string, body: unknown): Promise<T> {
-    return this.client.call(schema, `/${step}`, { method: 'POST', body });
+  async post<T>(schema: z.ZodType<T>, step: string, body: unknown): Promise<T> {
+    try {
+      return await this.client.call(schema, `/${step}`, { method: 'POST', body });
+    } catch (error) {
+      // The pairing ended before this message came: say how, as a wait would have.
+      if (error instanceof BackendError && error.code === 'pairing_ended') failIfEnded(await this.client.call(PairingView, '', { method: 'GET' }));
+      throw error;
+    }
   }
 
   /** Reads the pairing until `ready` holds of it; an ended pairing fails the wait. */
