@@ -7,6 +7,7 @@
  * refusal is coded, a 429 says when to try again, and a refused request appends nothing.
  */
 import { afterEach, describe, expect, it } from 'vitest';
+import { sourceOf } from '../../src/protocol/ip-address.js';
 import { AssistantPairing, ClientPairing, crockfordRandom } from '../../src/protocol/index.js';
 import { serveBackend, type ServeOptions, type ServedBackend } from '../support/backend.js';
 import { SimulatedClock } from '../support/clock.js';
@@ -76,6 +77,22 @@ async function upToClientConfirm(from: Source, to: Source) {
   const { client_token } = await step(from, 'client-confirm', started.pairing_token, { confirmation });
   return { pairing_id: started.pairing_id, client: started.pairing_token, assistant: joined.pairing_token, client_token: client_token!, confirmed: assistant.confirm(confirmation).confirmation };
 }
+
+describe('the source a request counts against', () => {
+  it.each([
+    ['203.0.113.7', '203.0.113.7'],
+    ['::ffff:203.0.113.7', '203.0.113.7'],
+    // Every address of one host's /64 is the same source; the next /64 is another.
+    ['2001:db8:1:2::1', '2001:db8:1:2::/64'],
+    ['2001:db8:1:2:ffff:ffff:ffff:fffe', '2001:db8:1:2::/64'],
+    ['2001:db8:1:3::1', '2001:db8:1:3::/64'],
+    ['::1', '::/64'],
+    [undefined, 'unknown'],
+    ['not an address', 'unknown'],
+  ])('%s is %s', (ip, source) => {
+    expect(sourceOf(ip)).toBe(source);
+  });
+});
 
 describe('pairing against hostile sources', () => {
   it("one source holding its limit of open pairings does not stop another source's start", async () => {

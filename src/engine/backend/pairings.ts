@@ -97,8 +97,11 @@ export class Pairings {
     const pairing_id = this.ids.uuid();
     // A ticket is used up only where the policy asks for one: a client that always sends one pairs anywhere.
     const ticket_digest = this.policy === 'ticket' ? tokenDigest(body.ticket!) : undefined;
+    const unusable = () => ticket_digest !== undefined && !((this.projection.ticketExpiry(ticket_digest) ?? 0) > at);
+    // Asked first without a decision, so that made-up tickets cost the log nothing; asked again in it, where it counts.
+    if (unusable()) return { refused: 'pairing_ticket_invalid' };
     const refused = await this.log.decide((): Decision<BackendEvent, PairingRefusal | undefined> => {
-      if (ticket_digest !== undefined && !((this.projection.ticketExpiry(ticket_digest) ?? 0) > at)) return nothing({ refused: 'pairing_ticket_invalid' });
+      if (unusable()) return nothing({ refused: 'pairing_ticket_invalid' });
       const full = openRefusal(this.projection.openPairings(), source, limits, at);
       if (full !== undefined) return nothing(full);
       let handle = crockfordRandom(HANDLE_LENGTH);
