@@ -4,7 +4,7 @@
  */
 export { FormAClient, TaskFailed, type ClientTransition, type FormAClientOptions, type TaskHandle } from './adapters/client/form-a.js';
 export { BackendClient, BackendError } from './adapters/client/backend-client.js';
-export { PairingFailed, pairAsAssistant, pairAsClient, type Paired, type PairingOptions } from './adapters/client/pairing.js';
+export { PairingFailed, pairAsAssistant, pairAsClient, type ConfirmSas, type Paired, type PairingOptions } from './adapters/client/pairing.js';
 export { rotateKeys } from './adapters/client/rekey.js';
 export { JobsClient, type CreateJob } from './adapters/client/jobs.js';
 export { JobCheckError } from './adapters/client/job-checks.js';

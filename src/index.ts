@@ -5,7 +5,7 @@ export type { InspectOption } from './adapters/inspector/process.js';
 export type { StatelyInspector } from './visualizations/inspector/stately.js';
 export { Plugin, startPlugin, type PluginOptions, type PluginStatus } from './adapters/plugin/index.js';
 export { builtinReasoner, commandReasoner, openAiReasoner } from './adapters/reasoners/index.js';
-export { PairingFailed, pairAsAssistant, pairAsClient, type Paired, type PairingOptions } from './adapters/client/pairing.js';
+export { PairingFailed, pairAsAssistant, pairAsClient, type ConfirmSas, type Paired, type PairingOptions } from './adapters/client/pairing.js';
 export { FormBClient, type ConversationContext, type ConversationEntry, type ConversationStore, type FormBClientOptions } from './adapters/client/form-b.js';
 export { AssistantKeys, AssistantKeysFile, ClientKeysFile, KeysFileError, keyringOfFile, readKeysFile, storedKeys, writeKeysFile } from './adapters/byo/keys-file.js';
 export { ReasonerError, type Reasoner, type ReasoningRequest } from './engine/reasoner.js';

@@ -38,6 +38,18 @@ export interface BackendRelayOptions {
   readonly operatorToken?: string;
   /** Browser origins whose pages may call the backend (CORS preflights are answered for them). None by default. */
   readonly corsOrigins?: readonly string[];
+  /**
+   * Who may create an integration by pairing (PROTOCOL.md 7.8): `ticket` (the default), only a start that
+   * brings a ticket the operator issued (`POST /api/v1/admin/pairing-tickets`, which needs `operatorToken`
+   * on this node or another of the service); `open`, anyone who can reach the backend.
+   */
+  readonly pairing?: 'open' | 'ticket';
+  /**
+   * Reverse proxies in front of the backend (addresses, CIDR ranges, or `loopback`, `linklocal`,
+   * `uniquelocal`) whose `X-Forwarded-For` names the client's address, what the pairing limits count
+   * by. None by default: the peer's address is the source.
+   */
+  readonly trustProxy?: readonly string[];
   /** A pino-compatible logger; none by default. Failures nobody awaits go to it unless `config.onError` says otherwise. */
   readonly logger?: FastifyBaseLogger;
   /** The engine's settings: clock, lease and heartbeat intervals, the `PubSub`, what happens when the log cannot be written. */
@@ -104,6 +116,7 @@ export async function createBackendRelay(options: BackendRelayOptions): Promise<
       ...(logger === undefined ? {} : { onError: (error: unknown, { what }: { what: string }) => logger.error({ err: error }, `${what} failed`) }),
       ...(broker === undefined ? {} : { broker }),
       ...options.config,
+      ...(options.pairing === undefined ? {} : { pairing: options.pairing }),
     });
   } catch (error) {
     await broker?.close();
@@ -130,6 +143,7 @@ export async function createBackendRelay(options: BackendRelayOptions): Promise<
       health,
       ...(logger === undefined ? {} : { logger }),
       ...(options.corsOrigins === undefined ? {} : { corsOrigins: options.corsOrigins }),
+      ...(options.trustProxy === undefined ? {} : { trustProxy: options.trustProxy }),
       ...(options.operatorToken === undefined ? {} : { operatorTokenDigest: tokenDigest(options.operatorToken) }),
     });
     inspector = await startInspection({ ...inspection, epoch: backend.epoch, ...(logger === undefined ? {} : { logger }) });

@@ -5,7 +5,7 @@
 import type { CodedError, Heartbeat, VersionRange } from '../protocol/index.js';
 import type { IntegrationContext } from './integration.js';
 import type { JobEvent } from './job-events.js';
-import type { PairingEvent } from './pairing-events.js';
+import type { PairingEvent, PairingTicketIssued } from './pairing-events.js';
 
 export interface BackendStarted {
   readonly type: 'backend.started';
@@ -140,7 +140,7 @@ export type IntegrationEvent =
   | IntegrationRekeyAnswered
   | IntegrationStreamHeld;
 
-export type BackendEvent = BackendStarted | BackendForgotten | IntegrationEvent | IntegrationCompacted | JobEvent | PairingEvent;
+export type BackendEvent = BackendStarted | BackendForgotten | IntegrationEvent | IntegrationCompacted | JobEvent | PairingEvent | PairingTicketIssued;
 
 export function isJobEvent(event: BackendEvent): event is JobEvent {
   return event.type.startsWith('job.');
@@ -157,10 +157,10 @@ export function isPairingEvent(event: BackendEvent): event is PairingEvent {
 /** The stream of the backend's forgetting events (older logs have them in ''). */
 export const BACKEND_FORGOTTEN_STREAM = 'forgotten';
 
-/** The log's stream of an event: its job, its pairing, its integration, the forgetting events', or '' for the backend's own. */
+/** The log's stream of an event: its job, its pairing, its integration, the forgetting events', or '' for the backend's own (its operator's tickets among them). */
 export function backendStreamOf(event: BackendEvent): string {
   if (event.type === 'backend.forgotten') return BACKEND_FORGOTTEN_STREAM;
-  if (event.type === 'backend.started') return '';
+  if (event.type === 'backend.started' || event.type === 'pairing_ticket.issued') return '';
   if (isJobEvent(event)) return `job:${event.job_id}`;
   return isPairingEvent(event) ? `pairing:${event.pairing_id}` : `integration:${event.integration_id}`;
 }

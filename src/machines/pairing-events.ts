@@ -21,6 +21,10 @@ export interface PairingStarted extends PairingFact {
   readonly client_pairing_token_digest: string;
   /** Epoch ms: an open pairing past it expires. */
   readonly expires_at: number;
+  /** The source address it came from (an IPv4 address or an IPv6 /64), for the limits each source has (PROTOCOL.md 7.8). Absent in older logs. */
+  readonly source?: string;
+  /** The SHA-256 of the operator's pairing ticket it used up (`--pairing ticket`, PROTOCOL.md 7.8). */
+  readonly ticket_digest?: string;
 }
 
 /** The assistant's side joined with the handle. */
@@ -72,6 +76,17 @@ export interface PairingAborted extends PairingFact {
 /** Past `expires_at` while still open. */
 export interface PairingExpired extends PairingFact {
   readonly type: 'pairing.expired';
+}
+
+/**
+ * The operator issued a pairing ticket (`--pairing ticket`): one pairing may start with it before
+ * `expires_at`. Only its digest is kept; the start that uses it names it (`ticket_digest`).
+ */
+export interface PairingTicketIssued {
+  readonly type: 'pairing_ticket.issued';
+  readonly ticket_digest: string;
+  readonly expires_at: number;
+  readonly at: number;
 }
 
 export type PairingEvent =

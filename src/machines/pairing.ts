@@ -37,6 +37,8 @@ export interface PairingContext {
   readonly envelope_version: number;
   readonly client_pairing_token_digest: string;
   readonly assistant_pairing_token_digest: string | undefined;
+  /** Where the start came from (PROTOCOL.md 7.8); undefined in older logs. */
+  readonly source: string | undefined;
   readonly created_at: number;
   readonly expires_at: number;
   readonly commitment: string | undefined;
@@ -60,6 +62,7 @@ function initialContext(started: PairingStarted): PairingContext {
     envelope_version: started.envelope_version,
     client_pairing_token_digest: started.client_pairing_token_digest,
     assistant_pairing_token_digest: undefined,
+    source: started.source,
     created_at: started.at,
     expires_at: started.expires_at,
     commitment: undefined,

@@ -57,6 +57,22 @@ export function dialAddress(ip: string): string {
   return carried?.via === 'host' ? carried.ipv4.toString() : ip;
 }
 
+/**
+ * The source a request counts against for the limits each source has (PROTOCOL.md 7.8): an IPv4 address
+ * as it is, an IPv6 form that names an IPv4 host as that host, and any other IPv6 address as its /64
+ * (`2001:db8:1:2::/64`): one host is given a whole /64 to pick addresses from. No address (the socket
+ * is gone already) is the source `unknown`.
+ */
+export function sourceOf(ip: string | undefined): string {
+  if (ip === undefined || isIP(ip) === 0) return 'unknown';
+  const address = parse(ip);
+  if (address.kind() === 'ipv4') return address.toString();
+  const carried = carriedIPv4(address as ipaddr.IPv6);
+  if (carried?.via === 'host') return carried.ipv4.toString();
+  const prefix = [...address.toByteArray().slice(0, 8), 0, 0, 0, 0, 0, 0, 0, 0];
+  return `${ipaddr.fromByteArray(prefix).toString()}/64`;
+}
+
 function parse(ip: string): ipaddr.IPv4 | ipaddr.IPv6 {
   if (isIP(ip) === 0) throw new TypeError('not an IP address');
   return ipaddr.parse(ip);

@@ -19,8 +19,19 @@ export const PairingStartBody = z.strictObject({
   provider_kind: z.string().min(1).max(100).default('assistant-relay'),
   schema_version: Version.default(SCHEMA_VERSION),
   envelope_version: Version.default(ENVELOPE_VERSION),
+  /** A pairing ticket the operator issued: what a backend with the `ticket` policy asks for (PROTOCOL.md 7.8). */
+  ticket: z.string().min(1).max(200).optional(),
 });
 export type PairingStartBody = z.infer<typeof PairingStartBody>;
+
+/** The operator issues a pairing ticket (`POST /api/v1/admin/pairing-tickets`), valid for `ttl_ms`: 1 minute to 7 days, a day unless said. */
+export const PairingTicketBody = z.strictObject({
+  ttl_ms: z.number().int().min(60_000).max(7 * 86_400_000).default(86_400_000),
+});
+
+/** The ticket, shown this once: one pairing may start with it before `expires_at`. */
+export const PairingTicketAnswer = z.object({ ticket: z.string(), expires_at: z.iso.datetime() });
+export type PairingTicketAnswer = z.infer<typeof PairingTicketAnswer>;
 
 /** What the client keeps: the handle goes into the code it shows; the token carries its later messages. */
 export const PairingStartAnswer = z.object({

@@ -1,7 +1,8 @@
 /**
  * Pairing through a real backend over loopback HTTP (issue 10): both sides as the client library runs
  * them, and everything that must stop a pairing: a wrong code, a relay that swaps keys in transit (the
- * test plays it), messages out of order or from the wrong side, expiry, guessing handles, bad bodies.
+ * test plays it), messages out of order or from the wrong side, expiry, guessing handles, bad bodies;
+ * the limits of each source and the operator's tickets, which on three nodes must hold for the service.
  */
 import { createServer, type IncomingMessage, type Server } from 'node:http';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -27,8 +28,9 @@ async function pairBoth(url: string, mangle: (code: string) => string = (code) =
   let code: (value: string) => void;
   const shown = new Promise<string>((resolve) => (code = resolve));
   const sas: { client?: string; assistant?: string } = {};
-  const client = pairAsClient({ backend: url, providerKind: 'assistant-relay', pollMs: 20, onCode: (value) => code(value), onSas: (value) => (sas.client = value) });
-  const assistant = shown.then((value) => pairAsAssistant({ backend: assistantUrl, code: mangle(value), pollMs: 20, onSas: (value) => (sas.assistant = value) }));
+  // Each side's person says yes to whatever string it shows: the sides' own checks are what these tests are about.
+  const client = pairAsClient({ backend: url, providerKind: 'assistant-relay', pollMs: 20, onCode: (value) => code(value), confirmSas: (value) => Boolean((sas.client = value)) });
+  const assistant = shown.then((value) => pairAsAssistant({ backend: assistantUrl, code: mangle(value), pollMs: 20, confirmSas: (value) => Boolean((sas.assistant = value)) }));
   const [c, a] = await Promise.allSettled([client, assistant]);
   return { client: c, assistant: a, sas };
 }
@@ -115,14 +117,45 @@ describe('pairing through the backend', () => {
     expect([abort.status, abort.body]).toEqual([410, expect.objectContaining({ error: expect.objectContaining({ code: 'pairing_ended' }) })]);
   });
 
-  it('limits codes that name no pairing, and open pairings; refuses a provider that is coming soon', async () => {
+  it('limits codes that name no pairing, and open pairings, of a source; refuses a provider that is coming soon', async () => {
     const { url } = await served();
     for (let i = 0; i < 10; i += 1) expect((await request(`${url}/api/v1/pairings/join`, { body: { handle: '00000' } })).status).toBe(404);
     const limited = await request(`${url}/api/v1/pairings/join`, { body: { handle: '00000' } });
-    expect([limited.status, limited.headers.get('retry-after')]).toEqual([429, '60']);
+    expect([limited.status, (limited.body as { error: { code: string } }).error.code]).toEqual([429, 'too_many_attempts']);
+    expect(Number(limited.headers.get('retry-after'))).toBeGreaterThan(0);
+    expect(Number(limited.headers.get('retry-after'))).toBeLessThanOrEqual(60);
     expect((await start(url, { provider_kind: 'a2a-bridge' })).body).toMatchObject({ error: { code: 'provider_refused', message: expect.stringMatching(/coming soon/) } });
-    for (let i = 0; i < 64; i += 1) expect((await start(url)).status).toBe(201);
-    expect((await start(url)).body).toMatchObject({ error: { code: 'too_many_pairings' } });
+    for (let i = 0; i < 8; i += 1) expect((await start(url)).status).toBe(201);
+    const full = await start(url);
+    expect([full.status, full.body]).toEqual([429, expect.objectContaining({ error: expect.objectContaining({ code: 'too_many_pairings' }) })]);
+    // Until the first of its open pairings expires: 10 minutes.
+    expect(Number(full.headers.get('retry-after'))).toBeGreaterThan(590);
+  });
+
+  it("the limits are each source's, on every node of the service: one source's misses and open pairings stop no other", async () => {
+    const { url } = await served();
+    const from = (address: string) => ({
+      start: () => request(`${url}/api/v1/pairings`, { body: {}, from: address }),
+      join: (handle: string) => request(`${url}/api/v1/pairings/join`, { body: { handle }, from: address }),
+    });
+    const [greedy, other] = [from('127.0.0.2'), from('127.0.0.3')];
+    // On three nodes, consecutive requests meet different nodes: the counts are the service's.
+    for (let i = 0; i < 8; i += 1) expect((await greedy.start()).status).toBe(201);
+    expect((await greedy.start()).status).toBe(429);
+    for (let i = 0; i < 10; i += 1) expect((await greedy.join('00000')).status).toBe(404);
+    expect((await greedy.join('00000')).status).toBe(429);
+    const started = (await other.start()).body as { handle: string };
+    expect((await other.join(started.handle)).status).toBe(200);
+  });
+
+  it('with the ticket policy, a ticket the operator issued through one node starts a pairing through another, once', async () => {
+    const { url } = await served({ pairing: 'ticket', operatorToken: 'operator-token-of-the-test' });
+    const issued = await request(`${url}/api/v1/admin/pairing-tickets`, { token: 'operator-token-of-the-test', body: {} });
+    expect(issued.status).toBe(201);
+    const { ticket } = issued.body as { ticket: string };
+    expect((await start(url)).body).toMatchObject({ error: { code: 'pairing_ticket_required' } });
+    expect((await start(url, { ticket })).status).toBe(201);
+    expect((await start(url, { ticket })).body).toMatchObject({ error: { code: 'pairing_ticket_invalid' } });
   });
 
   it('a pairing goes on across a backend restart; a confirmation asked again gets a fresh token and the old one stops working', async () => {

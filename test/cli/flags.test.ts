@@ -1,6 +1,6 @@
 /** The flags every command shares: a string or boolean flag, the command line winning over its environment variable. */
 import { describe, expect, it } from 'vitest';
-import { UsageError, baseUrlFlag, parseOrigins, readFlags } from '../../src/adapters/cli/flags.js';
+import { UsageError, baseUrlFlag, parseOrigins, parseProxies, readFlags } from '../../src/adapters/cli/flags.js';
 
 const SPEC = { backend: { type: 'string' }, wait: { type: 'boolean' } } as const;
 
@@ -38,5 +38,15 @@ describe('baseUrlFlag', () => {
     expect(baseUrlFlag('url', 'http://127.0.0.1:8787//')).toBe('http://127.0.0.1:8787');
     expect(() => baseUrlFlag('url', 'ftp://host')).toThrow(/^--url must be an http or https URL/);
     expect(() => baseUrlFlag('backend', 'not a url')).toThrow(/^--backend must be an http or https URL/);
+  });
+});
+
+describe('parseProxies', () => {
+  it('takes addresses, CIDR ranges and the names of ranges, and refuses anything else', () => {
+    expect(parseProxies('trust-proxy', '10.0.0.1, 10.0.0.0/8,2001:db8::/32, loopback')).toEqual(['10.0.0.1', '10.0.0.0/8', '2001:db8::/32', 'loopback']);
+    expect(parseProxies('trust-proxy', undefined)).toEqual([]);
+    for (const bad of ['proxy.example', '10.0.0.0/33', '10.0.0.1/8/8', 'true', '*', '2001:db8::/129']) {
+      expect(() => parseProxies('trust-proxy', bad), bad).toThrow(UsageError);
+    }
   });
 });

@@ -182,7 +182,7 @@ it('a backend forgets a revoked integration and an aborted pairing, and compacts
   await backend.createJob(revoked.integration_id, { job_id, purpose: 'capability_probe', payload: {}, byo: false, deadline_ms: 60_000 });
   await backend.cancel(revoked.integration_id, job_id);
   await backend.integrations.revoke(revoked.integration_id);
-  const started = await backend.pairings.start({ provider_kind: 'assistant-relay', schema_version: 1, envelope_version: 1 });
+  const started = await backend.pairings.start({ provider_kind: 'assistant-relay', schema_version: 1, envelope_version: 1 }, '127.0.0.1');
   if (typeof started !== 'object' || !('pairing' in started)) throw new Error('no pairing');
   const { pairing_id } = started.pairing.context;
   await backend.pairings.abort(pairing_id, 'client', 'changed my mind');

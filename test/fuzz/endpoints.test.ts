@@ -84,7 +84,7 @@ beforeAll(async () => {
   receiver = await Receiver.start();
   hostA = await createAssistantHost({ db: join(dir, 'a.db'), token: TOKEN, agent: quietAgent, clock, inspect: true });
   hostB = await createAssistantHost({ db: join(dir, 'b.db'), token: TOKEN, agent: quietAgent, clock, form: 'B', callbackLoopback: true });
-  relay = await createBackendRelay({ db: join(dir, 'backend.db'), operatorToken: OPERATOR, config: { clock } });
+  relay = await createBackendRelay({ db: join(dir, 'backend.db'), operatorToken: OPERATOR, pairing: 'open', config: { clock } });
   served.hostA = { url: await hostA.listen({ host: '127.0.0.1', port: 0 }), db: join(dir, 'a.db'), routes: routesOf(hostA.server.printRoutes({ commonPrefix: false })) };
   served.hostB = { url: await hostB.listen({ host: '127.0.0.1', port: 0 }), db: join(dir, 'b.db') };
   served.backend = { url: await relay.listen({ host: '127.0.0.1', port: 0 }), db: join(dir, 'backend.db'), routes: routesOf(relay.server.printRoutes({ commonPrefix: false })) };
@@ -156,6 +156,7 @@ function endpoints(): Array<Endpoint & { readonly server: keyof typeof served }>
     { server: 'backend', name: 'operator: list integrations', method: 'GET', route: A, token: () => OPERATOR, host: backend },
     { server: 'backend', name: 'operator: rotate a token', method: 'POST', route: `${A}/:id/tokens/:role/rotate`, token: () => OPERATOR, params: { id: () => made.spare, role: () => 'client' }, host: backend },
     { server: 'backend', name: 'operator: revoke', method: 'POST', route: `${A}/:id/revoke`, token: () => OPERATOR, params: { id: () => made.spare }, host: backend },
+    { server: 'backend', name: 'operator: pairing ticket', method: 'POST', route: '/api/v1/admin/pairing-tickets', token: () => OPERATOR, body: () => ({ ttl_ms: 60_000 }), host: backend },
     { server: 'backend', name: 'client: integration', method: 'GET', route: I, token: client, params: integration, host: backend },
     {
       server: 'backend',

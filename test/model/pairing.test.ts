@@ -21,7 +21,8 @@ let served: ServedBackend;
 let pairings = '';
 
 beforeAll(async () => {
-  served = await serveBackend({ config: { clock } });
+  // Every path starts a pairing from this one source: its limits are not what this test is about.
+  served = await serveBackend({ config: { clock, pairingLimits: { openPerSource: 100, startsPerSource: 1_000 } } });
   pairings = `${served.url}/api/v1/pairings`;
 });
 

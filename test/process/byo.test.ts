@@ -1,40 +1,48 @@
 /**
  * BYO end to end as real processes over loopback (issue 10): a backend; a client that pairs with
  * `assistant-relay pair` and an assistant that completes it with `plugin --pairing-code` (both show the
- * same short string); then a capability probe, a live analysis and a session summary as BYO jobs, their
+ * same short string, and on a terminal ask their person whether the other side shows it too: issue 23);
+ * then a capability probe, a live analysis and a session summary as BYO jobs, their
  * results opened and checked by the client. The backend is blind: a sentinel in every payload and result
  * is never in its database file (WAL included) nor in anything it printed.
  */
 import { chmodSync, existsSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { AssistantKeysFile, ClientKeysFile, keyringOfFile, readKeysFile } from '../../src/adapters/byo/keys-file.js';
 import { BackendClient } from '../../src/adapters/client/backend-client.js';
 import { JobsClient } from '../../src/adapters/client/jobs.js';
 import { CapabilityProfile, JobView, PURPOSES, keyringOf, type SessionKeys } from '../../src/protocol/index.js';
-import { waitFor } from '../support/wait.js';
+import { eventually, waitFor } from '../support/wait.js';
 import { ServeChild, runCli, start, started, useChildFolder } from '../support/child.js';
 
 const folder = useChildFolder();
 const SENTINEL = 'SENTINEL-7f3a9c-budget-owner';
 const SAMPLE_CALL = fileURLToPath(new URL('../../samples/sales-call.txt', import.meta.url));
 
-/** A backend, and a client and a plugin paired through it as processes. */
+/**
+ * A backend (its default pairing policy: a ticket from the operator, issued with `backend
+ * pairing-ticket`), and a client and a plugin paired through it as processes, neither asking a person.
+ */
 async function pairedProcesses(dir: string, pluginArgs: readonly string[] = []) {
   const db = join(dir, 'backend.db');
-  const backend = await started(['backend', '--port', '0', '--db', db, '--log-level', 'debug']);
+  const operatorToken = join(dir, 'operator-token');
+  const backend = await started(['backend', '--port', '0', '--db', db, '--token-file', operatorToken, '--log-level', 'debug']);
   const listening = backend.line.listening as string;
   const clientKeys = join(dir, 'client-keys.json');
   const assistantKeys = join(dir, 'assistant-keys.json');
+  const issued = await runCli(['backend', 'pairing-ticket', '--backend', listening, '--token-file', operatorToken, '--ttl', '10m']);
+  expect([issued.code, issued.stderr]).toEqual([0, '']);
+  const { ticket } = JSON.parse(issued.stdout) as { ticket: string };
 
-  const pairing = start(['pair', '--backend', listening, '--keys', clientKeys], {});
+  const pairing = start(['pair', '--backend', listening, '--keys', clientKeys, '--ticket', ticket, '--yes'], {});
   await waitFor('the pairing code', () => pairing.output.stdout.includes('\n'), { timeoutMs: 20_000 });
   const code = (JSON.parse(pairing.output.stdout.split('\n')[0]!) as { pairing_code: string }).pairing_code;
   expect(code).toMatch(/^[0-9A-Z]{5}(-[0-9A-Z]{5}){3}$/);
-  const plugin = await started(['plugin', '--backend', listening, '--pairing-code', code, '--keys', assistantKeys, '--db', join(dir, 'plugin.db'), '--log-level', 'warn', ...pluginArgs]);
+  const plugin = await started(['plugin', '--backend', listening, '--pairing-code', code, '--keys', assistantKeys, '--yes', '--db', join(dir, 'plugin.db'), '--log-level', 'warn', ...pluginArgs]);
   expect(await pairing.exited).toEqual({ code: 0, signal: null });
-  return { db, backend, listening, clientKeys, assistantKeys, pairing, plugin, code };
+  return { db, backend, listening, clientKeys, assistantKeys, pairing, plugin, code, ticket };
 }
 
 it('pairs two processes through the backend and runs BYO jobs it cannot read', { timeout: 90_000 }, async () => {
@@ -43,7 +51,8 @@ it('pairs two processes through the backend and runs BYO jobs it cannot read', {
   expect(pairing.output.stderr).toContain(`Pairing code: ${code}`);
   const paired = JSON.parse(pairing.output.stdout.split('\n')[1]!) as { paired: boolean; sas: string; integration_id: string };
   expect(plugin.line).toMatchObject({ plugin: 'started', byo: true, integration: paired.integration_id, sas: paired.sas });
-  expect(plugin.output.stderr).toContain(`Short authentication string: ${paired.sas}`);
+  expect(plugin.output.stderr).toContain(`Short authentication string: ${paired.sas} (not compared with the client's: --yes)`);
+  expect(pairing.output.stderr).toContain(`Short authentication string: ${paired.sas} (not compared with the assistant's side's: --yes)`);
   for (const file of [clientKeys, assistantKeys]) expect(statSync(file).mode & 0o777).toBe(0o600);
 
   const client = ['--keys', clientKeys];
@@ -127,15 +136,69 @@ it('rotates the keys while BYO jobs run: every job completes, those sealed under
   }
 });
 
-it('refuses a keys file others can read, on either side, and a pairing with a provider that is coming soon', { timeout: 60_000 }, async () => {
+it('refuses a keys file others can read, on either side, a pairing with a provider that is coming soon, and one without a ticket', { timeout: 60_000 }, async () => {
   const dir = folder();
-  const { listening, clientKeys, assistantKeys } = await pairedProcesses(dir);
+  const { listening, clientKeys, assistantKeys, ticket: used } = await pairedProcesses(dir);
   for (const file of [clientKeys, assistantKeys]) chmodSync(file, 0o644);
   const job = await runCli(['job', 'create', '--keys', clientKeys, '--purpose', 'capability_probe']);
   expect([job.code, job.stderr]).toEqual([2, expect.stringMatching(/keys file is not private: .*chmod 600/)]);
   const plugin = await runCli(['plugin', '--keys', assistantKeys, '--db', join(dir, 'plugin-2.db')]);
   expect([plugin.code, plugin.stderr]).toEqual([2, expect.stringMatching(/keys file is not private/)]);
-  const comingSoon = await runCli(['pair', '--backend', listening, '--keys', join(dir, 'other-keys.json'), '--provider', 'a2a-bridge']);
+  const comingSoon = await runCli(['pair', '--backend', listening, '--keys', join(dir, 'other-keys.json'), '--provider', 'a2a-bridge', '--yes']);
   expect([comingSoon.code, comingSoon.stderr]).toEqual([1, expect.stringMatching(/422 provider_refused: .*coming soon/)]);
+  // The ticket was used up by the pairing; without one this backend pairs no one.
+  for (const ticket of [[], ['--ticket', used]]) {
+    const refused = await runCli(['pair', '--backend', listening, '--keys', join(dir, 'other-keys.json'), '--yes', ...ticket]);
+    expect([refused.code, refused.stderr]).toEqual([1, expect.stringMatching(/403 pairing_ticket_(required|invalid)/)]);
+  }
   expect(existsSync(join(dir, 'other-keys.json'))).toBe(false);
+});
+
+describe('the person confirms the short authentication string', () => {
+  /** `pair` and `plugin --pairing-code` on terminals, through a backend; each side's person answers `answers`. */
+  async function onTerminals(dir: string, answers: { readonly client: string; readonly assistant: string }) {
+    const backend = await started(['backend', '--port', '0', '--db', join(dir, 'backend.db'), '--pairing', 'open', '--log-level', 'warn']);
+    const listening = backend.line.listening as string;
+    const keys = { client: join(dir, 'client-keys.json'), assistant: join(dir, 'assistant-keys.json') };
+    const pairing = start(['pair', '--backend', listening, '--keys', keys.client], {}, undefined, { terminal: true });
+    const code = (await eventually('the pairing code', () => /"pairing_code":"([^"]+)"/.exec(pairing.output.stdout)?.[1], (found) => found !== undefined, { timeoutMs: 20_000 }))!;
+    const plugin = start(['plugin', '--backend', listening, '--pairing-code', code, '--keys', keys.assistant, '--db', join(dir, 'plugin.db'), '--log-level', 'warn'], {}, undefined, { terminal: true });
+    for (const [side, answer] of [[pairing, answers.client], [plugin, answers.assistant]] as const) {
+      await waitFor('the question', () => /show \d{3} \d{3} too\? \[y\/N\]/.test(side.output.stdout), { timeoutMs: 20_000 });
+      side.child.stdin!.write(`${answer}\n`);
+    }
+    return { pairing, plugin, keys };
+  }
+
+  it('asks the person at each terminal, and writes the keys after both said yes', { timeout: 60_000 }, async () => {
+    const { pairing, plugin, keys } = await onTerminals(folder(), { client: 'y', assistant: 'yes' });
+    expect(await pairing.exited).toEqual({ code: 0, signal: null });
+    expect(pairing.output.stdout).toMatch(/Does the assistant's side show (\d{3} \d{3}) too\? \[y\/N\][\s\S]*"paired":true,.*"sas":"\1"/);
+    await waitFor('the plugin started', () => plugin.output.stdout.includes('"plugin":"started"'), { timeoutMs: 20_000 });
+    expect(plugin.output.stdout).toMatch(/Does the client show \d{3} \d{3} too\?/);
+    for (const file of Object.values(keys)) expect(statSync(file).mode & 0o777).toBe(0o600);
+  });
+
+  it("a no at the assistant's terminal aborts the pairing: neither side writes keys", { timeout: 60_000 }, async () => {
+    const { pairing, plugin, keys } = await onTerminals(folder(), { client: 'y', assistant: 'n' });
+    expect((await plugin.exited).code).toBe(1);
+    expect(plugin.output.stdout).toMatch(/the person at the assistant's side saw another short authentication string/);
+    expect((await pairing.exited).code).toBe(1);
+    expect(pairing.output.stdout).toMatch(/assistant-relay pair: the assistant's side aborted the pairing: sas_rejected/);
+    for (const file of Object.values(keys)) expect(existsSync(file)).toBe(false);
+  });
+
+  it('without a terminal and without --yes, refuses before it pairs', async () => {
+    const dir = folder();
+    // No backend listens there: a refusal before any request is the only way to answer at once.
+    const nowhere = 'http://127.0.0.1:9';
+    for (const args of [
+      ['pair', '--backend', nowhere, '--keys', join(dir, 'client-keys.json')],
+      ['plugin', '--backend', nowhere, '--pairing-code', '7K3QD-M4X9P-ZR2T6-VHW8N', '--keys', join(dir, 'assistant-keys.json'), '--db', join(dir, 'plugin.db')],
+    ]) {
+      const refused = await runCli(args);
+      expect([args[0], refused.code, refused.stderr]).toEqual([args[0], 2, expect.stringMatching(/a person must confirm that both sides show the same short authentication string, and stdin is not a terminal: .*--yes/)]);
+    }
+    expect(existsSync(join(dir, 'client-keys.json')) || existsSync(join(dir, 'assistant-keys.json'))).toBe(false);
+  });
 });

@@ -426,6 +426,8 @@ describe('backend: the store and the broker', () => {
     [['--store', 'postgres://127.0.0.1/test', '--pubsub', 'amqp://127.0.0.1'], /--pubsub must start nats:\/\/ or redis:\/\//],
     [['--store', 'postgres://127.0.0.1/test', '--namespace', 'a b'], /--namespace must be letters/],
     [['--store', 'postgres://127.0.0.1/test', '--store-queue', '0'], /--store-queue/],
+    [['--pairing', 'closed'], /--pairing must be open or ticket/],
+    [['--trust-proxy', 'proxy.example'], /--trust-proxy: "proxy.example" is not an address/],
   ])('refuses %j with the usage, before connecting to anything', async (args, says) => {
     const result = await runCli(['backend', '--port', '0', ...args]);
     expect(result.code).toBe(2);

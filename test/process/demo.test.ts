@@ -33,6 +33,11 @@ it('runs the whole system, walks a client through it, prints the timeline, and e
   const out = run.stdout;
 
   expect(out).toMatch(/short authentication string (\d{3} \d{3}) on the client, \1 on the assistant: the same/);
+  // Each side's person confirmed the strings match before the keys were written.
+  for (const [side, other] of [['client', 'assistant'], ['assistant', 'client']]) {
+    expect(said(out, 'pairing').join('\n')).toMatch(new RegExp(`the ${side} shows (\\d{3} \\d{3}); its person looks at the ${other}'s \\1 and confirms they match`));
+  }
+  expect(out.indexOf('confirms they match')).toBeLessThan(out.indexOf('paired: integration'));
   expect(out).toMatch(new RegExp(`paired: integration ${UUID}`));
   expect(said(out, 'plugin').join('\n')).toMatch(/online at the backend: .* reasoner builtin/);
   expect(said(out, 'probe').join('\n')).toMatch(/completed: skills live_analysis, session_summary/);

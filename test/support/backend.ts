@@ -2,8 +2,8 @@
  * Reasoning-channel fixtures shared by the backend's tests. `serveBackend` is one node on an SQLite log;
  * or, with ASSISTANT_RELAY_TEST_BACKEND=cluster (the `cluster` test projects), three nodes on a shared
  * PostgreSQL schema of the test's own and the suites' broker namespace (ASSISTANT_RELAY_TEST_BROKER: nats or redis)
- * behind a balancer that sends each request to the next node, so that the same suites prove three
- * nodes behave as one.
+ * behind a balancer that sends each request to the next node (and names the client's address in
+ * `X-Forwarded-For`, which the nodes trust), so that the same suites prove three nodes behave as one.
  */
 import { randomUUID } from 'node:crypto';
 import { rmSync } from 'node:fs';
@@ -37,6 +37,8 @@ export interface ServeOptions {
   readonly config?: BackendConfig;
   readonly operatorToken?: string;
   readonly corsOrigins?: readonly string[];
+  /** Who may pair: `open` unless a test says otherwise (the suites pair freely; the default of a real backend is `ticket`). */
+  readonly pairing?: 'open' | 'ticket';
 }
 
 /** A backend engine on a real SQLite log in `dir`, served over loopback HTTP; or a cluster of three (above). */
@@ -46,6 +48,7 @@ export async function serveBackend(options: ServeOptions = {}): Promise<ServedBa
   const db = join(dir, 'backend.db');
   const relay = await createBackendRelay({
     db,
+    pairing: options.pairing ?? 'open',
     ...(options.config === undefined ? {} : { config: options.config }),
     ...(options.operatorToken === undefined ? {} : { operatorToken: options.operatorToken }),
     ...(options.corsOrigins === undefined ? {} : { corsOrigins: options.corsOrigins }),
@@ -81,6 +84,9 @@ export async function serveCluster(options: ServeOptions & { readonly nodes?: nu
       await createBackendRelay({
         store: { url: POSTGRES_URL, schema },
         broker: { url: brokerUrl, namespace },
+        pairing: options.pairing ?? 'open',
+        // The balancer on loopback says whose request it forwards: the pairing limits count the client's address.
+        trustProxy: ['loopback'],
         ...(options.config === undefined ? {} : { config: options.config }),
         ...(options.operatorToken === undefined ? {} : { operatorToken: options.operatorToken }),
         ...(options.corsOrigins === undefined ? {} : { corsOrigins: options.corsOrigins }),

@@ -1,8 +1,9 @@
 /**
  * A load balancer for tests, in front of several backend nodes, as an operator would put one: each
  * request goes to the next node in turn (so that consecutive requests of one client meet different nodes),
- * its body buffered so that a node that refuses the connection is skipped for the next one, as nginx's
- * `proxy_next_upstream error` does; a response, a stream included, is passed through as it comes.
+ * the client's address added to its `X-Forwarded-For`, its body buffered so that a node that refuses the
+ * connection is skipped for the next one, as nginx's `proxy_next_upstream error` does; a response, a
+ * stream included, is passed through as it comes.
  */
 import { Agent, createServer, request, type IncomingHttpHeaders, type IncomingMessage, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -35,7 +36,10 @@ export async function startBalancer(upstreams: () => readonly string[]): Promise
       const forward = (tries: number): void => {
         const index = next++ % nodes.length;
         const target = new URL(incoming.url ?? '/', nodes[index]);
-        const upstream = request(target, { method: incoming.method, headers: { ...endToEnd(incoming.headers), host: target.host }, agent }, (answer: IncomingMessage) => {
+        // As nginx's `proxy_add_x_forwarded_for`: the client's address after any the client sent.
+        const forwarded = [incoming.headers['x-forwarded-for'], incoming.socket.remoteAddress].filter((part) => part !== undefined).join(', ');
+        const headers = { ...endToEnd(incoming.headers), host: target.host, 'x-forwarded-for': forwarded };
+        const upstream = request(target, { method: incoming.method, headers, agent }, (answer: IncomingMessage) => {
           taken.push({ node: index, path: target.pathname });
           outgoing.writeHead(answer.statusCode ?? 502, endToEnd(answer.headers));
           answer.pipe(outgoing);

@@ -33,8 +33,13 @@ function childEnv(extra: Record<string, string>): NodeJS.ProcessEnv {
   return { ...env, ...extra };
 }
 
-export function start(args: readonly string[], env: Record<string, string>, script = CLI) {
-  const child = spawn(process.execPath, [script, ...args], { env: childEnv(env), stdio: ['ignore', 'pipe', 'pipe'] });
+export function start(args: readonly string[], env: Record<string, string>, script = CLI, { terminal = false } = {}) {
+  const command = [process.execPath, script, ...args];
+  // On a terminal: util-linux `script` runs it on a pseudo-terminal fed from our pipe (what is written to
+  // `child.stdin` is typed there); its stdout and stderr both come out on stdout, with \r\n.
+  const child = terminal
+    ? spawn('script', ['--quiet', '--return', '--command', command.map((word) => `'${word.replaceAll("'", "'\\''")}'`).join(' '), '/dev/null'], { env: childEnv(env), stdio: ['pipe', 'pipe', 'pipe'] })
+    : spawn(command[0]!, command.slice(1), { env: childEnv(env), stdio: ['ignore', 'pipe', 'pipe'] });
   live.add(child);
   const output = { stdout: '', stderr: '' };
   child.stdout!.setEncoding('utf8').on('data', (chunk: string) => (output.stdout += chunk));

@@ -1,4 +1,6 @@
-/** Plain HTTP helpers for tests: JSON requests to a host on loopback. */
+/** Plain HTTP helpers for tests: JSON requests to a host on loopback, from 127.0.0.1 or another loopback address (another source). */
+import { Agent, fetch as fetchVia } from 'undici';
+
 export interface JsonResponse {
   readonly status: number;
   readonly headers: Headers;
@@ -8,7 +10,7 @@ export interface JsonResponse {
 
 export async function request(
   url: string,
-  init: { method?: string; token?: string; body?: unknown; rawBody?: string; headers?: Record<string, string> } = {},
+  init: { method?: string; token?: string; body?: unknown; rawBody?: string; headers?: Record<string, string>; from?: string } = {},
 ): Promise<JsonResponse> {
   const headers: Record<string, string> = { ...init.headers };
   if (init.token !== undefined) headers.authorization = `Bearer ${init.token}`;
@@ -17,7 +19,8 @@ export async function request(
     body = JSON.stringify(init.body);
     headers['content-type'] ??= 'application/json';
   }
-  const response = await fetch(url, { method: init.method ?? (body === undefined ? 'GET' : 'POST'), headers, ...(body !== undefined ? { body } : {}) });
+  const sent = { method: init.method ?? (body === undefined ? 'GET' : 'POST'), headers, ...(body !== undefined ? { body } : {}) };
+  const response = init.from === undefined ? await fetch(url, sent) : ((await fetchVia(url, { ...sent, dispatcher: agentFrom(init.from) })) as unknown as Response);
   const text = await response.text();
   let parsed: unknown = undefined;
   try {
@@ -26,6 +29,15 @@ export async function request(
     parsed = undefined;
   }
   return { status: response.status, headers: response.headers, body: parsed, text };
+}
+
+const agents = new Map<string, Agent>();
+
+/** Connections that leave from `address` (127.0.0.2, …: the same machine, another source to the server). */
+export function agentFrom(address: string): Agent {
+  let agent = agents.get(address);
+  if (agent === undefined) agents.set(address, (agent = new Agent({ localAddress: address })));
+  return agent;
 }
 
 export function post(base: string, token: string, body: unknown): Promise<JsonResponse> {

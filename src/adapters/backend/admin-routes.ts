@@ -1,13 +1,14 @@
 /**
  * The operator's side of the backend (PROTOCOL.md 6e.12): create integrations while the backend runs,
- * list them, rotate a token, revoke an integration. Guarded by the operator token, checked in constant time
+ * list them, rotate a token, revoke an integration; issue a pairing ticket (7.8). Guarded by the operator token, checked in constant time
  * against its digest before the body is read; a backend started without one has no admin routes at all.
  */
 import type { FastifyPluginAsync } from 'fastify';
-import { IntegrationCreateBody, IntegrationPath, TokenRolePath, bearerToken, matchesDigest } from '../../protocol/index.js';
+import { IntegrationCreateBody, IntegrationPath, PairingTicketBody, TokenRolePath, bearerToken, matchesDigest } from '../../protocol/index.js';
 import type { Backend } from '../../engine/backend/backend.js';
 import { sendError } from '../http/errors.js';
 import type { ZodTypeProvider } from '../http/validation.js';
+import { sendRefusal } from './pairing-routes.js';
 import { integrationView } from './view.js';
 
 const BASE = '/api/v1/admin/integrations';
@@ -42,5 +43,11 @@ export const adminRoutes: FastifyPluginAsync<{ readonly backend: Backend; readon
     if (revoked === undefined) return sendError(reply, 'integration_not_found');
     const read = (await backend.committedIntegration(request.params.id))!;
     return integrationView(read);
+  });
+
+  app.post('/api/v1/admin/pairing-tickets', { schema: { body: PairingTicketBody } }, async (request, reply) => {
+    const issued = await backend.pairings.issueTicket(request.body.ttl_ms);
+    if ('refused' in issued) return sendRefusal(reply, issued);
+    return reply.code(201).send({ ticket: issued.ticket, expires_at: new Date(issued.expires_at).toISOString() });
   });
 };

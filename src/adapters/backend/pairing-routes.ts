@@ -2,7 +2,9 @@
  * Pairing through the backend (5, PROTOCOL.md 7): the client starts a pairing, the assistant's side joins
  * with the handle of the code a person carried to it, and each side's messages follow in the one order
  * the protocol allows, every one after the first with that side's pairing token. Starting and joining
- * need no token: a pairing grants nothing that exists, only an integration of its own.
+ * need no token: a pairing grants nothing that exists, only an integration of its own; they count
+ * against the limits of the request's source (its address, or with `trustProxy` the client's address a
+ * trusted proxy forwarded), and with the `ticket` policy a start uses up one of the operator's tickets.
  */
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import {
@@ -17,13 +19,20 @@ import {
   bearerToken,
 } from '../../protocol/index.js';
 import type { Backend } from '../../engine/backend/backend.js';
+import type { PairingRefusal } from '../../engine/backend/pairing-limits.js';
 import type { PairingAnswer, PairingRole } from '../../engine/backend/pairings.js';
+import { sourceOf } from '../../protocol/ip-address.js';
 import { sendError } from '../http/errors.js';
 import type { ZodTypeProvider } from '../http/validation.js';
 import { pairingView } from './view.js';
 
 const BASE = '/api/v1/pairings';
 const iso = (ms: number) => new Date(ms).toISOString();
+
+/** A refused start, join or ticket: its code, with `Retry-After` for a 429. */
+export function sendRefusal(reply: FastifyReply, { refused, message, retryAfterS }: PairingRefusal) {
+  return sendError(reply, refused, message, retryAfterS === undefined ? {} : { 'retry-after': String(retryAfterS) });
+}
 
 /** How a step's outcome reads on the wire; `render` answers a step taken. */
 function answerStep(reply: FastifyReply, answer: PairingAnswer, render: (answer: PairingAnswer) => unknown = ({ pairing }) => pairingView(pairing!)) {
@@ -58,16 +67,15 @@ export const pairingRoutes: FastifyPluginAsync<{ readonly backend: Backend }> = 
   };
 
   app.post(BASE, { schema: { body: PairingStartBody } }, async (request, reply) => {
-    const started = await pairings.start(request.body);
-    if (started === 'too_many') return sendError(reply, 'too_many_pairings', undefined, { 'retry-after': '60' });
-    if ('refused' in started) return sendError(reply, 'provider_refused', started.refused.message);
+    const started = await pairings.start(request.body, sourceOf(request.ip));
+    if ('refused' in started) return sendRefusal(reply, started);
     const { context } = started.pairing;
     return reply.code(201).send({ pairing_id: context.pairing_id, handle: context.handle, pairing_token: started.token, expires_at: iso(context.expires_at) });
   });
 
   app.post(`${BASE}/join`, { schema: { body: PairingJoinBody } }, async (request, reply) => {
-    const joined = await pairings.join(request.body.handle);
-    if (joined === 'too_many') return sendError(reply, 'too_many_attempts', undefined, { 'retry-after': '60' });
+    const joined = await pairings.join(request.body.handle, sourceOf(request.ip));
+    if ('refused' in joined) return sendRefusal(reply, joined);
     return answerStep(reply, joined, ({ pairing, token }) => {
       const c = pairing!.context;
       return { pairing_id: c.pairing_id, provider_kind: c.provider_kind, schema_version: c.schema_version, envelope_version: c.envelope_version, pairing_token: token, expires_at: iso(c.expires_at) };

@@ -20,6 +20,8 @@ export interface BackendHttpOptions {
   readonly operatorTokenDigest?: string;
   /** Browser origins allowed to call the backend (CORS); none by default. */
   readonly corsOrigins?: readonly string[];
+  /** Reverse proxies whose `X-Forwarded-For` names a request's source (the pairing limits are each source's); none by default. */
+  readonly trustProxy?: readonly string[];
   /** What `/healthz` answers: the node, its store and its broker. */
   readonly health?: () => Promise<HealthReport>;
 }
@@ -33,6 +35,7 @@ export async function buildBackendServer(backend: Backend, options: BackendHttpO
     epoch: backend.epoch,
     ...(options.logger === undefined ? {} : { logger: options.logger }),
     ...(options.corsOrigins === undefined ? {} : { corsOrigins: options.corsOrigins }),
+    ...(options.trustProxy === undefined ? {} : { trustProxy: options.trustProxy }),
     ...(options.health === undefined ? {} : { health: options.health }),
   });
   await app.register(async (scope) => {

@@ -2,7 +2,8 @@
  * `assistant-relay backend`: the backend relay (4.1) standalone, on its own event log or as one node of
  * a service on PostgreSQL and a broker; and
  * `assistant-relay backend integration create`, which creates an integration in a log no backend holds
- * (the lock refuses it otherwise) and prints its tokens, once.
+ * (the lock refuses it otherwise) and prints its tokens, once; and `assistant-relay backend
+ * pairing-ticket` (pairing-ticket.ts).
  */
 import { Backend } from '../../engine/backend/backend.js';
 import { REKEY_TIMES_KEPT } from '../../machines/integration.js';
@@ -11,7 +12,8 @@ import { DEFAULT_SCHEMA, SCHEMA_NAME } from '../../storage/postgres/connection.j
 import { createBackendRelay, openBackendStore, type BackendRelayOptions } from '../backend-relay.js';
 import { DEFAULT_NAMESPACE, NAMESPACE } from '../brokers/broker.js';
 import { BROKER_SCHEMES } from '../brokers/connect.js';
-import { UsageError, integer, parseDuration, logLevelOf, parseOrigins, readFlags, retentionOf } from './flags.js';
+import { UsageError, integer, parseDuration, logLevelOf, parseOrigins, parseProxies, readFlags, retentionOf } from './flags.js';
+import { PAIRING_TICKET_USAGE, pairingTicketCommand } from './pairing-ticket.js';
 import { exitOnFatal, jsonLogger, readTokenFile, runUntilSignalled } from './service.js';
 
 export const BACKEND_USAGE = `usage: assistant-relay backend [options]
@@ -33,6 +35,12 @@ export const BACKEND_USAGE = `usage: assistant-relay backend [options]
   --token-file FILE        the operator token, created (0600, random) if absent: turns on the admin
                            routes (/api/v1/admin/integrations); without it there are none
   --cors-origin O          browser origins whose pages may call the backend, comma-separated (default none)
+  --pairing open|ticket    who may create an integration by pairing: ticket (the default), only a client
+                           that brings a ticket the operator issued (needs --token-file here or on another
+                           node); open, anyone who can reach the backend
+  --trust-proxy LIST       reverse proxies whose X-Forwarded-For names the client's address (what the
+                           pairing limits count by): addresses, CIDR ranges, loopback, linklocal,
+                           uniquelocal, comma-separated (default none: the peer's address)
   --retention D|off        forget jobs settled, integrations revoked (with all they had) and pairings
                            ended longer ago than D and remove their events from the log, e.g. 7d
                            (default 7d); off keeps everything
@@ -51,6 +59,7 @@ export const BACKEND_USAGE = `usage: assistant-relay backend [options]
   creates an integration (default provider assistant-relay) in a log no backend has open (--db), or in
   the shared store while its nodes run (--store), and prints
   {"integration_id","provider_kind","relay_token","client_token"}: the tokens are shown this once.
+${PAIRING_TICKET_USAGE}
 Each flag may also be set as ASSISTANT_RELAY_<FLAG>, e.g. ASSISTANT_RELAY_PORT=8788.`;
 
 const FLAGS = {
@@ -66,6 +75,8 @@ const FLAGS = {
   'store-queue': { type: 'string' },
   'token-file': { type: 'string' },
   'cors-origin': { type: 'string' },
+  pairing: { type: 'string' },
+  'trust-proxy': { type: 'string' },
   retention: { type: 'string' },
   'max-open-jobs': { type: 'string' },
   'max-followers': { type: 'string' },
@@ -81,6 +92,7 @@ const DEFAULT_DB = 'data/backend.db';
 
 export async function backendCommand(argv: readonly string[], env: NodeJS.ProcessEnv): Promise<void> {
   if (argv[0] === 'integration') return integrationCommand(argv.slice(1), env);
+  if (argv[0] === 'pairing-ticket') return pairingTicketCommand(argv.slice(1), env);
   const get = readFlags(argv, FLAGS, env);
   const where = whereOf(get);
   const corsOrigins = parseOrigins('cors-origin', get('cors-origin'));
@@ -97,9 +109,15 @@ export async function backendCommand(argv: readonly string[], env: NodeJS.Proces
     ...(storeQueue === undefined ? {} : { maxQueuedDecisions: integer('store-queue', storeQueue, 1, 10_000_000) }),
     quotas: quotaFlags(get),
   };
-  const relay = await createBackendRelay({ ...where.options, corsOrigins, logger, config, ...(operatorToken === undefined ? {} : { operatorToken }) });
+  const pairing = get('pairing') ?? 'ticket';
+  if (pairing !== 'open' && pairing !== 'ticket') throw new UsageError(`--pairing must be open or ticket, not ${JSON.stringify(pairing)}`);
+  const trustProxy = parseProxies('trust-proxy', get('trust-proxy'));
+  const relay = await createBackendRelay({ ...where.options, corsOrigins, logger, config, pairing, trustProxy, ...(operatorToken === undefined ? {} : { operatorToken }) });
   const url = await relay.listen({ host: get('host') ?? '127.0.0.1', port: integer('port', get('port') ?? '8788', 0, 65535) });
-  logger.info({ url, ...where.said, epoch: relay.epoch, admin_routes: operatorToken !== undefined, cors_origins: corsOrigins }, 'serving');
+  logger.info({ url, ...where.said, epoch: relay.epoch, admin_routes: operatorToken !== undefined, cors_origins: corsOrigins, pairing, trust_proxy: trustProxy }, 'serving');
+  if (pairing === 'ticket' && operatorToken === undefined && where.options.store === undefined) {
+    logger.warn('--pairing ticket without --token-file: no ticket can be issued, so no pairing can start (give --token-file, or --pairing open)');
+  }
   runUntilSignalled(logger, { listening: url }, () => relay.close());
 }
 

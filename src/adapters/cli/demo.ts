@@ -6,7 +6,7 @@
  *                                                        host in Form B (the approvals agent)
  *
  * and a client that walks through it: it pairs with the plugin (both sides show the short
- * authentication string), probes the plugin's capabilities, plays a recorded call into its `insights:`
+ * authentication string, and each side's person confirms it matches the other's), probes the plugin's capabilities, plays a recorded call into its `insights:`
  * session with live insights, chats in Form A and in Form B (typing, a tool call, an approval step),
  * and gets the call's summary as a BYO job. It prints the timeline and where to look next, then stops
  * everything and exits 0; with `--keep` it stays up for `assistant-relay chat` and friends until Ctrl-C.
@@ -24,7 +24,7 @@ import { AssistantKeys, ClientKeysFile, keyringOfFile, readKeysFile, storedKeys,
 import { FormAClient } from '../client/form-a.js';
 import { FormBClient, type ConversationEntry } from '../client/form-b.js';
 import { JobsClient } from '../client/jobs.js';
-import { pairAsAssistant, pairAsClient } from '../client/pairing.js';
+import { pairAsAssistant, pairAsClient, type ConfirmSas } from '../client/pairing.js';
 import { createAssistantHost } from '../host.js';
 import { builtinReasoner } from '../reasoners/index.js';
 import { SAMPLE_CALL, playCall, readTranscript, summarizeCall, summaryLines } from './call.js';
@@ -119,7 +119,8 @@ async function tour({ files, lines, paceMs, token, logger, timeline: t, parts, k
   const suffix = crypto.randomUUID().slice(0, 8);
   const onFatal = exitOnFatal(logger);
 
-  const relay = await createBackendRelay({ db: files.backend, logger: logger.child({ part: 'backend' }), config: { onFatal } });
+  // Pairing is open: this backend listens on loopback for the one person running the demo, who has no operator to ask for a ticket.
+  const relay = await createBackendRelay({ db: files.backend, pairing: 'open', logger: logger.child({ part: 'backend' }), config: { onFatal } });
   parts.push(relay);
   const backend = await listenPreferring(PORTS.backend, (port) => relay.listen({ port }));
   t.say('backend', `the backend relay listens at ${backend} (event log ${files.backend})`);
@@ -215,20 +216,34 @@ async function listenPreferring(port: number, listen: (port: number) => Promise<
 async function pair(backend: string, relay: BackendRelay, files: Files, t: Timeline): Promise<{ client: ClientKeysFile; assistant: AssistantKeysFile }> {
   let handOver!: (code: string) => void;
   const code = new Promise<string>((resolve) => (handOver = resolve));
+  const shows: Record<'client' | 'assistant', (sas: string) => void> = { client: () => undefined, assistant: () => undefined };
+  const shown = {
+    client: new Promise<string>((resolve) => (shows.client = resolve)),
+    assistant: new Promise<string>((resolve) => (shows.assistant = resolve)),
+  };
+  // Each side's person, played here: they look at the other screen, and confirm only if it shows the same string.
+  const person =
+    (side: 'client' | 'assistant', other: 'client' | 'assistant'): ConfirmSas =>
+    async (sas) => {
+      shows[side](sas);
+      const theirs = await shown[other];
+      t.say('pairing', `the ${side} shows ${sas}; its person looks at the ${other}'s ${theirs} and ${theirs === sas ? 'confirms they match' : 'says no: they differ'}`);
+      return theirs === sas;
+    };
   const clientSide = pairAsClient({
     backend,
     providerKind: PROVIDER,
     pollMs: PAIRING_POLL_MS,
-    onCode: (shown) => {
-      t.say('pairing', `the client shows the pairing code ${shown}; it is given to the assistant's side`);
-      handOver(shown);
+    onCode: (given) => {
+      t.say('pairing', `the client shows the pairing code ${given}; it is given to the assistant's side`);
+      handOver(given);
     },
+    confirmSas: person('client', 'assistant'),
   });
-  const assistantSide = code.then((given) => pairAsAssistant({ backend, code: given, pollMs: PAIRING_POLL_MS }));
+  const assistantSide = code.then((given) => pairAsAssistant({ backend, code: given, pollMs: PAIRING_POLL_MS, confirmSas: person('assistant', 'client') }));
   const [client, assistant] = await t.step('pairing', 'both sides to confirm', Promise.all([clientSide, assistantSide]));
-  const same = client.sas === assistant.sas;
-  t.say('pairing', `short authentication string ${client.sas} on the client, ${assistant.sas} on the assistant: ${same ? 'the same, so no one is in the middle' : 'DIFFERENT'}`);
-  if (!same) throw new Error('the two sides of the pairing do not show the same short authentication string');
+  // Both people said yes, so the strings are the same: a pairing whose strings differ never gets here.
+  t.say('pairing', `short authentication string ${client.sas} on the client, ${assistant.sas} on the assistant: the same, so no one is in the middle`);
 
   const earlier = earlierPairing(files.clientKeys);
   const now = Date.now();

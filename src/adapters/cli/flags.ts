@@ -3,6 +3,7 @@
  * `ASSISTANT_RELAY_<FLAG>` (dashes as underscores, upper case; the command line wins), refused with a
  * `UsageError` (exit 2, with the usage) when it is wrong.
  */
+import { isIP } from 'node:net';
 import { parseArgs } from 'node:util';
 
 export class UsageError extends Error {
@@ -82,6 +83,21 @@ export function parseOrigins(flag: string, text: string | undefined): string[] {
       throw new UsageError(`--${flag}: ${JSON.stringify(value)} is not an origin such as https://app.example or http://localhost:5173`);
     }
     return url.origin;
+  });
+}
+
+/** Reverse proxies (`--trust-proxy`): addresses, CIDR ranges, or the names of ranges fastify knows (loopback, linklocal, uniquelocal). */
+export function parseProxies(flag: string, text: string | undefined): string[] {
+  if (text === undefined || text.trim() === '') return [];
+  return text.split(',').map((entry) => {
+    const value = entry.trim();
+    const [address = '', bits, ...rest] = value.split('/');
+    const family = isIP(address);
+    const range = bits === undefined || (/^\d{1,3}$/.test(bits) && Number(bits) <= (family === 4 ? 32 : 128));
+    if (!['loopback', 'linklocal', 'uniquelocal'].includes(value) && (family === 0 || !range || rest.length > 0)) {
+      throw new UsageError(`--${flag}: ${JSON.stringify(value)} is not an address, a CIDR range, loopback, linklocal or uniquelocal`);
+    }
+    return value;
   });
 }
 

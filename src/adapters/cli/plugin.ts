@@ -4,8 +4,8 @@
  * it has started (its first heartbeat sent, its stream opening).
  *
  * Paired (PROTOCOL.md 7), it runs from its keys file: `--pairing-code CODE --keys FILE` completes the
- * pairing a client started (showing the short authentication string on stderr and in the started line)
- * and writes the file; later, `--keys FILE` alone names the backend, the integration, the RELAY_TOKEN and
+ * pairing a client started (showing the short authentication string on stderr, asking the person whether
+ * the client shows the same, sas-prompt.ts, and putting it in the started line) and writes the file; later, `--keys FILE` alone names the backend, the integration, the RELAY_TOKEN and
  * the keys that open BYO jobs. Key rotations the client asks for are answered, and the new keys kept in
  * the same file.
  */
@@ -15,13 +15,16 @@ import { startPlugin } from '../plugin/index.js';
 import { REASONER_FLAGS, REASONER_USAGE, reasonerFrom, type ReasonerFlag } from '../reasoners/index.js';
 import { keysFileFlag } from './client.js';
 import { UsageError, baseUrlFlag, integer, logLevelOf, readFlags, requiredFlag, retentionOf } from './flags.js';
+import { YES_USAGE, sasConfirmation } from './sas-prompt.js';
 import { jsonLogger, readTokenFile, runUntilSignalled } from './service.js';
 
-export const PLUGIN_USAGE = `usage: assistant-relay plugin --keys FILE [--backend URL --pairing-code CODE] [options]
+export const PLUGIN_USAGE = `usage: assistant-relay plugin --keys FILE [--backend URL --pairing-code CODE [--yes]] [options]
        assistant-relay plugin --backend URL --integration ID --relay-token-file FILE [options]
   --keys FILE              the assistant's keys file: the backend, the integration, its RELAY_TOKEN and the
                            keys of BYO jobs (mode 0600)
-  --pairing-code CODE      pair first with the client that shows this code, and write --keys
+  --pairing-code CODE      pair first with the client that shows this code, and write --keys once you
+                           have said that both sides show the same short authentication string
+${YES_USAGE}
   --backend URL            the backend relay's base URL
   --integration ID         the integration this plugin answers for (unpaired: no BYO jobs)
   --relay-token-file FILE  the integration's RELAY_TOKEN (a private file)
@@ -42,6 +45,7 @@ const FLAGS = {
   'relay-token-file': { type: 'string' },
   keys: { type: 'string' },
   'pairing-code': { type: 'string' },
+  yes: { type: 'boolean' },
   db: { type: 'string' },
   provider: { type: 'string' },
   'max-concurrent-jobs': { type: 'string' },
@@ -66,6 +70,7 @@ async function standingOf(get: ReturnType<typeof readFlags<typeof FLAGS>>): Prom
   const keysFile = get('keys');
   if (keysFile === undefined) {
     if (get('pairing-code') !== undefined) throw new UsageError('--pairing-code needs --keys: the file the pairing writes');
+    if (get('yes') !== undefined) throw new UsageError('--yes goes with --pairing-code');
     return {
       backendUrl: required('backend'),
       integrationId: required('integration'),
@@ -79,9 +84,10 @@ async function standingOf(get: ReturnType<typeof readFlags<typeof FLAGS>>): Prom
   if (given.length > 0) throw new UsageError(`--keys names the integration, its token and its provider: leave out --${given.join(' and --')}`);
   let sas: string | undefined;
   const code = get('pairing-code');
+  if (code === undefined && get('yes') !== undefined) throw new UsageError('--yes goes with --pairing-code');
   if (code !== undefined) {
     const backend = baseUrlFlag('backend', required('backend'));
-    const paired = await pairAsAssistant({ backend, code, onSas: (shown) => process.stderr.write(`Short authentication string: ${shown} (the client must show the same)\n`) });
+    const paired = await pairAsAssistant({ backend, code, confirmSas: sasConfirmation(get('yes') === true, 'the client') });
     writeKeysFile(keysFile, {
       kind: 'assistant-relay/assistant-keys',
       version: 1,

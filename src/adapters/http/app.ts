@@ -25,6 +25,11 @@ export interface HttpAppOptions {
   readonly logger?: FastifyBaseLogger;
   /** Origins (`https://app.example`) whose browser pages may call this surface; preflights answered for them. */
   readonly corsOrigins?: readonly string[];
+  /**
+   * The reverse proxies (addresses, CIDR ranges, or `loopback`, `linklocal`, `uniquelocal`) whose
+   * `X-Forwarded-For` names a request's client address (`request.ip`); none by default: the peer's address.
+   */
+  readonly trustProxy?: readonly string[];
 }
 
 /** What a browser client sends besides simple headers, and may read besides simple ones. */
@@ -40,6 +45,7 @@ export async function newHttpApp(options: HttpAppOptions): Promise<FastifyInstan
   const app = Fastify({
     ...(options.logger === undefined ? { logger: false } : { loggerInstance: options.logger }),
     bodyLimit: options.bodyLimit,
+    ...(options.trustProxy === undefined || options.trustProxy.length === 0 ? {} : { trustProxy: [...options.trustProxy] }),
     logController: new RequestLogController(),
     routerOptions: { maxParamLength: options.maxParamLength },
     requestTimeout: limits.requestTimeoutMs,

@@ -24,7 +24,7 @@ import type { JobEvent } from '../../machines/job-events.js';
 import { isSettled, type JobSnapshot } from '../../machines/job.js';
 import { EventLog } from '../../storage/event-log.js';
 import type { PgEventLog } from '../../storage/postgres/event-log.js';
-import { PgMisses, PgPresence } from '../../storage/postgres/presence.js';
+import { PgPairingAttempts, PgPresence } from '../../storage/postgres/presence.js';
 import { AfterCommit } from '../after-commit.js';
 import { randomIds, systemClock, type Clock, type IdSource, type TimerHandle } from '../clock.js';
 import type { FailureContext } from '../config.js';
@@ -38,8 +38,9 @@ import { JobFollowers, type RenderJob } from './followers.js';
 import { rekeyFrame } from './frames.js';
 import { Integrations } from './integrations.js';
 import { LogJobStore, type JobDecide } from './job-store.js';
-import { PAIRING_TTL_MS, Pairings, UNKNOWN_HANDLE_WINDOW_MS } from './pairings.js';
-import { LocalMisses, LocalPresence, type Misses, type Presence } from './presence.js';
+import { pairingLimitsOf, type PairingLimits, type PairingPolicy } from './pairing-limits.js';
+import { PAIRING_TTL_MS, Pairings } from './pairings.js';
+import { LocalPairingAttempts, LocalPresence, type PairingAttempts, type Presence } from './presence.js';
 import { BackendProjection, type BackendState, type ProbedProfile } from './projection.js';
 import { LocalPubSub, assistantChannel, type JobNotice, type PubSub } from './pubsub.js';
 import { DEFAULT_PAIRING_RETENTION_MS, forgetEndedRecords } from './retention.js';
@@ -66,6 +67,10 @@ export interface BackendConfig {
   readonly keepaliveMs?: number;
   /** How long an open pairing waits for its next message before it expires. Default 10 minutes. */
   readonly pairingTtlMs?: number;
+  /** Who may create an integration by pairing (PROTOCOL.md 7.8): `ticket` (the default), only a start with a ticket the operator issued; `open`, anyone who reaches the backend. */
+  readonly pairing?: PairingPolicy;
+  /** What one source may do with pairings, and open pairings in all (pairing-limits.ts; defaults in PROTOCOL.md 7.8). */
+  readonly pairingLimits?: Partial<PairingLimits>;
   /** Where a committed job change is published for streams and followers (default: this process alone). On a shared log, `broker` is given instead. */
   readonly pubsub?: PubSub;
   /** On a shared log: the broker that carries the `assistant_channel` between nodes (channel.ts). Without one, nodes learn of each other's commits at their next look. */
@@ -149,7 +154,9 @@ export class Backend {
     this.report = config.onError ?? ((error, context) => process.emitWarning(`assistant-relay backend: ${context.what} failed: ${String(error)}`));
     const subscriberFailed = (error: unknown, topic: string) => this.report(error, { what: `a subscriber of ${topic}` });
     let presence: Presence;
-    let misses: Misses;
+    let attempts: PairingAttempts;
+    const pairingLimits = pairingLimitsOf(config.pairingLimits);
+    const attemptsKeepMs = Math.max(pairingLimits.startWindowMs, pairingLimits.missWindowMs);
     if (store instanceof EventLog) {
       if (config.broker !== undefined) throw new Error('a broker carries the channel between nodes that share a PostgreSQL log: this backend has its own');
       this.log = new LocalBackendLog(store, {
@@ -161,7 +168,7 @@ export class Backend {
       });
       this.pubsub = config.pubsub ?? new LocalPubSub(subscriberFailed);
       presence = new LocalPresence();
-      misses = new LocalMisses();
+      attempts = new LocalPairingAttempts(attemptsKeepMs);
     } else {
       this.log = new SharedBackendLog(store, {
         codec: backendSnapshotCodec(this.projection),
@@ -174,7 +181,7 @@ export class Backend {
       const caughtUp = () => this.background(this.log.caughtUp(), 'folding what other nodes committed');
       this.pubsub = config.broker === undefined ? new LocalPubSub(subscriberFailed) : new ClusterChannel(config.broker, caughtUp, subscriberFailed);
       presence = new PgPresence(store.connections);
-      misses = new PgMisses(store.connections, UNKNOWN_HANDLE_WINDOW_MS);
+      attempts = new PgPairingAttempts(store.connections, attemptsKeepMs);
     }
     this.retention = new Retention({
       clock: this.clock,
@@ -210,7 +217,17 @@ export class Backend {
       (work) => this.background(work, 'offline deadline'),
       this.quotas,
     );
-    this.pairings = new Pairings(this.projection, this.log, this.clock, this.ids, config.pairingTtlMs ?? PAIRING_TTL_MS, misses, (work) => this.background(work, 'pairing expiry'));
+    this.pairings = new Pairings({
+      projection: this.projection,
+      log: this.log,
+      clock: this.clock,
+      ids: this.ids,
+      ttlMs: config.pairingTtlMs ?? PAIRING_TTL_MS,
+      policy: config.pairing ?? 'ticket',
+      limits: pairingLimits,
+      attempts,
+      onExpiryFailure: (work) => this.background(work, 'pairing expiry'),
+    });
     this.afterCommit.add({ name: 'integration streams', event: (event) => this.toStream(event) });
     this.afterCommit.add({ name: 'offline deadlines', event: (event) => this.integrations.committed(event) });
     this.afterCommit.add({ name: 'pairing expiries', event: (event) => this.pairings.committed(event) });

@@ -5,25 +5,24 @@
  * holds no secret of the pairing and could not check one: the code's secret never reaches it, and the
  * sides check each other's confirmations.
  *
- * Bounds: at most `MAX_OPEN_PAIRINGS` open at once; an open pairing expires after `ttlMs`; codes that name
- * no pairing are limited to `MAX_UNKNOWN_HANDLES` a minute, so that guessing handles goes nowhere.
+ * Bounds (pairing-limits.ts): open pairings, starts and codes that name no pairing, each per source, and
+ * open pairings in all; an open pairing expires after `ttlMs`. With the `ticket` policy a start must use
+ * up a ticket the operator issued (`issueTicket`); tickets expire, and there are at most so many unused.
  */
-import { crockfordRandom, HANDLE_LENGTH, newToken, providerOf, tokenDigest, matchesDigest, type CodedError, type PairingStartBody } from '../../protocol/index.js';
+import { crockfordRandom, HANDLE_LENGTH, newToken, providerOf, tokenDigest, matchesDigest, type PairingStartBody } from '../../protocol/index.js';
 import { isPairingEvent, type BackendEvent } from '../../machines/backend-events.js';
-import { nothing } from '../../machines/decider.js';
+import { nothing, type Decision } from '../../machines/decider.js';
 import { pairingDecider, type PairingCommand, type PairingOutcome } from '../../machines/pairing-decider.js';
 import { isRevoked } from '../../machines/integration.js';
 import { isPairingOpen, type PairingSnapshot } from '../../machines/pairing.js';
 import type { Clock, IdSource } from '../clock.js';
 import { Deadlines } from '../deadlines.js';
 import type { BackendLog } from './backend-log.js';
-import type { Misses } from './presence.js';
+import { openRefusal, secondsUntil, windowFull, type PairingLimits, type PairingPolicy, type PairingRefusal } from './pairing-limits.js';
+import type { PairingAttempts } from './presence.js';
 import type { BackendProjection } from './projection.js';
 
 export const PAIRING_TTL_MS = 10 * 60_000;
-export const MAX_OPEN_PAIRINGS = 64;
-export const MAX_UNKNOWN_HANDLES = 10;
-export const UNKNOWN_HANDLE_WINDOW_MS = 60_000;
 
 export type PairingRole = 'client' | 'assistant';
 
@@ -34,20 +33,34 @@ export interface PairingAnswer {
   readonly token?: string;
 }
 
+export interface PairingsOptions {
+  readonly projection: BackendProjection;
+  readonly log: BackendLog<unknown>;
+  readonly clock: Clock;
+  readonly ids: IdSource;
+  readonly ttlMs: number;
+  readonly policy: PairingPolicy;
+  readonly limits: PairingLimits;
+  /** Each source's starts and codes that named no pairing (shared by the nodes of a service). */
+  readonly attempts: PairingAttempts;
+  readonly onExpiryFailure: (work: Promise<unknown>) => void;
+}
+
 export class Pairings {
   private readonly expiries: Deadlines<string>;
+  private readonly projection: BackendProjection;
+  private readonly log: BackendLog<unknown>;
+  private readonly clock: Clock;
+  private readonly ids: IdSource;
+  private readonly ttlMs: number;
+  readonly policy: PairingPolicy;
+  readonly limits: PairingLimits;
+  private readonly attempts: PairingAttempts;
 
-  constructor(
-    private readonly projection: BackendProjection,
-    private readonly log: BackendLog<unknown>,
-    private readonly clock: Clock,
-    private readonly ids: IdSource,
-    private readonly ttlMs: number,
-    /** When codes that named no pairing came (shared by the nodes of a service). */
-    private readonly misses: Misses,
-    onExpiryFailure: (work: Promise<unknown>) => void,
-  ) {
-    this.expiries = new Deadlines(clock, (pairing_id) => onExpiryFailure(this.decide({ type: 'expire', pairing_id, at: clock.now() })));
+  constructor(options: PairingsOptions) {
+    ({ projection: this.projection, log: this.log, clock: this.clock, ids: this.ids, ttlMs: this.ttlMs, policy: this.policy, limits: this.limits, attempts: this.attempts } = options);
+    const { clock } = options;
+    this.expiries = new Deadlines(clock, (pairing_id) => options.onExpiryFailure(this.decide({ type: 'expire', pairing_id, at: clock.now() })));
   }
 
   /** After the fold: every open pairing's expiry. */
@@ -68,15 +81,30 @@ export class Pairings {
     this.expiries.stop();
   }
 
-  /** The client starts a pairing; the handle goes into its code, the token carries its later messages. */
-  async start(body: PairingStartBody): Promise<{ readonly pairing: PairingSnapshot; readonly token: string } | { readonly refused: CodedError } | 'too_many'> {
+  /**
+   * The client starts a pairing from `source`; the handle goes into its code, the token carries its later
+   * messages. Refused past the source's limits, and, with the `ticket` policy, without an unused ticket.
+   */
+  async start(body: PairingStartBody, source: string): Promise<{ readonly pairing: PairingSnapshot; readonly token: string } | PairingRefusal> {
     const provider = providerOf(body.provider_kind);
-    if (!provider.ok) return { refused: provider.error };
+    if (!provider.ok) return { refused: 'provider_refused', message: provider.error.message };
+    if (this.policy === 'ticket' && body.ticket === undefined) return { refused: 'pairing_ticket_required' };
+    const at = this.clock.now();
+    const { limits } = this;
+    const starts = await this.attempts.since('start', source, at - limits.startWindowMs);
+    const wait = windowFull(starts, limits.startsPerSource, limits.startWindowMs, at);
+    if (wait !== undefined) return { refused: 'too_many_pairing_starts', message: `this source started ${starts.length} pairings in ${limits.startWindowMs / 60_000} minutes, the most it may`, retryAfterS: wait };
     const token = newToken();
     const pairing_id = this.ids.uuid();
-    const at = this.clock.now();
-    const started = await this.log.decide(() => {
-      if (this.projection.openPairings().length >= MAX_OPEN_PAIRINGS) return nothing(false);
+    // A ticket is used up only where the policy asks for one: a client that always sends one pairs anywhere.
+    const ticket_digest = this.policy === 'ticket' ? tokenDigest(body.ticket!) : undefined;
+    const unusable = () => ticket_digest !== undefined && !((this.projection.ticketExpiry(ticket_digest) ?? 0) > at);
+    // Asked first without a decision, so that made-up tickets cost the log nothing; asked again in it, where it counts.
+    if (unusable()) return { refused: 'pairing_ticket_invalid' };
+    const refused = await this.log.decide((): Decision<BackendEvent, PairingRefusal | undefined> => {
+      if (unusable()) return nothing({ refused: 'pairing_ticket_invalid' });
+      const full = openRefusal(this.projection.openPairings(), source, limits, at);
+      if (full !== undefined) return nothing(full);
       let handle = crockfordRandom(HANDLE_LENGTH);
       while (this.projection.pairingByHandle(handle) !== undefined) handle = crockfordRandom(HANDLE_LENGTH);
       const command: PairingCommand = {
@@ -88,19 +116,25 @@ export class Pairings {
         envelope_version: body.envelope_version,
         client_pairing_token_digest: tokenDigest(token),
         expires_at: at + this.ttlMs,
+        source,
+        ...(ticket_digest === undefined ? {} : { ticket_digest }),
         at,
       };
-      return { events: pairingDecider.decide(command, this.projection.pairing(pairing_id)).events, outcome: true };
+      return { events: pairingDecider.decide(command, this.projection.pairing(pairing_id)).events, outcome: undefined };
     });
-    if (!started) return 'too_many';
+    if (refused !== undefined) return refused;
+    await this.attempts.record('start', source, at);
     this.expiries.set(pairing_id, at + this.ttlMs);
     return { pairing: this.projection.pairing(pairing_id)!, token };
   }
 
-  /** The assistant's side joins with a handle; codes that name no pairing are counted and limited. */
-  async join(handle: string): Promise<PairingAnswer | 'too_many'> {
+  /** The assistant's side joins from `source` with a handle; codes that name no pairing are counted against their source. */
+  async join(handle: string, source: string): Promise<PairingAnswer | PairingRefusal> {
     const at = this.clock.now();
-    if ((await this.misses.countSince(at - UNKNOWN_HANDLE_WINDOW_MS)) >= MAX_UNKNOWN_HANDLES) return 'too_many';
+    const { limits } = this;
+    const misses = await this.attempts.since('unknown_handle', source, at - limits.missWindowMs);
+    const wait = windowFull(misses, limits.missesPerSource, limits.missWindowMs, at);
+    if (wait !== undefined) return { refused: 'too_many_attempts', message: `this source sent ${misses.length} codes in a minute that named no pairing, the most it may`, retryAfterS: wait };
     const token = newToken();
     const joined = await this.log.decide(() => {
       const pairing = this.projection.pairingByHandle(handle);
@@ -110,11 +144,23 @@ export class Pairings {
       return { events: decision.events, outcome: { pairing_id, outcome: decision.outcome } };
     });
     if (joined === undefined) {
-      await this.misses.record(at);
+      await this.attempts.record('unknown_handle', source, at);
       return { outcome: 'unknown', pairing: undefined };
     }
     const { pairing_id, outcome } = joined;
     return { outcome, pairing: this.projection.pairing(pairing_id), ...(outcome === 'joined' ? { token } : {}) };
+  }
+
+  /** The operator issues a ticket for one pairing (`--pairing ticket`), valid for `ttlMs`; refused while the most unused ones are live. */
+  async issueTicket(ttlMs: number): Promise<{ readonly ticket: string; readonly expires_at: number } | PairingRefusal> {
+    const ticket = newToken();
+    const at = this.clock.now();
+    const expires_at = at + ttlMs;
+    return this.log.decide((): Decision<BackendEvent, { readonly ticket: string; readonly expires_at: number } | PairingRefusal> => {
+      const live = this.projection.liveTickets(at);
+      if (live.length >= this.limits.tickets) return nothing({ refused: 'too_many_tickets', retryAfterS: secondsUntil(Math.min(...live), at) });
+      return { events: [{ type: 'pairing_ticket.issued', ticket_digest: tokenDigest(ticket), expires_at, at }], outcome: { ticket, expires_at } };
+    });
   }
 
   /** Which side `token` is of the pairing, if either (constant time). */

@@ -4,8 +4,8 @@
  * - `Presence`: until when each integration counts as online, by the newest heartbeat (2.3). Heartbeats are
  *   not logged one by one (only what one changes is), so several nodes, each taking some of a plugin's
  *   heartbeats, share them here: a node's offline deadline that comes asks it before going offline.
- * - `Misses`: when pairing codes that named no pairing came, so that the limit on guessing holds for the
- *   service, not for each node.
+ * - `PairingAttempts`: when each source started a pairing, and sent a code that named no pairing, so that
+ *   the limits on each source (PROTOCOL.md 7.8) hold for the service, not for each node.
  *
  * The defaults are this process's memory; a shared store keeps both in PostgreSQL (storage/postgres/).
  */
@@ -34,22 +34,37 @@ export class LocalPresence implements Presence {
   }
 }
 
-export interface Misses {
-  /** A code that named no pairing came at `at`. */
-  record(at: number): Promise<void>;
-  /** How many came after `since`. */
-  countSince(since: number): Promise<number>;
+/** What is counted of each source for its pairing limits: pairings it started, codes it sent that named none. */
+export type AttemptKind = 'start' | 'unknown_handle';
+
+export interface PairingAttempts {
+  /** An attempt of `kind` came from `source` at `at`. */
+  record(kind: AttemptKind, source: string, at: number): Promise<void>;
+  /** When the attempts of `kind` from `source` after `since` came, oldest first. */
+  since(kind: AttemptKind, source: string, since: number): Promise<number[]>;
 }
 
-export class LocalMisses implements Misses {
-  private times: number[] = [];
+/** Kept in memory: a list of times per source and kind, dropped once all are older than `keepMs`. */
+export class LocalPairingAttempts implements PairingAttempts {
+  private readonly times = new Map<string, number[]>();
+  /** How many lists there may be before the stale ones are swept (sources that stopped coming). */
+  private sweepAt = 1_024;
 
-  async record(at: number): Promise<void> {
-    this.times.push(at);
+  constructor(private readonly keepMs: number) {}
+
+  async record(kind: AttemptKind, source: string, at: number): Promise<void> {
+    const key = `${kind} ${source}`;
+    this.times.set(key, [...(this.times.get(key) ?? []), at]);
+    if (this.times.size < this.sweepAt) return;
+    for (const [stale, times] of this.times) if (times.at(-1)! <= at - this.keepMs) this.times.delete(stale);
+    this.sweepAt = Math.max(1_024, 2 * this.times.size);
   }
 
-  async countSince(since: number): Promise<number> {
-    this.times = this.times.filter((when) => when > since);
-    return this.times.length;
+  async since(kind: AttemptKind, source: string, since: number): Promise<number[]> {
+    const key = `${kind} ${source}`;
+    const kept = (this.times.get(key) ?? []).filter((when) => when > since);
+    if (kept.length === 0) this.times.delete(key);
+    else this.times.set(key, kept);
+    return kept;
   }
 }

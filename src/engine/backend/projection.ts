@@ -39,6 +39,7 @@ export interface BackendState {
   readonly handles: ReadonlyMap<string, string>;
   readonly holders: ReadonlyMap<string, string>;
   readonly compactFrom: ReadonlyMap<string, number>;
+  readonly tickets: ReadonlyMap<string, number>;
 }
 
 export class BackendProjection {
@@ -58,11 +59,13 @@ export class BackendProjection {
   private readonly holders = new Map<string, string>();
   /** When each integration's oldest event that a compaction would stand for was logged (none: it has only its first). */
   private readonly compactFrom = new Map<string, number>();
+  /** The operator's unused pairing tickets: when each expires, by its digest. */
+  private readonly tickets = new Map<string, number>();
 
   /** The folded state as it stands (shared, not copied: encode it before folding on). */
   state(): BackendState {
-    const { integrations, jobs, open, sent, profiles, versions, pairings, handles, compactFrom, holders } = this;
-    return { integrations, jobs, open, sent, profiles, versions, pairings, handles, compactFrom, holders };
+    const { integrations, jobs, open, sent, profiles, versions, pairings, handles, compactFrom, holders, tickets } = this;
+    return { integrations, jobs, open, sent, profiles, versions, pairings, handles, compactFrom, holders, tickets };
   }
 
   /** Takes the state a snapshot held, in place of what was folded so far (nothing, at a start). */
@@ -80,6 +83,11 @@ export class BackendProjection {
         return;
       case 'backend.forgotten':
         return this.forget(event);
+      case 'pairing_ticket.issued':
+        // The expired ones go as a new one comes: there are never more than the limit on unused tickets.
+        for (const [digest, expiresAt] of this.tickets) if (expiresAt <= event.at) this.tickets.delete(digest);
+        this.tickets.set(event.ticket_digest, event.expires_at);
+        return;
       case 'integration.created':
         this.integrations.set(event.integration_id, initialIntegration(event));
         return;
@@ -181,8 +189,10 @@ export class BackendProjection {
   private applyPairing(event: PairingEvent): void {
     const pairing = pairingDecider.evolve(this.pairings.get(event.pairing_id), event)!;
     this.pairings.set(event.pairing_id, pairing);
-    if (event.type === 'pairing.started') this.handles.set(event.handle, event.pairing_id);
-    else if (!isPairingOpen(pairing)) this.handles.delete(pairing.context.handle);
+    if (event.type === 'pairing.started') {
+      this.handles.set(event.handle, event.pairing_id);
+      if (event.ticket_digest !== undefined) this.tickets.delete(event.ticket_digest);
+    } else if (!isPairingOpen(pairing)) this.handles.delete(pairing.context.handle);
   }
 
   pairing(pairingId: string): PairingSnapshot | undefined {
@@ -198,6 +208,16 @@ export class BackendProjection {
   /** Every open pairing (what a start re-arms the expiry of, and what the limit on open pairings counts). */
   openPairings(): PairingSnapshot[] {
     return [...this.handles.values()].map((id) => this.pairings.get(id)!);
+  }
+
+  /** When the unused pairing ticket with this digest expires; undefined if there is none (never issued, or used). */
+  ticketExpiry(digest: string): number | undefined {
+    return this.tickets.get(digest);
+  }
+
+  /** When each unused ticket that has not expired by `now` expires. */
+  liveTickets(now: number): number[] {
+    return [...this.tickets.values()].filter((expiresAt) => expiresAt > now);
   }
 
   private applyJob(event: JobEvent): void {

@@ -42,11 +42,13 @@ const BACKEND_EVENTS: Record<BackendEvent['type'], true> = {
   'pairing.completed': true,
   'pairing.aborted': true,
   'pairing.expired': true,
+  'pairing_ticket.issued': true,
 };
 const BACKEND_EVENT_TYPES: ReadonlySet<string> = new Set(Object.keys(BACKEND_EVENTS));
 
 function entityOf(event: BackendEvent): Entity | undefined {
-  if (event.type === 'backend.started' || event.type === 'backend.forgotten') return undefined;
+  // A ticket is the operator's, not an entity with a statechart.
+  if (event.type === 'backend.started' || event.type === 'backend.forgotten' || event.type === 'pairing_ticket.issued') return undefined;
   if (isJobEvent(event)) return { kind: 'job', id: event.job_id };
   return isPairingEvent(event) ? { kind: 'pairing', id: event.pairing_id } : { kind: 'integration', id: event.integration_id };
 }

@@ -64,6 +64,18 @@ export const MIGRATIONS: readonly Migration[] = [
       );
     `,
   },
+  {
+    version: 4,
+    name: 'pairing attempts by source',
+    sql: `
+      -- The pairing limits are each source's (an IPv4 address or an IPv6 /64), not the service's: pairing
+      -- starts and codes that named no pairing, by source. The rows of pairing_misses lasted a minute.
+      DROP TABLE pairing_misses;
+      CREATE TABLE pairing_attempts (kind text NOT NULL, source text NOT NULL, at bigint NOT NULL);
+      CREATE INDEX pairing_attempts_by_source ON pairing_attempts (kind, source, at);
+      CREATE INDEX pairing_attempts_by_time ON pairing_attempts (at);
+    `,
+  },
 ];
 
 /** Brings the pool's schema up to the newest migration; resolves with the version it is at. */

@@ -27,8 +27,8 @@ export class PgPresence {
   }
 }
 
-/** Pairing codes that named no pairing, a row each, kept for `keepMs`. */
-export class PgMisses {
+/** Each source's pairing starts and codes that named no pairing (engine/backend/presence.ts), a row each, kept for `keepMs`. */
+export class PgPairingAttempts {
   private readonly query: Query;
 
   constructor(
@@ -38,12 +38,12 @@ export class PgMisses {
     this.query = queryOn(pool);
   }
 
-  async record(at: number): Promise<void> {
-    await this.query('WITH gone AS (DELETE FROM pairing_misses WHERE at <= $2) INSERT INTO pairing_misses (at) VALUES ($1)', [at, at - this.keepMs]);
+  async record(kind: string, source: string, at: number): Promise<void> {
+    await this.query('WITH gone AS (DELETE FROM pairing_attempts WHERE at <= $4) INSERT INTO pairing_attempts (kind, source, at) VALUES ($1, $2, $3)', [kind, source, at, at - this.keepMs]);
   }
 
-  async countSince(since: number): Promise<number> {
-    const { rows } = await this.query<{ n: string }>('SELECT count(*) AS n FROM pairing_misses WHERE at > $1', [since]);
-    return Number(rows[0]!.n);
+  async since(kind: string, source: string, since: number): Promise<number[]> {
+    const { rows } = await this.query<{ at: string }>('SELECT at FROM pairing_attempts WHERE kind = $1 AND source = $2 AND at > $3 ORDER BY at', [kind, source, since]);
+    return rows.map((row) => Number(row.at));
   }
 }
