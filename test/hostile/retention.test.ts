@@ -58,7 +58,7 @@ function backendOn(store: Store, clock: SimulatedClock) {
   };
   return {
     async start(): Promise<string> {
-      const relay = await createBackendRelay({ ...where, operatorToken: OPERATOR, config: { clock, retentionMs: 7 * DAY } });
+      const relay = await createBackendRelay({ ...where, operatorToken: OPERATOR, pairing: 'open', config: { clock, retentionMs: 7 * DAY } });
       running.push(relay);
       return relay.listen();
     },
