@@ -10,6 +10,7 @@ import { sendError } from '../http/errors.js';
 import { streamTransport } from '../http/sse-transport.js';
 import type { ZodTypeProvider } from '../http/validation.js';
 import { integrationAuthPlugin } from './auth.js';
+import { jobBodyLimit } from './body-limits.js';
 import { integrationView, jobView, rekeyView } from './view.js';
 
 const BASE = '/api/v1/assistant/integrations/:id';
@@ -24,7 +25,7 @@ export const clientRoutes: FastifyPluginAsync<{ readonly backend: Backend }> = a
     return read === undefined ? sendError(reply, 'unauthorized') : integrationView(read);
   });
 
-  app.post(`${BASE}/jobs`, { schema: { params: IntegrationPath, body: JobCreateBody } }, async (request, reply) => {
+  app.post(`${BASE}/jobs`, { bodyLimit: jobBodyLimit(backend.maxJobBytes), schema: { params: IntegrationPath, body: JobCreateBody } }, async (request, reply) => {
     const answer = await backend.createJob(request.params.id, request.body);
     if (answer.outcome === 'invalid' && 'code' in answer) return sendError(reply, answer.code, answer.message);
     if (answer.outcome === 'conflict') return sendError(reply, 'job_conflict');

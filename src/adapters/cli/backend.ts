@@ -33,6 +33,8 @@ export const BACKEND_USAGE = `usage: assistant-relay backend [options]
   --cors-origin O          browser origins whose pages may call the backend, comma-separated (default none)
   --retention D|off        forget jobs settled and pairings ended longer ago than D and remove their
                            events from the log, e.g. 7d (default 7d); off keeps everything
+  --max-job-bytes N        a job's payload, and its result, at most N bytes of JSON; past it, 413
+                           (default 1048576)
   --log-level L            fatal, error, warn, info, debug, trace, silent (default info)
        assistant-relay backend integration create [--db FILE | --store URL [--schema NAME]] [--provider KIND]
   creates an integration (default provider assistant-relay) in a log no backend has open (--db), or in
@@ -54,6 +56,7 @@ const FLAGS = {
   'token-file': { type: 'string' },
   'cors-origin': { type: 'string' },
   retention: { type: 'string' },
+  'max-job-bytes': { type: 'string' },
   'log-level': { type: 'string' },
 } as const;
 const INTEGRATION_FLAGS = { db: { type: 'string' }, store: { type: 'string' }, schema: { type: 'string' }, provider: { type: 'string' } } as const;
@@ -69,10 +72,12 @@ export async function backendCommand(argv: readonly string[], env: NodeJS.Proces
   const operatorToken = tokenFile === undefined ? undefined : readTokenFile(tokenFile, { create: true });
   const retentionMs = retentionOf(get('retention'));
   const storeQueue = get('store-queue');
+  const maxJobBytes = get('max-job-bytes');
   const config = {
     onFatal: exitOnFatal(logger),
     ...(retentionMs === undefined ? {} : { retentionMs }),
     ...(storeQueue === undefined ? {} : { maxQueuedDecisions: integer('store-queue', storeQueue, 1, 10_000_000) }),
+    ...(maxJobBytes === undefined ? {} : { maxJobBytes: integer('max-job-bytes', maxJobBytes, 1024, 256 * 1024 * 1024) }),
   };
   const relay = await createBackendRelay({ ...where.options, corsOrigins, logger, config, ...(operatorToken === undefined ? {} : { operatorToken }) });
   const url = await relay.listen({ host: get('host') ?? '127.0.0.1', port: integer('port', get('port') ?? '8788', 0, 65535) });
