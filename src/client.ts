@@ -14,4 +14,5 @@ export { clientTaskState, type ClientTaskSnapshot, type ClientTaskState } from '
 export type { ClientSubscriptionSnapshot } from './machines/client-subscription.js';
 export * from './protocol/byo/index.js';
 export * from './protocol/wire.js';
+export { checkResponseSchema, resultProblems, ResponseSchemaError, RESPONSE_SCHEMA_LIMITS, type ResponseSchemaErrorCode } from './protocol/response-schema.js';
 export { JobView, JobCreateBody, IntegrationView, OPEN_JOB_STATES, PURPOSES, ENVELOPE_VERSION, SCHEMA_VERSION, type JobPurpose, type JobState } from './protocol/reasoning.js';

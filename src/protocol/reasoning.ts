@@ -33,6 +33,18 @@ export function withinDepth(value: unknown, max: number = MAX_JSON_DEPTH): boole
   return true;
 }
 
+/** The size of a JSON value as the bounds count it (a job's payload and result, a schema): its compact JSON in UTF-8 bytes. */
+export function jsonBytes(value: unknown): number {
+  const text = JSON.stringify(value);
+  let bytes = text.length;
+  for (let i = 0; i < text.length; i += 1) {
+    const unit = text.charCodeAt(i);
+    // Two bytes below U+0800, three above; a surrogate pair is four (JSON.stringify escapes a lone one).
+    if (unit >= 0x80) bytes += unit < 0x800 || (unit >= 0xd800 && unit <= 0xdfff) ? 1 : 2;
+  }
+  return bytes;
+}
+
 /** A plain JSON object, or a BYO envelope (`byo: true` on the job says which); bounded in depth, so no one can make a stack overflow of it. */
 export const JsonObject = z
   .record(z.string(), z.unknown())

@@ -129,6 +129,21 @@ describe('backend: a job from creation to result', () => {
     expect((await backend.result(a.integration_id, body.job_id, { error: { code: 'reasoner_error', message: 'no model' } })).outcome).toBe('failed');
   });
 
+  it('a job logged before the bounds on schemas, with a schema they refuse: its results are refused, never a failure of the backend', async () => {
+    const dir = tempDir();
+    const first = await start(dir);
+    const { integration_id } = await integrationOf(first.backend);
+    await first.stop();
+    const job_id = randomUUID();
+    const log = EventLog.open<BackendEvent>({ path: join(dir, 'backend.db'), streamOf: backendStreamOf });
+    const response_schema = { type: 'object', properties: { a: { type: 'string', pattern: '^(?!admin)' } } };
+    await log.append({ type: 'job.created', job_id, integration_id, purpose: 'live_analysis', payload: {}, byo: false, response_schema, provider_kind: 'assistant-relay', deadline_at: first.clock.now() + 60_000, at: first.clock.now() });
+    await log.close();
+    const { backend } = await start(dir, first.clock);
+    expect(await backend.result(integration_id, job_id, { result: { a: 'b' } })).toMatchObject({ outcome: 'invalid', code: 'result_invalid', message: expect.stringContaining('RE2 does not run the pattern') });
+    expect(jobState((await backend.committedJob(job_id))!)).toBe('created');
+  });
+
   it('refuses a response_schema that is not a JSON Schema before logging anything', async () => {
     const { backend } = await start();
     const { integration_id } = await integrationOf(backend);

@@ -100,6 +100,9 @@ describe('a failed job is posted, never dropped', () => {
     ['a BYO payload, to a plugin with no keys', { byo: true, payload: { kid: 'AAAAAAAAAAAA', nonce: 'A'.repeat(32), ciphertext: 'A'.repeat(22) } }, 'byo_unsupported'],
     ['an envelope without a purpose', { purpose: undefined }, 'invalid_job'],
     ['a response_schema that is not a schema', { response_schema: { type: 12 } }, 'invalid_job'],
+    // RE2 runs a pattern in linear time, and cannot run a lookaround or a backreference: it is not checked with another engine.
+    ['a response_schema with a lookahead', { response_schema: { type: 'object', properties: { a: { type: 'string', pattern: '^(?!admin)' } } } }, 'unsupported_response_schema'],
+    ['a recursive response_schema', { response_schema: { $defs: { node: { allOf: [{ $ref: '#/$defs/node' }] } }, $ref: '#/$defs/node' } }, 'unsupported_response_schema'],
   ];
   it.each(failures)('%s: failed %s, not run', async (_what, overrides, code) => {
     const reasoner = answering();
@@ -163,6 +166,16 @@ describe('a failed job is posted, never dropped', () => {
     backend.send(makeJob(Date.now(), { payload: { session_id: 's', transcript: [], answer: { insights: [{ text: 'x', kind: 'rumour', confidence: 2 }] } } }));
     await backend.until(() => backend.results.length === 1, 'the failure');
     expect(backend.results[0]!.body).toEqual({ error: { code: 'invalid_result', message: expect.stringContaining('result/insights/0/kind') } });
+  });
+
+  it('a pattern that backtracks without end runs on RE2: the answer made to trip it is checked at once, invalid_result', async () => {
+    const { backend } = await fixture.open({ reasoner: answering() });
+    // 40 `a` and a `!`: a backtracking engine tries 2^40 ways to split them before it gives up.
+    const answer = { a: `${'a'.repeat(40)}!` };
+    const response_schema = { type: 'object', properties: { a: { type: 'string', pattern: '^(a+)+$' } }, required: ['a'] };
+    backend.send(makeJob(Date.now(), { response_schema, payload: { session_id: 's', transcript: [], answer } }));
+    await backend.until(() => backend.results.length === 1, 'the failure');
+    expect(backend.results[0]!.body).toEqual({ error: { code: 'invalid_result', message: expect.stringContaining('must match pattern "^(a+)+$"') } });
   });
 
   it('the deadline aborts the reasoner, and deadline_exceeded is posted', async () => {
@@ -237,6 +250,16 @@ describe('posting a result', () => {
       { result: expect.any(Object) },
       { error: { code: 'invalid_result', message: 'result/insights must be array' } },
     ]);
+  });
+
+  it("a result over the backend's size bound (413) is reported as a failed job instead", async () => {
+    const { plugin, backend } = await fixture.open({ reasoner: answering() });
+    const job = makeJob(Date.now());
+    const message = "the job's result is 2000000 bytes of JSON, more than the 1048576 this backend takes";
+    backend.resultAnswers.set(job.job_id as string, [{ status: 413, body: { error: { code: 'result_too_large', message } } }]);
+    backend.send(job);
+    await backend.until(closed(plugin, job), 'the job closed');
+    expect(backend.resultsOf(job.job_id as string)).toEqual([{ result: expect.any(Object) }, { error: { code: 'invalid_result', message } }]);
   });
 
   it('a run refused because the plugin is refused (403) leaves the job open and unrun; sent again, it runs', async () => {

@@ -11,6 +11,7 @@ import { streamTransport } from '../http/sse-transport.js';
 import { STREAMS_RETRY_AFTER_SECONDS, StreamSlots } from '../http/stream-slots.js';
 import type { ZodTypeProvider } from '../http/validation.js';
 import { integrationAuthPlugin } from './auth.js';
+import { jobBodyLimit } from './body-limits.js';
 import { sendOverQuota } from './over-quota.js';
 import { integrationView, jobView, rekeyView } from './view.js';
 
@@ -28,7 +29,7 @@ export const clientRoutes: FastifyPluginAsync<{ readonly backend: Backend }> = a
     return read === undefined ? sendError(reply, 'unauthorized') : integrationView(read);
   });
 
-  app.post(`${BASE}/jobs`, { schema: { params: IntegrationPath, body: JobCreateBody } }, async (request, reply) => {
+  app.post(`${BASE}/jobs`, { bodyLimit: jobBodyLimit(backend.maxJobBytes), schema: { params: IntegrationPath, body: JobCreateBody } }, async (request, reply) => {
     const answer = await backend.createJob(request.params.id, request.body);
     if (answer.outcome === 'over_quota') return sendOverQuota(reply, answer.quota);
     if (answer.outcome === 'invalid' && 'code' in answer) return sendError(reply, answer.code, answer.message);

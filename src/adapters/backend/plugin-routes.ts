@@ -10,6 +10,7 @@ import { sendError } from '../http/errors.js';
 import { streamTransport } from '../http/sse-transport.js';
 import type { ZodTypeProvider } from '../http/validation.js';
 import { integrationAuthPlugin } from './auth.js';
+import { jobBodyLimit } from './body-limits.js';
 import { sendOverQuota } from './over-quota.js';
 
 const BASE = '/api/v1/assistant/integrations/:id';
@@ -58,7 +59,7 @@ export const pluginRoutes: FastifyPluginAsync<{ readonly backend: Backend }> = a
     return answerJob(reply, answer);
   });
 
-  app.post(`${BASE}/jobs/:job_id/result`, { schema: { params: JobPath, body: JobResultBody } }, async (request, reply) => {
+  app.post(`${BASE}/jobs/:job_id/result`, { bodyLimit: jobBodyLimit(backend.maxJobBytes), schema: { params: JobPath, body: JobResultBody } }, async (request, reply) => {
     // A result of a job taken before a refusal is still taken: the refusal stops new jobs, not finished ones.
     return answerJob(reply, await backend.result(request.params.id, request.params.job_id, request.body));
   });

@@ -6,12 +6,10 @@ import type { HealthReport } from '../http/health.js';
 import type { HttpLimits } from '../http/limits.js';
 import { validationPlugin } from '../http/validation.js';
 import { adminRoutes } from './admin-routes.js';
+import { BACKEND_BODY_LIMIT } from './body-limits.js';
 import { clientRoutes } from './client-routes.js';
 import { pairingRoutes } from './pairing-routes.js';
 import { pluginRoutes } from './plugin-routes.js';
-
-/** A job's payload or result may be a whole transcript: 4 MiB. */
-export const BACKEND_BODY_LIMIT = 4 * 1024 * 1024;
 
 export interface BackendHttpOptions {
   readonly limits: HttpLimits;

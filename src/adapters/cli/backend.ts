@@ -54,6 +54,8 @@ export const BACKEND_USAGE = `usage: assistant-relay backend [options]
                            a change sooner is refused 429 (default 30s, the heartbeat interval; at most 60s)
   --max-rekeys-per-hour N  key rotations an integration may ask for in an hour (default 6, at most 32)
   --rekey-replace-after D  an unanswered key rotation stands in the way of a new one for D (default 10m)
+  --max-job-bytes N        a job's payload, and its result, at most N bytes of JSON; past it, 413
+                           (default 1048576)
   --log-level L            fatal, error, warn, info, debug, trace, silent (default info)
        assistant-relay backend integration create [--db FILE | --store URL [--schema NAME]] [--provider KIND]
   creates an integration (default provider assistant-relay) in a log no backend has open (--db), or in
@@ -85,6 +87,7 @@ const FLAGS = {
   'max-rekeys-per-hour': { type: 'string' },
   'rekey-replace-after': { type: 'string' },
   'pairing-retention': { type: 'string' },
+  'max-job-bytes': { type: 'string' },
   'log-level': { type: 'string' },
 } as const;
 const INTEGRATION_FLAGS = { db: { type: 'string' }, store: { type: 'string' }, schema: { type: 'string' }, provider: { type: 'string' } } as const;
@@ -102,12 +105,14 @@ export async function backendCommand(argv: readonly string[], env: NodeJS.Proces
   const retentionMs = retentionOf(get('retention'));
   const pairingRetention = get('pairing-retention');
   const storeQueue = get('store-queue');
+  const maxJobBytes = get('max-job-bytes');
   const config = {
     onFatal: exitOnFatal(logger),
     ...(retentionMs === undefined ? {} : { retentionMs }),
     ...(pairingRetention === undefined ? {} : { pairingRetentionMs: parseDuration('pairing-retention', pairingRetention) }),
     ...(storeQueue === undefined ? {} : { maxQueuedDecisions: integer('store-queue', storeQueue, 1, 10_000_000) }),
     quotas: quotaFlags(get),
+    ...(maxJobBytes === undefined ? {} : { maxJobBytes: integer('max-job-bytes', maxJobBytes, 1024, 256 * 1024 * 1024) }),
   };
   const pairing = get('pairing') ?? 'ticket';
   if (pairing !== 'open' && pairing !== 'ticket') throw new UsageError(`--pairing must be open or ticket, not ${JSON.stringify(pairing)}`);

@@ -10,6 +10,7 @@ import { z } from 'zod';
 import { HTTP_ERRORS, errorBody, isHttpErrorCode, type HttpErrorCode } from '../../protocol/index.js';
 import { HostClosingError } from '../../engine/engine.js';
 import { EventLogError } from '../../storage/errors.js';
+import { answerBeforeBody } from './unread-body.js';
 import { SchemaError } from './validation.js';
 
 /** What a client is told: a catalogue code, and a message where the catalogue's own says too little. */
@@ -76,6 +77,8 @@ export function answerError(error: FastifyError, request: FastifyRequest, reply:
   const { code, message, headers } = failureOf(error, request);
   if (code === 'internal_error') request.log.error({ err: error }, 'request failed');
   else if (code === 'store_unavailable') request.log.warn({ err: error }, 'the store cannot be reached');
+  // Refused before its body has all arrived (too large, say): the client reads the answer while it sends the rest.
+  if (!request.raw.complete) return answerBeforeBody(request, reply, HTTP_ERRORS[code].status, JSON.stringify(errorBody(code, message)), headers ?? {});
   return sendError(reply, code, message, headers);
 }
 

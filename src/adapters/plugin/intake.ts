@@ -3,7 +3,8 @@
  * frame is dropped), then whether it may run at all. A job that may not is failed with a code, never run
  * and never crashed on: versions it does not handle, an envelope it cannot read, a BYO payload without
  * keys or that does not open, a plain job to a plugin that was paired (it takes only sealed jobs), a
- * deadline already past, a `response_schema` that is not a schema.
+ * deadline already past, a `response_schema` that is not a schema or is beyond what the plugin checks
+ * (its bounds, a pattern RE2 does not run).
  *
  * A BYO payload is opened here, each time a job is judged (at receipt, and again after a restart), with
  * associated data built from the job as delivered and the plugin's own integration id: a backend that
@@ -26,6 +27,7 @@ import {
   type SessionKeys,
   type VersionRange,
 } from '../../protocol/index.js';
+import { ResponseSchemaError } from '../../protocol/response-schema.js';
 import { jobError } from './job-errors.js';
 import type { ResultCheck, ResultChecks } from './result-check.js';
 
@@ -105,6 +107,7 @@ export function judge(job: Record<string, unknown>, now: number, rules: IntakeRu
   try {
     check = rules.checks.compile(parsed.data.response_schema);
   } catch (error) {
+    if (error instanceof ResponseSchemaError && error.code === 'unsupported_response_schema') return fail(jobError(error.code, error.message.slice(0, 2_000)));
     return fail(jobError('invalid_job', `response_schema is not a valid JSON Schema: ${(error as Error).message}`.slice(0, 2_000)));
   }
   return { kind: 'run', ...accepted, deadline_at, check };

@@ -166,8 +166,8 @@ export class Jobs {
   private async post(job_id: string): Promise<void> {
     const answer = await this.deliver(job_id);
     const outcome = this.options.state.jobs.get(job_id)!.outcome!;
-    if (answer.kind === 'answered' && answer.status === 422 && 'result' in outcome) {
-      // We check every result before posting it, so this is a bug of ours (or the backend's): the client learns now, not at the deadline.
+    if (answer.kind === 'answered' && (answer.status === 422 || answer.status === 413) && 'result' in outcome) {
+      // We check every result before posting it, but not against the backend's size bound (413): the client learns now, not at the deadline.
       this.options.logger.error({ job_id, answer: answer.body }, 'the backend refused a result the plugin had checked; reporting the job as failed');
       const message = (answer.body as { error?: { message?: unknown } } | undefined)?.error?.message;
       return this.finish(job_id, jobError('invalid_result', typeof message === 'string' ? message.slice(0, 2_000) : undefined));

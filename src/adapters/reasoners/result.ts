@@ -6,12 +6,15 @@
 import { ResponseSchemaError, resultProblems as problemsOf } from '../../protocol/response-schema.js';
 import { ReasonerError } from '../../engine/reasoner.js';
 
-/** Why `value` is not a result that follows `schema`; `undefined` when it is one. A schema that does not compile is `invalid_response_schema`. */
+/**
+ * Why `value` is not a result that follows `schema`; `undefined` when it is one. A schema that does not
+ * compile is `invalid_response_schema`; one beyond the bounds, or with a pattern RE2 does not run, `unsupported_response_schema`.
+ */
 export function resultProblems(schema: Record<string, unknown>, value: unknown): string | undefined {
   try {
     return problemsOf(schema, value);
   } catch (error) {
-    if (error instanceof ResponseSchemaError) throw new ReasonerError('invalid_response_schema', `the job's ${error.message.replace(/^the /, '')}`, { cause: error });
+    if (error instanceof ResponseSchemaError) throw new ReasonerError(error.code, `the job's ${error.message.replace(/^the /, '')}`, { cause: error });
     throw error;
   }
 }

@@ -13,8 +13,8 @@
  * `broker` carries between nodes what makes them react at once (channel.ts), `Presence` the heartbeats.
  */
 import { z } from 'zod';
-import { ByoEnvelope, DEADLINE_SKEW_MS, HTTP_ERRORS, MAX_DEADLINE_MS, PURPOSES, jsonSchemaOf, type CodedError, type JobCreateBody, type JobResultBody } from '../../protocol/index.js';
-import { checkResponseSchema, resultProblems } from '../../protocol/response-schema.js';
+import { ByoEnvelope, DEADLINE_SKEW_MS, HTTP_ERRORS, MAX_DEADLINE_MS, PURPOSES, jsonBytes, jsonSchemaOf, type CodedError, type JobCreateBody, type JobResultBody } from '../../protocol/index.js';
+import { ResponseSchemaError, checkResponseSchema, resultProblems } from '../../protocol/response-schema.js';
 import { isJobEvent, type BackendEvent } from '../../machines/backend-events.js';
 import { nothing, type Decision } from '../../machines/decider.js';
 import { isRevoked, type IntegrationSnapshot } from '../../machines/integration.js';
@@ -87,23 +87,28 @@ export interface BackendConfig {
   readonly quotas?: Partial<Quotas>;
   /** Pairings are forgotten this long after their expiry, once ended, if that is sooner than `retentionMs` (backend/retention.ts). Default 1 hour. */
   readonly pairingRetentionMs?: number;
+  /** A job's payload, and its result, at most this many bytes of compact JSON (a BYO job's: its envelope); past it, 413. Default 1 MiB. */
+  readonly maxJobBytes?: number;
   readonly onFatal?: (error: unknown) => void;
   readonly onError?: (error: unknown, context: FailureContext) => void;
 }
 
 export const DEFAULT_LEASE_MS = 90_000;
 export const HEARTBEAT_INTERVAL_MS = 30_000;
+/** The capability profile's default `max_payload_bytes`: what a plugin takes unless it says otherwise. */
+export const DEFAULT_MAX_JOB_BYTES = 1024 * 1024;
 
 export type JobAnswer =
   | { readonly outcome: JobOutcome; readonly job: JobSnapshot | undefined }
   /**
    * Refused before anything was logged: a create's payload that does not fit its purpose (or is not a BYO
-   * envelope for a BYO job) or `response_schema` that does not compile; a plain result that does not follow
-   * the job's schema (the job stays open); a plugin its heartbeat was refused.
+   * envelope for a BYO job) or `response_schema` that does not compile or is beyond the bounds; a plain result
+   * that does not follow the job's schema (the job stays open); a plugin its heartbeat was refused; a payload
+   * or a result over `maxJobBytes`.
    */
   | {
       readonly outcome: 'invalid';
-      readonly code: 'invalid_payload' | 'invalid_response_schema' | 'result_invalid' | 'plugin_refused' | 'byo_required' | 'invalid_deadline';
+      readonly code: 'invalid_payload' | 'invalid_response_schema' | 'unsupported_response_schema' | 'result_invalid' | 'plugin_refused' | 'byo_required' | 'invalid_deadline' | 'payload_too_large' | 'result_too_large';
       readonly job: JobSnapshot | undefined;
       readonly message: string;
     }
@@ -125,6 +130,8 @@ export class Backend {
   private readonly leaseMs: number;
   /** The limits in force: the engine's own, and the followers the edge counts. */
   readonly quotas: Quotas;
+  /** The bound on a job's payload and on its result, in bytes of compact JSON. */
+  readonly maxJobBytes: number;
   /** Integrations, their tokens and heartbeats. */
   readonly integrations: Integrations;
   /** Pairings: the messages of both sides, carried in order; the integration each one ends with. */
@@ -150,6 +157,7 @@ export class Backend {
     this.ids = config.ids ?? randomIds;
     this.leaseMs = config.leaseMs ?? DEFAULT_LEASE_MS;
     this.quotas = quotasOf(config.quotas ?? {}, config.heartbeatIntervalMs ?? HEARTBEAT_INTERVAL_MS);
+    this.maxJobBytes = config.maxJobBytes ?? DEFAULT_MAX_JOB_BYTES;
     this.epoch = this.ids.token();
     this.report = config.onError ?? ((error, context) => process.emitWarning(`assistant-relay backend: ${context.what} failed: ${String(error)}`));
     const subscriberFailed = (error: unknown, topic: string) => this.report(error, { what: `a subscriber of ${topic}` });
@@ -287,13 +295,16 @@ export class Backend {
     if (integration === undefined || isRevoked(integration)) return { outcome: 'unknown', job: undefined };
     // A paired integration's plugin takes only sealed jobs (PROTOCOL.md 7.13): a plain one could never run.
     if (integration.context.paired && !body.byo) return { outcome: 'invalid', code: 'byo_required', job: undefined, message: HTTP_ERRORS.byo_required.message };
+    const tooLarge = this.overBound('payload', body.payload);
+    if (tooLarge !== undefined) return { outcome: 'invalid', code: 'payload_too_large', job: undefined, message: tooLarge };
     const payload = body.byo ? ByoEnvelope.safeParse(body.payload) : PURPOSES[body.purpose].payload.safeParse(body.payload);
     if (!payload.success) return { outcome: 'invalid', code: 'invalid_payload', job: undefined, message: z.prettifyError(payload.error) };
     if (body.response_schema !== undefined) {
       try {
         checkResponseSchema(body.response_schema);
       } catch (error) {
-        return { outcome: 'invalid', code: 'invalid_response_schema', job: undefined, message: (error as Error).message };
+        if (!(error instanceof ResponseSchemaError)) throw error;
+        return { outcome: 'invalid', code: error.code, job: undefined, message: error.message };
       }
     }
     // A BYO job's deadline is bound into its envelope, so the client chooses it (PROTOCOL.md 6.7, 7.3).
@@ -376,6 +387,8 @@ export class Backend {
 
   /** The completion endpoint (4.1): a result (checked against `response_schema` unless the job is BYO) or a failure report. */
   async result(integrationId: string, jobId: string, body: JobResultBody): Promise<JobAnswer> {
+    const tooLarge = 'result' in body ? this.overBound('result', body.result) : undefined;
+    if (tooLarge !== undefined) return { outcome: 'invalid', code: 'result_too_large', job: undefined, message: tooLarge };
     const at = this.clock.now();
     const outcome = await this.update<JobOutcome | Invalid>(jobId, (job) =>
       this.ofIntegration(integrationId, job, (own): Decision<JobEvent, JobOutcome | Invalid> => {
@@ -387,7 +400,7 @@ export class Backend {
             ? ByoEnvelope.safeParse(body.result).success
               ? undefined
               : 'the result of a BYO job must be a BYO envelope'
-            : resultProblems(own.context.response_schema, body.result);
+            : problemsOf(own.context.response_schema, body.result);
         if (invalid !== undefined) return nothing({ invalid: 'result_invalid', message: invalid });
         return jobDecider.decide({ type: 'complete', job_id: jobId, result: body.result, at }, own);
       }),
@@ -432,6 +445,12 @@ export class Backend {
     this.followers.closeAll();
     await this.retention.stop();
     await this.log.close();
+  }
+
+  /** Why a job's payload or result is over `maxJobBytes`, or `undefined`. */
+  private overBound(what: 'payload' | 'result', value: unknown): string | undefined {
+    const bytes = jsonBytes(value);
+    return bytes > this.maxJobBytes ? `the job's ${what} is ${bytes} bytes of JSON, more than the ${this.maxJobBytes} this backend takes` : undefined;
   }
 
   // ---- the loop ----------------------------------------------------------------------------------
@@ -521,6 +540,16 @@ export class Backend {
 
   private background(work: Promise<unknown>, what: string): void {
     inBackground(work, this.report, { what });
+  }
+}
+
+/** Why a plain result does not follow its job's schema; a schema logged before the bounds of PROTOCOL.md 6.10 that they refuse checks no result. */
+function problemsOf(schema: Record<string, unknown>, result: unknown): string | undefined {
+  try {
+    return resultProblems(schema, result);
+  } catch (error) {
+    if (error instanceof ResponseSchemaError) return error.message;
+    throw error;
   }
 }
 
