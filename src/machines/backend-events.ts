@@ -3,7 +3,7 @@
  * (job-events.ts). Like the host's, every state is the fold of these, and time arrives as data.
  */
 import type { CodedError, Heartbeat, VersionRange } from '../protocol/index.js';
-import type { JobEvent } from './job-events.js';
+import { jobKey, jobRefOf, type JobEvent } from './job-events.js';
 import type { PairingEvent } from './pairing-events.js';
 
 export interface BackendStarted {
@@ -20,7 +20,10 @@ export interface BackendStarted {
  */
 export interface BackendForgotten {
   readonly type: 'backend.forgotten';
-  readonly job_ids: readonly string[];
+  /** The jobs forgotten: each integration's, by `job_id` (a job is its integration's and its id's, PROTOCOL.md 6.7). */
+  readonly jobs?: Readonly<Record<string, readonly string[]>>;
+  /** The jobs forgotten, by `job_id` alone: what a log written while a `job_id` was the whole service's holds (`forgottenJobKeys`); never written now. */
+  readonly job_ids?: readonly string[];
   readonly pairing_ids: readonly string[];
   readonly sent: Readonly<Record<string, number>>;
   readonly ended_before: number;
@@ -122,9 +125,35 @@ export function isPairingEvent(event: BackendEvent): event is PairingEvent {
   return event.type.startsWith('pairing.');
 }
 
+/**
+ * The `jobKey` of each job a `backend.forgotten` names, among `keys` (those of the jobs folded so far). An
+ * older log names them by `job_id` alone: each id was then one job's, so it is the job of that id.
+ */
+export function forgottenJobKeys(event: BackendForgotten, keys: Iterable<string>): string[] {
+  const named = Object.entries(event.jobs ?? {}).flatMap(([integrationId, jobIds]) => jobIds.map((jobId) => jobKey(integrationId, jobId)));
+  if (event.job_ids === undefined || event.job_ids.length === 0) return named;
+  const older = new Set(event.job_ids);
+  return [...named, ...[...keys].filter((key) => older.has(jobRefOf(key).job_id))];
+}
+
+/** The log's stream of a job's events: `job:{integration_id}:{job_id}`. */
+export function jobStream(integrationId: string, jobId: string): string {
+  return `job:${jobKey(integrationId, jobId)}`;
+}
+
+/** Where a log written while a `job_id` was the whole service's kept a job's events: `job:{job_id}` (retention and replay still read it). */
+export function olderJobStream(jobId: string): string {
+  return `job:${jobId}`;
+}
+
+/** The `job_id` a job's stream is of (`jobStream`, `olderJobStream`); `undefined` for a stream of no job. */
+export function jobIdOfStream(stream: string): string | undefined {
+  return stream.startsWith('job:') ? stream.slice(stream.lastIndexOf(':') + 1) : undefined;
+}
+
 /** The log's stream of an event: its job, its integration, or '' for the backend's own. */
 export function backendStreamOf(event: BackendEvent): string {
   if (event.type === 'backend.started' || event.type === 'backend.forgotten') return '';
-  if (isJobEvent(event)) return `job:${event.job_id}`;
+  if (isJobEvent(event)) return jobStream(event.integration_id, event.job_id);
   return isPairingEvent(event) ? `pairing:${event.pairing_id}` : `integration:${event.integration_id}`;
 }

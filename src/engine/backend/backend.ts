@@ -19,7 +19,7 @@ import { isJobEvent, type BackendEvent } from '../../machines/backend-events.js'
 import { nothing, type Decision } from '../../machines/decider.js';
 import { isRevoked, type IntegrationSnapshot } from '../../machines/integration.js';
 import { jobDecider, type JobCommand, type JobOutcome } from '../../machines/job-decider.js';
-import type { JobEvent } from '../../machines/job-events.js';
+import { jobKey, jobRefOf, type JobEvent } from '../../machines/job-events.js';
 import { isSettled, type JobSnapshot } from '../../machines/job.js';
 import { EventLog } from '../../storage/event-log.js';
 import type { PgEventLog } from '../../storage/postgres/event-log.js';
@@ -124,6 +124,7 @@ export class Backend {
   private readonly store: LogJobStore;
   private readonly pubsub: PubSub;
   private readonly afterCommit: AfterCommit<BackendEvent>;
+  /** By `jobKey`, as are leases. */
   private readonly deadlines: Deadlines<string>;
   private readonly leases: Deadlines<string>;
   private readonly streams: JobStreams;
@@ -183,13 +184,13 @@ export class Backend {
       store: this.store,
       pubsub: this.pubsub,
       leaseMs: this.leaseMs,
-      update: (jobId, decide) => this.update(jobId, decide),
+      update: (integrationId, jobId, decide) => this.update(integrationId, jobId, decide),
       background,
     });
     this.followers = new JobFollowers({ clock: this.clock, keepaliveMs, store: this.store, pubsub: this.pubsub, background });
     this.afterCommit = new AfterCommit((error, what, event) => this.report(error, { what: event === undefined ? what : `${what} (${event.type})` }));
-    this.deadlines = new Deadlines(this.clock, (jobId) => this.background(this.command({ type: 'expire', job_id: jobId, at: this.clock.now() }), 'job deadline'));
-    this.leases = new Deadlines(this.clock, (jobId) => this.background(this.command({ type: 'release', job_id: jobId, at: this.clock.now() }), 'delivery lease'));
+    this.deadlines = new Deadlines(this.clock, (key) => this.background(this.command({ type: 'expire', ...jobRefOf(key), at: this.clock.now() }), 'job deadline'));
+    this.leases = new Deadlines(this.clock, (key) => this.background(this.command({ type: 'release', ...jobRefOf(key), at: this.clock.now() }), 'delivery lease'));
     this.integrations = new Integrations(
       this.projection,
       this.log,
@@ -197,7 +198,7 @@ export class Backend {
       this.clock,
       config.heartbeatIntervalMs ?? HEARTBEAT_INTERVAL_MS,
       (integrationId, jobIds, at) =>
-        Promise.all(jobIds.map((job_id) => this.update(job_id, (job) => this.ofIntegration(integrationId, job, (own) => jobDecider.decide({ type: 'run', job_id, lease_until: at + this.leaseMs, at }, own))))),
+        Promise.all(jobIds.map((job_id) => this.command({ type: 'run', integration_id: integrationId, job_id, lease_until: at + this.leaseMs, at }))),
       (work) => this.background(work, 'offline deadline'),
     );
     this.pairings = new Pairings(this.projection, this.log, this.clock, this.ids, config.pairingTtlMs ?? PAIRING_TTL_MS, misses, (work) => this.background(work, 'pairing expiry'));
@@ -207,7 +208,7 @@ export class Backend {
     // The store first: a notice's listener reads the job as this event left it.
     this.afterCommit.add({
       name: 'job store',
-      event: (event) => (isJobEvent(event) ? this.store.committed(event) : event.type === 'backend.forgotten' && this.store.forgotten(event.job_ids)),
+      event: (event) => (isJobEvent(event) ? this.store.committed(event) : event.type === 'backend.forgotten' && this.store.forgotten(event)),
     });
     this.afterCommit.add({ name: 'jobs', event: (event) => isJobEvent(event) && this.committed(event) });
   }
@@ -278,12 +279,12 @@ export class Backend {
       deadline_at: at + body.deadline_ms,
       at,
     });
-    return this.answer(body.job_id, outcome);
+    return this.answer(integrationId, body.job_id, outcome);
   }
 
-  /** The job as committed: what a client reads, so that a crash can never take back what it saw. */
-  async committedJob(jobId: string): Promise<JobSnapshot | undefined> {
-    return (await this.store.job(jobId))?.job;
+  /** The integration's job as committed: what a client reads, so that a crash can never take back what it saw. Another integration's job of that id is not it. */
+  async committedJob(integrationId: string, jobId: string): Promise<JobSnapshot | undefined> {
+    return (await this.store.job(integrationId, jobId))?.job;
   }
 
   /** The integration and its current capability profile as the log holds them (what its client reads). */
@@ -311,8 +312,8 @@ export class Backend {
   /** The client cancels one of its integration's jobs. */
   async cancel(integrationId: string, jobId: string): Promise<JobAnswer> {
     const at = this.clock.now();
-    const outcome = await this.update(jobId, (job) => this.ofIntegration(integrationId, job, (own) => jobDecider.decide({ type: 'cancel', job_id: jobId, at }, own)));
-    return this.answer(jobId, outcome);
+    const outcome = await this.command({ type: 'cancel', integration_id: integrationId, job_id: jobId, at });
+    return this.answer(integrationId, jobId, outcome);
   }
 
   // ---- jobs: the plugin's side ----------------------------------------------------------------------
@@ -321,20 +322,20 @@ export class Backend {
   async running(integrationId: string, jobId: string): Promise<JobAnswer> {
     const refusal = this.refusalOf(integrationId);
     const at = this.clock.now();
-    const outcome = await this.update<JobOutcome | Invalid>(jobId, (job) =>
-      this.ofIntegration(integrationId, job, (own): Decision<JobEvent, JobOutcome | Invalid> =>
-        refusal === undefined ? jobDecider.decide({ type: 'run', job_id: jobId, lease_until: at + this.leaseMs, at }, own) : nothing({ invalid: 'plugin_refused', message: refusal.message }),
+    const outcome = await this.update<JobOutcome | Invalid>(integrationId, jobId, (job) =>
+      this.ofIntegration(job, (own): Decision<JobEvent, JobOutcome | Invalid> =>
+        refusal === undefined ? jobDecider.decide({ type: 'run', integration_id: integrationId, job_id: jobId, lease_until: at + this.leaseMs, at }, own) : nothing({ invalid: 'plugin_refused', message: refusal.message }),
       ),
     );
-    return this.answer(jobId, outcome);
+    return this.answer(integrationId, jobId, outcome);
   }
 
   /** The completion endpoint (4.1): a result (checked against `response_schema` unless the job is BYO) or a failure report. */
   async result(integrationId: string, jobId: string, body: JobResultBody): Promise<JobAnswer> {
     const at = this.clock.now();
-    const outcome = await this.update<JobOutcome | Invalid>(jobId, (job) =>
-      this.ofIntegration(integrationId, job, (own): Decision<JobEvent, JobOutcome | Invalid> => {
-        if ('error' in body) return jobDecider.decide({ type: 'fail', job_id: jobId, error: body.error, at }, own);
+    const outcome = await this.update<JobOutcome | Invalid>(integrationId, jobId, (job) =>
+      this.ofIntegration(job, (own): Decision<JobEvent, JobOutcome | Invalid> => {
+        if ('error' in body) return jobDecider.decide({ type: 'fail', integration_id: integrationId, job_id: jobId, error: body.error, at }, own);
         // A BYO result is an envelope the backend never reads inside; a plain one follows the job's schema. A settled job's answer says so first.
         const invalid = isSettled(own)
           ? undefined
@@ -344,10 +345,10 @@ export class Backend {
               : 'the result of a BYO job must be a BYO envelope'
             : resultProblems(own.context.response_schema, body.result);
         if (invalid !== undefined) return nothing({ invalid: 'result_invalid', message: invalid });
-        return jobDecider.decide({ type: 'complete', job_id: jobId, result: body.result, at }, own);
+        return jobDecider.decide({ type: 'complete', integration_id: integrationId, job_id: jobId, result: body.result, at }, own);
       }),
     );
-    return this.answer(jobId, outcome);
+    return this.answer(integrationId, jobId, outcome);
   }
 
   /** Opens the integration's stream; a second one takes over from the first (`JobStreams`). A rotation not yet answered is sent on it. */
@@ -387,24 +388,24 @@ export class Backend {
     if (isJobEvent(event)) this.store.folded(event);
   }
 
-  private update<Outcome>(jobId: string, decide: JobDecide<Outcome>): Promise<Outcome> {
+  private update<Outcome>(integrationId: string, jobId: string, decide: JobDecide<Outcome>): Promise<Outcome> {
     // Nothing new enters the log of a closing backend; the edge answers 503 `shutting_down`.
     if (this.closed) return Promise.reject(new HostClosingError());
-    return this.store.update(jobId, decide);
+    return this.store.update(integrationId, jobId, decide);
   }
 
   private command(command: JobCommand): Promise<JobOutcome> {
-    return this.update(command.job_id, (job) => jobDecider.decide(command, job));
+    return this.update(command.integration_id, command.job_id, (job) => jobDecider.decide(command, job));
   }
 
-  /** A decision on a job of this integration; another integration's job is as unknown as a job never created. */
-  private ofIntegration<Outcome>(integrationId: string, job: JobSnapshot | undefined, decide: (job: JobSnapshot) => Decision<JobEvent, Outcome>): Decision<JobEvent, Outcome | 'unknown'> {
-    return job === undefined || job.context.integration_id !== integrationId ? nothing('unknown') : decide(job);
+  /** A decision on a job that exists (the store found it by integration and id); any other is unknown before anything else is checked. */
+  private ofIntegration<Outcome>(job: JobSnapshot | undefined, decide: (job: JobSnapshot) => Decision<JobEvent, Outcome>): Decision<JobEvent, Outcome | 'unknown'> {
+    return job === undefined ? nothing('unknown') : decide(job);
   }
 
   /** The answer to a command: its outcome and the job as committed now. */
-  private async answer(jobId: string, outcome: JobOutcome | Invalid): Promise<JobAnswer> {
-    const job = await this.committedJob(jobId);
+  private async answer(integrationId: string, jobId: string, outcome: JobOutcome | Invalid): Promise<JobAnswer> {
+    const job = await this.committedJob(integrationId, jobId);
     if (typeof outcome === 'object') return { outcome: 'invalid', code: outcome.invalid, job, message: outcome.message };
     return { outcome, job: outcome === 'unknown' ? undefined : job };
   }
@@ -437,30 +438,31 @@ export class Backend {
 
   /** Once committed: deadlines and leases follow the job, and its integration's topic hears of it. */
   private committed(event: JobEvent): void {
+    const key = jobKey(event.integration_id, event.job_id);
     switch (event.type) {
       case 'job.created':
-        this.deadlines.set(event.job_id, event.deadline_at);
+        this.deadlines.set(key, event.deadline_at);
         break;
       case 'job.delivered':
       case 'job.started':
       case 'job.renewed':
-        this.leases.set(event.job_id, event.lease_until);
+        this.leases.set(key, event.lease_until);
         break;
       case 'job.released':
-        this.leases.delete(event.job_id);
+        this.leases.delete(key);
         break;
       default:
-        this.deadlines.delete(event.job_id);
-        this.leases.delete(event.job_id);
+        this.deadlines.delete(key);
+        this.leases.delete(key);
     }
     this.pubsub.publish(assistantChannel(event.integration_id), noticeOf(event));
   }
 
   /** Sets the job's deadline, and its lease while it has one. */
   private arm(job: JobSnapshot): void {
-    const { job_id, deadline_at, lease_until } = job.context;
-    this.deadlines.set(job_id, deadline_at);
-    if (lease_until !== undefined) this.leases.set(job_id, lease_until);
+    const { integration_id, job_id, deadline_at, lease_until } = job.context;
+    this.deadlines.set(jobKey(integration_id, job_id), deadline_at);
+    if (lease_until !== undefined) this.leases.set(jobKey(integration_id, job_id), lease_until);
   }
 
   private background(work: Promise<unknown>, what: string): void {
