@@ -221,6 +221,8 @@ export class Backend {
       foldCommitted: (event) => {
         backend.fold(event);
         if (isJobEvent(event)) backend.store.committed(event);
+        // Retention may have left a forgotten job's events in the log (their removal comes after the commit).
+        else if (event.type === 'backend.forgotten') backend.store.forgotten(event);
       },
       restore: (state) => {
         backend.projection.restore(state ?? new BackendProjection().state());
