@@ -9,8 +9,9 @@ import { BackendProjection } from '../../src/engine/backend/projection.js';
 import { backendSnapshotCodec } from '../../src/engine/backend/snapshot.js';
 import { encodeState } from '../../src/engine/state-codec.js';
 import type { BackendEvent } from '../../src/machines/backend-events.js';
-import type { JobCreated } from '../../src/machines/job-events.js';
 import { jobState } from '../../src/machines/job.js';
+import { capabilityProfile } from '../../src/adapters/reasoners/profile.js';
+import { integrationCreated, jobCreated } from '../support/backend-events.js';
 import { format1Snapshot } from '../support/older-backend-log.js';
 
 const C = 'c0000000-0000-4000-8000-00000000000c';
@@ -18,38 +19,15 @@ const D = 'd0000000-0000-4000-8000-00000000000d';
 const X = '11111111-2222-4333-8444-555555555555';
 const Y = '66666666-7777-4888-9999-000000000000';
 
-const integration = (integration_id: string, at: number): BackendEvent => ({ type: 'integration.created', integration_id, provider_kind: 'assistant-relay', relay_token_digest: 'r', client_token_digest: 'c', at });
-const created = (integration_id: string, job_id: string, at: number, over: Partial<JobCreated> = {}): JobCreated => ({
-  type: 'job.created',
-  job_id,
-  integration_id,
-  purpose: 'capability_probe',
-  payload: {},
-  byo: false,
-  response_schema: { type: 'object' },
-  provider_kind: 'assistant-relay',
-  deadline_at: at + 60_000,
-  at,
-  ...over,
-});
-const PROFILE = {
-  profile_version: 1,
-  provider_kind: 'assistant-relay',
-  skills: [],
-  models: [],
-  tools: [],
-  limits: { max_concurrent_jobs: 1, max_payload_bytes: 1_000 },
-  schema_versions: { min: 1, max: 1 },
-  envelope_versions: { min: 1, max: 1 },
-};
+const PROFILE = capabilityProfile({ providerKind: 'assistant-relay', models: [] });
 
 /** C and D each have a job X (C's a probe that gives C its profile); D has a job Y too. D's X is cancelled, C's completed. */
 const LOG: BackendEvent[] = [
-  integration(C, 1),
-  integration(D, 2),
-  created(C, X, 3),
-  created(D, X, 4, { purpose: 'live_analysis', payload: { other: true } }),
-  created(D, Y, 5),
+  integrationCreated(C, 1),
+  integrationCreated(D, 2),
+  jobCreated(C, X, 3),
+  jobCreated(D, X, 4, { purpose: 'live_analysis', payload: { other: true } }),
+  jobCreated(D, Y, 5),
   { type: 'job.delivered', job_id: X, integration_id: D, delivery: 1, seq: 1, lease_until: 90_000, at: 6 },
   { type: 'job.completed', job_id: X, integration_id: C, result: PROFILE, at: 7 },
   { type: 'job.cancelled', job_id: X, integration_id: D, at: 8 },
@@ -79,26 +57,26 @@ describe("backend projection: a job is its integration's", () => {
     fold([{ type: 'backend.forgotten', jobs: { [D]: [X] }, pairing_ids: [], sent: p.streamPositions(), ended_before: 100, at: 100 }], p);
     expect([p.job(D, X), jobState(p.job(C, X)!), p.version(D, X), p.version(C, X)]).toEqual([undefined, 'completed', 0, 2]);
     // Forgotten, D's X is as if never created: D may create a job X again.
-    fold([created(D, X, 200)], p);
+    fold([jobCreated(D, X, 200)], p);
     expect([jobState(p.job(D, X)!), p.version(D, X)]).toEqual(['created', 1]);
   });
 
   it('an older log names forgotten jobs by job_id alone (each id was then one job): it folds as it did', () => {
     const older: BackendEvent[] = [
-      integration(C, 1),
-      created(C, X, 3, { purpose: 'live_analysis' }),
+      integrationCreated(C, 1),
+      jobCreated(C, X, 3, { purpose: 'live_analysis' }),
       { type: 'job.cancelled', job_id: X, integration_id: C, at: 4 },
       { type: 'backend.forgotten', job_ids: [X], pairing_ids: [], sent: {}, ended_before: 10, at: 10 },
     ];
     const p = fold(older);
     expect([p.job(C, X), p.version(C, X)]).toEqual([undefined, 0]);
     // What the log goes on with after the upgrade: D's job of that id, and a forgetting in the new form.
-    fold([integration(D, 11), created(D, X, 12)], p);
+    fold([integrationCreated(D, 11), jobCreated(D, X, 12)], p);
     expect(jobState(p.job(D, X)!)).toBe('created');
   });
 
   it("reads a format 1 snapshot (jobs keyed by job_id alone) as the state a whole fold of the same log gives", () => {
-    const older = [integration(C, 1), integration(D, 2), created(C, X, 3), created(D, Y, 4), { type: 'job.cancelled', job_id: Y, integration_id: D, at: 5 } as BackendEvent];
+    const older = [integrationCreated(C, 1), integrationCreated(D, 2), jobCreated(C, X, 3), jobCreated(D, Y, 4), { type: 'job.cancelled', job_id: Y, integration_id: D, at: 5 } as BackendEvent];
     const whole = fold(older);
     const state = whole.state();
     const format1 = format1Snapshot(older);

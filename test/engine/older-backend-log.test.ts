@@ -11,9 +11,9 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { Backend } from '../../src/engine/backend/backend.js';
 import { RETENTION_CHECK_MS } from '../../src/engine/retention.js';
 import { backendStreamOf, type BackendEvent } from '../../src/machines/backend-events.js';
-import type { JobCreated } from '../../src/machines/job-events.js';
 import { jobState } from '../../src/machines/job.js';
 import { EventLog } from '../../src/storage/event-log.js';
+import { integrationCreated, jobCreated } from '../support/backend-events.js';
 import { SimulatedClock } from '../support/clock.js';
 import { tempDir } from '../support/host.js';
 import { writeOlderBackendLog } from '../support/older-backend-log.js';
@@ -29,19 +29,8 @@ const X = '11111111-2222-4333-8444-555555555555';
 const Z = '22222222-2222-4333-8444-555555555555';
 const W = '33333333-2222-4333-8444-555555555555';
 
-const integration = (integration_id: string): BackendEvent => ({ type: 'integration.created', integration_id, provider_kind: 'assistant-relay', relay_token_digest: 'r', client_token_digest: 'c', at: T0 - 2 * DAY });
-const created = (job_id: string, at: number, deadline_at: number): JobCreated => ({
-  type: 'job.created',
-  job_id,
-  integration_id: C,
-  purpose: 'capability_probe',
-  payload: {},
-  byo: false,
-  response_schema: { type: 'object' },
-  provider_kind: 'assistant-relay',
-  deadline_at,
-  at,
-});
+const integration = (integration_id: string) => integrationCreated(integration_id, T0 - 2 * DAY);
+const created = (job_id: string, at: number, deadline_at: number) => jobCreated(C, job_id, at, { deadline_at });
 
 /** C's job X, cancelled two days before the upgrade; C's job Z, open across it; C's job W, forgotten by the older retention (its events not yet removed). */
 const OLDER: BackendEvent[] = [
@@ -64,13 +53,8 @@ afterEach(async () => {
 async function start(path: string, clock: SimulatedClock, reports: string[]): Promise<{ backend: Backend; stop: () => Promise<void> }> {
   const log = EventLog.open<BackendEvent>({ path, streamOf: backendStreamOf });
   const backend = await Backend.start(log, { clock, retentionMs: 7 * DAY, onError: (error, context) => reports.push(`${context.what}: ${String(error)}`) });
-  let stopped = false;
-  const stop = async () => {
-    if (stopped) return;
-    stopped = true;
-    await backend.close();
-    await log.close();
-  };
+  // Both closes are idempotent: a test may stop it before the cleanup does.
+  const stop = () => backend.close().then(() => log.close());
   cleanups.push(stop);
   return { backend, stop };
 }

@@ -35,6 +35,13 @@ async function tenantOf(served: ServedBackend): Promise<Tenant> {
   return { integration, base, stream };
 }
 
+/** A backend with two tenants, C and D, each with its plugin's stream open. */
+async function twoTenants(): Promise<{ served: ServedBackend; c: Tenant; d: Tenant }> {
+  const served = await serveBackend();
+  stops.push(() => served.stop());
+  return { served, c: await tenantOf(served), d: await tenantOf(served) };
+}
+
 const transcript = (text: string) => ({ session_id: 's', transcript: [{ speaker: 'a', text }] });
 const resultOf = (text: string) => ({ insights: [{ text, kind: 'fact', confidence: 0.5 }] });
 
@@ -59,10 +66,7 @@ const jobsOn = (stream: SseConnection) => stream.frames.filter((frame) => frame.
 
 describe("a job_id is its integration's own", () => {
   it("another tenant creating a job with C's job_id gets its own job; both run and complete on their own, and D never reaches C's", async () => {
-    const served = await serveBackend();
-    stops.push(() => served.stop());
-    const c = await tenantOf(served);
-    const d = await tenantOf(served);
+    const { served, c, d } = await twoTenants();
     const job_id = randomUUID();
     expect((await request(`${c.base}/jobs`, { token: c.integration.client_token, body: { job_id, purpose: 'live_analysis', payload: transcript('C asks') } })).status).toBe(201);
     await c.stream.until((s) => jobsOn(s).length === 1, 5_000, "C's job frame");
@@ -122,10 +126,7 @@ describe("a job_id is its integration's own", () => {
   });
 
   it("cancelling one's job leaves the other's open, and a cancel of C's id by D before it has one is an unknown id's answer", async () => {
-    const served = await serveBackend();
-    stops.push(() => served.stop());
-    const c = await tenantOf(served);
-    const d = await tenantOf(served);
+    const { c, d } = await twoTenants();
     const job_id = randomUUID();
     const body = { job_id, purpose: 'live_analysis', payload: transcript('the same content') };
     expect((await request(`${c.base}/jobs`, { token: c.integration.client_token, body })).status).toBe(201);

@@ -12,6 +12,7 @@ import { builtinReasoner, startPlugin, type Plugin } from '../../src/index.js';
 import { backendStreamOf, type BackendEvent } from '../../src/machines/backend-events.js';
 import { EventLog } from '../../src/storage/event-log.js';
 import { serveBackend, probeAnalyseSummarise, type ServedBackend } from '../support/backend.js';
+import { integrationCreated, jobCreated } from '../support/backend-events.js';
 import { writeOlderBackendLog } from '../support/older-backend-log.js';
 import { runCli, useChildFolder } from '../support/child.js';
 import { TOKEN, countEvents, readEvents, startHost, tempDir, type TestHost } from '../support/host.js';
@@ -282,19 +283,7 @@ describe('replay of a backend log from before job ids were each integration\'s',
   it('folds a job whose events span its older stream and its new one as one, and --job shows every integration\'s job of that id', async () => {
     const db = join(folder(), 'older.db');
     const [c, d, x, z] = [randomUUID(), randomUUID(), randomUUID(), randomUUID()];
-    const created = (integration_id: string, job_id: string, at: number): BackendEvent => ({
-      type: 'job.created',
-      job_id,
-      integration_id,
-      purpose: 'capability_probe',
-      payload: {},
-      byo: false,
-      response_schema: { type: 'object' },
-      provider_kind: 'assistant-relay',
-      deadline_at: at + 60_000,
-      at,
-    });
-    const integration = (integration_id: string): BackendEvent => ({ type: 'integration.created', integration_id, provider_kind: 'assistant-relay', relay_token_digest: 'r', client_token_digest: 'c', at: 2 });
+    const [integration, created] = [(id: string) => integrationCreated(id, 2), jobCreated];
     await writeOlderBackendLog(db, [{ type: 'backend.started', epoch: 'older', at: 1 }, integration(c), integration(d), created(c, x, 3), { type: 'job.cancelled', job_id: x, integration_id: c, at: 4 }, created(c, z, 5)]);
     // The upgraded backend goes on: C's open job Z expires in its new stream, and D takes the id X.
     const log = EventLog.open<BackendEvent>({ path: db, streamOf: backendStreamOf });
