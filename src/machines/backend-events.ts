@@ -22,7 +22,11 @@ export interface BackendForgotten {
   readonly type: 'backend.forgotten';
   /** The jobs forgotten: each integration's, by `job_id` (a job is its integration's and its id's, PROTOCOL.md 6.7). */
   readonly jobs?: Readonly<Record<string, readonly string[]>>;
-  /** The jobs forgotten, by `job_id` alone: what a log written while a `job_id` was the whole service's holds (`forgottenJobKeys`); never written now. */
+  /**
+   * The same jobs by `job_id` alone: all a log written while a `job_id` was the whole service's has
+   * (`forgottenJobKeys`), and still written beside `jobs` for a node of that version that folds the
+   * shared log during a rolling deploy. A reader of this version reads `jobs` when it is there.
+   */
   readonly job_ids?: readonly string[];
   readonly pairing_ids: readonly string[];
   readonly sent: Readonly<Record<string, number>>;
@@ -130,10 +134,9 @@ export function isPairingEvent(event: BackendEvent): event is PairingEvent {
  * older log names them by `job_id` alone: each id was then one job's, so it is the job of that id.
  */
 export function forgottenJobKeys(event: BackendForgotten, keys: Iterable<string>): string[] {
-  const named = Object.entries(event.jobs ?? {}).flatMap(([integrationId, jobIds]) => jobIds.map((jobId) => jobKey(integrationId, jobId)));
-  if (event.job_ids === undefined || event.job_ids.length === 0) return named;
+  if (event.jobs !== undefined) return Object.entries(event.jobs).flatMap(([integrationId, jobIds]) => jobIds.map((jobId) => jobKey(integrationId, jobId)));
   const older = new Set(event.job_ids);
-  return [...named, ...[...keys].filter((key) => older.has(jobRefOf(key).job_id))];
+  return older.size === 0 ? [] : [...keys].filter((key) => older.has(jobRefOf(key).job_id));
 }
 
 /** The log's stream of a job's events: `job:{integration_id}:{job_id}`. */

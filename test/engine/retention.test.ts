@@ -140,7 +140,7 @@ it('a backend forgets jobs settled longer ago than the retention, and removes th
   for (const jobId of jobIds) expect(await served.backend.committedJob(integration.integration_id, jobId)).toBeUndefined();
   const events = readEvents(served.db) as unknown as BackendEvent[];
   expect(events.filter((event) => event.type.startsWith('job.'))).toEqual([]);
-  expect(events.find((event) => event.type === 'backend.forgotten')).toMatchObject({ jobs: { [integration.integration_id]: expect.arrayContaining(jobIds) }, pairing_ids: [] });
+  expect(events.find((event) => event.type === 'backend.forgotten')).toMatchObject({ jobs: { [integration.integration_id]: expect.arrayContaining(jobIds) }, job_ids: expect.arrayContaining(jobIds), pairing_ids: [] });
   expect(events.length).toBeLessThan(before);
   await served.stop();
 });

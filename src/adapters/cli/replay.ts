@@ -10,8 +10,8 @@
  * it goes.
  */
 import { foldsOf, verifyLog } from '../../engine/replay/log.js';
-import { jobIdOfStream, olderJobStream } from '../../machines/backend-events.js';
 import { entityKey, type Fold, type Moved, type Step } from '../../engine/replay/timeline.js';
+import { jobIdOfStream, olderJobStream } from '../../machines/backend-events.js';
 import { SchemaMismatchError } from '../../storage/errors.js';
 import type { LogRecord, StoredEvent } from '../../storage/event-log.js';
 import { LogOpenError, LogReader, type LogView, type ReadBounds } from '../../storage/log-reader.js';

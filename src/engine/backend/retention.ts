@@ -18,7 +18,8 @@ export function forgetEndedRecords(projection: BackendProjection, log: BackendLo
         log.decide((): Decision<BackendEvent, ForgottenBatch | undefined> => {
           const { jobs, pairing_ids } = projection.forgettable(endedBefore, FORGOTTEN_PER_EVENT);
           if (jobs.length + pairing_ids.length === 0) return nothing(undefined);
-          const event: BackendEvent = { type: 'backend.forgotten', jobs: byIntegration(jobs), pairing_ids, sent: projection.streamPositions(), ended_before: endedBefore, at: clock.now() };
+          const job_ids = jobs.map(({ job_id }) => job_id);
+          const event: BackendEvent = { type: 'backend.forgotten', jobs: byIntegration(jobs), job_ids, pairing_ids, sent: projection.streamPositions(), ended_before: endedBefore, at: clock.now() };
           const streams = [...jobs.map((job) => jobStream(job.integration_id, job.job_id)), ...olderStreams(projection, jobs), ...pairing_ids.map((id) => `pairing:${id}`)];
           return { events: [event], outcome: { streams, count: Math.max(jobs.length, pairing_ids.length) } };
         }),
