@@ -4,7 +4,7 @@
  */
 import type { CodedError, Heartbeat, VersionRange } from '../protocol/index.js';
 import type { IntegrationContext } from './integration.js';
-import type { JobEvent } from './job-events.js';
+import { jobKey, jobRefOf, type JobEvent } from './job-events.js';
 import type { PairingEvent, PairingTicketIssued } from './pairing-events.js';
 
 export interface BackendStarted {
@@ -22,7 +22,14 @@ export interface BackendStarted {
  */
 export interface BackendForgotten {
   readonly type: 'backend.forgotten';
-  readonly job_ids: readonly string[];
+  /** The jobs forgotten: each integration's, by `job_id` (a job is its integration's and its id's, PROTOCOL.md 6.7). */
+  readonly jobs?: Readonly<Record<string, readonly string[]>>;
+  /**
+   * The same jobs by `job_id` alone: all a log written while a `job_id` was the whole service's has
+   * (`forgottenJobKeys`), and still written beside `jobs` for a node of that version that folds the
+   * shared log during a rolling deploy. A reader of this version reads `jobs` when it is there.
+   */
+  readonly job_ids?: readonly string[];
   readonly pairing_ids: readonly string[];
   /** Absent in the events of a backend that forgot no integrations. */
   readonly integration_ids?: readonly string[];
@@ -154,6 +161,31 @@ export function isPairingEvent(event: BackendEvent): event is PairingEvent {
   return event.type.startsWith('pairing.');
 }
 
+/**
+ * The `jobKey` of each job a `backend.forgotten` names, among `keys` (those of the jobs folded so far). An
+ * older log names them by `job_id` alone: each id was then one job's, so it is the job of that id.
+ */
+export function forgottenJobKeys(event: BackendForgotten, keys: Iterable<string>): string[] {
+  if (event.jobs !== undefined) return Object.entries(event.jobs).flatMap(([integrationId, jobIds]) => jobIds.map((jobId) => jobKey(integrationId, jobId)));
+  const older = new Set(event.job_ids);
+  return older.size === 0 ? [] : [...keys].filter((key) => older.has(jobRefOf(key).job_id));
+}
+
+/** The log's stream of a job's events: `job:{integration_id}:{job_id}`. */
+export function jobStream(integrationId: string, jobId: string): string {
+  return `job:${jobKey(integrationId, jobId)}`;
+}
+
+/** Where a log written while a `job_id` was the whole service's kept a job's events: `job:{job_id}` (retention and replay still read it). */
+export function olderJobStream(jobId: string): string {
+  return `job:${jobId}`;
+}
+
+/** The `job_id` a job's stream is of (`jobStream`, `olderJobStream`); `undefined` for a stream of no job. */
+export function jobIdOfStream(stream: string): string | undefined {
+  return stream.startsWith('job:') ? stream.slice(stream.lastIndexOf(':') + 1) : undefined;
+}
+
 /** The stream of the backend's forgetting events (older logs have them in ''). */
 export const BACKEND_FORGOTTEN_STREAM = 'forgotten';
 
@@ -161,6 +193,6 @@ export const BACKEND_FORGOTTEN_STREAM = 'forgotten';
 export function backendStreamOf(event: BackendEvent): string {
   if (event.type === 'backend.forgotten') return BACKEND_FORGOTTEN_STREAM;
   if (event.type === 'backend.started' || event.type === 'pairing_ticket.issued') return '';
-  if (isJobEvent(event)) return `job:${event.job_id}`;
+  if (isJobEvent(event)) return jobStream(event.integration_id, event.job_id);
   return isPairingEvent(event) ? `pairing:${event.pairing_id}` : `integration:${event.integration_id}`;
 }

@@ -1,29 +1,30 @@
 /**
  * The reasoning-job decider: what a command means for one job, as events. Its state is the job
- * statechart's snapshot, or `undefined` for a job the log has not created. Pure: time arrives on the
- * command, and so does everything the edge has already checked (a result is valid for the job's
- * `response_schema` before it is ever a command).
+ * statechart's snapshot, or `undefined` for a job the log has not created. A command names its job by
+ * integration and `job_id` (`JobRef`): a job of the same id in another integration is another job, so it
+ * is unknown to the command. Pure: time arrives on the command, and so does everything the edge has
+ * already checked (a result is valid for the job's `response_schema` before it is ever a command).
  */
 import equal from 'fast-deep-equal';
 import type { CodedError } from '../protocol/index.js';
 import { openedBy, type Decider, type Decision } from './decider.js';
-import type { JobCreated, JobEvent } from './job-events.js';
+import { jobKey, type JobCreated, type JobEvent, type JobRef } from './job-events.js';
 import { evolveJob, initialJob, isSettled, jobState, type JobSnapshot } from './job.js';
 
 export type JobCommand =
   /** A client's create: the job's fields as `job.created` will log them. */
   | ({ readonly type: 'create' } & Omit<JobCreated, 'type'>)
   /** Send it on the integration's live stream, under a lease until `lease_until`. */
-  | { readonly type: 'deliver'; readonly job_id: string; readonly seq: number; readonly lease_until: number; readonly at: number }
+  | ({ readonly type: 'deliver'; readonly seq: number; readonly lease_until: number; readonly at: number } & JobRef)
   /** The plugin runs it (it said so, or a heartbeat named it): the lease goes on to `lease_until`. */
-  | { readonly type: 'run'; readonly job_id: string; readonly lease_until: number; readonly at: number }
+  | ({ readonly type: 'run'; readonly lease_until: number; readonly at: number } & JobRef)
   /** The lease may have lapsed. */
-  | { readonly type: 'release'; readonly job_id: string; readonly at: number }
-  | { readonly type: 'complete'; readonly job_id: string; readonly result: Record<string, unknown>; readonly at: number }
-  | { readonly type: 'fail'; readonly job_id: string; readonly error: CodedError; readonly at: number }
+  | ({ readonly type: 'release'; readonly at: number } & JobRef)
+  | ({ readonly type: 'complete'; readonly result: Record<string, unknown>; readonly at: number } & JobRef)
+  | ({ readonly type: 'fail'; readonly error: CodedError; readonly at: number } & JobRef)
   /** The deadline may have passed. */
-  | { readonly type: 'expire'; readonly job_id: string; readonly at: number }
-  | { readonly type: 'cancel'; readonly job_id: string; readonly at: number };
+  | ({ readonly type: 'expire'; readonly at: number } & JobRef)
+  | ({ readonly type: 'cancel'; readonly at: number } & JobRef);
 
 export type JobOutcome =
   | 'created'
@@ -67,9 +68,8 @@ function decide(command: JobCommand, job: JobState): JobDecision {
     const { type: _command, ...fields } = command;
     return { events: [{ type: 'job.created', ...fields }], outcome: 'created' };
   }
-  if (job === undefined) return nothing('unknown');
-  const { integration_id } = job.context;
-  const fact = { job_id, integration_id, at };
+  if (job === undefined || job.context.integration_id !== command.integration_id) return nothing('unknown');
+  const fact = { job_id, integration_id: command.integration_id, at };
   const state = jobState(job);
   switch (command.type) {
     case 'deliver':
@@ -114,7 +114,7 @@ function decide(command: JobCommand, job: JobState): JobDecision {
 
 export const jobDecider: Decider<JobState, JobCommand, JobEvent, JobOutcome> = openedBy({
   name: 'reasoning job',
-  idOf: (event) => event.job_id,
+  idOf: (event) => jobKey(event.integration_id, event.job_id),
   decide,
   opens: (event): event is JobCreated => event.type === 'job.created',
   open: initialJob,

@@ -5,9 +5,27 @@
  */
 import type { CodedError, JobPurpose } from '../protocol/index.js';
 
-interface JobFact {
-  readonly job_id: string;
+/**
+ * Which job: its integration and its `job_id`. The client chooses the id, so it is unique within its
+ * integration only (PROTOCOL.md 6.7): two integrations may each have a job of the same id, two jobs.
+ */
+export interface JobRef {
   readonly integration_id: string;
+  readonly job_id: string;
+}
+
+/** A job's identity as one string: what the backend keys its jobs, deadlines and leases by. Both ids are UUIDs, so no colon is in either. */
+export function jobKey(integrationId: string, jobId: string): string {
+  return `${integrationId}:${jobId}`;
+}
+
+/** The job a `jobKey` names. */
+export function jobRefOf(key: string): JobRef {
+  const colon = key.indexOf(':');
+  return { integration_id: key.slice(0, colon), job_id: key.slice(colon + 1) };
+}
+
+interface JobFact extends JobRef {
   readonly at: number;
 }
 

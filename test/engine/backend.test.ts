@@ -105,7 +105,7 @@ describe('backend: a job from creation to result', () => {
     expect((await backend.result(integration_id, body.job_id, { result: insights })).outcome).toBe('completed');
     expect((await backend.result(integration_id, body.job_id, { result: insights })).outcome).toBe('duplicate');
     expect((await backend.result(integration_id, body.job_id, { result: { insights: [] } })).outcome).toBe('conflict');
-    expect(jobState((await backend.committedJob(body.job_id))!)).toBe('completed');
+    expect(jobState((await backend.committedJob(integration_id, body.job_id))!)).toBe('completed');
   });
 
   it('refuses a result that does not follow response_schema, and keeps the job open for a correct one', async () => {
@@ -115,7 +115,7 @@ describe('backend: a job from creation to result', () => {
     await backend.createJob(integration_id, body);
     const answer = await backend.result(integration_id, body.job_id, { result: { insights: [{ text: '', kind: 'shout' }] } });
     expect(answer).toMatchObject({ outcome: 'invalid', message: expect.stringMatching(/result/) });
-    expect(jobState((await backend.committedJob(body.job_id))!)).toBe('created');
+    expect(jobState((await backend.committedJob(integration_id, body.job_id))!)).toBe('created');
     expect((await backend.result(integration_id, body.job_id, { result: insights })).outcome).toBe('completed');
   });
 
@@ -141,7 +141,7 @@ describe('backend: a job from creation to result', () => {
     await log.close();
     const { backend } = await start(dir, first.clock);
     expect(await backend.result(integration_id, job_id, { result: { a: 'b' } })).toMatchObject({ outcome: 'invalid', code: 'result_invalid', message: expect.stringContaining('RE2 does not run the pattern') });
-    expect(jobState((await backend.committedJob(job_id))!)).toBe('created');
+    expect(jobState((await backend.committedJob(integration_id, job_id))!)).toBe('created');
   });
 
   it('refuses a response_schema that is not a JSON Schema before logging anything', async () => {
@@ -149,7 +149,7 @@ describe('backend: a job from creation to result', () => {
     const { integration_id } = await integrationOf(backend);
     const body = liveAnalysis({ response_schema: { type: 'no such type' } });
     expect(await backend.createJob(integration_id, body)).toMatchObject({ outcome: 'invalid', job: undefined });
-    expect(await backend.committedJob(body.job_id)).toBeUndefined();
+    expect(await backend.committedJob(integration_id, body.job_id)).toBeUndefined();
   });
 });
 
@@ -178,7 +178,7 @@ describe('backend: BYO creates (PROTOCOL.md 6.7, 7.13)', () => {
     const { backend, clock, integration_id } = await paired();
     const plain = liveAnalysis();
     expect(await backend.createJob(integration_id, plain)).toMatchObject({ outcome: 'invalid', code: 'byo_required' });
-    expect(await backend.committedJob(plain.job_id)).toBeUndefined();
+    expect(await backend.committedJob(integration_id, plain.job_id)).toBeUndefined();
     expect(await backend.createJob(integration_id, sealed(clock.now() + 30_000))).toMatchObject({ outcome: 'created' });
   });
 
@@ -231,6 +231,64 @@ describe('backend: the capability profile', () => {
   });
 });
 
+describe('backend: the same job_id in two integrations', () => {
+  it('is two jobs: each delivered on its own stream, leased, expired and ended on its own', async () => {
+    const { backend, clock } = await start();
+    const c = await integrationOf(backend);
+    const d = await integrationOf(backend);
+    const [cSocket, dSocket] = [new FakeSocket(), new FakeSocket()];
+    backend.openStream(c.integration_id, undefined, () => cSocket);
+    backend.openStream(d.integration_id, undefined, () => dSocket);
+    const mine = liveAnalysis({ deadline_ms: 600_000 });
+    const theirs = { ...mine, deadline_ms: 100_000, payload: { session_id: 'd', transcript: [{ speaker: 'b', text: 'other' }] } };
+    expect((await backend.createJob(c.integration_id, mine)).outcome).toBe('created');
+    expect((await backend.createJob(d.integration_id, theirs)).outcome).toBe('created');
+    await settle();
+    expect(jobFrames(cSocket).map(([id, job]) => [id, job.job_id, job.payload])).toEqual([['1', mine.job_id, mine.payload]]);
+    expect(jobFrames(dSocket).map(([id, job]) => [id, job.job_id, job.payload])).toEqual([['1', mine.job_id, theirs.payload]]);
+    const stateIn = async (integrationId: string) => jobState((await backend.committedJob(integrationId, mine.job_id))!);
+
+    // C's plugin runs its job; D's says nothing: only D's lease lapses, and its job goes out again on D's stream alone.
+    clock.increment(60_000);
+    expect((await backend.running(c.integration_id, mine.job_id)).outcome).toBe('running');
+    clock.increment(30_000);
+    await settle();
+    await settle();
+    expect([jobFrames(cSocket).map(([id]) => id), jobFrames(dSocket).map(([id]) => id)]).toEqual([['1'], ['1', '2']]);
+    expect([await stateIn(c.integration_id), await stateIn(d.integration_id)]).toEqual(['running', 'delivered']);
+
+    // D's deadline passes: D's job expires, C's runs on and completes.
+    clock.increment(10_000);
+    await settle();
+    expect([await stateIn(c.integration_id), await stateIn(d.integration_id)]).toEqual(['running', 'expired']);
+    expect((await backend.result(d.integration_id, mine.job_id, { result: insights })).outcome).toBe('settled');
+    expect((await backend.result(c.integration_id, mine.job_id, { result: insights })).outcome).toBe('completed');
+    expect((await backend.cancel(d.integration_id, mine.job_id)).outcome).toBe('settled');
+    expect((await backend.committedJob(c.integration_id, mine.job_id))!.context).toMatchObject({ integration_id: c.integration_id, payload: mine.payload, result: insights });
+    expect((await backend.committedJob(d.integration_id, mine.job_id))!.context).toMatchObject({ integration_id: d.integration_id, payload: theirs.payload, result: undefined });
+  });
+
+  it("a restart re-arms each one's deadline", async () => {
+    const dir = tempDir();
+    const first = await start(dir);
+    const c = await integrationOf(first.backend);
+    const d = await integrationOf(first.backend);
+    const body = liveAnalysis({ deadline_ms: 5_000 });
+    await first.backend.createJob(c.integration_id, body);
+    await first.backend.createJob(d.integration_id, { ...body, deadline_ms: 10_000 });
+    await first.stop();
+    const clock = new SimulatedClock(first.clock.now() + 7_000);
+    const second = await start(dir, clock);
+    const stateIn = async (integrationId: string) => jobState((await second.backend.committedJob(integrationId, body.job_id))!);
+    clock.increment(0);
+    await settle();
+    expect([await stateIn(c.integration_id), await stateIn(d.integration_id)]).toEqual(['expired', 'created']);
+    clock.increment(3_000);
+    await settle();
+    expect(await stateIn(d.integration_id)).toBe('expired');
+  });
+});
+
 describe('backend: time', () => {
   it('expires a job at its deadline, not a millisecond before', async () => {
     const { backend, clock } = await start();
@@ -239,10 +297,10 @@ describe('backend: time', () => {
     await backend.createJob(integration_id, body);
     clock.increment(4_999);
     await settle();
-    expect(jobState((await backend.committedJob(body.job_id))!)).toBe('created');
+    expect(jobState((await backend.committedJob(integration_id, body.job_id))!)).toBe('created');
     clock.increment(1);
     await settle();
-    expect(jobState((await backend.committedJob(body.job_id))!)).toBe('expired');
+    expect(jobState((await backend.committedJob(integration_id, body.job_id))!)).toBe('expired');
   });
 
   it('sends a job again when its lease lapses with no word from the plugin', async () => {
@@ -268,7 +326,7 @@ describe('backend: time', () => {
     const second = await start(dir, clock);
     clock.increment(0);
     await settle();
-    expect(jobState((await second.backend.committedJob(body.job_id))!)).toBe('expired');
+    expect(jobState((await second.backend.committedJob(integration_id, body.job_id))!)).toBe('expired');
   });
 });
 
@@ -286,13 +344,13 @@ describe('backend: a restart with jobs out', () => {
     // Back 60 s later: the lease (90 s from the run) has 30 s left.
     const clock = new SimulatedClock(first.clock.now() + 60_000);
     const second = await start(dir, clock);
-    expect(jobState((await second.backend.committedJob(body.job_id))!)).toBe('running');
+    expect(jobState((await second.backend.committedJob(integration_id, body.job_id))!)).toBe('running');
     clock.increment(29_999);
     await settle();
-    expect(jobState((await second.backend.committedJob(body.job_id))!)).toBe('running');
+    expect(jobState((await second.backend.committedJob(integration_id, body.job_id))!)).toBe('running');
     clock.increment(1);
     await settle();
-    expect(jobState((await second.backend.committedJob(body.job_id))!)).toBe('created');
+    expect(jobState((await second.backend.committedJob(integration_id, body.job_id))!)).toBe('created');
     const socket = new FakeSocket();
     await second.backend.openStream(integration_id, undefined, () => socket);
     await settle();
@@ -402,7 +460,7 @@ describe('backend: heartbeats', () => {
     }
     await settle();
     // 150 s after it started, far past one lease: still running, never sent again.
-    expect([jobState((await backend.committedJob(body.job_id))!), jobFrames(socket).length]).toEqual(['running', 1]);
+    expect([jobState((await backend.committedJob(integration_id, body.job_id))!), jobFrames(socket).length]).toEqual(['running', 1]);
   });
 
   it('logs what a plugin says of itself only when it is news', async () => {
@@ -461,7 +519,7 @@ describe('backend: the JobStore and PubSub seams', () => {
     const bodies = Array.from({ length: 5 }, () => liveAnalysis({ deadline_ms: 600_000 }));
     await Promise.all(bodies.map((body) => backend.createJob(integration_id, body)));
     const follower = new FakeSocket();
-    backend.follow((await backend.committedJob(bodies[0]!.job_id))!, undefined, () => follower, (job) => JSON.stringify({ state: jobState(job) }));
+    backend.follow((await backend.committedJob(integration_id, bodies[0]!.job_id))!, undefined, () => follower, (job) => JSON.stringify({ state: jobState(job) }));
     for (let i = 0; i < 5; i += 1) await settle();
     expect(jobFrames(socket).map(([id, job]) => [Number(id), job.job_id])).toEqual(bodies.map((body, i) => [i + 1, body.job_id]));
     await backend.running(integration_id, bodies[0]!.job_id);

@@ -171,9 +171,27 @@ describe('backend log replay', () => {
     });
   });
 
-  it('says retention forgot a job', () => {
-    const forgetting: BackendEvent[] = [...BACKEND, { type: 'backend.forgotten', job_ids: [J], pairing_ids: [], sent: { [I]: 1 }, ended_before: 9, at: 9 }];
-    expect(states(fold(stored(forgetting), new BackendFold()))['job job-1']?.at(-1)).toBe('forgotten');
+  it('says retention forgot a job, named by its integration (or, in an older log, by its id alone)', () => {
+    for (const forgotten of [{ jobs: { [I]: [J] } }, { job_ids: [J] }]) {
+      const forgetting: BackendEvent[] = [...BACKEND, { type: 'backend.forgotten', ...forgotten, pairing_ids: [], sent: { [I]: 1 }, ended_before: 9, at: 9 }];
+      const steps = fold(stored(forgetting), new BackendFold());
+      expect(states(steps)['job job-1']?.at(-1)).toBe('forgotten');
+      expect(steps.at(-1)!.moved).toEqual([{ entity: { kind: 'job', id: J, integration_id: I }, state: 'forgotten' }]);
+    }
+  });
+
+  it("keeps two integrations' jobs of one id apart: each its own entity, keyed by its integration", () => {
+    const other = 'int-2';
+    const theirs: BackendEvent[] = [
+      ...BACKEND,
+      { type: 'integration.created', integration_id: other, provider_kind: 'assistant-relay', relay_token_digest: 'r', client_token_digest: 'c', at: 9 },
+      { ...(BACKEND[2] as Extract<BackendEvent, { type: 'job.created' }>), integration_id: other, at: 10 },
+      { type: 'job.cancelled', job_id: J, integration_id: other, at: 11 },
+    ];
+    const all = timelines(fold(stored(theirs), new BackendFold()));
+    expect([...all.keys()].filter((key) => key.startsWith('job:'))).toEqual([`job:${I}:${J}`, `job:${other}:${J}`]);
+    expect(all.get(`job:${I}:${J}`)!.final).toEqual({ state: 'completed', status: 'completed' });
+    expect(all.get(`job:${other}:${J}`)!.final).toEqual({ state: 'cancelled', status: 'cancelled' });
   });
 
   it('names a job event for a job the log never created', () => {

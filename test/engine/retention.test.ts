@@ -139,10 +139,10 @@ it('a backend forgets jobs settled longer ago than the retention, and removes th
   // That one finds both settled long enough ago, and forgets them in one event.
   clock.increment(RETENTION_CHECK_MS);
   await until(() => readEvents(served.db).some((event) => event.type === 'backend.forgotten'), 'the retention pass');
-  for (const jobId of jobIds) expect(await served.backend.committedJob(jobId)).toBeUndefined();
+  for (const jobId of jobIds) expect(await served.backend.committedJob(integration.integration_id, jobId)).toBeUndefined();
   const events = readEvents(served.db) as unknown as BackendEvent[];
   expect(events.filter((event) => event.type.startsWith('job.'))).toEqual([]);
-  expect(events.find((event) => event.type === 'backend.forgotten')).toMatchObject({ job_ids: expect.arrayContaining(jobIds), pairing_ids: [] });
+  expect(events.find((event) => event.type === 'backend.forgotten')).toMatchObject({ jobs: { [integration.integration_id]: expect.arrayContaining(jobIds) }, job_ids: expect.arrayContaining(jobIds), pairing_ids: [] });
   expect(events.length).toBeLessThan(before);
   await served.stop();
 });

@@ -45,11 +45,13 @@ async function node(schema: string, options: Partial<Pick<SharedLogOptions<Backe
   return { log, shared, projection, dispatched, reported, folded };
 }
 
+const INTEGRATION = 'b8a7c1f0-0000-4000-8000-000000000001';
+
 function create(job_id: string): JobCommand {
   return {
     type: 'create',
     job_id,
-    integration_id: 'b8a7c1f0-0000-4000-8000-000000000001',
+    integration_id: INTEGRATION,
     purpose: 'live_analysis',
     payload: { session_id: 's', transcript: [] },
     byo: false,
@@ -65,13 +67,13 @@ it('nodes deciding on one job at once take turns: one creates it, every other se
   const nodes = [await node(schema), await node(schema), await node(schema)];
   const job_id = randomUUID();
   const outcomes = await Promise.all(
-    nodes.flatMap(({ shared, projection }) => [1, 2].map(() => shared.decide(() => jobDecider.decide(create(job_id), projection.job(job_id))))),
+    nodes.flatMap(({ shared, projection }) => [1, 2].map(() => shared.decide(() => jobDecider.decide(create(job_id), projection.job(INTEGRATION, job_id))))),
   );
   expect(outcomes.filter((outcome) => outcome === 'created')).toHaveLength(1);
   expect(outcomes.filter((outcome) => outcome === 'duplicate')).toHaveLength(5);
   for (const { shared, projection, dispatched } of nodes) {
     await shared.caughtUp();
-    expect(projection.job(job_id)?.context.job_id).toBe(job_id);
+    expect(projection.job(INTEGRATION, job_id)?.context.job_id).toBe(job_id);
     // Dispatched once on every node: by the one that decided it as its own, by the others as read.
     expect(dispatched.filter(({ type }) => type === 'job.created')).toHaveLength(1);
   }
@@ -92,7 +94,7 @@ it('a node takes snapshots of its commits; a start folds only what came after th
   const first = await node(schema, { snapshotEveryEvents: 5 });
   for (let i = 0; i < 12; i += 1) {
     const job_id = randomUUID();
-    await first.shared.decide(() => jobDecider.decide(create(job_id), first.projection.job(job_id)));
+    await first.shared.decide(() => jobDecider.decide(create(job_id), first.projection.job(INTEGRATION, job_id)));
   }
   await first.shared.close();
   const kept = await first.log.snapshots();

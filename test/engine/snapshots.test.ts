@@ -155,9 +155,9 @@ describe('snapshots of the backend', () => {
     expect(JSON.stringify(encodeState(resumed.state()))).toBe(JSON.stringify(encodeState(whole.state())));
 
     const again = await serveBackend({ dir: served.dir });
-    const jobs = [...whole.state().jobs.keys()];
+    const jobs = [...whole.state().jobs.values()].map((job) => job.context);
     expect(jobs).toHaveLength(3);
-    for (const jobId of jobs) expect((await again.backend.committedJob(jobId))?.value).toEqual(whole.job(jobId)!.value);
+    for (const { integration_id, job_id } of jobs) expect((await again.backend.committedJob(integration_id, job_id))?.value).toEqual(whole.job(integration_id, job_id)!.value);
     expect((await again.backend.committedIntegration(integration.integration_id))?.integration.value).toEqual(whole.integration(integration.integration_id)!.value);
     await again.stop();
   });

@@ -168,12 +168,14 @@ describe('on a backend relay', () => {
   let relay: BackendRelay;
   let base: string;
   let jobId: string;
+  let integrationId: string;
 
   beforeAll(async () => {
     relay = await createBackendRelay({ db: join(dir, 'backend.db'), inspect: true });
     const url = await relay.listen();
     const integration = await relay.backend.integrations.create('assistant-relay');
     if ('refused' in integration) throw new Error(integration.refused.message);
+    integrationId = integration.integration_id;
     base = `${url}/api/v1/assistant/integrations/${integration.integration_id}`;
     jobId = randomUUID();
     expect((await request(`${base}/jobs`, { token: integration.client_token, body: { job_id: jobId, purpose: 'capability_probe', payload: {} } })).status).toBe(201);
@@ -191,8 +193,8 @@ describe('on a backend relay', () => {
       ['integration', 'integration', 'active.unseen'],
       ['job', 'job', 'open.created'],
     ]);
-    const job = await timeline(relay.inspectorUrl!, `job::${jobId}`);
-    expect(job).toMatchObject({ id: jobId, status: 'created', entries: [{ type: 'job.created', state: 'open.created' }] });
+    const job = await timeline(relay.inspectorUrl!, `job:${integrationId}:${jobId}`);
+    expect(job).toMatchObject({ id: jobId, integration_id: integrationId, status: 'created', entries: [{ type: 'job.created', state: 'open.created' }] });
   });
 });
 

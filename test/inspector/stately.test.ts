@@ -73,10 +73,12 @@ describe('statelyInspector', () => {
       const job_id = randomUUID();
       const created = await request(`${url}/api/v1/assistant/integrations/${integration.integration_id}/jobs`, { token: integration.client_token, body: { job_id, purpose: 'capability_probe', payload: {} } });
       expect(created.status).toBe(201);
-      await waitFor('the job reported', () => ofActor(sent, `job::${job_id}`).length === 3);
+      await waitFor('the job reported', () => ofActor(sent, `job:${integration.integration_id}:${job_id}`).length === 3);
       expect(ofActor(sent, `integration::${integration.integration_id}`)[0]).toMatchObject({ type: '@xstate.actor', name: 'integration', snapshot: { value: { active: 'unseen' } } });
-      expect(ofActor(sent, `job::${job_id}`).map((event) => event.type)).toEqual(['@xstate.actor', '@xstate.event', '@xstate.snapshot']);
-      expect(ofActor(sent, `job::${job_id}`)[2]).toMatchObject({ snapshot: { value: { open: 'created' }, context: { status: 'created' } } });
+      expect(ofActor(sent, `job:${integration.integration_id}:${job_id}`).map((event) => event.type)).toEqual(['@xstate.actor', '@xstate.event', '@xstate.snapshot']);
+      expect(ofActor(sent, `job:${integration.integration_id}:${job_id}`)[2]).toMatchObject({ snapshot: { value: { open: 'created' }, context: { status: 'created' } } });
+      // A job's actor is its integration's child: its id is unique within that integration only.
+      expect(ofActor(sent, `job:${integration.integration_id}:${job_id}`)[0]).toMatchObject({ parentId: `integration::${integration.integration_id}` });
     } finally {
       await relay.close();
     }

@@ -127,17 +127,17 @@ describe('renewals of a running job\'s lease (6e.2)', () => {
   const history: JobEvent[] = [jobCreated(1, 3_600_000), { type: 'job.delivered', ...fact(0), delivery: 1, seq: 1, lease_until: 90_000 }, { type: 'job.started', ...fact(1_000), lease_until: 91_000 }];
 
   it('given a job started at 1 s under a 90 s lease, when it is said to run again 10 s later, then nothing is logged and it runs', () => {
-    spec.given(history).when({ type: 'run', job_id: J, lease_until: 101_000, at: 11_000 }).thenNothing('running');
+    spec.given(history).when({ type: 'run', job_id: J, integration_id: I, lease_until: 101_000, at: 11_000 }).thenNothing('running');
   });
 
   it('given the same, when a third of a lease has passed, then the renewal is logged', () => {
-    spec.given(history).when({ type: 'run', job_id: J, lease_until: 121_000, at: 31_000 }).then([{ type: 'job.renewed', ...fact(31_000), lease_until: 121_000 }], 'running');
+    spec.given(history).when({ type: 'run', job_id: J, integration_id: I, lease_until: 121_000, at: 31_000 }).then([{ type: 'job.renewed', ...fact(31_000), lease_until: 121_000 }], 'running');
   });
 
   it('a flood of runs logs one renewal per third of a lease', () => {
     let events = [...history];
     for (let at = 1_001; at <= 95_000; at += 100) {
-      const decision = jobDecider.decide({ type: 'run', job_id: J, lease_until: at + 90_000, at }, foldEvents(jobDecider, events));
+      const decision = jobDecider.decide({ type: 'run', job_id: J, integration_id: I, lease_until: at + 90_000, at }, foldEvents(jobDecider, events));
       events = [...events, ...decision.events];
     }
     expect(events.filter((event) => event.type === 'job.renewed')).toHaveLength(3);

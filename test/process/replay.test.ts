@@ -9,7 +9,11 @@ import { rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { builtinReasoner, startPlugin, type Plugin } from '../../src/index.js';
+import { backendStreamOf, type BackendEvent } from '../../src/machines/backend-events.js';
+import { EventLog } from '../../src/storage/event-log.js';
 import { serveBackend, probeAnalyseSummarise, type ServedBackend } from '../support/backend.js';
+import { integrationCreated, jobCreated } from '../support/backend-events.js';
+import { writeOlderBackendLog } from '../support/older-backend-log.js';
 import { runCli, useChildFolder } from '../support/child.js';
 import { TOKEN, countEvents, readEvents, startHost, tempDir, type TestHost } from '../support/host.js';
 import { post, script } from '../support/http.js';
@@ -23,6 +27,7 @@ interface Line {
   readonly kind: string;
   readonly id: string | number;
   readonly session_id?: string;
+  readonly integration_id?: string;
   readonly position?: number;
   readonly at?: string;
   readonly event?: string;
@@ -218,11 +223,13 @@ describe('replay of a backend log', () => {
   const dir = tempDir();
   let backend: ServedBackend;
   let plugin: Plugin;
+  let integrationId: string;
 
   beforeAll(async () => {
     backend = await serveBackend({ dir });
     const integration = await backend.backend.integrations.create('assistant-relay');
     if ('refused' in integration) throw new Error(integration.refused.message);
+    integrationId = integration.integration_id;
     plugin = await startPlugin({
       backendUrl: backend.url,
       integrationId: integration.integration_id,
@@ -245,7 +252,7 @@ describe('replay of a backend log', () => {
     const result = await runCli(['replay', '--db', backend.db]);
     expect([result.code, result.stderr]).toEqual([0, '']);
     expect(result.stdout).toMatch(/^backend log .*\n\nbackend\n {2}#1 .* backend\.started\n/);
-    for (const job of jobs) expect(result.stdout).toContain(`job ${job}\n`);
+    for (const job of jobs) expect(result.stdout).toContain(`job ${job} (integration ${integrationId})\n`);
     expect(result.stdout).toMatch(/ {2}job\.created +open\.created\n/);
     expect(result.stdout).toMatch(/ {2}job\.completed +completed\n/);
     expect(result.stdout).toMatch(/ {2}integration\.seen +active\.online\n/);
@@ -258,10 +265,10 @@ describe('replay of a backend log', () => {
     const result = await runCli(['replay', '--db', backend.db, '--job', job, '--json']);
     expect(result.code).toBe(0);
     const lines = jsonLines(result.stdout);
-    expect(lines.every((line) => line.kind === 'job' && line.id === job)).toBe(true);
+    expect(lines.every((line) => line.kind === 'job' && line.id === job && line.integration_id === integrationId)).toBe(true);
     const states = lines.map((line) => line.state ?? line.final);
     expect([states[0], ...states.slice(-2)]).toEqual(['open.created', 'completed', 'completed']);
-    expect(lines.at(-1)).toEqual({ kind: 'job', id: job, final: 'completed', status: 'completed' });
+    expect(lines.at(-1)).toEqual({ kind: 'job', id: job, integration_id: integrationId, final: 'completed', status: 'completed' });
   });
 
   it('refuses a plugin log, and a host flag on a backend log, as usage errors', async () => {
@@ -269,6 +276,29 @@ describe('replay of a backend log', () => {
     expect([plugin.code, plugin.stderr]).toEqual([2, expect.stringMatching(/^assistant-relay: --db: .*plugin\.db is an assistant plugin's log; replay reads a host's log or a backend relay's\nusage: assistant-relay replay/)]);
     const session = await runCli(['replay', '--db', backend.db, '--session', 's']);
     expect([session.code, session.stderr]).toEqual([2, expect.stringMatching(/^assistant-relay: --session names a session of a host's log; .* is a backend's/)]);
+  });
+});
+
+describe('replay of a backend log from before job ids were each integration\'s', () => {
+  it('folds a job whose events span its older stream and its new one as one, and --job shows every integration\'s job of that id', async () => {
+    const db = join(folder(), 'older.db');
+    const [c, d, x, z] = [randomUUID(), randomUUID(), randomUUID(), randomUUID()];
+    const [integration, created] = [(id: string) => integrationCreated(id, 2), jobCreated];
+    await writeOlderBackendLog(db, [{ type: 'backend.started', epoch: 'older', at: 1 }, integration(c), integration(d), created(c, x, 3), { type: 'job.cancelled', job_id: x, integration_id: c, at: 4 }, created(c, z, 5)]);
+    // The upgraded backend goes on: C's open job Z expires in its new stream, and D takes the id X.
+    const log = EventLog.open<BackendEvent>({ path: db, streamOf: backendStreamOf });
+    for (const event of [{ type: 'backend.started', epoch: 'newer', at: 6 }, { type: 'job.expired', job_id: z, integration_id: c, at: 60_005 }, created(d, x, 60_006)] satisfies BackendEvent[]) void log.append(event);
+    await log.close();
+
+    const text = await runCli(['replay', '--db', db]);
+    expect([text.code, text.stderr]).toEqual([0, '']);
+    expect(text.stdout).toMatch(new RegExp(`\\njob ${z} \\(integration ${c}\\)\\n.*job\\.created +open\\.created\\n.*job\\.expired +expired\\n`));
+    const json = jsonLines((await runCli(['replay', '--db', db, '--job', x, '--json'])).stdout);
+    expect(json.filter((line) => line.final !== undefined)).toEqual([
+      { kind: 'job', id: x, integration_id: c, final: 'cancelled', status: 'cancelled' },
+      { kind: 'job', id: x, integration_id: d, final: 'open.created', status: 'created' },
+    ]);
+    expect((await runCli(['replay', '--db', db, '--verify'])).stdout).toBe('verified: 9 events, 0 differences\n');
   });
 });
 

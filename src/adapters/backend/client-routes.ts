@@ -1,7 +1,8 @@
 /**
  * The client's side of the backend, which the seed does not show (PROTOCOL.md 6.7): read the integration
  * (its plugin's presence and capability profile), create a job (idempotent by `job_id`), read it, follow
- * it as it changes (SSE), cancel it. Every route is the integration's, with its client token.
+ * it as it changes (SSE), cancel it. Every route is the integration's, with its client token, and a
+ * `job_id` names that integration's job only: another's of the same id is as unknown as no job at all.
  */
 import type { FastifyPluginAsync } from 'fastify';
 import { IntegrationPath, JobCreateBody, JobPath, JobStreamHeaders, RekeyPath, RekeyRequestBody } from '../../protocol/index.js';
@@ -40,14 +41,14 @@ export const clientRoutes: FastifyPluginAsync<{ readonly backend: Backend }> = a
   });
 
   app.get(`${BASE}/jobs/:job_id`, { schema: { params: JobPath } }, async (request, reply) => {
-    const job = await backend.committedJob(request.params.job_id);
-    return job === undefined || job.context.integration_id !== request.params.id ? sendError(reply, 'job_not_found') : jobView(job);
+    const job = await backend.committedJob(request.params.id, request.params.job_id);
+    return job === undefined ? sendError(reply, 'job_not_found') : jobView(job);
   });
 
   // No HEAD twin: a HEAD answer can carry no stream.
   app.get(`${BASE}/jobs/:job_id/events`, { exposeHeadRoute: false, schema: { params: JobPath, headers: JobStreamHeaders } }, async (request, reply) => {
-    const job = await backend.committedJob(request.params.job_id);
-    if (job === undefined || job.context.integration_id !== request.params.id) return sendError(reply, 'job_not_found');
+    const job = await backend.committedJob(request.params.id, request.params.job_id);
+    if (job === undefined) return sendError(reply, 'job_not_found');
     const slot = followers.take(reply.raw, request.params.id);
     if (slot !== 'taken') return sendError(reply, slot === 'full' ? 'too_many_node_followers' : 'too_many_followers', undefined, { 'retry-after': String(STREAMS_RETRY_AFTER_SECONDS) });
     backend.follow(job, request.headers['last-event-id'], () => streamTransport(reply), (changed) => JSON.stringify(jobView(changed)));

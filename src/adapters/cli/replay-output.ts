@@ -67,9 +67,10 @@ function stateText({ state, status, cause }: EntityState): string {
   return more.length === 0 ? state : `${state} (${more.join(', ')})`;
 }
 
-/** A Form B session is a conversation (3.2). */
+/** A Form B session is a conversation (3.2); a job is named with its integration, since its id is unique within it only. */
 function nameOf(entity: Entity): string {
-  return `${entity.kind === 'session' && entity.form === 'B' ? 'conversation' : entity.kind} ${entity.id}`;
+  const name = `${entity.kind === 'session' && entity.form === 'B' ? 'conversation' : entity.kind} ${entity.id}`;
+  return entity.integration_id === undefined ? name : `${name} (integration ${entity.integration_id})`;
 }
 
 function titleOf(entity: Entity): string {
@@ -112,7 +113,13 @@ export async function writeBlock(out: Lines, steps: Iterable<Step>, fallback: st
 }
 
 function jsonOf(entity: Entity): Record<string, unknown> {
-  return { kind: entity.kind, id: entity.id, ...(entity.session_id === undefined ? {} : { session_id: entity.session_id }), ...(entity.form === undefined ? {} : { form: entity.form }) };
+  return {
+    kind: entity.kind,
+    id: entity.id,
+    ...(entity.session_id === undefined ? {} : { session_id: entity.session_id }),
+    ...(entity.integration_id === undefined ? {} : { integration_id: entity.integration_id }),
+    ...(entity.form === undefined ? {} : { form: entity.form }),
+  };
 }
 
 function stateFields({ status, cause }: EntityState): Record<string, unknown> {

@@ -11,6 +11,7 @@
  */
 import { foldsOf, verifyLog } from '../../engine/replay/log.js';
 import { entityKey, type Fold, type Moved, type Step } from '../../engine/replay/timeline.js';
+import { jobIdOfStream, olderJobStream } from '../../machines/backend-events.js';
 import { SchemaMismatchError } from '../../storage/errors.js';
 import type { LogRecord, StoredEvent } from '../../storage/event-log.js';
 import { LogOpenError, LogReader, type LogView, type ReadBounds } from '../../storage/log-reader.js';
@@ -22,7 +23,7 @@ export const REPLAY_USAGE = `usage: assistant-relay replay --db FILE [--session 
        assistant-relay replay --db FILE --verify [--until SEQ | --at TIME]
   --db FILE                a host's or a backend relay's event log, only read: safe while its process runs
   --session S              only that session, its tasks and its callback deliveries (a host's log)
-  --job J                  only that reasoning job (a backend's log)
+  --job J                  only the reasoning jobs of that id (a backend's log; each integration's job J is its own)
   --until SEQ              stop after the event at that position
   --at TIME                stop after the last event at or before TIME (ISO 8601, or epoch milliseconds)
   --json                   one JSON object per line: each timeline entry, then each final state
@@ -93,6 +94,28 @@ function checkedFolds(view: LogView, options: ReplayOptions): (() => Fold<unknow
   return foldsOf(view)?.fold;
 }
 
+/**
+ * The streams folded as one block, in the order they began: each stream alone, but in a backend's log
+ * every stream of one `job_id` together: each integration's job of that id, and the events an older log
+ * kept under the id alone (a job open across the upgrade goes on in its new stream).
+ */
+function blocksOf(view: LogView): string[][] {
+  const blocks = new Map<string, string[]>();
+  for (const stream of view.streams()) {
+    const jobId = view.kind === 'backend' ? jobIdOfStream(stream) : undefined;
+    const block = jobId === undefined ? stream : olderJobStream(jobId);
+    blocks.set(block, [...(blocks.get(block) ?? []), stream]);
+  }
+  return [...blocks.values()];
+}
+
+/** The events of a block's streams, in the log's order. */
+function eventsOf(view: LogView, streams: readonly string[]): Iterable<StoredEvent<LogRecord>> {
+  if (streams.length === 1) return view.events(streams[0]);
+  // A job's streams are a few events each.
+  return streams.flatMap((stream) => [...view.events(stream)]).sort((a, b) => a.position - b.position);
+}
+
 function* steps(fold: Fold<unknown>, events: Iterable<StoredEvent<LogRecord>>): Generator<Step> {
   for (const event of events) yield fold.step(event);
 }
@@ -113,17 +136,17 @@ async function replay(view: LogView, options: ReplayOptions, out: Lines): Promis
     return;
   }
   if (newFold === undefined) return options.json ? undefined : out.line(`${options.db}: no events`);
-  // A session's events are its stream; a job's, `job:` and its id (backendStreamOf).
-  const stream = options.session ?? (options.job === undefined ? undefined : `job:${options.job}`);
-  if (stream !== undefined && isEmpty(view.events(stream))) {
+  // A session's events are its stream; the jobs of an id, their streams (backendStreamOf).
+  const chosen = options.session !== undefined ? [options.session] : options.job === undefined ? undefined : (blocksOf(view).find((block) => jobIdOfStream(block[0]!) === options.job) ?? []);
+  if (chosen !== undefined && (chosen.length === 0 || isEmpty(view.events(chosen[0])))) {
     throw new Error(`${options.db} has no ${options.session === undefined ? `job ${options.job}` : `session ${options.session}`} through event #${view.end}`);
   }
-  if (options.json) return await replayJson(newFold(), view.events(stream), out);
+  if (options.json) return await replayJson(newFold(), chosen === undefined ? view.events() : eventsOf(view, chosen), out);
   out.line(`${view.kind} log ${options.db}: ${view.count} events through #${view.end}`);
   out.line('');
   const width = String(view.end).length;
-  for (const each of stream === undefined ? view.streams() : [stream]) {
-    await writeBlock(out, steps(newFold(), view.events(each)), each === '' ? `${view.kind}` : `stream ${each}`, width);
+  for (const block of chosen === undefined ? blocksOf(view) : [chosen]) {
+    await writeBlock(out, steps(newFold(), eventsOf(view, block)), block[0] === '' ? `${view.kind}` : `stream ${block.join(', ')}`, width);
   }
 }
 

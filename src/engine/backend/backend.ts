@@ -20,7 +20,7 @@ import { nothing, type Decision } from '../../machines/decider.js';
 import { isRevoked, type IntegrationSnapshot } from '../../machines/integration.js';
 import { jobDecider, type JobCommand, type JobOutcome } from '../../machines/job-decider.js';
 import { overOpenJobs, quotasOf, type OverQuota, type Quotas } from '../../machines/quotas.js';
-import type { JobEvent } from '../../machines/job-events.js';
+import { jobKey, jobRefOf, type JobEvent } from '../../machines/job-events.js';
 import { isSettled, type JobSnapshot } from '../../machines/job.js';
 import { EventLog } from '../../storage/event-log.js';
 import type { PgEventLog } from '../../storage/postgres/event-log.js';
@@ -145,6 +145,7 @@ export class Backend {
   private readonly store: LogJobStore;
   private readonly pubsub: PubSub;
   private readonly afterCommit: AfterCommit<BackendEvent>;
+  /** By `jobKey`, as are leases. */
   private readonly deadlines: Deadlines<string>;
   private readonly leases: Deadlines<string>;
   private readonly streams: JobStreams;
@@ -207,13 +208,13 @@ export class Backend {
       store: this.store,
       pubsub: this.pubsub,
       leaseMs: this.leaseMs,
-      update: (jobId, decide) => this.update(jobId, decide),
+      update: (integrationId, jobId, decide) => this.update(integrationId, jobId, decide),
       background,
     });
     this.followers = new JobFollowers({ clock: this.clock, keepaliveMs, store: this.store, pubsub: this.pubsub, background });
     this.afterCommit = new AfterCommit((error, what, event) => this.report(error, { what: event === undefined ? what : `${what} (${event.type})` }));
-    this.deadlines = new Deadlines(this.clock, (jobId) => this.background(this.command({ type: 'expire', job_id: jobId, at: this.clock.now() }), 'job deadline'));
-    this.leases = new Deadlines(this.clock, (jobId) => this.background(this.command({ type: 'release', job_id: jobId, at: this.clock.now() }), 'delivery lease'));
+    this.deadlines = new Deadlines(this.clock, (key) => this.background(this.command({ type: 'expire', ...jobRefOf(key), at: this.clock.now() }), 'job deadline'));
+    this.leases = new Deadlines(this.clock, (key) => this.background(this.command({ type: 'release', ...jobRefOf(key), at: this.clock.now() }), 'delivery lease'));
     this.integrations = new Integrations(
       this.projection,
       this.log,
@@ -221,7 +222,7 @@ export class Backend {
       this.clock,
       config.heartbeatIntervalMs ?? HEARTBEAT_INTERVAL_MS,
       (integrationId, jobIds, at) =>
-        Promise.all(jobIds.map((job_id) => this.update(job_id, (job) => this.ofIntegration(integrationId, job, (own) => jobDecider.decide({ type: 'run', job_id, lease_until: at + this.leaseMs, at }, own))))),
+        Promise.all(jobIds.map((job_id) => this.command({ type: 'run', integration_id: integrationId, job_id, lease_until: at + this.leaseMs, at }))),
       (work) => this.background(work, 'offline deadline'),
       this.quotas,
     );
@@ -242,7 +243,7 @@ export class Backend {
     // The store first: a notice's listener reads the job as this event left it.
     this.afterCommit.add({
       name: 'job store',
-      event: (event) => (isJobEvent(event) ? this.store.committed(event) : event.type === 'backend.forgotten' && this.store.forgotten(event.job_ids)),
+      event: (event) => (isJobEvent(event) ? this.store.committed(event) : event.type === 'backend.forgotten' && this.store.forgotten(event)),
     });
     this.afterCommit.add({ name: 'jobs', event: (event) => isJobEvent(event) && this.committed(event) });
   }
@@ -255,6 +256,8 @@ export class Backend {
       foldCommitted: (event) => {
         backend.fold(event);
         if (isJobEvent(event)) backend.store.committed(event);
+        // Retention may have left a forgotten job's events in the log (their removal comes after the commit).
+        else if (event.type === 'backend.forgotten') backend.store.forgotten(event);
       },
       restore: (state) => {
         backend.projection.restore(state ?? new BackendProjection().state());
@@ -325,19 +328,19 @@ export class Backend {
     };
     // A client's deadline is judged for a new job only: a retry of one that exists is answered as it stands, whatever the time.
     const fits = deadline_at > at && deadline_at <= at + MAX_DEADLINE_MS + DEADLINE_SKEW_MS;
-    const outcome = await this.update<JobOutcome | Invalid | OverQuota>(body.job_id, (job) => {
+    const outcome = await this.update<JobOutcome | Invalid | OverQuota>(integrationId, body.job_id, (job) => {
       if (job !== undefined) return jobDecider.decide(create, job);
       if (!fits) return nothing({ invalid: 'invalid_deadline', message: `deadline_at ${body.deadline_at} is not after the backend's clock (${new Date(at).toISOString()}) and within 1 h and 60 s of it` });
       const over = overOpenJobs(this.projection.openJobs(integrationId), this.quotas.maxOpenJobs, at);
       return over === undefined ? jobDecider.decide(create, job) : nothing(over);
     });
     if (typeof outcome === 'object' && 'over' in outcome) return { outcome: 'over_quota', quota: outcome, job: undefined };
-    return this.answer(body.job_id, outcome);
+    return this.answer(integrationId, body.job_id, outcome);
   }
 
-  /** The job as committed: what a client reads, so that a crash can never take back what it saw. */
-  async committedJob(jobId: string): Promise<JobSnapshot | undefined> {
-    return (await this.store.job(jobId))?.job;
+  /** The integration's job as committed: what a client reads, so that a crash can never take back what it saw. Another integration's job of that id is not it. */
+  async committedJob(integrationId: string, jobId: string): Promise<JobSnapshot | undefined> {
+    return (await this.store.job(integrationId, jobId))?.job;
   }
 
   /** The integration and its current capability profile as the log holds them (what its client reads). */
@@ -367,8 +370,8 @@ export class Backend {
   /** The client cancels one of its integration's jobs. */
   async cancel(integrationId: string, jobId: string): Promise<JobAnswer> {
     const at = this.clock.now();
-    const outcome = await this.update(jobId, (job) => this.ofIntegration(integrationId, job, (own) => jobDecider.decide({ type: 'cancel', job_id: jobId, at }, own)));
-    return this.answer(jobId, outcome);
+    const outcome = await this.command({ type: 'cancel', integration_id: integrationId, job_id: jobId, at });
+    return this.answer(integrationId, jobId, outcome);
   }
 
   // ---- jobs: the plugin's side ----------------------------------------------------------------------
@@ -377,12 +380,12 @@ export class Backend {
   async running(integrationId: string, jobId: string): Promise<JobAnswer> {
     const refusal = this.refusalOf(integrationId);
     const at = this.clock.now();
-    const outcome = await this.update<JobOutcome | Invalid>(jobId, (job) =>
-      this.ofIntegration(integrationId, job, (own): Decision<JobEvent, JobOutcome | Invalid> =>
-        refusal === undefined ? jobDecider.decide({ type: 'run', job_id: jobId, lease_until: at + this.leaseMs, at }, own) : nothing({ invalid: 'plugin_refused', message: refusal.message }),
+    const outcome = await this.update<JobOutcome | Invalid>(integrationId, jobId, (job) =>
+      this.ofIntegration(job, (own): Decision<JobEvent, JobOutcome | Invalid> =>
+        refusal === undefined ? jobDecider.decide({ type: 'run', integration_id: integrationId, job_id: jobId, lease_until: at + this.leaseMs, at }, own) : nothing({ invalid: 'plugin_refused', message: refusal.message }),
       ),
     );
-    return this.answer(jobId, outcome);
+    return this.answer(integrationId, jobId, outcome);
   }
 
   /** The completion endpoint (4.1): a result (checked against `response_schema` unless the job is BYO) or a failure report. */
@@ -390,9 +393,9 @@ export class Backend {
     const tooLarge = 'result' in body ? this.overBound('result', body.result) : undefined;
     if (tooLarge !== undefined) return { outcome: 'invalid', code: 'result_too_large', job: undefined, message: tooLarge };
     const at = this.clock.now();
-    const outcome = await this.update<JobOutcome | Invalid>(jobId, (job) =>
-      this.ofIntegration(integrationId, job, (own): Decision<JobEvent, JobOutcome | Invalid> => {
-        if ('error' in body) return jobDecider.decide({ type: 'fail', job_id: jobId, error: body.error, at }, own);
+    const outcome = await this.update<JobOutcome | Invalid>(integrationId, jobId, (job) =>
+      this.ofIntegration(job, (own): Decision<JobEvent, JobOutcome | Invalid> => {
+        if ('error' in body) return jobDecider.decide({ type: 'fail', integration_id: integrationId, job_id: jobId, error: body.error, at }, own);
         // A BYO result is an envelope the backend never reads inside; a plain one follows the job's schema. A settled job's answer says so first.
         const invalid = isSettled(own)
           ? undefined
@@ -402,10 +405,10 @@ export class Backend {
               : 'the result of a BYO job must be a BYO envelope'
             : problemsOf(own.context.response_schema, body.result);
         if (invalid !== undefined) return nothing({ invalid: 'result_invalid', message: invalid });
-        return jobDecider.decide({ type: 'complete', job_id: jobId, result: body.result, at }, own);
+        return jobDecider.decide({ type: 'complete', integration_id: integrationId, job_id: jobId, result: body.result, at }, own);
       }),
     );
-    return this.answer(jobId, outcome);
+    return this.answer(integrationId, jobId, outcome);
   }
 
   /**
@@ -460,24 +463,24 @@ export class Backend {
     if (isJobEvent(event)) this.store.folded(event);
   }
 
-  private update<Outcome>(jobId: string, decide: JobDecide<Outcome>): Promise<Outcome> {
+  private update<Outcome>(integrationId: string, jobId: string, decide: JobDecide<Outcome>): Promise<Outcome> {
     // Nothing new enters the log of a closing backend; the edge answers 503 `shutting_down`.
     if (this.closed) return Promise.reject(new HostClosingError());
-    return this.store.update(jobId, decide);
+    return this.store.update(integrationId, jobId, decide);
   }
 
   private command(command: JobCommand): Promise<JobOutcome> {
-    return this.update(command.job_id, (job) => jobDecider.decide(command, job));
+    return this.update(command.integration_id, command.job_id, (job) => jobDecider.decide(command, job));
   }
 
-  /** A decision on a job of this integration; another integration's job is as unknown as a job never created. */
-  private ofIntegration<Outcome>(integrationId: string, job: JobSnapshot | undefined, decide: (job: JobSnapshot) => Decision<JobEvent, Outcome>): Decision<JobEvent, Outcome | 'unknown'> {
-    return job === undefined || job.context.integration_id !== integrationId ? nothing('unknown') : decide(job);
+  /** A decision on a job that exists (the store found it by integration and id); any other is unknown before anything else is checked. */
+  private ofIntegration<Outcome>(job: JobSnapshot | undefined, decide: (job: JobSnapshot) => Decision<JobEvent, Outcome>): Decision<JobEvent, Outcome | 'unknown'> {
+    return job === undefined ? nothing('unknown') : decide(job);
   }
 
   /** The answer to a command: its outcome and the job as committed now. */
-  private async answer(jobId: string, outcome: JobOutcome | Invalid): Promise<JobAnswer> {
-    const job = await this.committedJob(jobId);
+  private async answer(integrationId: string, jobId: string, outcome: JobOutcome | Invalid): Promise<JobAnswer> {
+    const job = await this.committedJob(integrationId, jobId);
     if (typeof outcome === 'object') return { outcome: 'invalid', code: outcome.invalid, job, message: outcome.message };
     return { outcome, job: outcome === 'unknown' ? undefined : job };
   }
@@ -512,30 +515,31 @@ export class Backend {
 
   /** Once committed: deadlines and leases follow the job, and its integration's topic hears of it. */
   private committed(event: JobEvent): void {
+    const key = jobKey(event.integration_id, event.job_id);
     switch (event.type) {
       case 'job.created':
-        this.deadlines.set(event.job_id, event.deadline_at);
+        this.deadlines.set(key, event.deadline_at);
         break;
       case 'job.delivered':
       case 'job.started':
       case 'job.renewed':
-        this.leases.set(event.job_id, event.lease_until);
+        this.leases.set(key, event.lease_until);
         break;
       case 'job.released':
-        this.leases.delete(event.job_id);
+        this.leases.delete(key);
         break;
       default:
-        this.deadlines.delete(event.job_id);
-        this.leases.delete(event.job_id);
+        this.deadlines.delete(key);
+        this.leases.delete(key);
     }
     this.pubsub.publish(assistantChannel(event.integration_id), noticeOf(event));
   }
 
   /** Sets the job's deadline, and its lease while it has one. */
   private arm(job: JobSnapshot): void {
-    const { job_id, deadline_at, lease_until } = job.context;
-    this.deadlines.set(job_id, deadline_at);
-    if (lease_until !== undefined) this.leases.set(job_id, lease_until);
+    const { integration_id, job_id, deadline_at, lease_until } = job.context;
+    this.deadlines.set(jobKey(integration_id, job_id), deadline_at);
+    if (lease_until !== undefined) this.leases.set(jobKey(integration_id, job_id), lease_until);
   }
 
   private background(work: Promise<unknown>, what: string): void {

@@ -50,12 +50,13 @@ export class JobFollowers {
     const reads = new Serial(this.parts.background, 'job follower');
     const refresh = () =>
       reads.run(async () => {
-        const stored = await this.parts.store.job(job_id);
+        const stored = await this.parts.store.job(integration_id, job_id);
         if (closed || stored === undefined) return;
         if (has === undefined ? cursor === undefined || cursor < stored.version : stored.version > has) send(actor, render, stored);
         has = Math.max(has ?? 0, stored.version);
       });
     refresh();
+    // The topic is the integration's, so a notice's `job_id` is this job's only there.
     unsubscribe = this.parts.pubsub.subscribe(assistantChannel(integration_id), (notice) => {
       if ('job_id' in notice && notice.job_id === job_id) refresh();
     });

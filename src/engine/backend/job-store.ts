@@ -7,11 +7,14 @@
  * `LogJobStore` keeps jobs in the backend's own log (`BackendLog`: SQLite embedded, or PostgreSQL shared
  * by several nodes): decisions are taken against the fold (which already holds what was appended and not
  * yet committed, so a retry is a duplicate at once), reads answer what this node has folded as committed.
+ * A job is its integration's and its `job_id`'s: every update and read names both, so that two
+ * integrations' jobs of the same id never meet (PROTOCOL.md 6.7).
  * On a shared log a read is as fresh as the node's last look: a request looks first (`Backend.caughtUp`),
  * and a notice comes from the fold itself, so neither reads a job older than what it needs.
  */
 import type { Decision } from '../../machines/decider.js';
-import type { JobEvent } from '../../machines/job-events.js';
+import { forgottenJobKeys, type BackendForgotten } from '../../machines/backend-events.js';
+import { jobKey, type JobEvent } from '../../machines/job-events.js';
 import type { JobSnapshot } from '../../machines/job.js';
 import type { BackendLog } from './backend-log.js';
 import type { BackendProjection } from './projection.js';
@@ -43,9 +46,9 @@ export interface JobStore {
    * committed, with the decision's outcome; every committed event reaches the engine's after-commit
    * dispatch.
    */
-  update<Outcome>(jobId: string, decide: JobDecide<Outcome>): Promise<Outcome>;
-  /** The job as committed (never a state a crash could take back). */
-  job(jobId: string): Promise<StoredJob | undefined>;
+  update<Outcome>(integrationId: string, jobId: string, decide: JobDecide<Outcome>): Promise<Outcome>;
+  /** The integration's job as committed (never a state a crash could take back). */
+  job(integrationId: string, jobId: string): Promise<StoredJob | undefined>;
   /** The integration's open jobs and stream position, as of at least everything committed before the call. */
   openJobs(integrationId: string): Promise<OpenJobs>;
   /** Every open job: what a start re-arms deadlines and leases from. */
@@ -53,6 +56,7 @@ export interface JobStore {
 }
 
 export class LogJobStore implements JobStore {
+  /** By `jobKey`. */
   private readonly committedJobs = new Map<string, StoredJob>();
   /** Each folded event's job as it left it, until the event is committed. */
   private readonly afterEvent = new WeakMap<JobEvent, StoredJob>();
@@ -65,38 +69,38 @@ export class LogJobStore implements JobStore {
   /** The projection was restored from a snapshot of committed state (every job it holds is committed as it stands), or emptied. */
   restored(): void {
     this.committedJobs.clear();
-    for (const job of this.projection.state().jobs.values()) this.committedJobs.set(job.context.job_id, { job, version: this.projection.version(job.context.job_id) });
+    for (const [key, job] of this.projection.state().jobs) this.committedJobs.set(key, { job, version: this.projection.version(job.context.integration_id, job.context.job_id) });
   }
 
   /** Retention forgot these jobs (committed): reads no longer find them. */
-  forgotten(jobIds: readonly string[]): void {
-    for (const id of jobIds) this.committedJobs.delete(id);
+  forgotten(event: BackendForgotten): void {
+    for (const key of forgottenJobKeys(event, this.committedJobs.keys())) this.committedJobs.delete(key);
   }
 
   /** The projection has folded a job event (appended now, or read from the log at start). */
   folded(event: JobEvent): void {
-    const job = this.projection.job(event.job_id)!;
-    this.afterEvent.set(event, { job, version: this.projection.version(event.job_id) });
+    const job = this.projection.job(event.integration_id, event.job_id)!;
+    this.afterEvent.set(event, { job, version: this.projection.version(event.integration_id, event.job_id) });
   }
 
   /** A folded job event is committed: reads see the job as that event left it. */
   committed(event: JobEvent): void {
     const stored = this.afterEvent.get(event);
     if (stored === undefined) throw new Error(`job store: ${event.type} for ${event.job_id} committed but never folded`);
-    this.committedJobs.set(event.job_id, stored);
+    this.committedJobs.set(jobKey(event.integration_id, event.job_id), stored);
   }
 
-  update<Outcome>(jobId: string, decide: JobDecide<Outcome>): Promise<Outcome> {
+  update<Outcome>(integrationId: string, jobId: string, decide: JobDecide<Outcome>): Promise<Outcome> {
     return this.log.decide(() => {
-      const decision = decide(this.projection.job(jobId));
-      const stray = decision.events.find((event) => event.job_id !== jobId);
-      if (stray !== undefined) throw new Error(`job store: a decision on ${jobId} emitted ${stray.type} for ${stray.job_id}`);
+      const decision = decide(this.projection.job(integrationId, jobId));
+      const stray = decision.events.find((event) => event.integration_id !== integrationId || event.job_id !== jobId);
+      if (stray !== undefined) throw new Error(`job store: a decision on ${jobKey(integrationId, jobId)} emitted ${stray.type} for ${jobKey(stray.integration_id, stray.job_id)}`);
       return decision;
     });
   }
 
-  async job(jobId: string): Promise<StoredJob | undefined> {
-    return this.committedJobs.get(jobId);
+  async job(integrationId: string, jobId: string): Promise<StoredJob | undefined> {
+    return this.committedJobs.get(jobKey(integrationId, jobId));
   }
 
   async openJobs(integrationId: string): Promise<OpenJobs> {

@@ -3,10 +3,10 @@
  * through the machines' `evolve`, and the indexes the engine reads (each integration's open jobs, the
  * frames sent on its stream). No I/O, no clock: a test drives it with events alone.
  */
-import { isPairingEvent, type BackendEvent, type BackendForgotten } from '../../machines/backend-events.js';
+import { forgottenJobKeys, isPairingEvent, type BackendEvent, type BackendForgotten } from '../../machines/backend-events.js';
 import { compactedIntegration, evolveIntegration, initialIntegration, type IntegrationSnapshot } from '../../machines/integration.js';
 import { jobDecider } from '../../machines/job-decider.js';
-import type { JobEvent } from '../../machines/job-events.js';
+import { jobKey, type JobEvent, type JobRef } from '../../machines/job-events.js';
 import { isSettled, type JobSnapshot } from '../../machines/job.js';
 import { pairingDecider } from '../../machines/pairing-decider.js';
 import type { PairingEvent } from '../../machines/pairing-events.js';
@@ -22,7 +22,7 @@ export interface ProbedProfile {
 
 /** What one retention pass may forget next (`BackendProjection.forgettable`). */
 export interface Forgettable {
-  readonly job_ids: readonly string[];
+  readonly jobs: readonly JobRef[];
   readonly pairing_ids: readonly string[];
   readonly integration_ids: readonly string[];
 }
@@ -44,13 +44,14 @@ export interface BackendState {
 
 export class BackendProjection {
   private readonly integrations = new Map<string, IntegrationSnapshot>();
+  /** Every job by its `jobKey`: two integrations may each have a job of the same `job_id`. */
   private readonly jobs = new Map<string, JobSnapshot>();
-  /** Each integration's open jobs, in the order they were created. */
+  /** Each integration's open jobs (by `job_id`), in the order they were created. */
   private readonly open = new Map<string, Set<string>>();
   /** Frames sent on each integration's stream so far: the next one's id is one more. */
   private readonly sent = new Map<string, number>();
   private readonly profiles = new Map<string, ProbedProfile>();
-  /** How many events each job has had: the id of the frame its followers get (6e.13). */
+  /** How many events each job (by `jobKey`) has had: the id of the frame its followers get (6e.13). */
   private readonly versions = new Map<string, number>();
   private readonly pairings = new Map<string, PairingSnapshot>();
   /** The open pairings by their code's handle. */
@@ -119,9 +120,9 @@ export class BackendProjection {
   }
 
   private forget(event: BackendForgotten): void {
-    for (const id of event.job_ids) {
-      this.jobs.delete(id);
-      this.versions.delete(id);
+    for (const key of forgottenJobKeys(event, this.jobs.keys())) {
+      this.jobs.delete(key);
+      this.versions.delete(key);
     }
     for (const id of event.pairing_ids) this.pairings.delete(id);
     for (const [integration, seq] of Object.entries(event.sent)) this.sent.set(integration, Math.max(this.sent.get(integration) ?? 0, seq));
@@ -157,15 +158,15 @@ export class BackendProjection {
       const revokedAt = integration.context.revoked_at;
       if (revokedAt !== undefined && revokedAt < endedBefore && !this.open.has(id)) revoked.add(id);
     }
-    const profiled = new Set([...this.profiles.values()].map((profile) => profile.job_id));
-    const job_ids: string[] = [];
+    const profiled = new Set([...this.profiles].map(([integrationId, profile]) => jobKey(integrationId, profile.job_id)));
+    const jobs: JobRef[] = [];
     /** Revoked integrations with a job left for a later batch. */
     const unfinished = new Set<string>();
-    for (const [id, job] of this.jobs) {
-      const { integration_id, settled_at } = job.context;
+    for (const [key, job] of this.jobs) {
+      const { integration_id, job_id, settled_at } = job.context;
       const withIntegration = revoked.has(integration_id);
-      if (!withIntegration && (settled_at === undefined || settled_at >= endedBefore || profiled.has(id))) continue;
-      if (job_ids.length < max) job_ids.push(id);
+      if (!withIntegration && (settled_at === undefined || settled_at >= endedBefore || profiled.has(key))) continue;
+      if (jobs.length < max) jobs.push({ integration_id, job_id });
       else if (withIntegration) unfinished.add(integration_id);
       else if (revoked.size === unfinished.size) break;
     }
@@ -176,7 +177,7 @@ export class BackendProjection {
       const { ended_at, expires_at } = pairing.context;
       if (ended_at !== undefined && Math.max(ended_at, expires_at) < pairingsEndedBefore) pairing_ids.push(id);
     }
-    return { job_ids, pairing_ids, integration_ids };
+    return { jobs, pairing_ids, integration_ids };
   }
 
   /** Each integration's stream position but the given ones' (what a `backend.forgotten` event keeps). */
@@ -221,10 +222,11 @@ export class BackendProjection {
   }
 
   private applyJob(event: JobEvent): void {
-    const job = jobDecider.evolve(this.jobs.get(event.job_id), event)!;
-    this.jobs.set(event.job_id, job);
-    this.versions.set(event.job_id, (this.versions.get(event.job_id) ?? 0) + 1);
     const { integration_id } = event;
+    const key = jobKey(integration_id, event.job_id);
+    const job = jobDecider.evolve(this.jobs.get(key), event)!;
+    this.jobs.set(key, job);
+    this.versions.set(key, (this.versions.get(key) ?? 0) + 1);
     if (event.type === 'job.created') {
       const open = this.open.get(integration_id) ?? new Set<string>();
       this.open.set(integration_id, open.add(event.job_id));
@@ -242,8 +244,8 @@ export class BackendProjection {
     }
   }
 
-  version(jobId: string): number {
-    return this.versions.get(jobId) ?? 0;
+  version(integrationId: string, jobId: string): number {
+    return this.versions.get(jobKey(integrationId, jobId)) ?? 0;
   }
 
   profile(integrationId: string): ProbedProfile | undefined {
@@ -263,13 +265,14 @@ export class BackendProjection {
     return [...this.integrations.keys()];
   }
 
-  job(jobId: string): JobSnapshot | undefined {
-    return this.jobs.get(jobId);
+  /** The integration's job of that id (another integration's job of the same id is another job). */
+  job(integrationId: string, jobId: string): JobSnapshot | undefined {
+    return this.jobs.get(jobKey(integrationId, jobId));
   }
 
   /** The integration's open jobs, oldest first. */
   openJobs(integrationId: string): JobSnapshot[] {
-    return [...(this.open.get(integrationId) ?? [])].map((jobId) => this.jobs.get(jobId)!);
+    return [...(this.open.get(integrationId) ?? [])].map((jobId) => this.job(integrationId, jobId)!);
   }
 
   /** Every open job, for the deadlines and leases a start re-arms. */

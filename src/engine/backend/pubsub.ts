@@ -9,7 +9,7 @@
  */
 import type { JobEvent } from '../../machines/job-events.js';
 
-/** A job changed: the event that changed it, by type, with the stream frame id a delivery took. */
+/** A job changed: the event that changed it, by type, with the stream frame id a delivery took. Its `job_id` is the topic's integration's (another integration's job of that id is another job, on another topic). */
 export type JobNotice =
   | { readonly job_id: string; readonly type: 'job.delivered'; readonly seq: number }
   | { readonly job_id: string; readonly type: Exclude<JobEvent['type'], 'job.delivered'> };

@@ -10,9 +10,10 @@
  * ids are the backend's own random UUIDs, never a caller's: once it is gone, every token it had is
  * refused as an unknown integration's (401, as a wrong token), and no integration can take its id again.
  */
-import { BACKEND_FORGOTTEN_STREAM, type BackendEvent, type BackendForgotten } from '../../machines/backend-events.js';
+import { BACKEND_FORGOTTEN_STREAM, jobStream, olderJobStream, type BackendEvent, type BackendForgotten } from '../../machines/backend-events.js';
 import { nothing, type Decision } from '../../machines/decider.js';
 import { compactionOf } from '../../machines/integration.js';
+import { jobKey, jobRefOf, type JobRef } from '../../machines/job-events.js';
 import type { StoredEvent } from '../../storage/event-log.js';
 import type { Clock } from '../clock.js';
 import { FORGOTTEN_PER_EVENT, forgetInBatches, pruneForgettings, type ForgottenBatch } from '../retention.js';
@@ -57,14 +58,15 @@ export function forgetEndedRecords({ projection, log, presence, clock, pairingRe
     const forgotten = await forgetInBatches(
       () =>
         log.decide((): Decision<BackendEvent, Batch | undefined> => {
-          const { job_ids, pairing_ids, integration_ids } = projection.forgettable(endedBefore, pairingsEndedBefore, FORGOTTEN_PER_EVENT);
+          const { jobs, pairing_ids, integration_ids } = projection.forgettable(endedBefore, pairingsEndedBefore, FORGOTTEN_PER_EVENT);
           const leaving = new Set(integration_ids);
           const compacted_ids = projection.compactable(endedBefore, FORGOTTEN_PER_EVENT).filter((id) => !leaving.has(id));
-          if (job_ids.length + pairing_ids.length + integration_ids.length + compacted_ids.length === 0) return nothing(undefined);
+          if (jobs.length + pairing_ids.length + integration_ids.length + compacted_ids.length === 0) return nothing(undefined);
           const at = clock.now();
           const event: BackendForgotten = {
             type: 'backend.forgotten',
-            job_ids,
+            jobs: byIntegration(jobs),
+            job_ids: jobs.map(({ job_id }) => job_id),
             pairing_ids,
             integration_ids,
             compacted_ids,
@@ -73,8 +75,8 @@ export function forgetEndedRecords({ projection, log, presence, clock, pairingRe
             at,
           };
           const compactions = compacted_ids.map((id) => compactionOf(projection.integration(id)!, at));
-          const count = Math.max(job_ids.length, pairing_ids.length, integration_ids.length, compacted_ids.length);
-          return { events: [event, ...compactions], outcome: { streams: streamsOf(event), integration_ids, count } };
+          const count = Math.max(jobs.length, pairing_ids.length, integration_ids.length, compacted_ids.length);
+          return { events: [event, ...compactions], outcome: { streams: [...streamsOf(event), ...olderStreams(projection, jobs)], integration_ids, count } };
         }),
       async ({ streams, integration_ids }) => remove(streams, integration_ids, await log.lastPositionOf(BACKEND_FORGOTTEN_STREAM)),
     );
@@ -91,5 +93,26 @@ export function forgetEndedRecords({ projection, log, presence, clock, pairingRe
 /** The streams whose events before it a forgetting event let go. */
 function streamsOf(event: BackendForgotten): string[] {
   const integrations = [...(event.integration_ids ?? []), ...(event.compacted_ids ?? [])];
-  return [...event.job_ids.map((id) => `job:${id}`), ...event.pairing_ids.map((id) => `pairing:${id}`), ...integrations.map((id) => `integration:${id}`)];
+  // An older log's forgetting event names its jobs by `job_id` alone, whose events were under `job:{job_id}`.
+  const jobs = event.jobs === undefined ? (event.job_ids ?? []).map(olderJobStream) : Object.entries(event.jobs).flatMap(([integrationId, ids]) => ids.map((id) => jobStream(integrationId, id)));
+  return [...jobs, ...event.pairing_ids.map((id) => `pairing:${id}`), ...integrations.map((id) => `integration:${id}`)];
+}
+
+/** Each integration's jobs, by `job_id`: how `backend.forgotten` names them. */
+function byIntegration(jobs: readonly JobRef[]): Record<string, string[]> {
+  const named: Record<string, string[]> = {};
+  for (const { integration_id, job_id } of jobs) (named[integration_id] ??= []).push(job_id);
+  return named;
+}
+
+/**
+ * A log written while a `job_id` was the whole service's keeps a job's earlier events under
+ * `job:{job_id}`, whichever integration's job it was: removed once no job of that id is left, so never
+ * while the job whose events they may be lives on.
+ */
+function olderStreams(projection: BackendProjection, forgotten: readonly JobRef[]): string[] {
+  const leaving = new Set(forgotten.map(({ integration_id, job_id }) => jobKey(integration_id, job_id)));
+  const ids = new Set(forgotten.map(({ job_id }) => job_id));
+  for (const key of projection.state().jobs.keys()) if (!leaving.has(key)) ids.delete(jobRefOf(key).job_id);
+  return [...ids].map(olderJobStream);
 }

@@ -4,11 +4,12 @@
  * what it was sent, and ends.
  *
  * A stream learns of its integration's jobs from the `PubSub` topic `assistant_channel:{integration}` and
- * reads them from the `JobStore`: a created or released job is delivered on it, and a delivery it decided
- * goes out as a frame once committed. Each stream does this work one step at a time, in the order it heard
- * of it, so its frames leave in the order their deliveries were decided. Which node holds the integration's
- * stream is the log's to say (`integration.stream_held`, decided before a stream opens): a stream here is
- * superseded by a second one here, or when the log says another node's took over, never by a notice.
+ * reads them from the `JobStore` by that integration and the notice's `job_id`: a created or released job
+ * is delivered on it, and a delivery it decided goes out as a frame once committed. Each stream does this
+ * work one step at a time, in the order it heard of it, so its frames leave in the order their deliveries
+ * were decided. Which node holds the integration's stream is the log's to say (`integration.stream_held`,
+ * decided before a stream opens): a stream here is superseded by a second one here, or when the log says
+ * another node's took over, never by a notice.
  */
 import { jobDecider } from '../../machines/job-decider.js';
 import type { Frame } from '../../machines/subscription.js';
@@ -31,7 +32,7 @@ export interface StreamParts {
   /** How long a delivered job waits for its plugin to say it runs it. */
   readonly leaseMs: number;
   /** The engine's way into the store (it refuses once the engine closes). */
-  readonly update: <Outcome>(jobId: string, decide: JobDecide<Outcome>) => Promise<Outcome>;
+  readonly update: <Outcome>(integrationId: string, jobId: string, decide: JobDecide<Outcome>) => Promise<Outcome>;
   /** Reports a failure of work done in the background, unless it is expected (the engine closing). */
   readonly background: (work: Promise<unknown>, what: string) => void;
 }
@@ -122,13 +123,13 @@ export class JobStreams {
     switch (notice.type) {
       case 'job.created':
       case 'job.released': {
-        const stored = await this.parts.store.job(notice.job_id);
+        const stored = await this.parts.store.job(stream.integrationId, notice.job_id);
         if (stored !== undefined && isWaiting(stored.job)) this.deliver(stream, stored.job, isWaiting);
         return;
       }
       case 'job.delivered': {
         if (notice.seq <= stream.firstSeq) return;
-        const stored = await this.parts.store.job(notice.job_id);
+        const stored = await this.parts.store.job(stream.integrationId, notice.job_id);
         // A job settled meanwhile is not worth a frame: its plugin would only hear that it is too late.
         if (stored !== undefined && !isSettled(stored.job)) stream.actor.push([frameOf(stored.job, notice.seq)]);
         return;
@@ -140,15 +141,15 @@ export class JobStreams {
 
   /** Delivers the job on this stream if `when` still holds of it when the store decides. */
   private deliver(stream: LiveStream, job: JobSnapshot, when: (now: JobSnapshot) => boolean): void {
-    const { job_id } = job.context;
+    const { integration_id, job_id } = job.context;
     const at = this.parts.clock.now();
     const lease_until = at + this.parts.leaseMs;
     // The frame id is taken before deciding, so that the decision stays pure (a store may run it more than
     // once); a delivery decided against leaves its id unused, which is harmless: ids only need to increase.
     const seq = ++stream.lastSeq;
-    const work = this.parts.update(job_id, (now) => {
+    const work = this.parts.update(integration_id, job_id, (now) => {
       if (stream.closed || now === undefined || !when(now)) return { events: [], outcome: 'unchanged' };
-      return jobDecider.decide({ type: 'deliver', job_id, seq, lease_until, at }, now);
+      return jobDecider.decide({ type: 'deliver', integration_id, job_id, seq, lease_until, at }, now);
     });
     this.parts.background(work, 'job delivery');
   }

@@ -4,7 +4,8 @@
  * keeps its snapshot in the projection once settled, so its state is always read from there.
  */
 import type { StateValue } from 'xstate';
-import { isJobEvent, isPairingEvent, type BackendEvent } from '../../machines/backend-events.js';
+import { forgottenJobKeys, isJobEvent, isPairingEvent, type BackendEvent } from '../../machines/backend-events.js';
+import { jobRefOf } from '../../machines/job-events.js';
 import { jobState } from '../../machines/job.js';
 import type { LogRecord, StoredEvent } from '../../storage/event-log.js';
 import { BackendProjection, type BackendState } from '../backend/projection.js';
@@ -49,7 +50,7 @@ const BACKEND_EVENT_TYPES: ReadonlySet<string> = new Set(Object.keys(BACKEND_EVE
 function entityOf(event: BackendEvent): Entity | undefined {
   // A ticket is the operator's, not an entity with a statechart.
   if (event.type === 'backend.started' || event.type === 'backend.forgotten' || event.type === 'pairing_ticket.issued') return undefined;
-  if (isJobEvent(event)) return { kind: 'job', id: event.job_id };
+  if (isJobEvent(event)) return { kind: 'job', id: event.job_id, integration_id: event.integration_id };
   return isPairingEvent(event) ? { kind: 'pairing', id: event.pairing_id } : { kind: 'integration', id: event.integration_id };
 }
 
@@ -78,11 +79,17 @@ export class BackendFold implements Fold<BackendState> {
   }
 
   private move(event: BackendEvent): Moved[] {
+    // Which jobs it forgets, read before they are gone: an older log names them by `job_id` alone.
+    const forgottenJobs = event.type === 'backend.forgotten' ? forgottenJobKeys(event, this.projection.state().jobs.keys()) : [];
     this.projection.apply(event);
     if (event.type === 'backend.forgotten') {
       this.entity = undefined;
+      const jobOf = (key: string): Entity => {
+        const { integration_id, job_id } = jobRefOf(key);
+        return { kind: 'job', id: job_id, integration_id };
+      };
       return [
-        ...forgotten(event.job_ids, (id) => ({ kind: 'job', id })),
+        ...forgotten(forgottenJobs, jobOf),
         ...forgotten(event.pairing_ids, (id) => ({ kind: 'pairing', id })),
         ...forgotten(event.integration_ids ?? [], (id) => ({ kind: 'integration', id })),
       ];
@@ -90,13 +97,13 @@ export class BackendFold implements Fold<BackendState> {
     const entity = (this.entity = entityOf(event));
     const snapshot = entity === undefined ? undefined : this.snapshot(entity);
     if (entity === undefined || snapshot === undefined) return [];
-    const job = entity.kind === 'job' ? this.projection.job(String(entity.id)) : undefined;
+    const job = entity.kind === 'job' ? this.projection.job(entity.integration_id!, String(entity.id)) : undefined;
     return [{ entity, state: dotPath(snapshot.value), ...(job === undefined ? {} : { status: jobState(job) }) }];
   }
 
   private snapshot(entity: Entity): { readonly value: StateValue } | undefined {
     const id = String(entity.id);
-    if (entity.kind === 'job') return this.projection.job(id);
+    if (entity.kind === 'job') return this.projection.job(entity.integration_id!, id);
     return entity.kind === 'pairing' ? this.projection.pairing(id) : this.projection.integration(id);
   }
 }

@@ -15,6 +15,8 @@ export interface Entity {
   readonly id: string | number;
   /** The session of a task or a callback delivery. */
   readonly session_id?: string;
+  /** The integration of a job: its `job_id` is unique within it only. */
+  readonly integration_id?: string;
   readonly form?: Form;
 }
 
@@ -113,7 +115,7 @@ export function dotPath(value: StateValue): string {
 }
 
 export function entityKey(entity: Entity): string {
-  return `${entity.kind}:${entity.session_id ?? ''}:${entity.id}`;
+  return `${entity.kind}:${entity.session_id ?? entity.integration_id ?? ''}:${entity.id}`;
 }
 
 /** Each entity's timeline and final state, in the order the entities first moved. */

@@ -19,6 +19,8 @@ export interface EntitySummary extends EntityState {
   readonly kind: EntityKind;
   readonly id: string | number;
   readonly session_id?: string;
+  /** A job's integration. */
+  readonly integration_id?: string;
   readonly form?: Form;
   /** The statechart it runs (a name of STATECHARTS). */
   readonly machine: string;
@@ -43,6 +45,7 @@ function summaryOf(key: string, { entity, entries, final }: Timeline): EntitySum
     kind: entity.kind,
     id: entity.id,
     ...(entity.session_id === undefined ? {} : { session_id: entity.session_id }),
+    ...(entity.integration_id === undefined ? {} : { integration_id: entity.integration_id }),
     ...(entity.form === undefined ? {} : { form: entity.form }),
     machine: machineOf(entity),
     ...final,

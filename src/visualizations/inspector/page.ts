@@ -117,6 +117,7 @@ function say(text) { $("status").textContent = text; }
 function nameOf(entity) {
   if (entity.kind === "task") return entity.session_id + " / " + entity.id;
   if (entity.kind === "delivery") return entity.session_id + " #" + entity.id;
+  if (entity.kind === "job") return entity.integration_id + " / " + entity.id;
   return String(entity.id);
 }
 

@@ -50,7 +50,9 @@ export function reportToStately(model: InspectorModel, inspector: StatelyInspect
     const key = entityKey(entity);
     const known = actors.get(key);
     if (known !== undefined) return known;
-    const session = entity.session_id === undefined ? undefined : actors.get(entityKey({ kind: 'session', id: entity.session_id }));
+    // A task's or a delivery's parent is its session; a job's, its integration.
+    const parentKey = entity.session_id !== undefined ? entityKey({ kind: 'session', id: entity.session_id }) : entity.integration_id !== undefined ? entityKey({ kind: 'integration', id: entity.integration_id }) : undefined;
+    const parent = parentKey === undefined ? undefined : actors.get(parentKey);
     const snapshot = snapshotOf(state, undefined);
     const reported: Reported = {
       // What the inspector reads of an actor: its id, its parent, and its machine's definition (`logic.config`).
@@ -62,7 +64,7 @@ export function reportToStately(model: InspectorModel, inspector: StatelyInspect
           getSnapshot: () => reported.snapshot,
           logic: STATECHARTS.find(({ name }) => name === machineOf(entity))!.machine,
         },
-        session === undefined ? {} : { _parent: session.ref },
+        parent === undefined ? {} : { _parent: parent.ref },
       ),
       snapshot,
     };
