@@ -1,6 +1,6 @@
 /**
  * A backend started on a log written while a `job_id` was the whole service's (job events in
- * `job:{job_id}`, a `backend.forgotten` naming jobs by id alone, maybe a format 1 snapshot): it folds to
+ * `job:{job_id}`, a `backend.forgotten` naming jobs by id alone, maybe a format 1 snapshot, passed over): it folds to
  * the state it held, goes on with its open jobs, lets another integration take a job id the log already
  * has, and retention removes the older streams only once no job of that id is left.
  */

@@ -1,7 +1,6 @@
 /** What a backend's snapshot holds: the backend projection's state (integrations, jobs, pairings and their indexes). */
 import { integrationMachine } from '../../machines/integration.js';
-import { jobKey } from '../../machines/job-events.js';
-import { jobMachine, type JobSnapshot } from '../../machines/job.js';
+import { jobMachine } from '../../machines/job.js';
 import { pairingMachine } from '../../machines/pairing.js';
 import type { SnapshotCodec } from '../snapshots.js';
 import { decodeState, encodeInParts, type Encoded } from '../state-codec.js';
@@ -9,7 +8,11 @@ import type { BackendProjection, BackendState } from './projection.js';
 
 const MACHINES = { job: jobMachine, integration: integrationMachine, pairing: pairingMachine };
 
-/** Bumped when what a snapshot holds changes shape: an older one is then refolded from the log, or read as `fromFormat1` reads it. */
+/**
+ * Bumped when what a snapshot holds changes shape: an older one is then passed over and the log refolded.
+ * Format 2 (issue 23): jobs keyed by integration and `job_id`, the stream holders, the compaction marks,
+ * the pairing tickets, and integrations that know whether they were paired and when they asked for keys.
+ */
 const FORMAT = 2;
 
 interface BackendSnapshot {
@@ -29,20 +32,8 @@ export function backendSnapshotCodec(projection: BackendProjection): SnapshotCod
     encode: (state) => encodeInParts({ format: FORMAT, kind: 'backend' }, { ...state }),
     decode(data) {
       const snapshot = JSON.parse(data) as Partial<BackendSnapshot>;
-      if (snapshot.kind !== 'backend' || (snapshot.format !== FORMAT && snapshot.format !== 1)) throw new Error(`it is not a backend snapshot of format ${FORMAT}`);
-      const state = decodeState(snapshot.state!, MACHINES) as BackendState;
-      return snapshot.format === 1 ? fromFormat1(state) : state;
+      if (snapshot.kind !== 'backend' || snapshot.format !== FORMAT) throw new Error(`it is not a backend snapshot of format ${FORMAT}`);
+      return decodeState(snapshot.state!, MACHINES) as BackendState;
     },
   };
-}
-
-/**
- * Format 1 keyed jobs and their versions by `job_id` alone, from when a `job_id` was the whole service's
- * (each id one job): keyed by `jobKey` now, the state is the one format 2 holds.
- */
-function fromFormat1(state: BackendState): BackendState {
-  const keyOf = (job: JobSnapshot) => jobKey(job.context.integration_id, job.context.job_id);
-  const jobs = new Map([...state.jobs.values()].map((job) => [keyOf(job), job]));
-  const versions = new Map([...state.versions].map(([jobId, version]) => [keyOf(state.jobs.get(jobId)!), version]));
-  return { ...state, jobs, versions };
 }
