@@ -7,7 +7,6 @@
 import { describe, expect, it } from 'vitest';
 import { BackendProjection } from '../../src/engine/backend/projection.js';
 import { backendSnapshotCodec } from '../../src/engine/backend/snapshot.js';
-import { encodeState } from '../../src/engine/state-codec.js';
 import type { BackendEvent } from '../../src/machines/backend-events.js';
 import { jobState } from '../../src/machines/job.js';
 import { capabilityProfile } from '../../src/adapters/reasoners/profile.js';
@@ -76,17 +75,10 @@ describe("backend projection: a job is its integration's", () => {
     expect(jobState(p.job(D, X)!)).toBe('created');
   });
 
-  it("reads a format 1 snapshot (jobs keyed by job_id alone) as the state a whole fold of the same log gives", () => {
+  it('passes over a format 1 snapshot (jobs keyed by job_id alone): the log is folded again', () => {
     const older = [integrationCreated(C, 1), integrationCreated(D, 2), jobCreated(C, X, 3), jobCreated(D, Y, 4), { type: 'job.cancelled', job_id: Y, integration_id: D, at: 5 } as BackendEvent];
-    const whole = fold(older);
-    const state = whole.state();
     const format1 = format1Snapshot(older);
     expect(format1).not.toContain(`"${C}:${X}"`);
-    const restored = new BackendProjection();
-    restored.restore(backendSnapshotCodec(restored).decode(format1));
-    expect(JSON.stringify(encodeState(restored.state()))).toBe(JSON.stringify(encodeState(state)));
-    expect([jobState(restored.job(C, X)!), restored.version(D, Y)]).toEqual(['created', 2]);
-    // A format it does not know is still passed over.
-    expect(() => backendSnapshotCodec(restored).decode(format1.replace('"format":1', '"format":9'))).toThrow(/not a backend snapshot of format 2/);
+    expect(() => backendSnapshotCodec(new BackendProjection()).decode(format1)).toThrow(/not a backend snapshot of format 2/);
   });
 });

@@ -123,9 +123,10 @@ describe('a backend on a log from before job ids were each integration\'s', () =
     await retentionPassAt(clock, T0 + 7 * DAY + 2 * HOUR);
     await settle(async () => (await stateOf(D, X)) === undefined && (await stateOf(C, Z)) === undefined, "D's X and Z forgotten");
     await settle(async () => !Object.keys(streams(path)).some((stream) => [`job:${X}`, `job:${Z}`, `job:${C}:${Z}`, `job:${D}:${X}`].includes(stream)), 'their events removed');
-    // W was forgotten by the older backend: its events (left behind by it) are nobody's now, and stay as they were.
-    expect(Object.keys(streams(path)).filter((stream) => stream.startsWith('job:'))).toEqual([`job:${W}`]);
-    expect(reports).toEqual([]);
+    // W was forgotten by the older backend, which left its events behind: the pass that prunes forgetting events removes them again (by its `job_ids`).
+    expect(Object.keys(streams(path)).filter((stream) => stream.startsWith('job:'))).toEqual([]);
+    // A format 1 snapshot is passed over, said once, and the log folded again.
+    expect(reports).toEqual(snapshot ? [expect.stringContaining('not a backend snapshot of format 2')] : []);
 
     // A restart folds the same.
     await stop();
@@ -133,7 +134,7 @@ describe('a backend on a log from before job ids were each integration\'s', () =
     expect([await again.backend.committedJob(C, X), await again.backend.committedJob(D, X), await again.backend.committedJob(C, Z)]).toEqual([undefined, undefined, undefined]);
     expect((await again.backend.createJob(C, body)).outcome).toBe('created');
     await again.stop();
-    expect(reports).toEqual([]);
+    expect(reports).toEqual(snapshot ? [expect.stringContaining('not a backend snapshot of format 2')] : []);
     await verifyLogFile(path);
   });
 });

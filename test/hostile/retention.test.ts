@@ -14,6 +14,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { createBackendRelay, type BackendRelay } from '../../src/adapters/backend-relay.js';
 import type { Plugin } from '../../src/adapters/plugin/index.js';
 import { RETENTION_CHECK_MS } from '../../src/engine/retention.js';
+import { jobStream } from '../../src/machines/backend-events.js';
 import { CAPABILITY_PROFILE, heartbeatOf } from '../support/backend.js';
 import { SimulatedClock } from '../support/clock.js';
 import { tempDir } from '../support/host.js';
@@ -135,7 +136,7 @@ describe.each<Store>(['SQLite', 'PostgreSQL'])('a backend on %s', (store) => {
     expect((await admin(url, `${gone.integration_id}/revoke`)).status).toBe(200);
 
     const before = await backend.streams();
-    for (const stream of [`integration:${gone.integration_id}`, `job:${probe}`, `job:${cancelled}`, `job:${expiring}`]) expect(before.get(stream)).toBeGreaterThan(0);
+    for (const stream of [`integration:${gone.integration_id}`, jobStream(gone.integration_id, probe), jobStream(gone.integration_id, cancelled), jobStream(gone.integration_id, expiring)]) expect(before.get(stream)).toBeGreaterThan(0);
     if (store === 'PostgreSQL') expect(await backend.presence()).toEqual([gone.integration_id, kept.integration_id].sort());
 
     // Within the retention the revoked integration stays (its jobs expire meanwhile); past it, the next pass forgets it.
@@ -145,7 +146,7 @@ describe.each<Store>(['SQLite', 'PostgreSQL'])('a backend on %s', (store) => {
     await passUntil(clock, async () => !(await backend.streams()).has(`integration:${gone.integration_id}`), 'the revoked integration');
 
     const after = await backend.streams();
-    for (const stream of [`integration:${gone.integration_id}`, `job:${probe}`, `job:${cancelled}`, `job:${expiring}`]) expect(after.has(stream)).toBe(false);
+    for (const stream of [`integration:${gone.integration_id}`, jobStream(gone.integration_id, probe), jobStream(gone.integration_id, cancelled), jobStream(gone.integration_id, expiring)]) expect(after.has(stream)).toBe(false);
     // The live integration keeps its events, and its job (settled longer ago than the retention) goes as any job does.
     expect(after.get(`integration:${kept.integration_id}`)).toBeGreaterThan(0);
     expect(await backend.presence()).toEqual(store === 'PostgreSQL' ? [kept.integration_id] : []);
