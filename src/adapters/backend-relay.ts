@@ -16,6 +16,7 @@ import { backendStreamOf, type BackendEvent } from '../machines/backend-events.j
 import { EventLog } from '../storage/event-log.js';
 import { DEFAULT_SCHEMA, type PostgresOptions } from '../storage/postgres/connection.js';
 import { PgEventLog } from '../storage/postgres/event-log.js';
+import { ResultChecks, type ResultCheckLimits } from './backend/result-checks.js';
 import { buildBackendServer } from './backend/server.js';
 import type { BrokerPubSub } from './brokers/broker.js';
 import { connectBroker } from './brokers/connect.js';
@@ -52,6 +53,12 @@ export interface BackendRelayOptions {
   readonly trustProxy?: readonly string[];
   /** A pino-compatible logger; none by default. Failures nobody awaits go to it unless `config.onError` says otherwise. */
   readonly logger?: FastifyBaseLogger;
+  /**
+   * How plain results are checked against their jobs' schemas (PROTOCOL.md 6.12): a costly check runs in a
+   * worker thread for at most `timeoutMs` (default 2 s), on `workers` threads (default 2) with `maxQueued`
+   * waiting (default 16), one per integration. `config.resultChecker` replaces all of it.
+   */
+  readonly resultChecks?: Partial<ResultCheckLimits>;
   /** The engine's settings: clock, lease and heartbeat intervals, the `PubSub`, what happens when the log cannot be written. */
   readonly config?: BackendConfig;
   /**
@@ -110,17 +117,20 @@ export async function createBackendRelay(options: BackendRelayOptions): Promise<
   const log = await openBackendStore(options, (error) => report(error, 'a PostgreSQL connection was lost'));
   let broker: BrokerPubSub | undefined;
   let backend: Backend;
+  const checks = new ResultChecks(options.resultChecks);
   try {
     if (options.broker !== undefined) broker = await connectBroker({ ...options.broker, report });
     backend = await Backend.start(log, {
       ...(logger === undefined ? {} : { onError: (error: unknown, { what }: { what: string }) => logger.error({ err: error }, `${what} failed`) }),
       ...(broker === undefined ? {} : { broker }),
+      resultChecker: checks,
       ...options.config,
       ...(options.pairing === undefined ? {} : { pairing: options.pairing }),
     });
   } catch (error) {
     await broker?.close();
     await log.close();
+    await checks.close();
     throw error;
   }
   let draining = false;
@@ -152,6 +162,7 @@ export async function createBackendRelay(options: BackendRelayOptions): Promise<
     await backend.close();
     await broker?.close();
     await log.close();
+    await checks.close();
     throw error;
   }
   if (inspector !== undefined && log instanceof EventLog) log.onCommit(() => inspector.committed());
@@ -169,6 +180,7 @@ export async function createBackendRelay(options: BackendRelayOptions): Promise<
         const closing = server.close();
         await backend.close();
         await closing;
+        await checks.close();
         await broker?.close();
         await log.close();
         await inspector?.close();

@@ -44,6 +44,8 @@ export const HTTP_ERRORS = {
   job_settled: { status: 409, message: 'the job has ended already' },
   result_conflict: { status: 409, message: 'the job was completed with another result' },
   result_invalid: { status: 422, message: 'the result does not follow the job\'s response_schema' },
+  result_check_too_costly: { status: 422, message: "checking the result against the job's response_schema took longer than this backend gives one check; the job stays open" },
+  too_many_result_checks: { status: 429, message: 'this integration has a costly result check under way, or the backend has the most it takes; try again after Retry-After' },
   integration_not_found: { status: 404, message: 'no such integration' },
   integration_revoked: { status: 409, message: 'the integration is revoked: its tokens cannot be rotated' },
   provider_refused: { status: 422, message: 'the provider cannot be used for an integration' },

@@ -44,11 +44,24 @@ export function boundsProblem(schema: Record<string, unknown>): string | undefin
   return undefined;
 }
 
+/** The object members and array items of `schema`, each `$ref` written out where it is used (what a check may apply to a result), or `undefined` past the bounds. */
+export function writtenOutMembers(schema: Record<string, unknown>): number | undefined {
+  if (!withinDepth(schema, RESPONSE_SCHEMA_LIMITS.maxDepth)) return undefined;
+  const expansion = new Expansion(schema);
+  try {
+    expansion.visit(schema, 1, true);
+  } catch (error) {
+    if (error instanceof OverBound) return undefined;
+    throw error;
+  }
+  return expansion.members;
+}
+
 class OverBound extends Error {}
 
 /** A walk of the schema as if each `$ref` were written out, stopped at the first bound it passes. */
 class Expansion {
-  private members = 0;
+  members = 0;
   private readonly patterns = new Set<string>();
   /** The references being written out on the way to where the walk is. */
   private readonly following = new Set<unknown>();

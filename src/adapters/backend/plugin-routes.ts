@@ -28,6 +28,8 @@ function answerJob(reply: FastifyReply, answer: JobAnswer) {
       return sendError(reply, 'result_conflict');
     case 'invalid':
       return sendError(reply, answer.code, answer.message);
+    case 'busy':
+      return sendError(reply, answer.code, answer.message, { 'retry-after': String(answer.retry_after_s) });
     default:
       return reply.code(200).send({ ok: true });
   }

@@ -56,6 +56,8 @@ export const BACKEND_USAGE = `usage: assistant-relay backend [options]
   --rekey-replace-after D  an unanswered key rotation stands in the way of a new one for D (default 10m)
   --max-job-bytes N        a job's payload, and its result, at most N bytes of JSON; past it, 413
                            (default 1048576)
+  --result-check-timeout D a plain result's check against its job's schema may run D in a worker thread;
+                           past it, 422 result_check_too_costly (default 2s, at most 60s)
   --log-level L            fatal, error, warn, info, debug, trace, silent (default info)
        assistant-relay backend integration create [--db FILE | --store URL [--schema NAME]] [--provider KIND]
   creates an integration (default provider assistant-relay) in a log no backend has open (--db), or in
@@ -88,6 +90,7 @@ const FLAGS = {
   'rekey-replace-after': { type: 'string' },
   'pairing-retention': { type: 'string' },
   'max-job-bytes': { type: 'string' },
+  'result-check-timeout': { type: 'string' },
   'log-level': { type: 'string' },
 } as const;
 const INTEGRATION_FLAGS = { db: { type: 'string' }, store: { type: 'string' }, schema: { type: 'string' }, provider: { type: 'string' } } as const;
@@ -117,7 +120,9 @@ export async function backendCommand(argv: readonly string[], env: NodeJS.Proces
   const pairing = get('pairing') ?? 'ticket';
   if (pairing !== 'open' && pairing !== 'ticket') throw new UsageError(`--pairing must be open or ticket, not ${JSON.stringify(pairing)}`);
   const trustProxy = parseProxies('trust-proxy', get('trust-proxy'));
-  const relay = await createBackendRelay({ ...where.options, corsOrigins, logger, config, pairing, trustProxy, ...(operatorToken === undefined ? {} : { operatorToken }) });
+  const checkTimeout = get('result-check-timeout');
+  const resultChecks = checkTimeout === undefined ? {} : { timeoutMs: parseDuration('result-check-timeout', checkTimeout, 60_000) };
+  const relay = await createBackendRelay({ ...where.options, corsOrigins, logger, config, pairing, trustProxy, resultChecks, ...(operatorToken === undefined ? {} : { operatorToken }) });
   const url = await relay.listen({ host: get('host') ?? '127.0.0.1', port: integer('port', get('port') ?? '8788', 0, 65535) });
   logger.info({ url, ...where.said, epoch: relay.epoch, admin_routes: operatorToken !== undefined, cors_origins: corsOrigins, pairing, trust_proxy: trustProxy }, 'serving');
   if (pairing === 'ticket' && operatorToken === undefined && where.options.store === undefined) {

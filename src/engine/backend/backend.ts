@@ -14,7 +14,7 @@
  */
 import { z } from 'zod';
 import { ByoEnvelope, DEADLINE_SKEW_MS, HTTP_ERRORS, MAX_DEADLINE_MS, PURPOSES, jsonBytes, jsonSchemaOf, type CodedError, type JobCreateBody, type JobResultBody } from '../../protocol/index.js';
-import { ResponseSchemaError, checkResponseSchema, resultProblems } from '../../protocol/response-schema.js';
+import { ResponseSchemaError, checkResponseSchema } from '../../protocol/response-schema.js';
 import { isJobEvent, type BackendEvent } from '../../machines/backend-events.js';
 import { nothing, type Decision } from '../../machines/decider.js';
 import { isRevoked, type IntegrationSnapshot } from '../../machines/integration.js';
@@ -40,6 +40,7 @@ import { Integrations } from './integrations.js';
 import { LogJobStore, type JobDecide } from './job-store.js';
 import { pairingLimitsOf, type PairingLimits, type PairingPolicy } from './pairing-limits.js';
 import { PAIRING_TTL_MS, Pairings } from './pairings.js';
+import { inlineResultChecker, type ResultChecker } from './result-check.js';
 import { LocalPairingAttempts, LocalPresence, type PairingAttempts, type Presence } from './presence.js';
 import { BackendProjection, type BackendState, type ProbedProfile } from './projection.js';
 import { LocalPubSub, assistantChannel, type JobNotice, type PubSub } from './pubsub.js';
@@ -89,6 +90,8 @@ export interface BackendConfig {
   readonly pairingRetentionMs?: number;
   /** A job's payload, and its result, at most this many bytes of compact JSON (a BYO job's: its envelope); past it, 413. Default 1 MiB. */
   readonly maxJobBytes?: number;
+  /** Checks a plain result against its job's schema (PROTOCOL.md 6.12); default: at once, on this thread. `createBackendRelay` gives one that runs costly checks in worker threads. */
+  readonly resultChecker?: ResultChecker;
   readonly onFatal?: (error: unknown) => void;
   readonly onError?: (error: unknown, context: FailureContext) => void;
 }
@@ -104,16 +107,18 @@ export type JobAnswer =
    * Refused before anything was logged: a create's payload that does not fit its purpose (or is not a BYO
    * envelope for a BYO job) or `response_schema` that does not compile or is beyond the bounds; a plain result
    * that does not follow the job's schema (the job stays open); a plugin its heartbeat was refused; a payload
-   * or a result over `maxJobBytes`.
+   * or a result over `maxJobBytes`; a plain result the checker could not check within its budget (the job stays open).
    */
   | {
       readonly outcome: 'invalid';
-      readonly code: 'invalid_payload' | 'invalid_response_schema' | 'unsupported_response_schema' | 'result_invalid' | 'plugin_refused' | 'byo_required' | 'invalid_deadline' | 'payload_too_large' | 'result_too_large';
+      readonly code: 'invalid_payload' | 'invalid_response_schema' | 'unsupported_response_schema' | 'result_invalid' | 'plugin_refused' | 'byo_required' | 'invalid_deadline' | 'payload_too_large' | 'result_too_large' | 'result_check_too_costly';
       readonly job: JobSnapshot | undefined;
       readonly message: string;
     }
   /** Refused for load before anything was logged: the integration has the most open jobs it may. */
-  | { readonly outcome: 'over_quota'; readonly quota: OverQuota; readonly job: undefined };
+  | { readonly outcome: 'over_quota'; readonly quota: OverQuota; readonly job: undefined }
+  /** Refused for load before anything was logged: the result checker takes no more now (PROTOCOL.md 6.12). */
+  | { readonly outcome: 'busy'; readonly code: 'too_many_result_checks'; readonly retry_after_s: number; readonly message: string; readonly job: undefined };
 
 type InvalidCode = Extract<JobAnswer, { outcome: 'invalid' }>['code'];
 
@@ -121,6 +126,11 @@ type InvalidCode = Extract<JobAnswer, { outcome: 'invalid' }>['code'];
 interface Invalid {
   readonly invalid: InvalidCode;
   readonly message: string;
+}
+
+/** A decision on a plain result whose check was for another schema than the job has (or none): checked again against this job. */
+interface Unchecked {
+  readonly unchecked: JobSnapshot;
 }
 
 export class Backend {
@@ -151,6 +161,7 @@ export class Backend {
   private readonly streams: JobStreams;
   private readonly followers: JobFollowers;
   private readonly report: (error: unknown, context: FailureContext) => void;
+  private readonly resultChecker: ResultChecker;
   private closed = false;
 
   private constructor(store: BackendStore, config: BackendConfig) {
@@ -159,6 +170,7 @@ export class Backend {
     this.leaseMs = config.leaseMs ?? DEFAULT_LEASE_MS;
     this.quotas = quotasOf(config.quotas ?? {}, config.heartbeatIntervalMs ?? HEARTBEAT_INTERVAL_MS);
     this.maxJobBytes = config.maxJobBytes ?? DEFAULT_MAX_JOB_BYTES;
+    this.resultChecker = config.resultChecker ?? inlineResultChecker;
     this.epoch = this.ids.token();
     this.report = config.onError ?? ((error, context) => process.emitWarning(`assistant-relay backend: ${context.what} failed: ${String(error)}`));
     const subscriberFailed = (error: unknown, topic: string) => this.report(error, { what: `a subscriber of ${topic}` });
@@ -388,27 +400,42 @@ export class Backend {
     return this.answer(integrationId, jobId, outcome);
   }
 
-  /** The completion endpoint (4.1): a result (checked against `response_schema` unless the job is BYO) or a failure report. */
+  /**
+   * The completion endpoint (4.1): a result (checked against `response_schema` unless the job is BYO) or a
+   * failure report. A plain result is checked before its decision, outside it (the checker may take its
+   * time elsewhere, PROTOCOL.md 6.12); the decision takes the verdict only for the schema it was reached
+   * for, and has the job checked again otherwise (a job of that id created meanwhile).
+   */
   async result(integrationId: string, jobId: string, body: JobResultBody): Promise<JobAnswer> {
-    const tooLarge = 'result' in body ? this.overBound('result', body.result) : undefined;
-    if (tooLarge !== undefined) return { outcome: 'invalid', code: 'result_too_large', job: undefined, message: tooLarge };
-    const at = this.clock.now();
-    const outcome = await this.update<JobOutcome | Invalid>(integrationId, jobId, (job) =>
-      this.ofIntegration(job, (own): Decision<JobEvent, JobOutcome | Invalid> => {
-        if ('error' in body) return jobDecider.decide({ type: 'fail', integration_id: integrationId, job_id: jobId, error: body.error, at }, own);
-        // A BYO result is an envelope the backend never reads inside; a plain one follows the job's schema. A settled job's answer says so first.
-        const invalid = isSettled(own)
-          ? undefined
-          : own.context.byo
-            ? ByoEnvelope.safeParse(body.result).success
-              ? undefined
-              : 'the result of a BYO job must be a BYO envelope'
-            : problemsOf(own.context.response_schema, body.result);
-        if (invalid !== undefined) return nothing({ invalid: 'result_invalid', message: invalid });
-        return jobDecider.decide({ type: 'complete', integration_id: integrationId, job_id: jobId, result: body.result, at }, own);
-      }),
-    );
-    return this.answer(integrationId, jobId, outcome);
+    const bytes = 'result' in body ? jsonBytes(body.result) : 0;
+    if (bytes > this.maxJobBytes) return { outcome: 'invalid', code: 'result_too_large', job: undefined, message: this.overBoundMessage('result', bytes) };
+    let checked: { readonly schema: Record<string, unknown>; readonly problem: string | undefined } | undefined;
+    let job = this.projection.job(integrationId, jobId);
+    // A job is created once per id until retention forgets it: a third round would need it forgotten and created twice meanwhile.
+    for (let round = 0; round < 3; round += 1) {
+      if ('result' in body && job !== undefined && !isSettled(job) && !job.context.byo) {
+        const schema = job.context.response_schema;
+        const verdict = await this.resultChecker.check({ integrationId, schema, result: body.result, bytes });
+        if (verdict.outcome === 'busy') return { outcome: 'busy', code: 'too_many_result_checks', retry_after_s: verdict.retry_after_s, message: verdict.message, job: undefined };
+        if (verdict.outcome === 'too_costly') return { outcome: 'invalid', code: 'result_check_too_costly', job: await this.committedJob(integrationId, jobId), message: verdict.message };
+        checked = { schema, problem: verdict.problem };
+      }
+      const at = this.clock.now();
+      const outcome = await this.update<JobOutcome | Invalid | Unchecked>(integrationId, jobId, (current) =>
+        this.ofIntegration(current, (own): Decision<JobEvent, JobOutcome | Invalid | Unchecked> => {
+          if ('error' in body) return jobDecider.decide({ type: 'fail', integration_id: integrationId, job_id: jobId, error: body.error, at }, own);
+          const complete = () => jobDecider.decide({ type: 'complete', integration_id: integrationId, job_id: jobId, result: body.result, at }, own);
+          // A BYO result is an envelope the backend never reads inside; a plain one follows the job's schema. A settled job's answer says so first.
+          if (isSettled(own)) return complete();
+          if (own.context.byo) return ByoEnvelope.safeParse(body.result).success ? complete() : nothing({ invalid: 'result_invalid', message: 'the result of a BYO job must be a BYO envelope' });
+          if (checked?.schema !== own.context.response_schema) return nothing({ unchecked: own });
+          return checked.problem === undefined ? complete() : nothing({ invalid: 'result_invalid', message: checked.problem });
+        }),
+      );
+      if (typeof outcome !== 'object' || !('unchecked' in outcome)) return this.answer(integrationId, jobId, outcome);
+      job = outcome.unchecked;
+    }
+    throw new Error(`the job ${jobId} changed under its result's check three times`);
   }
 
   /**
@@ -453,7 +480,11 @@ export class Backend {
   /** Why a job's payload or result is over `maxJobBytes`, or `undefined`. */
   private overBound(what: 'payload' | 'result', value: unknown): string | undefined {
     const bytes = jsonBytes(value);
-    return bytes > this.maxJobBytes ? `the job's ${what} is ${bytes} bytes of JSON, more than the ${this.maxJobBytes} this backend takes` : undefined;
+    return bytes > this.maxJobBytes ? this.overBoundMessage(what, bytes) : undefined;
+  }
+
+  private overBoundMessage(what: 'payload' | 'result', bytes: number): string {
+    return `the job's ${what} is ${bytes} bytes of JSON, more than the ${this.maxJobBytes} this backend takes`;
   }
 
   // ---- the loop ----------------------------------------------------------------------------------
@@ -544,16 +575,6 @@ export class Backend {
 
   private background(work: Promise<unknown>, what: string): void {
     inBackground(work, this.report, { what });
-  }
-}
-
-/** Why a plain result does not follow its job's schema; a schema logged before the bounds of PROTOCOL.md 6.10 that they refuse checks no result. */
-function problemsOf(schema: Record<string, unknown>, result: unknown): string | undefined {
-  try {
-    return resultProblems(schema, result);
-  } catch (error) {
-    if (error instanceof ResponseSchemaError) return error.message;
-    throw error;
   }
 }
 
