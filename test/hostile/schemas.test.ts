@@ -3,8 +3,11 @@
  * input. Its patterns run on RE2, so a pattern that backtracks without end, met with a result made to
  * trip it, is judged at once (reproduced before: 53 s of a frozen event loop for 32 `a` and a `!`; here 40,
  * 256 times as long), while other callers are answered; a schema RE2 cannot check, or over its bounds, is
- * refused 400 `unsupported_response_schema`; a payload or a result over `--max-job-bytes` is refused 413.
- * Nothing refused is logged (PROTOCOL.md 6.10, 6.11).
+ * refused 400 `unsupported_response_schema`; a payload or a result over `--max-job-bytes` is refused 413;
+ * a result within every bound whose check would still take seconds, posted again and again, is checked
+ * in a worker thread and refused 422 `result_check_too_costly` at its budget, one at a time per
+ * integration (429 past it), while another integration's jobs complete. Nothing refused is logged
+ * (PROTOCOL.md 6.10 to 6.12).
  */
 import { randomUUID } from 'node:crypto';
 import { rmSync } from 'node:fs';
@@ -14,7 +17,7 @@ import { SHAPED_ENVELOPE } from '../support/backend.js';
 import { killChildren, runCli, started } from '../support/child.js';
 import { tempDir } from '../support/host.js';
 import { request } from '../support/http.js';
-import { countEvents } from '../support/log.js';
+import { countEvents, readEvents } from '../support/log.js';
 
 const MAX_JOB_BYTES = 64 * 1024;
 const PAYLOAD = { session_id: 'call-1', transcript: [{ speaker: 'Ana', text: 'What is the budget?' }] };
@@ -119,5 +122,71 @@ describe('a payload or a result over --max-job-bytes', () => {
     const answer = await asClient('/jobs', { job_id: randomUUID(), purpose: 'live_analysis', payload: { ...PAYLOAD, context: filler(8 * MAX_JOB_BYTES + 1024) } });
     expect(answer).toMatchObject({ status: 413, body: { error: { code: 'body_too_large' } } });
     expect(countEvents(db)).toBe(before);
+  });
+});
+
+describe('a result within every bound whose check would take seconds, posted again and again', () => {
+  /** 480 `maxLength` (about 960 members) on one string of 1,000 KiB: over 3 s of checking on the event loop. */
+  const COSTLY_SCHEMA = { type: 'object', properties: { a: { allOf: Array.from({ length: 480 }, (_, i) => ({ maxLength: 2_000_000 + i })) } } };
+  const COSTLY_RESULT = { a: 'a'.repeat(1000 * 1024) };
+  const insights = { insights: [{ text: 'Ask for the budget owner.', kind: 'question', confidence: 0.7 }] };
+  let costlyUrl: string;
+  let costlyDb: string;
+  let output: { stdout: string; stderr: string };
+  let hostile: typeof integration;
+  let quiet: typeof integration;
+  const on = (which: typeof integration, role: 'client' | 'plugin', path: string, body?: unknown) =>
+    request(`${costlyUrl}/api/v1/assistant/integrations/${which.integration_id}${path}`, { token: role === 'client' ? which.client_token : which.relay_token, ...(body === undefined ? { method: role === 'plugin' ? 'POST' : 'GET' } : { body }) });
+
+  beforeAll(async () => {
+    costlyDb = join(dir, 'costly.db');
+    hostile = JSON.parse((await runCli(['backend', 'integration', 'create', '--db', costlyDb])).stdout);
+    quiet = JSON.parse((await runCli(['backend', 'integration', 'create', '--db', costlyDb])).stdout);
+    const backend = await started(['backend', '--port', '0', '--db', costlyDb, '--result-check-timeout', '1s', '--log-level', 'warn']);
+    costlyUrl = backend.line.listening as string;
+    output = backend.output;
+  });
+
+  it("is refused 422 result_check_too_costly at the check's budget, a second at once 429 with Retry-After, nothing logged; meanwhile a quiet integration's jobs complete and /healthz answers", async () => {
+    const job_id = randomUUID();
+    expect((await on(hostile, 'client', '/jobs', { job_id, purpose: 'live_analysis', payload: PAYLOAD, response_schema: COSTLY_SCHEMA })).status).toBe(201);
+    expect((await on(hostile, 'plugin', `/jobs/${job_id}/running`)).status).toBe(200);
+    const hostileEvents = () => readEvents(costlyDb).filter((event) => event.job_id === job_id).length;
+    const eventsBefore = hostileEvents();
+    const said = { stdout: output.stdout.length, stderr: output.stderr.length };
+    let attacking = true;
+    let completed = 0;
+    let healthy = 0;
+    const quietJobs = (async () => {
+      while (attacking) {
+        const id = randomUUID();
+        expect((await on(quiet, 'client', '/jobs', { job_id: id, purpose: 'live_analysis', payload: PAYLOAD })).status).toBe(201);
+        expect((await on(quiet, 'plugin', `/jobs/${id}/running`)).status).toBe(200);
+        expect((await on(quiet, 'plugin', `/jobs/${id}/result`, { result: insights })).status).toBe(200);
+        if (attacking) completed += 1;
+      }
+    })();
+    const health = (async () => {
+      while (attacking) {
+        expect((await request(`${costlyUrl}/healthz`)).status).toBe(200);
+        if (attacking) healthy += 1;
+      }
+    })();
+    for (let round = 0; round < 3; round += 1) {
+      const answers = await Promise.all([0, 1].map(() => on(hostile, 'plugin', `/jobs/${job_id}/result`, { result: COSTLY_RESULT })));
+      const byCode = Object.fromEntries(answers.map((answer) => [(answer.body as { error: { code: string } }).error.code, answer]));
+      expect(byCode.result_check_too_costly).toMatchObject({ status: 422, body: { error: { message: expect.stringContaining('1000 ms') } } });
+      expect(byCode.too_many_result_checks?.status).toBe(429);
+      expect(Number(byCode.too_many_result_checks!.headers.get('retry-after'))).toBeGreaterThanOrEqual(1);
+    }
+    attacking = false;
+    await Promise.all([quietJobs, health]);
+    expect(completed).toBeGreaterThan(0);
+    expect(healthy).toBeGreaterThan(0);
+    expect(hostileEvents()).toBe(eventsBefore);
+    expect({ stdout: output.stdout.slice(said.stdout), stderr: output.stderr.slice(said.stderr) }).toEqual({ stdout: '', stderr: '' });
+    // The job stays open: a conforming result, checked in a thread too, completes it.
+    expect((await on(hostile, 'plugin', `/jobs/${job_id}/result`, { result: { a: 'a'.repeat(5000) } })).status).toBe(200);
+    expect((await on(hostile, 'client', `/jobs/${job_id}`)).body).toMatchObject({ state: 'completed' });
   });
 });
