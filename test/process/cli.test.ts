@@ -428,6 +428,7 @@ describe('backend: the store and the broker', () => {
     [['--store', 'postgres://127.0.0.1/test', '--store-queue', '0'], /--store-queue/],
     [['--pairing', 'closed'], /--pairing must be open or ticket/],
     [['--trust-proxy', 'proxy.example'], /--trust-proxy: "proxy.example" is not an address/],
+    [['--result-check-timeout', '2m'], /--result-check-timeout must be at most 60000ms/],
   ])('refuses %j with the usage, before connecting to anything', async (args, says) => {
     const result = await runCli(['backend', '--port', '0', ...args]);
     expect(result.code).toBe(2);
