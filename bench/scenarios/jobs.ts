@@ -87,8 +87,8 @@ export async function createIntegration(origin: string): Promise<Integration> {
 
 /** The backend nodes of a setup, with one integration. */
 async function backendsOf(setup: JobsSetup, dir: string): Promise<Pick<Channel, 'backends' | 'count' | 'remove'> & { integration: Integration }> {
-  // One integration runs 100 jobs at once, each followed: past a tenant's default bounds (PROTOCOL.md 6e.18, 6e.19).
-  const quotas = ['--max-open-jobs', '200', '--max-followers', '200'];
+  // One integration runs 100 jobs at once, each followed, round after round: past a tenant's default bounds (PROTOCOL.md 6e.18, 6e.19, 6e.23).
+  const quotas = ['--max-open-jobs', '200', '--max-followers', '200', '--max-jobs-per-minute', '1000000'];
   const start = (args: readonly string[], i: number) => startServer(`backend ${i}`, [CLI, 'backend', '--port', '0', '--log-level', 'warn', ...quotas, ...args], { cwd: dir, stderrPath: join(dir, `backend-${i}.stderr`), timeoutMs: 15_000 });
   if (setup === 'embedded') {
     const db = join(dir, 'backend.db');

@@ -6,6 +6,7 @@ import type { CodedError, Heartbeat, VersionRange } from '../protocol/index.js';
 import type { IntegrationContext } from './integration.js';
 import { jobKey, jobRefOf, type JobEvent } from './job-events.js';
 import type { PairingEvent, PairingTicketIssued } from './pairing-events.js';
+import type { WindowCount } from './quotas.js';
 
 export interface BackendStarted {
   readonly type: 'backend.started';
@@ -35,6 +36,14 @@ export interface BackendForgotten {
   readonly integration_ids?: readonly string[];
   /** Integrations restated by the `integration.compacted` events that follow this one, committed with it: their events before this one go. */
   readonly compacted_ids?: readonly string[];
+  /** Pairing tickets used or expired (absent when none): their events go. */
+  readonly ticket_digests?: readonly string[];
+  /**
+   * The jobs each integration created in this event's minute (absent when none): what the limit on jobs a
+   * minute counts, kept as it stood, since the `job.created` events it counted may be among those removed.
+   * A count of an earlier minute counts nothing now, and goes.
+   */
+  readonly created?: Readonly<Record<string, WindowCount>>;
   readonly sent: Readonly<Record<string, number>>;
   readonly ended_before: number;
   readonly at: number;
@@ -189,10 +198,16 @@ export function jobIdOfStream(stream: string): string | undefined {
 /** The stream of the backend's forgetting events (older logs have them in ''). */
 export const BACKEND_FORGOTTEN_STREAM = 'forgotten';
 
-/** The log's stream of an event: its job, its pairing, its integration, the forgetting events', or '' for the backend's own (its operator's tickets among them). */
+/** The log's stream of a pairing ticket's one event: `pairing_ticket:{its digest}` (older logs have it in ''). */
+export function ticketStream(ticketDigest: string): string {
+  return `pairing_ticket:${ticketDigest}`;
+}
+
+/** The log's stream of an event: its job, its pairing, its integration, its ticket, the forgetting events', or '' for the backend's starts. */
 export function backendStreamOf(event: BackendEvent): string {
   if (event.type === 'backend.forgotten') return BACKEND_FORGOTTEN_STREAM;
-  if (event.type === 'backend.started' || event.type === 'pairing_ticket.issued') return '';
+  if (event.type === 'backend.started') return '';
+  if (event.type === 'pairing_ticket.issued') return ticketStream(event.ticket_digest);
   if (isJobEvent(event)) return jobStream(event.integration_id, event.job_id);
   return isPairingEvent(event) ? `pairing:${event.pairing_id}` : `integration:${event.integration_id}`;
 }

@@ -21,6 +21,12 @@ export interface Quotas {
   readonly maxRekeysPerHour: number;
   /** An unanswered key rotation stands in the way of a new one until it is this old. */
   readonly rekeyReplaceAfterMs: number;
+  /** Jobs an integration may create in a minute of the clock (`job.created` counted by its `at`); one more is refused. */
+  readonly maxJobsPerMinute: number;
+  /** Settled jobs kept per integration: retention forgets the oldest beyond these before the retention is up. */
+  readonly maxSettledJobs: number;
+  /** Plugin streams an integration may open on one node in a minute (a rate kept in memory, per node). */
+  readonly maxStreamsPerMinute: number;
 }
 
 /** The defaults; `statusIntervalMs` is the heartbeat interval's (30 s) unless given. */
@@ -30,6 +36,9 @@ export const DEFAULT_QUOTAS: Omit<Quotas, 'statusIntervalMs'> = {
   maxNodeFollowers: 1024,
   maxRekeysPerHour: 6,
   rekeyReplaceAfterMs: 10 * 60_000,
+  maxJobsPerMinute: 60,
+  maxSettledJobs: 1_000,
+  maxStreamsPerMinute: 10,
 };
 
 export const REKEY_WINDOW_MS = 60 * 60_000;
@@ -37,7 +46,7 @@ export const REKEY_WINDOW_MS = 60 * 60_000;
 /** The quotas given over the defaults; refused (RangeError) when one cannot work. */
 export function quotasOf(given: Partial<Quotas>, heartbeatIntervalMs: number): Quotas {
   const quotas = { ...DEFAULT_QUOTAS, statusIntervalMs: heartbeatIntervalMs, ...given };
-  for (const key of ['maxOpenJobs', 'maxFollowers', 'maxNodeFollowers', 'maxRekeysPerHour'] as const) {
+  for (const key of ['maxOpenJobs', 'maxFollowers', 'maxNodeFollowers', 'maxRekeysPerHour', 'maxJobsPerMinute', 'maxSettledJobs', 'maxStreamsPerMinute'] as const) {
     if (!Number.isSafeInteger(quotas[key]) || quotas[key] < 1) throw new RangeError(`quotas.${key} must be a whole number, at least 1`);
   }
   if (quotas.maxRekeysPerHour > REKEY_TIMES_KEPT) throw new RangeError(`quotas.maxRekeysPerHour must be at most ${REKEY_TIMES_KEPT}`);
@@ -47,7 +56,7 @@ export function quotasOf(given: Partial<Quotas>, heartbeatIntervalMs: number): Q
   return quotas;
 }
 
-export type QuotaCode = Extract<HttpErrorCode, 'too_many_open_jobs' | 'too_many_followers' | 'too_many_node_followers' | 'too_many_status_changes' | 'rekey_pending' | 'too_many_rekeys'>;
+export type QuotaCode = Extract<HttpErrorCode, 'too_many_open_jobs' | 'too_many_followers' | 'too_many_node_followers' | 'too_many_status_changes' | 'rekey_pending' | 'too_many_rekeys' | 'too_many_jobs' | 'too_many_stream_opens'>;
 
 /** A refusal for load: nothing was logged; trying again after `retry_after_s` may succeed. */
 export interface OverQuota {
@@ -103,4 +112,55 @@ export function overRekeys(integration: IntegrationSnapshot, quotas: Pick<Quotas
   // One more is let through once the oldest of the last `max` leaves the window.
   const message = `this integration asked for ${inWindow.length} key rotations in the last hour, the most it may (${quotas.maxRekeysPerHour})`;
   return { over: 'too_many_rekeys', retry_after_s: secondsUntil(inWindow[inWindow.length - quotas.maxRekeysPerHour]! + REKEY_WINDOW_MS, at), message };
+}
+
+/** The length of the window the rates of jobs and of stream opens are counted in. */
+export const RATE_WINDOW_MS = 60_000;
+
+/**
+ * How many things of a kind an integration did in the window of the clock an `at` falls in: each one
+ * counted by its own `at`, so that every node that folds the same events counts the same (what a
+ * `job.created` leaves in the fold, and what a node keeps of its stream opens). O(1) per integration.
+ */
+export interface WindowCount {
+  /** The window's start: `at` rounded down to a whole `RATE_WINDOW_MS`. */
+  readonly window: number;
+  readonly count: number;
+}
+
+/** The start of the window `at` falls in. */
+export function windowOf(at: number): number {
+  return at - (at % RATE_WINDOW_MS);
+}
+
+/** The count after one more at `at`. An `at` of an earlier window (another node's clock a little behind) counts in the newest. */
+export function countOneMore(count: WindowCount | undefined, at: number): WindowCount {
+  const window = windowOf(at);
+  return count === undefined || window > count.window ? { window, count: 1 } : { window: count.window, count: count.count + 1 };
+}
+
+/** One more at `at` would make more than `max` in its window: refused until the window ends. */
+function overRate(count: WindowCount | undefined, max: number, at: number): number | undefined {
+  if (count === undefined || at >= count.window + RATE_WINDOW_MS || count.count < max) return undefined;
+  return secondsUntil(count.window + RATE_WINDOW_MS, at);
+}
+
+/**
+ * The create of a job the log does not hold, when its integration created `maxJobsPerMinute` in this
+ * minute already: refused until the minute ends. Bounds what a client that cancels each job at once can
+ * make the log hold: `max_open_jobs` cannot, since such a client never has a job open for long.
+ */
+export function overJobRate(created: WindowCount | undefined, max: number, at: number): OverQuota | undefined {
+  const retry_after_s = overRate(created, max, at);
+  if (retry_after_s === undefined) return undefined;
+  const message = `this integration created ${max} jobs this minute, the most it may: try again after Retry-After`;
+  return { over: 'too_many_jobs', retry_after_s, message };
+}
+
+/** A plugin stream opened when the integration opened `maxStreamsPerMinute` on this node in this minute already: refused until the minute ends. */
+export function overStreamOpens(opened: WindowCount | undefined, max: number, at: number): OverQuota | undefined {
+  const retry_after_s = overRate(opened, max, at);
+  if (retry_after_s === undefined) return undefined;
+  const message = `this integration opened ${max} job streams on this node this minute, the most it may: reconnect after Retry-After`;
+  return { over: 'too_many_stream_opens', retry_after_s, message };
 }

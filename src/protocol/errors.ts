@@ -68,6 +68,8 @@ export const HTTP_ERRORS = {
   too_many_status_changes: { status: 429, message: 'what this heartbeat says of the plugin changed too soon after the last change was logged; send it again after Retry-After' },
   rekey_pending: { status: 429, message: 'a key rotation asked for earlier waits for the assistant; a new one may replace it after Retry-After' },
   too_many_rekeys: { status: 429, message: 'this integration asked for the most key rotations it may in an hour; try again after Retry-After' },
+  too_many_jobs: { status: 429, message: 'this integration created the most jobs it may in a minute; try again after Retry-After' },
+  too_many_stream_opens: { status: 429, message: 'this integration opened the most job streams it may in a minute on this node; reconnect after Retry-After' },
   byo_required: { status: 400, message: 'the integration was created by pairing: it takes only BYO (sealed) jobs' },
   invalid_deadline: { status: 400, message: "a BYO job needs deadline_at, and a deadline_at must lie after the backend's clock and at most 1 h and 60 s past it" },
 } as const satisfies Record<string, { status: number; message: string }>;

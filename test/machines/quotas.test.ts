@@ -1,6 +1,7 @@
 /**
  * The backend's quotas (PROTOCOL.md 6e.18 to 6e.21), given(events) → when(the decision) → then(a refusal
- * with its Retry-After, or none): open jobs, status changes, key rotations; and the job decider's renewals
+ * with its Retry-After, or none): open jobs, jobs a minute, stream opens a minute, status changes, key
+ * rotations; and the job decider's renewals
  * of a lease, which a heartbeat flood must not log one by one.
  */
 import { describe, expect, it } from 'vitest';
@@ -10,7 +11,7 @@ import { evolveIntegration, initialIntegration, REKEY_TIMES_KEPT, type Integrati
 import { jobDecider } from '../../src/machines/job-decider.js';
 import type { JobCreated, JobEvent } from '../../src/machines/job-events.js';
 import { isSettled, type JobSnapshot } from '../../src/machines/job.js';
-import { overOpenJobs, overRekeys, overStatusChanges, quotasOf, REKEY_WINDOW_MS } from '../../src/machines/quotas.js';
+import { countOneMore, overJobRate, overOpenJobs, overRekeys, overStatusChanges, overStreamOpens, quotasOf, RATE_WINDOW_MS, REKEY_WINDOW_MS, type WindowCount } from '../../src/machines/quotas.js';
 import { deciderSpecification } from '../support/decider.js';
 
 const I = 'int-1';
@@ -144,10 +145,58 @@ describe('renewals of a running job\'s lease (6e.2)', () => {
   });
 });
 
+/** What `job.created` events at these times leave in the fold (projection.ts counts each by its `at`). */
+function createdAt(...times: number[]): WindowCount | undefined {
+  return times.reduce<WindowCount | undefined>((count, at) => countOneMore(count, at), undefined);
+}
+
+const MINUTE = RATE_WINDOW_MS;
+
+describe('jobs a minute (6e.23)', () => {
+  it('given fewer creates this minute than the limit, when one more comes, then it is let through', () => {
+    expect(overJobRate(createdAt(), 2, 5_000)).toBeUndefined();
+    expect(overJobRate(createdAt(1_000), 2, 5_000)).toBeUndefined();
+  });
+
+  it('given the limit created this minute (a client cancelling each at once), when one more comes, then it is refused until the minute ends', () => {
+    expect(overJobRate(createdAt(1_000, 2_000), 2, 5_000)).toMatchObject({ over: 'too_many_jobs', retry_after_s: 55 });
+    expect(overJobRate(createdAt(1_000, 2_000), 2, MINUTE - 1)).toMatchObject({ retry_after_s: 1 });
+  });
+
+  it('given the limit created in an earlier minute, when one comes in the next, then it is let through and counted afresh', () => {
+    expect(overJobRate(createdAt(1_000, 2_000), 2, MINUTE)).toBeUndefined();
+    expect(createdAt(1_000, 2_000, MINUTE + 5)).toEqual({ window: MINUTE, count: 1 });
+  });
+
+  it("given a create logged with another node's clock a little behind, when it is folded, then it counts in the newest minute", () => {
+    expect(createdAt(MINUTE + 5, MINUTE - 5)).toEqual({ window: MINUTE, count: 2 });
+    expect(overJobRate(createdAt(MINUTE + 5, MINUTE - 5), 2, MINUTE + 10)).toMatchObject({ over: 'too_many_jobs' });
+  });
+});
+
+describe('plugin stream opens a minute (6e.24)', () => {
+  it('given the limit opened this minute, when one more opens, then it is refused until the minute ends; the next minute lets it through', () => {
+    const opened = createdAt(0, 250, 500);
+    expect(overStreamOpens(createdAt(0, 250), 3, 750)).toBeUndefined();
+    expect(overStreamOpens(opened, 3, 750)).toMatchObject({ over: 'too_many_stream_opens', retry_after_s: 60 });
+    expect(overStreamOpens(opened, 3, MINUTE)).toBeUndefined();
+  });
+});
+
 describe('quotasOf', () => {
   it('takes the defaults, the status interval from the heartbeat interval, and refuses limits that cannot work', () => {
-    expect(quotasOf({}, 30_000)).toEqual({ maxOpenJobs: 32, maxFollowers: 64, maxNodeFollowers: 1024, statusIntervalMs: 30_000, maxRekeysPerHour: 6, rekeyReplaceAfterMs: 600_000 });
-    for (const bad of [{ maxOpenJobs: 0 }, { maxFollowers: 1.5 }, { maxRekeysPerHour: REKEY_TIMES_KEPT + 1 }, { statusIntervalMs: 60_001 }, { statusIntervalMs: -1 }, { rekeyReplaceAfterMs: -1 }]) {
+    expect(quotasOf({}, 30_000)).toEqual({
+      maxOpenJobs: 32,
+      maxFollowers: 64,
+      maxNodeFollowers: 1024,
+      statusIntervalMs: 30_000,
+      maxRekeysPerHour: 6,
+      rekeyReplaceAfterMs: 600_000,
+      maxJobsPerMinute: 60,
+      maxSettledJobs: 1000,
+      maxStreamsPerMinute: 10,
+    });
+    for (const bad of [{ maxOpenJobs: 0 }, { maxJobsPerMinute: 0 }, { maxSettledJobs: 0 }, { maxStreamsPerMinute: 2.5 }, { maxFollowers: 1.5 }, { maxRekeysPerHour: REKEY_TIMES_KEPT + 1 }, { statusIntervalMs: 60_001 }, { statusIntervalMs: -1 }, { rekeyReplaceAfterMs: -1 }]) {
       expect(() => quotasOf(bad, 30_000), JSON.stringify(bad)).toThrow(RangeError);
     }
   });

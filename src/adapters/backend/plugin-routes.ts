@@ -46,7 +46,8 @@ export const pluginRoutes: FastifyPluginAsync<{ readonly backend: Backend }> = a
     if (refusal !== undefined) return sendError(reply, 'plugin_refused', refusal.message);
     const opened = await backend.openStream(request.params.id, request.headers['last-event-id'], () => streamTransport(reply));
     // Authenticated a moment ago: only a revocation in between leaves no stream.
-    return opened === undefined ? sendError(reply, 'unauthorized') : reply;
+    if (opened === undefined) return sendError(reply, 'unauthorized');
+    return 'over' in opened ? sendOverQuota(reply, opened) : reply;
   });
 
   app.post(`${BASE}/heartbeat`, { schema: { params: IntegrationPath, body: Heartbeat } }, async (request, reply) => {

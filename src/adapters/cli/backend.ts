@@ -54,6 +54,13 @@ export const BACKEND_USAGE = `usage: assistant-relay backend [options]
                            a change sooner is refused 429 (default 30s, the heartbeat interval; at most 60s)
   --max-rekeys-per-hour N  key rotations an integration may ask for in an hour (default 6, at most 32)
   --rekey-replace-after D  an unanswered key rotation stands in the way of a new one for D (default 10m)
+  --max-jobs-per-minute N  jobs an integration may create in a minute of the clock; one more is
+                           refused 429 (default 60)
+  --max-settled-jobs N     settled jobs kept per integration: retention forgets the oldest beyond N
+                           before the retention is up (default 1000)
+  --max-stream-opens-per-minute N
+                           plugin streams an integration may open on this node in a minute; one more
+                           is refused 429 (default 10)
   --max-job-bytes N        a job's payload, and its result, at most N bytes of JSON; past it, 413
                            (default 1048576)
   --result-check-timeout D a plain result's check against its job's schema may run D in a worker thread;
@@ -88,6 +95,9 @@ const FLAGS = {
   'status-interval': { type: 'string' },
   'max-rekeys-per-hour': { type: 'string' },
   'rekey-replace-after': { type: 'string' },
+  'max-jobs-per-minute': { type: 'string' },
+  'max-settled-jobs': { type: 'string' },
+  'max-stream-opens-per-minute': { type: 'string' },
   'pairing-retention': { type: 'string' },
   'max-job-bytes': { type: 'string' },
   'result-check-timeout': { type: 'string' },
@@ -132,7 +142,11 @@ export async function backendCommand(argv: readonly string[], env: NodeJS.Proces
 }
 
 /** The quotas the flags set (PROTOCOL.md 6e.18 to 6e.21); the others keep their defaults. */
-export function quotaFlags(get: (name: 'max-open-jobs' | 'max-followers' | 'max-node-followers' | 'status-interval' | 'max-rekeys-per-hour' | 'rekey-replace-after') => string | undefined): Partial<Quotas> {
+export function quotaFlags(
+  get: (
+    name: 'max-open-jobs' | 'max-followers' | 'max-node-followers' | 'status-interval' | 'max-rekeys-per-hour' | 'rekey-replace-after' | 'max-jobs-per-minute' | 'max-settled-jobs' | 'max-stream-opens-per-minute',
+  ) => string | undefined,
+): Partial<Quotas> {
   const count = (flag: Parameters<typeof get>[0], key: keyof Quotas, max: number) => {
     const text = get(flag);
     return text === undefined ? {} : { [key]: integer(flag, text, 1, max) };
@@ -149,6 +163,9 @@ export function quotaFlags(get: (name: 'max-open-jobs' | 'max-followers' | 'max-
     ...duration('status-interval', 'statusIntervalMs', 60_000),
     ...count('max-rekeys-per-hour', 'maxRekeysPerHour', REKEY_TIMES_KEPT),
     ...duration('rekey-replace-after', 'rekeyReplaceAfterMs'),
+    ...count('max-jobs-per-minute', 'maxJobsPerMinute', 1_000_000),
+    ...count('max-settled-jobs', 'maxSettledJobs', 100_000_000),
+    ...count('max-stream-opens-per-minute', 'maxStreamsPerMinute', 1_000_000),
   };
 }
 

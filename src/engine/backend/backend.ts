@@ -19,7 +19,7 @@ import { isJobEvent, type BackendEvent } from '../../machines/backend-events.js'
 import { nothing, type Decision } from '../../machines/decider.js';
 import { isRevoked, type IntegrationSnapshot } from '../../machines/integration.js';
 import { jobDecider, type JobCommand, type JobOutcome } from '../../machines/job-decider.js';
-import { overOpenJobs, quotasOf, type OverQuota, type Quotas } from '../../machines/quotas.js';
+import { overJobRate, overOpenJobs, quotasOf, type OverQuota, type Quotas } from '../../machines/quotas.js';
 import { jobKey, jobRefOf, type JobEvent } from '../../machines/job-events.js';
 import { isSettled, type JobSnapshot } from '../../machines/job.js';
 import { EventLog } from '../../storage/event-log.js';
@@ -207,7 +207,7 @@ export class Backend {
     this.retention = new Retention({
       clock: this.clock,
       retentionMs: config.retentionMs ?? DEFAULT_RETENTION_MS,
-      pass: forgetEndedRecords({ projection: this.projection, log: this.log, presence, clock: this.clock, pairingRetentionMs: config.pairingRetentionMs ?? DEFAULT_PAIRING_RETENTION_MS }),
+      pass: forgetEndedRecords({ projection: this.projection, log: this.log, presence, clock: this.clock, pairingRetentionMs: config.pairingRetentionMs ?? DEFAULT_PAIRING_RETENTION_MS, maxSettledJobs: this.quotas.maxSettledJobs }),
       compacted: () => this.log.compacted(),
       report: (error) => this.report(error, { what: 'retention' }),
     });
@@ -222,6 +222,7 @@ export class Backend {
       leaseMs: this.leaseMs,
       update: (integrationId, jobId, decide) => this.update(integrationId, jobId, decide),
       background,
+      maxOpensPerMinute: this.quotas.maxStreamsPerMinute,
     });
     this.followers = new JobFollowers({ clock: this.clock, keepaliveMs, store: this.store, pubsub: this.pubsub, background });
     this.afterCommit = new AfterCommit((error, what, event) => this.report(error, { what: event === undefined ? what : `${what} (${event.type})` }));
@@ -343,7 +344,7 @@ export class Backend {
     const outcome = await this.update<JobOutcome | Invalid | OverQuota>(integrationId, body.job_id, (job) => {
       if (job !== undefined) return jobDecider.decide(create, job);
       if (!fits) return nothing({ invalid: 'invalid_deadline', message: `deadline_at ${body.deadline_at} is not after the backend's clock (${new Date(at).toISOString()}) and within 1 h and 60 s of it` });
-      const over = overOpenJobs(this.projection.openJobs(integrationId), this.quotas.maxOpenJobs, at);
+      const over = overOpenJobs(this.projection.openJobs(integrationId), this.quotas.maxOpenJobs, at) ?? overJobRate(this.projection.jobsCreated(integrationId), this.quotas.maxJobsPerMinute, at);
       return over === undefined ? jobDecider.decide(create, job) : nothing(over);
     });
     if (typeof outcome === 'object' && 'over' in outcome) return { outcome: 'over_quota', quota: outcome, job: undefined };
@@ -441,10 +442,13 @@ export class Backend {
   /**
    * Opens the integration's stream; a second one takes over from the first (`JobStreams`). That this node
    * holds it is in the log first, so that a stream another node holds ends when that node folds it.
-   * A rotation not yet answered is sent on it. `undefined`: the integration is unknown or revoked.
+   * A rotation not yet answered is sent on it. `undefined`: the integration is unknown or revoked; an
+   * `OverQuota`: it opened too many on this node this minute (nothing is logged, no stream is taken over).
    */
-  async openStream(integrationId: string, cursor: number | undefined, connect: () => SubscriberTransport): Promise<SubscriptionActor | undefined> {
+  async openStream(integrationId: string, cursor: number | undefined, connect: () => SubscriberTransport): Promise<SubscriptionActor | OverQuota | undefined> {
     if (this.closed) throw new HostClosingError();
+    const over = this.streams.admit(integrationId);
+    if (over !== undefined) return over;
     const held = await this.integrations.holdStream(integrationId, this.epoch);
     if (this.closed) throw new HostClosingError();
     if (!held) return undefined;

@@ -11,6 +11,8 @@ import { isSettled, type JobSnapshot } from '../../machines/job.js';
 import { pairingDecider } from '../../machines/pairing-decider.js';
 import type { PairingEvent } from '../../machines/pairing-events.js';
 import { isPairingOpen, type PairingSnapshot } from '../../machines/pairing.js';
+import { countOneMore, windowOf, type WindowCount } from '../../machines/quotas.js';
+import { settledOverCap, spend } from './settled-cap.js';
 import { CapabilityProfile } from '../../protocol/index.js';
 
 /** An integration's current capability profile (2.4): the result of its latest completed plain probe. */
@@ -25,6 +27,15 @@ export interface Forgettable {
   readonly jobs: readonly JobRef[];
   readonly pairing_ids: readonly string[];
   readonly integration_ids: readonly string[];
+  /** Pairing tickets used or expired: their events go. */
+  readonly ticket_digests: readonly string[];
+}
+
+/** A pairing ticket the operator issued, until retention forgets it. */
+export interface Ticket {
+  readonly expires_at: number;
+  /** A pairing started with it: it is worth nothing now. */
+  readonly used: boolean;
 }
 
 /** Everything the backend projection holds: what a snapshot stores (state-codec.ts encodes it). */
@@ -39,7 +50,8 @@ export interface BackendState {
   readonly handles: ReadonlyMap<string, string>;
   readonly holders: ReadonlyMap<string, string>;
   readonly compactFrom: ReadonlyMap<string, number>;
-  readonly tickets: ReadonlyMap<string, number>;
+  readonly tickets: ReadonlyMap<string, Ticket>;
+  readonly created: ReadonlyMap<string, WindowCount>;
 }
 
 export class BackendProjection {
@@ -60,13 +72,15 @@ export class BackendProjection {
   private readonly holders = new Map<string, string>();
   /** When each integration's oldest event that a compaction would stand for was logged (none: it has only its first). */
   private readonly compactFrom = new Map<string, number>();
-  /** The operator's unused pairing tickets: when each expires, by its digest. */
-  private readonly tickets = new Map<string, number>();
+  /** The operator's pairing tickets by their digest, until retention forgets them (used or expired). */
+  private readonly tickets = new Map<string, Ticket>();
+  /** The jobs each integration created in the latest minute it created one (what `--max-jobs-per-minute` counts). */
+  private readonly created = new Map<string, WindowCount>();
 
   /** The folded state as it stands (shared, not copied: encode it before folding on). */
   state(): BackendState {
-    const { integrations, jobs, open, sent, profiles, versions, pairings, handles, compactFrom, holders, tickets } = this;
-    return { integrations, jobs, open, sent, profiles, versions, pairings, handles, compactFrom, holders, tickets };
+    const { integrations, jobs, open, sent, profiles, versions, pairings, handles, compactFrom, holders, tickets, created } = this;
+    return { integrations, jobs, open, sent, profiles, versions, pairings, handles, compactFrom, holders, tickets, created };
   }
 
   /** Takes the state a snapshot held, in place of what was folded so far (nothing, at a start). */
@@ -85,9 +99,7 @@ export class BackendProjection {
       case 'backend.forgotten':
         return this.forget(event);
       case 'pairing_ticket.issued':
-        // The expired ones go as a new one comes: there are never more than the limit on unused tickets.
-        for (const [digest, expiresAt] of this.tickets) if (expiresAt <= event.at) this.tickets.delete(digest);
-        this.tickets.set(event.ticket_digest, event.expires_at);
+        this.tickets.set(event.ticket_digest, { expires_at: event.expires_at, used: false });
         return;
       case 'integration.created':
         this.integrations.set(event.integration_id, initialIntegration(event));
@@ -125,6 +137,9 @@ export class BackendProjection {
       this.versions.delete(key);
     }
     for (const id of event.pairing_ids) this.pairings.delete(id);
+    for (const digest of event.ticket_digests ?? []) this.tickets.delete(digest);
+    for (const [id, { window }] of this.created) if (window < windowOf(event.at)) this.created.delete(id);
+    for (const [id, count] of Object.entries(event.created ?? {})) this.created.set(id, count);
     for (const [integration, seq] of Object.entries(event.sent)) this.sent.set(integration, Math.max(this.sent.get(integration) ?? 0, seq));
     for (const id of event.integration_ids ?? []) {
       this.integrations.delete(id);
@@ -132,6 +147,7 @@ export class BackendProjection {
       this.sent.delete(id);
       this.compactFrom.delete(id);
       this.holders.delete(id);
+      this.created.delete(id);
     }
   }
 
@@ -148,24 +164,27 @@ export class BackendProjection {
   /**
    * What retention may forget, at most `max` of each: integrations revoked before `endedBefore` with no
    * open job, with every job they had (an integration goes in the batch that takes its last job); other
-   * jobs settled before it (but not the probe an integration's capability profile comes from); pairings
-   * past their expiry and ended before `pairingsEndedBefore` (a completed one answers a confirmation
-   * asked again until its expiry).
+   * jobs settled before it, or settled and older than an integration's newest `maxSettledJobs` settled
+   * ones (but not the probe an integration's capability profile comes from); pairings past their expiry
+   * and ended before `pairingsEndedBefore` (a completed one answers a confirmation asked again until its
+   * expiry); pairing tickets used, or expired by `now`.
    */
-  forgettable(endedBefore: number, pairingsEndedBefore: number, max: number): Forgettable {
+  forgettable(endedBefore: number, pairingsEndedBefore: number, max: number, { now = -Infinity, maxSettledJobs = Infinity } = {}): Forgettable {
     const revoked = new Set<string>();
     for (const [id, integration] of this.integrations) {
       const revokedAt = integration.context.revoked_at;
       if (revokedAt !== undefined && revokedAt < endedBefore && !this.open.has(id)) revoked.add(id);
     }
     const profiled = new Set([...this.profiles].map(([integrationId, profile]) => jobKey(integrationId, profile.job_id)));
+    const overCap = settledOverCap(this.jobs.values(), maxSettledJobs);
     const jobs: JobRef[] = [];
     /** Revoked integrations with a job left for a later batch. */
     const unfinished = new Set<string>();
     for (const [key, job] of this.jobs) {
       const { integration_id, job_id, settled_at } = job.context;
       const withIntegration = revoked.has(integration_id);
-      if (!withIntegration && (settled_at === undefined || settled_at >= endedBefore || profiled.has(key))) continue;
+      // Each settled job takes one from its integration's excess, oldest first, whether it is old enough or not.
+      if (!withIntegration && (settled_at === undefined || profiled.has(key) || (!spend(overCap, integration_id) && settled_at >= endedBefore))) continue;
       if (jobs.length < max) jobs.push({ integration_id, job_id });
       else if (withIntegration) unfinished.add(integration_id);
       else if (revoked.size === unfinished.size) break;
@@ -177,7 +196,18 @@ export class BackendProjection {
       const { ended_at, expires_at } = pairing.context;
       if (ended_at !== undefined && Math.max(ended_at, expires_at) < pairingsEndedBefore) pairing_ids.push(id);
     }
-    return { jobs, pairing_ids, integration_ids };
+    const ticket_digests: string[] = [];
+    for (const [digest, { expires_at, used }] of this.tickets) {
+      if (ticket_digests.length === max) break;
+      if (used || expires_at <= now) ticket_digests.push(digest);
+    }
+    return { jobs, pairing_ids, integration_ids, ticket_digests };
+  }
+
+
+  /** The jobs each integration created in the minute of `at`, or later (what a `backend.forgotten` event keeps). */
+  creationsSince(at: number): Record<string, WindowCount> {
+    return Object.fromEntries([...this.created].filter(([, { window }]) => window >= windowOf(at)));
   }
 
   /** Each integration's stream position but the given ones' (what a `backend.forgotten` event keeps). */
@@ -192,7 +222,8 @@ export class BackendProjection {
     this.pairings.set(event.pairing_id, pairing);
     if (event.type === 'pairing.started') {
       this.handles.set(event.handle, event.pairing_id);
-      if (event.ticket_digest !== undefined) this.tickets.delete(event.ticket_digest);
+      const ticket = event.ticket_digest === undefined ? undefined : this.tickets.get(event.ticket_digest);
+      if (ticket !== undefined) this.tickets.set(event.ticket_digest!, { ...ticket, used: true });
     } else if (!isPairingOpen(pairing)) this.handles.delete(pairing.context.handle);
   }
 
@@ -213,12 +244,13 @@ export class BackendProjection {
 
   /** When the unused pairing ticket with this digest expires; undefined if there is none (never issued, or used). */
   ticketExpiry(digest: string): number | undefined {
-    return this.tickets.get(digest);
+    const ticket = this.tickets.get(digest);
+    return ticket === undefined || ticket.used ? undefined : ticket.expires_at;
   }
 
   /** When each unused ticket that has not expired by `now` expires. */
   liveTickets(now: number): number[] {
-    return [...this.tickets.values()].filter((expiresAt) => expiresAt > now);
+    return [...this.tickets.values()].filter(({ expires_at, used }) => !used && expires_at > now).map(({ expires_at }) => expires_at);
   }
 
   private applyJob(event: JobEvent): void {
@@ -228,6 +260,7 @@ export class BackendProjection {
     this.jobs.set(key, job);
     this.versions.set(key, (this.versions.get(key) ?? 0) + 1);
     if (event.type === 'job.created') {
+      this.created.set(integration_id, countOneMore(this.created.get(integration_id), event.at));
       const open = this.open.get(integration_id) ?? new Set<string>();
       this.open.set(integration_id, open.add(event.job_id));
     } else if (isSettled(job)) {
@@ -242,6 +275,11 @@ export class BackendProjection {
       const profile = CapabilityProfile.safeParse(event.result);
       if (profile.success) this.profiles.set(integration_id, { job_id: event.job_id, completed_at: event.at, profile: profile.data });
     }
+  }
+
+  /** The jobs the integration created in the latest minute it created one. */
+  jobsCreated(integrationId: string): WindowCount | undefined {
+    return this.created.get(integrationId);
   }
 
   version(integrationId: string, jobId: string): number {
@@ -285,3 +323,4 @@ export class BackendProjection {
     return this.sent.get(integrationId) ?? 0;
   }
 }
+

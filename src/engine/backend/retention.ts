@@ -1,6 +1,7 @@
 /**
- * The backend's retention pass (engine/retention.ts): jobs settled, revoked integrations with all they
- * had (their jobs, their events, their presence), and pairings ended long enough ago. Pairings have a
+ * The backend's retention pass (engine/retention.ts): jobs settled (long enough ago, or beyond an
+ * integration's newest `--max-settled-jobs`), revoked integrations with all they had (their jobs, their
+ * events, their presence), pairings ended long enough ago, and pairing tickets used or expired. Pairings have a
  * retention of their own, at most the backend's: one that never became an integration costs its maker
  * nothing, and a completed one is needed only until its expiry (its keys live on in its integration).
  * An integration that lives on is compacted instead: once it has events older than the retention, one
@@ -10,7 +11,7 @@
  * ids are the backend's own random UUIDs, never a caller's: once it is gone, every token it had is
  * refused as an unknown integration's (401, as a wrong token), and no integration can take its id again.
  */
-import { BACKEND_FORGOTTEN_STREAM, jobStream, olderJobStream, type BackendEvent, type BackendForgotten } from '../../machines/backend-events.js';
+import { BACKEND_FORGOTTEN_STREAM, jobStream, olderJobStream, ticketStream, type BackendEvent, type BackendForgotten } from '../../machines/backend-events.js';
 import { nothing, type Decision } from '../../machines/decider.js';
 import { compactionOf } from '../../machines/integration.js';
 import { jobKey, jobRefOf, type JobRef } from '../../machines/job-events.js';
@@ -36,6 +37,8 @@ export interface BackendRetentionParts {
   readonly presence: Presence;
   readonly clock: Clock;
   readonly pairingRetentionMs: number;
+  /** Settled jobs kept per integration (`--max-settled-jobs`): the oldest beyond these go before the retention is up. */
+  readonly maxSettledJobs: number;
 }
 
 interface Batch extends ForgottenBatch {
@@ -48,7 +51,7 @@ interface Batch extends ForgottenBatch {
  * the events and presence of what it forgot, and the events of the compacted before it, are removed.
  * Then the forgetting events a newer one stands for go.
  */
-export function forgetEndedRecords({ projection, log, presence, clock, pairingRetentionMs }: BackendRetentionParts) {
+export function forgetEndedRecords({ projection, log, presence, clock, pairingRetentionMs, maxSettledJobs }: BackendRetentionParts) {
   const remove = async (streams: readonly string[], integrationIds: readonly string[], before: number) => {
     await log.removeStreams(streams, before);
     await presence.forget(integrationIds);
@@ -58,11 +61,12 @@ export function forgetEndedRecords({ projection, log, presence, clock, pairingRe
     const forgotten = await forgetInBatches(
       () =>
         log.decide((): Decision<BackendEvent, Batch | undefined> => {
-          const { jobs, pairing_ids, integration_ids } = projection.forgettable(endedBefore, pairingsEndedBefore, FORGOTTEN_PER_EVENT);
+          const { jobs, pairing_ids, integration_ids, ticket_digests } = projection.forgettable(endedBefore, pairingsEndedBefore, FORGOTTEN_PER_EVENT, { now: clock.now(), maxSettledJobs });
           const leaving = new Set(integration_ids);
           const compacted_ids = projection.compactable(endedBefore, FORGOTTEN_PER_EVENT).filter((id) => !leaving.has(id));
-          if (jobs.length + pairing_ids.length + integration_ids.length + compacted_ids.length === 0) return nothing(undefined);
+          if (jobs.length + pairing_ids.length + integration_ids.length + compacted_ids.length + ticket_digests.length === 0) return nothing(undefined);
           const at = clock.now();
+          const created = projection.creationsSince(at);
           const event: BackendForgotten = {
             type: 'backend.forgotten',
             jobs: byIntegration(jobs),
@@ -70,12 +74,14 @@ export function forgetEndedRecords({ projection, log, presence, clock, pairingRe
             pairing_ids,
             integration_ids,
             compacted_ids,
+            ...(ticket_digests.length === 0 ? {} : { ticket_digests }),
+            ...(Object.keys(created).length === 0 ? {} : { created }),
             sent: projection.streamPositions(integration_ids),
             ended_before: endedBefore,
             at,
           };
           const compactions = compacted_ids.map((id) => compactionOf(projection.integration(id)!, at));
-          const count = Math.max(jobs.length, pairing_ids.length, integration_ids.length, compacted_ids.length);
+          const count = Math.max(jobs.length, pairing_ids.length, integration_ids.length, compacted_ids.length, ticket_digests.length);
           return { events: [event, ...compactions], outcome: { streams: [...streamsOf(event), ...olderStreams(projection, jobs)], integration_ids, count } };
         }),
       async ({ streams, integration_ids }) => remove(streams, integration_ids, await log.lastPositionOf(BACKEND_FORGOTTEN_STREAM)),
@@ -95,7 +101,8 @@ function streamsOf(event: BackendForgotten): string[] {
   const integrations = [...(event.integration_ids ?? []), ...(event.compacted_ids ?? [])];
   // An older log's forgetting event names its jobs by `job_id` alone, whose events were under `job:{job_id}`.
   const jobs = event.jobs === undefined ? (event.job_ids ?? []).map(olderJobStream) : Object.entries(event.jobs).flatMap(([integrationId, ids]) => ids.map((id) => jobStream(integrationId, id)));
-  return [...jobs, ...event.pairing_ids.map((id) => `pairing:${id}`), ...integrations.map((id) => `integration:${id}`)];
+  const tickets = (event.ticket_digests ?? []).map(ticketStream);
+  return [...jobs, ...event.pairing_ids.map((id) => `pairing:${id}`), ...integrations.map((id) => `integration:${id}`), ...tickets];
 }
 
 /** Each integration's jobs, by `job_id`: how `backend.forgotten` names them. */

@@ -12,6 +12,7 @@
  * another node's took over, never by a notice.
  */
 import { jobDecider } from '../../machines/job-decider.js';
+import { countOneMore, overStreamOpens, RATE_WINDOW_MS, type OverQuota, type WindowCount } from '../../machines/quotas.js';
 import type { Frame } from '../../machines/subscription.js';
 import { isSettled, jobState, type JobSnapshot } from '../../machines/job.js';
 import type { Clock } from '../clock.js';
@@ -35,6 +36,8 @@ export interface StreamParts {
   readonly update: <Outcome>(integrationId: string, jobId: string, decide: JobDecide<Outcome>) => Promise<Outcome>;
   /** Reports a failure of work done in the background, unless it is expected (the engine closing). */
   readonly background: (work: Promise<unknown>, what: string) => void;
+  /** Streams an integration may open on this node in a minute (PROTOCOL.md 6e.24). */
+  readonly maxOpensPerMinute: number;
 }
 
 interface LiveStream {
@@ -51,6 +54,9 @@ interface LiveStream {
 
 export class JobStreams {
   private readonly streams = new Map<string, LiveStream>();
+  /** Each integration's stream opens in the current minute, on this node only: a node's own sockets, no log. */
+  private readonly opens = new Map<string, WindowCount>();
+  private opensWindow = -Infinity;
 
   constructor(private readonly parts: StreamParts) {}
 
@@ -77,6 +83,24 @@ export class JobStreams {
     });
     if (stream.closed) unsubscribe();
     return actor;
+  }
+
+  /**
+   * Counts an open of the integration's stream, unless it would be one too many this minute: each new
+   * stream is sent every delivered job again, and logs a delivery for each, so a plugin reconnecting in a
+   * loop would grow the log by its open jobs each time.
+   */
+  admit(integrationId: string): OverQuota | undefined {
+    const at = this.parts.clock.now();
+    const window = at - (at % RATE_WINDOW_MS);
+    // A new minute: the counts of earlier ones count nothing now, so the map holds only this minute's integrations.
+    if (window > this.opensWindow) {
+      this.opens.clear();
+      this.opensWindow = window;
+    }
+    const over = overStreamOpens(this.opens.get(integrationId), this.parts.maxOpensPerMinute, at);
+    if (over === undefined) this.opens.set(integrationId, countOneMore(this.opens.get(integrationId), at));
+    return over;
   }
 
   /** Another plugin holds the integration now (its stream opened here, or the log says on another node): the stream here hears so, after what it was sent, and ends. */
