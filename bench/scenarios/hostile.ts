@@ -164,7 +164,11 @@ async function phase(attack: Attack, backend: ServerChild, client: JobClient, db
 export async function hostile(options: HostileOptions): Promise<HostileRow[]> {
   const dir = scratchDir();
   const db = join(dir, 'backend.db');
-  const backend = await startServer('backend', [CLI, 'backend', '--port', '0', '--log-level', 'warn', '--db', db, '--token-file', operatorTokenFile(dir)], {
+  // Every limit at its default, but two: pairing is open (the policy that lets the pairing attacks reach the
+  // per-source limits; under the default, tickets, they are refused at once), and the quiet tenant, a load
+  // generator of up to 20 jobs a second, may create more than the default 60 a minute.
+  const defaultsBut = ['--pairing', 'open', '--max-jobs-per-minute', '1200'];
+  const backend = await startServer('backend', [CLI, 'backend', '--port', '0', '--log-level', 'warn', '--db', db, '--token-file', operatorTokenFile(dir), ...defaultsBut], {
     cwd: dir,
     stderrPath: join(dir, 'backend.stderr'),
     timeoutMs: 15_000,
