@@ -6,7 +6,7 @@
 import { randomUUID } from 'node:crypto';
 import { rmSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { Backend } from '../../src/engine/backend/backend.js';
 import type { NewIntegration } from '../../src/engine/backend/integrations.js';
 import { LocalPubSub, type ChannelNotice, type NoticeHandler, type PubSub } from '../../src/engine/backend/pubsub.js';
@@ -16,6 +16,7 @@ import { JobCreateBody, ReasoningJob } from '../../src/protocol/index.js';
 import { CAPABILITY_PROFILE, SHAPED_ENVELOPE, heartbeatOf } from '../support/backend.js';
 import { readEvents } from '../support/log.js';
 import { EventLog } from '../../src/storage/event-log.js';
+import { StoreUnreachableError } from '../../src/storage/postgres/connection.js';
 import { SimulatedClock } from '../support/clock.js';
 import { tempDir } from '../support/host.js';
 import { FakeSocket } from '../support/socket.js';
@@ -377,6 +378,19 @@ describe('backend: the stream', () => {
     await backend.openStream(integration_id, undefined, () => socket);
     await settle();
     expect(jobFrames(socket).map(([, job]) => job.job_id)).toEqual([body.job_id]);
+  });
+
+  it('an open the store refused (503) does not count against the plugin\'s opens a minute: it logged and delivered nothing', async () => {
+    const { backend } = await start();
+    const { integration_id } = await integrationOf(backend);
+    // The default allows 10 opens a minute; eleven fail while the store is away.
+    const away = vi.spyOn(backend.integrations, 'holdStream');
+    for (let i = 0; i < 11; i += 1) away.mockRejectedValueOnce(new StoreUnreachableError(new Error('connection refused')));
+    for (let i = 0; i < 11; i += 1) await expect(backend.openStream(integration_id, undefined, () => new FakeSocket())).rejects.toBeInstanceOf(StoreUnreachableError);
+    away.mockRestore();
+    const opened = await backend.openStream(integration_id, undefined, () => new FakeSocket());
+    expect(opened).not.toHaveProperty('over');
+    expect(opened).toBeDefined();
   });
 
   it('a second stream takes over: the first hears superseded and ends; what it was sent and the plugin did not see is sent again', async () => {

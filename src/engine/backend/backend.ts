@@ -449,7 +449,14 @@ export class Backend {
     if (this.closed) throw new HostClosingError();
     const over = this.streams.admit(integrationId);
     if (over !== undefined) return over;
-    const held = await this.integrations.holdStream(integrationId, this.epoch);
+    let held: boolean;
+    try {
+      held = await this.integrations.holdStream(integrationId, this.epoch);
+    } catch (error) {
+      // Refused for the store (503): it logged and delivered nothing, so it does not count against the plugin's opens.
+      this.streams.unadmit(integrationId);
+      throw error;
+    }
     if (this.closed) throw new HostClosingError();
     if (!held) return undefined;
     // Opened in the step the decision resolves in: a takeover logged after it is dispatched later, and ends this stream.

@@ -103,6 +103,12 @@ export class JobStreams {
     return over;
   }
 
+  /** Takes back what `admit` counted, for an open that ended before it took the stream. */
+  unadmit(integrationId: string): void {
+    const opened = this.opens.get(integrationId);
+    if (opened !== undefined && opened.count > 0) this.opens.set(integrationId, { ...opened, count: opened.count - 1 });
+  }
+
   /** Another plugin holds the integration now (its stream opened here, or the log says on another node): the stream here hears so, after what it was sent, and ends. */
   supersede(integrationId: string): void {
     const previous = this.streams.get(integrationId);
