@@ -24,5 +24,5 @@ export {
   SchemaMismatchError,
   type EventLogErrorCode,
 } from './storage/errors.js';
-export type { LockHolder } from './storage/log-lock.js';
+export type { LockHolder } from './storage/lock-holder.js';
 export * as protocol from './protocol/index.js';

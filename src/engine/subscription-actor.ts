@@ -3,8 +3,8 @@
  * keep-alive ticks, and carries out the writes, ends and destroys it decides.
  */
 import { initialSubscription, queuedBytes, subscription, type Frame, type SubscriptionEvent, type SubscriptionSnapshot } from '../machines/subscription.js';
+import { dotPath } from '../machines/state-value.js';
 import type { Clock, TimerHandle } from './clock.js';
-import { dotPath } from './replay/timeline.js';
 import type { ReaderView } from './view.js';
 
 /** The connection as the engine needs it; the HTTP adapter implements it over a raw response. */

@@ -3,7 +3,7 @@
  * the fold of these; nothing else is a source of truth. Time (`at`, epoch ms) and ids arrive as data.
  */
 import type { CallbackBlock, ProgressReply, ReplyBody, TerminalReply } from '../protocol/index.js';
-import type { SessionLimits } from './session.js';
+import type { SessionLimits } from './session-limits.js';
 
 /** Why a task settled: the agent's own terminal reply, or one the host put in its place. */
 export type SettleCause = 'agent' | 'reply_too_large' | 'interrupted' | 'agent_error' | 'session_ended';

@@ -14,19 +14,18 @@
  */
 import { replyBytes, type CallbackBlock } from '../protocol/index.js';
 import { assign, setup, type SnapshotFrom } from 'xstate';
-import { compactBacklog, emptyBacklog, retain, type Backlog, type Retention } from './backlog.js';
+import { compactBacklog, emptyBacklog, retain, type Backlog } from './backlog.js';
 import type { EndReason, SessionEnded, SessionEvent, SessionOpened, TaskProgressed, TaskSettled, TaskStarted } from './events.js';
 import { stepper } from './step.js';
-import { remember, type MemoryEntry, type MemoryLimits } from './memory.js';
-import { rememberTaskId, type TaskIdLimits } from './task-ids.js';
+import { remember, type MemoryEntry } from './memory.js';
+import type { SessionLimits } from './session-limits.js';
+import { rememberTaskId } from './task-ids.js';
 import { emptyWindow, type Window } from './window.js';
 import { initialTask, type taskMachine } from './task.js';
 
-export type { MemoryEntry };
+export type { MemoryEntry, SessionLimits };
 
 export type TaskSnapshot = SnapshotFrom<typeof taskMachine>;
-
-export interface SessionLimits extends Retention, MemoryLimits, TaskIdLimits {}
 
 export interface SessionContext {
   readonly session_id: string;

@@ -7,7 +7,7 @@
  * its own `code` (`EACCES`, `SQLITE_CANTOPEN`, …).
  */
 import type { LogErrorCode } from '../protocol/errors.js';
-import type { LockHolder } from './log-lock.js';
+import type { LockHolder } from './lock-holder.js';
 
 export type EventLogErrorCode = LogErrorCode;
 

@@ -21,13 +21,9 @@
 import Database from 'better-sqlite3';
 import { readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { hostname } from 'node:os';
-import { z } from 'zod';
 import { EventLogLockedError } from './errors.js';
+import { LockHolder } from './lock-holder.js';
 import { createPrivateFile } from './private-files.js';
-
-/** Who holds a log, as it recorded itself when it took the lock; `since` is ISO 8601. */
-export const LockHolder = z.object({ pid: z.number().int(), host: z.string(), since: z.string() }).readonly();
-export type LockHolder = z.infer<typeof LockHolder>;
 
 export class LogLock {
   private constructor(

@@ -11,7 +11,7 @@
  */
 import { afterEach, expect } from 'vitest';
 import type { AnyMachineSnapshot } from 'xstate';
-import { dotPath } from '../../src/engine/replay/timeline.js';
+import { dotPath } from '../../src/machines/state-value.js';
 import { subscriptionMachine, type SubscriptionEvent } from '../../src/machines/subscription.js';
 import { SimulatedClock } from '../support/clock.js';
 import { startHost, TOKEN, type TestHost } from '../support/host.js';

@@ -5,10 +5,10 @@
  */
 import { isIP } from 'node:net';
 import { parseArgs } from 'node:util';
+import { UsageError } from '../usage-error.js';
 
-export class UsageError extends Error {
-  override readonly name = 'UsageError';
-}
+// Every command imports it with the flags it checks.
+export { UsageError };
 
 export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
 export type LogLevel = (typeof LOG_LEVELS)[number];

@@ -5,7 +5,7 @@
  */
 import { z } from 'zod';
 import type { Reasoner } from '../../engine/reasoner.js';
-import { UsageError } from '../cli/flags.js';
+import { UsageError } from '../usage-error.js';
 import { builtinReasoner } from './builtin.js';
 import { commandReasoner } from './command.js';
 import { openAiReasoner } from './openai.js';

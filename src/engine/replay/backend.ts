@@ -7,10 +7,11 @@ import type { StateValue } from 'xstate';
 import { forgottenJobKeys, isJobEvent, isPairingEvent, type BackendEvent } from '../../machines/backend-events.js';
 import { jobRefOf } from '../../machines/job-events.js';
 import { jobState } from '../../machines/job.js';
+import { dotPath } from '../../machines/state-value.js';
 import type { LogRecord, StoredEvent } from '../../storage/event-log.js';
 import { BackendProjection, type BackendState } from '../backend/projection.js';
 import { TouchedEncoder } from './encoder.js';
-import { dotPath, foldStep, forgotten, type Entity, type Fold, type FoldScope, type FoldStart, type Moved, type Step } from './timeline.js';
+import { foldStep, forgotten, type Entity, type Fold, type FoldScope, type FoldStart, type Moved, type Step } from './timeline.js';
 
 /** Every event a backend logs: the compiler checks the list against `BackendEvent`. */
 const BACKEND_EVENTS: Record<BackendEvent['type'], true> = {

@@ -10,13 +10,14 @@
 import { evolveDelivery, type DeliverySnapshot } from '../../machines/delivery.js';
 import { isDeliveryEvent, isHostEvent, type DomainEvent, type DomainEventType, type HostStarted } from '../../machines/events.js';
 import type { SessionLimits, TaskSnapshot } from '../../machines/session.js';
+import { dotPath } from '../../machines/state-value.js';
 import { stepper } from '../../machines/step.js';
 import { taskMachine } from '../../machines/task.js';
 import type { LogRecord, StoredEvent } from '../../storage/event-log.js';
 import { DEFAULT_LIMITS } from '../config.js';
 import { ChatProjection, type ChatState } from '../projection.js';
 import { TouchedEncoder } from './encoder.js';
-import { dotPath, foldStep, forgotten, type Entity, type Fold, type FoldScope, type FoldStart, type Moved, type Step } from './timeline.js';
+import { foldStep, forgotten, type Entity, type Fold, type FoldScope, type FoldStart, type Moved, type Step } from './timeline.js';
 
 /** Every event a host logs: the compiler checks the list against `DomainEvent`. */
 const HOST_EVENTS: Record<DomainEventType, true> = {

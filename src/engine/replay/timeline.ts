@@ -3,7 +3,6 @@
  * each moved to; per entity, its timeline and its final state. A state is the statechart's state value
  * as a dot path (`open.delivered`, `open.running`), with what the value alone does not say.
  */
-import type { StateValue } from 'xstate';
 import type { Form } from '../../machines/events.js';
 import type { LogRecord, StoredEvent } from '../../storage/event-log.js';
 
@@ -104,14 +103,6 @@ export function foldStep<E extends LogRecord>(stored: StoredEvent<LogRecord>, sc
 /** Retention lets go of what ended long ago as if it never was: `forgotten` is the last state of each of `ids`. */
 export function forgotten(ids: readonly string[], entityOf: (id: string) => Entity): Moved[] {
   return ids.map((id) => ({ entity: entityOf(id), state: 'forgotten' }));
-}
-
-/** `open.delivered` for `{open: 'delivered'}`. */
-export function dotPath(value: StateValue): string {
-  if (typeof value === 'string') return value;
-  return Object.entries(value)
-    .map(([key, inner]) => (inner === undefined ? key : `${key}.${dotPath(inner)}`))
-    .join(',');
 }
 
 export function entityKey(entity: Entity): string {
