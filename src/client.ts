@@ -9,7 +9,7 @@ export { rotateKeys } from './adapters/client/rekey.js';
 export { JobsClient, type CreateJob } from './adapters/client/jobs.js';
 export { JobCheckError } from './adapters/client/job-checks.js';
 export { InsightsRecording, type Insight, type InsightsContext, type InsightsStore } from './adapters/client/insights.js';
-export { SseParser, type SseEvent } from './adapters/client/sse-parser.js';
+export { SseParser, type SseEvent } from './protocol/sse-parser.js';
 export { clientTaskState, type ClientTaskSnapshot, type ClientTaskState } from './machines/client-task.js';
 export type { ClientSubscriptionSnapshot } from './machines/client-subscription.js';
 export * from './protocol/byo/index.js';

@@ -1,10 +1,10 @@
 /** The plugin's pure pieces: the SSE parser, the fold of its log, the backoff. */
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import { BACKOFF, fullJitter } from '../../src/adapters/client/backoff.js';
+import { BACKOFF, fullJitter } from '../../src/protocol/backoff.js';
 import { evolvePlugin, initialPluginState, type PluginEvent } from '../../src/adapters/plugin/events.js';
 import { JOB_ERRORS } from '../../src/protocol/errors.js';
-import { SseParser } from '../../src/adapters/client/sse-parser.js';
+import { SseParser } from '../../src/protocol/sse-parser.js';
 
 describe('SseParser', () => {
   it('reads frames split anywhere, CRLF, CR or LF, skipping comments', () => {

@@ -1,6 +1,6 @@
 /** The subscription: resume, backoff with full jitter, Retry-After, takeover, refusal. Time that is tested runs on a SimulatedClock. */
 import { describe, expect, it } from 'vitest';
-import { BACKOFF } from '../../src/adapters/client/backoff.js';
+import { BACKOFF } from '../../src/protocol/backoff.js';
 import { STABLE_STREAM_MS } from '../../src/adapters/plugin/subscription.js';
 import { SimulatedClock } from '../support/clock.js';
 import { makeJob } from './fake-backend.js';

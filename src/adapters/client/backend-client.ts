@@ -5,7 +5,7 @@
  */
 import type { z } from 'zod';
 import { parseRetryAfter } from '../../protocol/retry-after.js';
-import { SseParser, textChunks, type SseEvent } from './sse-parser.js';
+import { SseParser, textChunks, type SseEvent } from '../../protocol/sse-parser.js';
 
 export class BackendError extends Error {
   constructor(

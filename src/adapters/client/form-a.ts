@@ -14,12 +14,12 @@
  * The task and the subscription are the statecharts `machines/client-task.ts` and
  * `machines/client-subscription.ts`; this module runs them against fetch.
  */
-import { SseParser, textChunks, type SseEvent } from './sse-parser.js';
+import { SseParser, textChunks, type SseEvent } from '../../protocol/sse-parser.js';
 import { clientTaskState, evolveClientTask, initialClientTask, type ClientTaskEvent, type ClientTaskSnapshot } from '../../machines/client-task.js';
 import { evolveClientSubscription, initialClientSubscription, type ClientSubscriptionEvent, type ClientSubscriptionSnapshot } from '../../machines/client-subscription.js';
 import { parseRetryAfter } from '../../protocol/retry-after.js';
 import { ErrorBody, IncomingAccepted, IncomingIgnored, ProgressReply, ResyncFrame, TerminalReply } from '../../protocol/wire.js';
-import { fullJitter } from './backoff.js';
+import { fullJitter } from '../../protocol/backoff.js';
 
 /** Why a task ended without its reply. */
 export class TaskFailed extends Error {

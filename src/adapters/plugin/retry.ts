@@ -6,7 +6,7 @@
  */
 import type { Clock } from '../../engine/clock.js';
 import { isTransient, type Answer } from './backend.js';
-import { fullJitter } from '../client/backoff.js';
+import { fullJitter } from '../../protocol/backoff.js';
 
 export type Final =
   | { readonly kind: 'answered'; readonly status: number; readonly body: unknown }

@@ -10,9 +10,9 @@
 import type { BaseLogger } from 'pino';
 import type { Clock } from '../../engine/clock.js';
 import type { Backend } from './backend.js';
-import { BACKOFF, fullJitter } from '../client/backoff.js';
+import { BACKOFF, fullJitter } from '../../protocol/backoff.js';
 import { sleep } from './retry.js';
-import { SseParser } from '../client/sse-parser.js';
+import { SseParser } from '../../protocol/sse-parser.js';
 
 /** A stream open this long counts as having stayed up: the next drop starts the backoff afresh. */
 export const STABLE_STREAM_MS = 10_000;
