@@ -72,6 +72,14 @@ export function secondsUntil(when: number, at: number): number {
 }
 
 /**
+ * Whether `times` (oldest first, all within the window) leave room for one more of at most `limit` a
+ * window; if not, the seconds until the one that must leave the window has left it.
+ */
+export function windowFull(times: readonly number[], limit: number, windowMs: number, at: number): number | undefined {
+  return times.length < limit ? undefined : secondsUntil(times[times.length - limit]! + windowMs, at);
+}
+
+/**
  * The create of a job the log does not hold, while its integration has `max` open already: refused until
  * the earliest of their deadlines, when one has ended at the latest (one that ends sooner frees a slot
  * sooner). A create retried for a job that exists never comes here: it is answered the job.
@@ -108,10 +116,10 @@ export function overRekeys(integration: IntegrationSnapshot, quotas: Pick<Quotas
     return { over: 'rekey_pending', retry_after_s: secondsUntil(replaceable, at), message };
   }
   const inWindow = rekeys_at.filter((when) => when > at - REKEY_WINDOW_MS);
-  if (inWindow.length < quotas.maxRekeysPerHour) return undefined;
-  // One more is let through once the oldest of the last `max` leaves the window.
+  const retry_after_s = windowFull(inWindow, quotas.maxRekeysPerHour, REKEY_WINDOW_MS, at);
+  if (retry_after_s === undefined) return undefined;
   const message = `this integration asked for ${inWindow.length} key rotations in the last hour, the most it may (${quotas.maxRekeysPerHour})`;
-  return { over: 'too_many_rekeys', retry_after_s: secondsUntil(inWindow[inWindow.length - quotas.maxRekeysPerHour]! + REKEY_WINDOW_MS, at), message };
+  return { over: 'too_many_rekeys', retry_after_s, message };
 }
 
 /** The length of the window the rates of jobs and of stream opens are counted in. */

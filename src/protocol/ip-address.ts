@@ -65,11 +65,10 @@ export function dialAddress(ip: string): string {
  */
 export function sourceOf(ip: string | undefined): string {
   if (ip === undefined || isIP(ip) === 0) return 'unknown';
-  const address = parse(ip);
-  if (address.kind() === 'ipv4') return address.toString();
-  const carried = carriedIPv4(address as ipaddr.IPv6);
-  if (carried?.via === 'host') return carried.ipv4.toString();
-  const prefix = [...address.toByteArray().slice(0, 8), 0, 0, 0, 0, 0, 0, 0, 0];
+  // The host an IPv6 form of an IPv4 address names is that address, as it is dialled.
+  const host = dialAddress(ip);
+  if (isIP(host) === 4) return host;
+  const prefix = [...parse(host).toByteArray().slice(0, 8), 0, 0, 0, 0, 0, 0, 0, 0];
   return `${ipaddr.fromByteArray(prefix).toString()}/64`;
 }
 

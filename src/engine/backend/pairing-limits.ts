@@ -5,6 +5,7 @@
  * refusal says when to try again: when the oldest thing that counts against the limit stops counting.
  */
 import type { PairingSnapshot } from '../../machines/pairing.js';
+import { secondsUntil } from '../../machines/quotas.js';
 
 /** Who may create an integration by pairing: anyone who reaches the backend, or whoever holds a ticket the operator issued. */
 export type PairingPolicy = 'open' | 'ticket';
@@ -49,19 +50,6 @@ export interface PairingRefusal {
   readonly refused: 'too_many_pairings' | 'too_many_pairing_starts' | 'too_many_attempts' | 'pairing_ticket_required' | 'pairing_ticket_invalid' | 'too_many_tickets' | 'provider_refused';
   readonly message?: string;
   readonly retryAfterS?: number;
-}
-
-/** Whole seconds from `now` until `at`, at least 1. */
-export function secondsUntil(at: number, now: number): number {
-  return Math.max(1, Math.ceil((at - now) / 1000));
-}
-
-/**
- * Whether `times` (oldest first, all within the window) leave room for one more of at most `limit` a
- * window; if not, the seconds until the one that must leave the window has left it.
- */
-export function windowFull(times: readonly number[], limit: number, windowMs: number, now: number): number | undefined {
-  return times.length < limit ? undefined : secondsUntil(times[times.length - limit]! + windowMs, now);
 }
 
 /** Whether one more pairing may open for `source`, given those open now; if not, why, and when one of those that count will have expired. */

@@ -15,10 +15,11 @@ import { nothing, type Decision } from '../../machines/decider.js';
 import { pairingDecider, type PairingCommand, type PairingOutcome } from '../../machines/pairing-decider.js';
 import { isRevoked } from '../../machines/integration.js';
 import { isPairingOpen, type PairingSnapshot } from '../../machines/pairing.js';
+import { secondsUntil, windowFull } from '../../machines/quotas.js';
 import type { Clock, IdSource } from '../clock.js';
 import { Deadlines } from '../deadlines.js';
 import type { BackendLog } from './backend-log.js';
-import { openRefusal, secondsUntil, windowFull, type PairingLimits, type PairingPolicy, type PairingRefusal } from './pairing-limits.js';
+import { openRefusal, type PairingLimits, type PairingPolicy, type PairingRefusal } from './pairing-limits.js';
 import type { PairingAttempts } from './presence.js';
 import type { BackendProjection } from './projection.js';
 

@@ -12,7 +12,7 @@
  * another node's took over, never by a notice.
  */
 import { jobDecider } from '../../machines/job-decider.js';
-import { countOneMore, overStreamOpens, RATE_WINDOW_MS, type OverQuota, type WindowCount } from '../../machines/quotas.js';
+import { countOneMore, overStreamOpens, windowOf, type OverQuota, type WindowCount } from '../../machines/quotas.js';
 import type { Frame } from '../../machines/subscription.js';
 import { isSettled, jobState, type JobSnapshot } from '../../machines/job.js';
 import type { Clock } from '../clock.js';
@@ -92,7 +92,7 @@ export class JobStreams {
    */
   admit(integrationId: string): OverQuota | undefined {
     const at = this.parts.clock.now();
-    const window = at - (at % RATE_WINDOW_MS);
+    const window = windowOf(at);
     // A new minute: the counts of earlier ones count nothing now, so the map holds only this minute's integrations.
     if (window > this.opensWindow) {
       this.opens.clear();
