@@ -9,7 +9,7 @@ const CLUSTER_SUITES = ['test/backend/**/*.test.ts', 'test/model/{job,integratio
 
 export default defineConfig({
   test: {
-    // The process tests run the built CLI: rebuild dist/ first if src/ changed.
+    // The process tests run the built CLI: rebuild dist/ first if a source changed.
     globalSetup: ['test/support/build.ts'],
     testTimeout: 30_000,
     hookTimeout: 30_000,

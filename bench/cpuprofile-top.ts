@@ -1,7 +1,7 @@
 /**
  * Summarises a V8 .cpuprofile (from BENCH_NODE_ARGS="--cpu-prof --cpu-prof-dir=DIR" npm run bench):
- * top functions by self time and by total (inclusive) time, with dist/ positions mapped back to src/
- * through the build's source maps, so a hot spot reads as src/file.ts:line.
+ * top functions by self time and by total (inclusive) time, with dist/ positions mapped back to the sources
+ * through the build's source maps, so a hot spot reads as engine/chat/file.ts:line.
  *
  *   npx tsx bench/cpuprofile-top.ts DIR/CPU....cpuprofile [--top 25] [--filter substring]
  */

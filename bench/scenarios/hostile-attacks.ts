@@ -12,7 +12,7 @@ import { randomBytes, randomUUID } from 'node:crypto';
 import { Agent, request, type ClientRequest } from 'node:http';
 import { performance } from 'node:perf_hooks';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { crockfordRandom, HANDLE_LENGTH } from '../../src/protocol/byo/pairing.js';
+import { crockfordRandom, HANDLE_LENGTH } from '../../protocol/byo/pairing.js';
 import type { Attack, AttackTask, FromAttacker } from './hostile.js';
 import type { Integration } from './jobs.js';
 

@@ -17,7 +17,7 @@ import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes, randomUUID } from 'node:crypto';
 import { rmSync, writeFileSync } from 'node:fs';
 import pg from 'pg';
-import { connectBroker } from '../../src/adapters/brokers/connect.js';
+import { connectBroker } from '../../adapters/brokers/connect.js';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { CLI, scratchDir } from '../contenders.js';

@@ -8,10 +8,10 @@
 import { rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
-import { DEFAULT_LIMITS } from '../../src/engine/config.js';
-import { ChatProjection } from '../../src/engine/projection.js';
-import { streamOf, type DomainEvent } from '../../src/machines/events.js';
-import { EventLog } from '../../src/storage/event-log.js';
+import { DEFAULT_LIMITS } from '../../engine/chat/config.js';
+import { ChatProjection } from '../../engine/chat/projection.js';
+import { streamOf, type DomainEvent } from '../../machines/chat/events.js';
+import { EventLog } from '../../storage/event-log.js';
 import { scratchDir } from '../contenders.js';
 import { spread, type LogRow } from '../results.js';
 

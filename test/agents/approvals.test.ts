@@ -3,8 +3,8 @@
  * last (3.1 rule 2, 7 rule 4); what waits for approval comes from the session's memory alone.
  */
 import { describe, expect, it } from 'vitest';
-import { approvalsAgent } from '../../src/adapters/agents/index.js';
-import type { MemoryEntry, ReplySink, Turn } from '../../src/engine/agent.js';
+import { approvalsAgent } from '../../adapters/agents/index.js';
+import type { MemoryEntry, ReplySink, Turn } from '../../engine/chat/agent.js';
 
 /** Runs one turn and returns what the agent said, in order. */
 async function turn(text: string, memory: MemoryEntry[] = [], insights = false): Promise<string[]> {

@@ -7,7 +7,7 @@ import { existsSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, expect, it } from 'vitest';
 // The plugin, the reasoners and the host as an embedder imports them: from the package's entry point.
-import { builtinReasoner, createAssistantHost, startPlugin } from '../../src/index.js';
+import { builtinReasoner, createAssistantHost, startPlugin } from '../../index.js';
 import { tempDir } from '../support/host.js';
 import { probeAnalyseSummarise, serveBackend } from '../support/backend.js';
 import { request } from '../support/http.js';

@@ -4,9 +4,9 @@
  */
 import { randomUUID } from 'node:crypto';
 import { afterEach, describe, expect, it } from 'vitest';
-import { Backend, type BackendConfig } from '../../src/engine/backend/backend.js';
-import type { NewIntegration } from '../../src/engine/backend/integrations.js';
-import { IntegrationView, ReasoningJob, toBase64Url } from '../../src/protocol/index.js';
+import { Backend, type BackendConfig } from '../../engine/reasoning/engine.js';
+import type { NewIntegration } from '../../engine/reasoning/integrations.js';
+import { IntegrationView, ReasoningJob, toBase64Url } from '../../protocol/index.js';
 import { heartbeatOf, serveBackend } from '../support/backend.js';
 import { SimulatedClock } from '../support/clock.js';
 import { request } from '../support/http.js';

@@ -6,8 +6,8 @@
  */
 import { createServer, type IncomingMessage, type Server } from 'node:http';
 import { afterEach, describe, expect, it } from 'vitest';
-import { PairingFailed, pairAsAssistant, pairAsClient } from '../../src/adapters/client/pairing.js';
-import { AssistantPairing, ClientPairing, crockfordRandom, formatCode, newKeyPair, open, parseCode, seal, toBase64Url } from '../../src/protocol/index.js';
+import { PairingFailed, pairAsAssistant, pairAsClient } from '../../adapters/client/pairing.js';
+import { AssistantPairing, ClientPairing, crockfordRandom, formatCode, newKeyPair, open, parseCode, seal, toBase64Url } from '../../protocol/index.js';
 import { serveBackend, type ServedBackend } from '../support/backend.js';
 import { request } from '../support/http.js';
 import { countBackendEvents } from '../support/log.js';

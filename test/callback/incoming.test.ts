@@ -4,7 +4,7 @@
  * delivery at connect time, and an https receiver with a private CA is reached through `callbackCa`.
  */
 import { afterEach, describe, expect, it } from 'vitest';
-import type { AssistantHostOptions, DomainEvent } from '../../src/index.js';
+import type { AssistantHostOptions, DomainEvent } from '../../index.js';
 import { Relay, TOKEN, aMoment, stopAll, until } from '../http/fixture.js';
 import { SimulatedClock } from '../support/clock.js';
 import { post, script } from '../support/http.js';

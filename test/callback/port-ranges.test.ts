@@ -1,6 +1,6 @@
 /** Port lists as operators write them (`--callback-loopback-ports 8080,9000-9100`). */
 import { describe, expect, it } from 'vitest';
-import { formatPortRanges, inPortRanges, parsePortRanges } from '../../src/protocol/port-ranges.js';
+import { formatPortRanges, inPortRanges, parsePortRanges } from '../../protocol/port-ranges.js';
 
 describe('parsePortRanges', () => {
   it('reads single ports and ranges, spaces around entries allowed', () => {

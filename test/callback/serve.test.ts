@@ -1,7 +1,7 @@
 /** The callback flags of `assistant-relay serve`, in the built CLI: `--callback-loopback` and `--callback-loopback-ports`. */
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { parseServeArgs } from '../../src/adapters/cli/args.js';
+import { parseServeArgs } from '../../adapters/cli/args.js';
 import { ServeChild, useChildFolder } from '../support/child.js';
 import { post } from '../support/http.js';
 

@@ -6,10 +6,10 @@
 import { connect, type AddressInfo } from 'node:net';
 import { createSecureContext, createServer as createTlsServer } from 'node:tls';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
-import type { CallbackOutcome, CallbackRequest } from '../../src/engine/callback.js';
-import { systemClock, type Clock } from '../../src/engine/clock.js';
-import { CallbackPolicy, type Resolver } from '../../src/adapters/callback/policy.js';
-import { httpCallbackTransport } from '../../src/adapters/callback/transport.js';
+import type { CallbackOutcome, CallbackRequest } from '../../engine/chat/callback.js';
+import { systemClock, type Clock } from '../../engine/core/clock.js';
+import { CallbackPolicy, type Resolver } from '../../adapters/callback/policy.js';
+import { httpCallbackTransport } from '../../adapters/callback/transport.js';
 import { aMoment, until } from '../http/fixture.js';
 import { SimulatedClock } from '../support/clock.js';
 import {

@@ -1,8 +1,8 @@
 /** Which callback URLs the host may POST to (4.3 rule 6): the URL rules, address classes and the connect-time check. */
 import { describe, expect, it } from 'vitest';
-import { CallbackPolicy, type CallbackCheck } from '../../src/adapters/callback/policy.js';
-import { checkCallbackUrl, parseAllowlist } from '../../src/protocol/callback-url.js';
-import { classifyAddress, type AddressClass } from '../../src/protocol/ip-address.js';
+import { CallbackPolicy, type CallbackCheck } from '../../adapters/callback/policy.js';
+import { checkCallbackUrl, parseAllowlist } from '../../protocol/callback-url.js';
+import { classifyAddress, type AddressClass } from '../../protocol/ip-address.js';
 import { tableResolver } from '../support/receiver.js';
 
 const ALLOWLIST = [

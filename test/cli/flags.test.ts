@@ -1,6 +1,6 @@
 /** The flags every command shares: a string or boolean flag, the command line winning over its environment variable. */
 import { describe, expect, it } from 'vitest';
-import { UsageError, baseUrlFlag, parseOrigins, parseProxies, readFlags } from '../../src/adapters/cli/flags.js';
+import { UsageError, baseUrlFlag, parseOrigins, parseProxies, readFlags } from '../../adapters/cli/flags.js';
 
 const SPEC = { backend: { type: 'string' }, wait: { type: 'boolean' } } as const;
 

@@ -1,7 +1,7 @@
 /** `assistant-relay backend`'s quota flags (PROTOCOL.md 6e.18 to 6e.24): each read into its quota, the others left to their defaults, a bad value a usage error. */
 import { describe, expect, it } from 'vitest';
-import { quotaFlags } from '../../src/adapters/cli/backend.js';
-import { UsageError } from '../../src/adapters/cli/flags.js';
+import { quotaFlags } from '../../adapters/cli/backend.js';
+import { UsageError } from '../../adapters/cli/flags.js';
 
 const flags = (given: Record<string, string>) => (name: string) => given[name];
 

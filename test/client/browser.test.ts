@@ -20,7 +20,7 @@ afterEach(async () => {
 });
 
 it('runs a Form A turn with resume in headless Chromium, across origins', { timeout: 60_000 }, async () => {
-  const bundle = await build({ entryPoints: [fileURLToPath(new URL('../../src/client.ts', import.meta.url))], bundle: true, format: 'esm', platform: 'browser', write: false, logLevel: 'silent' });
+  const bundle = await build({ entryPoints: [fileURLToPath(new URL('../../client.ts', import.meta.url))], bundle: true, format: 'esm', platform: 'browser', write: false, logLevel: 'silent' });
   const page = createServer((request, response) => {
     if (request.url === '/client.js') response.writeHead(200, { 'content-type': 'text/javascript' }).end(bundle.outputFiles[0]!.text);
     else response.writeHead(200, { 'content-type': 'text/html' }).end('<!doctype html><script type="module">import * as client from "/client.js"; window.client = client;</script>');
@@ -46,7 +46,7 @@ it('runs a Form A turn with resume in headless Chromium, across origins', { time
   await tab.waitForFunction(() => 'client' in globalThis);
   const replies = await tab.evaluate(
     async ({ url, token, texts }) => {
-      const { FormAClient } = (globalThis as unknown as { client: typeof import('../../src/client.js') }).client;
+      const { FormAClient } = (globalThis as unknown as { client: typeof import('../../client.js') }).client;
       const streams: string[] = [];
       const client = new FormAClient({ url, token, backoff: { baseMs: 50, capMs: 200 }, onStream: (_, state) => streams.push(state) });
       const tasks = texts.map((text) => client.send('browser-session', text));

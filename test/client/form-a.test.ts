@@ -5,7 +5,7 @@
  * a 429 whose `Retry-After` is honoured; refusals.
  */
 import { afterEach, describe, expect, it } from 'vitest';
-import { FormAClient, TaskFailed, type TaskHandle } from '../../src/adapters/client/form-a.js';
+import { FormAClient, TaskFailed, type TaskHandle } from '../../adapters/client/form-a.js';
 import { cuttableProxy, type CuttableProxy } from '../support/proxy.js';
 import { TOKEN, startHost, type TestHost } from '../support/host.js';
 import { script } from '../support/http.js';

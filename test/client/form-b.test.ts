@@ -5,7 +5,7 @@
  * `session_ended`, which ends it at the host too.
  */
 import { afterEach, describe, expect, it } from 'vitest';
-import { FormBClient } from '../../src/adapters/client/form-b.js';
+import { FormBClient } from '../../adapters/client/form-b.js';
 import { TOKEN, startHost } from '../support/host.js';
 import { script } from '../support/http.js';
 import { eventually } from '../support/wait.js';

@@ -4,10 +4,10 @@
  * chat's), and drops `none` and `silent`.
  */
 import { afterEach, expect, it } from 'vitest';
-import { FormAClient } from '../../src/adapters/client/form-a.js';
-import { InsightsRecording } from '../../src/adapters/client/insights.js';
-import { insightsAgent, scriptAgent } from '../../src/adapters/agents/index.js';
-import { builtinReasoner } from '../../src/adapters/reasoners/index.js';
+import { FormAClient } from '../../adapters/client/form-a.js';
+import { InsightsRecording } from '../../adapters/client/insights.js';
+import { insightsAgent, scriptAgent } from '../../adapters/agents/index.js';
+import { builtinReasoner } from '../../adapters/reasoners/index.js';
 import { TOKEN, startHost, readEvents } from '../support/host.js';
 import { script } from '../support/http.js';
 import { waitFor } from '../support/wait.js';

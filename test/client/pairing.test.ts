@@ -5,7 +5,7 @@
  * is withdrawn; no keys, no token, no integration come of it.
  */
 import { afterEach, describe, expect, it } from 'vitest';
-import { PairingFailed, pairAsAssistant, pairAsClient, type ConfirmSas } from '../../src/client.js';
+import { PairingFailed, pairAsAssistant, pairAsClient, type ConfirmSas } from '../../client.js';
 import { serveBackend, type ServedBackend } from '../support/backend.js';
 import { readEvents } from '../support/log.js';
 import { eventually } from '../support/wait.js';

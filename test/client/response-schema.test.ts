@@ -4,7 +4,7 @@
  * without end costs nothing, and a schema RE2 cannot check, or over the bounds, is refused with a code.
  */
 import { describe, expect, it } from 'vitest';
-import { RESPONSE_SCHEMA_LIMITS, ResponseSchemaError, checkResponseSchema, resultProblems } from '../../src/client.js';
+import { RESPONSE_SCHEMA_LIMITS, ResponseSchemaError, checkResponseSchema, resultProblems } from '../../client.js';
 
 const refusal = (schema: Record<string, unknown>) => {
   try {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { AfterCommit } from '../../src/engine/after-commit.js';
+import { AfterCommit } from '../../engine/core/after-commit.js';
 
 type E = { readonly type: string; readonly n: number };
 

@@ -5,11 +5,11 @@
  * folds to the same state.
  */
 import { describe, expect, it } from 'vitest';
-import { BackendProjection } from '../../src/engine/backend/projection.js';
-import { backendSnapshotCodec } from '../../src/engine/backend/snapshot.js';
-import type { BackendEvent } from '../../src/machines/backend-events.js';
-import { jobState } from '../../src/machines/job.js';
-import { capabilityProfile } from '../../src/adapters/reasoners/profile.js';
+import { BackendProjection } from '../../engine/reasoning/projection.js';
+import { backendSnapshotCodec } from '../../engine/reasoning/snapshot.js';
+import type { BackendEvent } from '../../machines/reasoning/backend-events.js';
+import { jobState } from '../../machines/reasoning/job.js';
+import { capabilityProfile } from '../../adapters/reasoners/profile.js';
 import { integrationCreated, jobCreated } from '../support/backend-events.js';
 import { format1Snapshot } from '../support/older-backend-log.js';
 

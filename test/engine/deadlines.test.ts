@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { Deadlines } from '../../src/engine/deadlines.js';
+import { Deadlines } from '../../engine/core/deadlines.js';
 import { SimulatedClock } from '../support/clock.js';
 
 function scheduler() {

@@ -2,10 +2,10 @@
 import { rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import type { FailureContext } from '../../src/engine/config.js';
-import { Engine } from '../../src/engine/engine.js';
-import { isUrgent, streamOf, type DomainEvent } from '../../src/machines/events.js';
-import { EventLog } from '../../src/storage/event-log.js';
+import type { FailureContext } from '../../engine/core/failures.js';
+import { Engine } from '../../engine/chat/engine.js';
+import { isUrgent, streamOf, type DomainEvent } from '../../machines/chat/events.js';
+import { EventLog } from '../../storage/event-log.js';
 import { SimulatedClock } from '../support/clock.js';
 import { startHost, tempDir } from '../support/host.js';
 import { post } from '../support/http.js';

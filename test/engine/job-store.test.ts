@@ -1,15 +1,15 @@
 /** `LogJobStore` over each log a backend can have, held to the contract every store must meet. */
 import { join } from 'node:path';
-import { LocalBackendLog, type BackendLog } from '../../src/engine/backend/backend-log.js';
-import { LogJobStore } from '../../src/engine/backend/job-store.js';
-import { BackendProjection } from '../../src/engine/backend/projection.js';
-import { SharedBackendLog } from '../../src/engine/backend/shared-log.js';
-import { backendSnapshotCodec } from '../../src/engine/backend/snapshot.js';
-import { systemClock } from '../../src/engine/clock.js';
-import { backendStreamOf, isJobEvent, type BackendEvent } from '../../src/machines/backend-events.js';
-import type { JobEvent } from '../../src/machines/job-events.js';
-import { EventLog } from '../../src/storage/event-log.js';
-import { PgEventLog } from '../../src/storage/postgres/event-log.js';
+import { LocalBackendLog, type BackendLog } from '../../engine/reasoning/backend-log.js';
+import { LogJobStore } from '../../engine/reasoning/job-store.js';
+import { BackendProjection } from '../../engine/reasoning/projection.js';
+import { SharedBackendLog } from '../../engine/reasoning/shared-log.js';
+import { backendSnapshotCodec } from '../../engine/reasoning/snapshot.js';
+import { systemClock } from '../../engine/core/clock.js';
+import { backendStreamOf, isJobEvent, type BackendEvent } from '../../machines/reasoning/backend-events.js';
+import type { JobEvent } from '../../machines/reasoning/job-events.js';
+import { EventLog } from '../../storage/event-log.js';
+import { PgEventLog } from '../../storage/postgres/event-log.js';
 import { describeJobStore, type OpenedJobStore } from '../support/job-store-contract.js';
 import { POSTGRES_URL, testSchema } from '../support/postgres.js';
 

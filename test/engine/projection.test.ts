@@ -1,8 +1,8 @@
 /** The chat projection driven by events alone: no log, no clock, no I/O. */
 import { describe, expect, it } from 'vitest';
-import { DEFAULT_LIMITS } from '../../src/engine/config.js';
-import { ChatProjection } from '../../src/engine/projection.js';
-import type { DomainEvent } from '../../src/machines/events.js';
+import { DEFAULT_LIMITS } from '../../engine/chat/config.js';
+import { ChatProjection } from '../../engine/chat/projection.js';
+import type { DomainEvent } from '../../machines/chat/events.js';
 
 const cb = { url: 'http://127.0.0.1:9/cb', token: 'k' };
 const reply = (session_id: string, task_id: string, text: string) => ({ session_id, task_id, status: 'message' as const, message_id: `m-${task_id}`, reply_text: text });

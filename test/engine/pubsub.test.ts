@@ -2,10 +2,10 @@
 import { randomBytes } from 'node:crypto';
 import { JetStreamApiError, type StreamInfo } from '@nats-io/jetstream';
 import { afterEach, describe, expect, it } from 'vitest';
-import { LocalPubSub, assistantChannel, type ChannelNotice, type PubSub } from '../../src/engine/backend/pubsub.js';
-import type { BrokerPubSub } from '../../src/adapters/brokers/broker.js';
-import { NatsPubSub, ensureStream } from '../../src/adapters/brokers/nats.js';
-import { RedisPubSub } from '../../src/adapters/brokers/redis.js';
+import { LocalPubSub, assistantChannel, type ChannelNotice, type PubSub } from '../../engine/reasoning/pubsub.js';
+import type { BrokerPubSub } from '../../adapters/brokers/broker.js';
+import { NatsPubSub, ensureStream } from '../../adapters/brokers/nats.js';
+import { RedisPubSub } from '../../adapters/brokers/redis.js';
 import { describePubSub } from '../support/pubsub-contract.js';
 import { NATS_URL, REDIS_URL } from '../support/brokers.js';
 import { waitFor } from '../support/wait.js';

@@ -6,12 +6,12 @@
 import { rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { Engine } from '../../src/engine/engine.js';
-import type { TaskSessionView } from '../../src/engine/view.js';
-import { isUrgent, streamOf, type DomainEvent } from '../../src/machines/events.js';
-import type { SessionLimits } from '../../src/machines/session.js';
-import { parseEventId } from '../../src/protocol/index.js';
-import { EventLog } from '../../src/storage/event-log.js';
+import { Engine } from '../../engine/chat/engine.js';
+import type { TaskSessionView } from '../../engine/chat/view.js';
+import { isUrgent, streamOf, type DomainEvent } from '../../machines/chat/events.js';
+import type { SessionLimits } from '../../machines/chat/session.js';
+import { parseEventId } from '../../protocol/index.js';
+import { EventLog } from '../../storage/event-log.js';
 import { SimulatedClock } from '../support/clock.js';
 import { tempDir } from '../support/host.js';
 import { FakeSocket } from '../support/socket.js';

@@ -1,14 +1,14 @@
 /** Replay's folds driven by events alone: each event's step, each entity's timeline, and verify. */
 import { describe, expect, it } from 'vitest';
-import { BackendFold } from '../../src/engine/replay/backend.js';
-import { HostFold, hostLimits } from '../../src/engine/replay/host.js';
-import { ReplayError, timelines, type Fold, type Step } from '../../src/engine/replay/timeline.js';
-import { verify } from '../../src/engine/replay/verify.js';
-import { DEFAULT_LIMITS } from '../../src/engine/config.js';
-import { encodeState } from '../../src/engine/state-codec.js';
-import type { BackendEvent } from '../../src/machines/backend-events.js';
-import type { DomainEvent } from '../../src/machines/events.js';
-import type { LogRecord, StoredEvent } from '../../src/storage/event-log.js';
+import { BackendFold } from '../../engine/replay/backend.js';
+import { HostFold, hostLimits } from '../../engine/replay/host.js';
+import { ReplayError, timelines, type Fold, type Step } from '../../engine/replay/timeline.js';
+import { verify } from '../../engine/replay/verify.js';
+import { DEFAULT_LIMITS } from '../../engine/chat/config.js';
+import { encodeState } from '../../engine/core/state-codec.js';
+import type { BackendEvent } from '../../machines/reasoning/backend-events.js';
+import type { DomainEvent } from '../../machines/chat/events.js';
+import type { LogRecord, StoredEvent } from '../../storage/event-log.js';
 
 const cb = { url: 'http://127.0.0.1:9/cb', token: 'k' };
 const message = (session_id: string, task_id: string, text: string) => ({ session_id, task_id, status: 'message' as const, message_id: `m-${task_id}`, reply_text: text });

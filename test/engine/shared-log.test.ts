@@ -7,13 +7,13 @@
 import { randomUUID } from 'node:crypto';
 import pg from 'pg';
 import { afterEach, expect, it } from 'vitest';
-import { SharedBackendLog, type SharedLogOptions } from '../../src/engine/backend/shared-log.js';
-import { BackendProjection, type BackendState } from '../../src/engine/backend/projection.js';
-import { backendSnapshotCodec } from '../../src/engine/backend/snapshot.js';
-import { systemClock } from '../../src/engine/clock.js';
-import { backendStreamOf, type BackendEvent } from '../../src/machines/backend-events.js';
-import { jobDecider, type JobCommand } from '../../src/machines/job-decider.js';
-import { PgEventLog } from '../../src/storage/postgres/event-log.js';
+import { SharedBackendLog, type SharedLogOptions } from '../../engine/reasoning/shared-log.js';
+import { BackendProjection, type BackendState } from '../../engine/reasoning/projection.js';
+import { backendSnapshotCodec } from '../../engine/reasoning/snapshot.js';
+import { systemClock } from '../../engine/core/clock.js';
+import { backendStreamOf, type BackendEvent } from '../../machines/reasoning/backend-events.js';
+import { jobDecider, type JobCommand } from '../../machines/reasoning/job-decider.js';
+import { PgEventLog } from '../../storage/postgres/event-log.js';
 import { POSTGRES_URL, testSchema } from '../support/postgres.js';
 
 const opened: Array<{ shared: SharedBackendLog<unknown>; log: PgEventLog<BackendEvent> }> = [];

@@ -5,16 +5,16 @@
  */
 import Database from 'better-sqlite3';
 import { afterEach, describe, expect, it } from 'vitest';
-import { chatSnapshotCodec } from '../../src/engine/chat-snapshot.js';
-import { DEFAULT_LIMITS } from '../../src/engine/config.js';
-import { ChatProjection } from '../../src/engine/projection.js';
-import { encodeInParts, encodeState } from '../../src/engine/state-codec.js';
-import type { DomainEvent } from '../../src/machines/events.js';
+import { chatSnapshotCodec } from '../../engine/chat/chat-snapshot.js';
+import { DEFAULT_LIMITS } from '../../engine/chat/config.js';
+import { ChatProjection } from '../../engine/chat/projection.js';
+import { encodeInParts, encodeState } from '../../engine/core/state-codec.js';
+import type { DomainEvent } from '../../machines/chat/events.js';
 import { join } from 'node:path';
-import { backendSnapshotCodec } from '../../src/engine/backend/snapshot.js';
-import { BackendProjection } from '../../src/engine/backend/projection.js';
-import type { BackendEvent } from '../../src/machines/backend-events.js';
-import { builtinReasoner, startPlugin } from '../../src/index.js';
+import { backendSnapshotCodec } from '../../engine/reasoning/snapshot.js';
+import { BackendProjection } from '../../engine/reasoning/projection.js';
+import type { BackendEvent } from '../../machines/reasoning/backend-events.js';
+import { builtinReasoner, startPlugin } from '../../index.js';
 import { readEvents } from '../support/host.js';
 import { Relay, stopAll } from '../http/fixture.js';
 import { probeAnalyseSummarise, serveBackend } from '../support/backend.js';

@@ -4,7 +4,7 @@
  * the socket can be made to be gone without having said so.
  */
 import { describe, expect, it, vi } from 'vitest';
-import { SubscriptionActor } from '../../src/engine/subscription-actor.js';
+import { SubscriptionActor } from '../../engine/core/subscription-actor.js';
 import { SimulatedClock } from '../support/clock.js';
 import { FakeSocket } from '../support/socket.js';
 

@@ -5,8 +5,8 @@
  */
 import { randomUUID } from 'node:crypto';
 import { afterEach, describe, expect, it } from 'vitest';
-import type { NewIntegration } from '../../src/engine/backend/integrations.js';
-import { ReasoningJob } from '../../src/protocol/index.js';
+import type { NewIntegration } from '../../engine/reasoning/integrations.js';
+import { ReasoningJob } from '../../protocol/index.js';
 import { heartbeatOf, serveBackend, type ServedBackend } from '../support/backend.js';
 import { request, type JsonResponse } from '../support/http.js';
 import { countBackendEvents } from '../support/log.js';

@@ -7,8 +7,8 @@
  * refusal is coded, a 429 says when to try again, and a refused request appends nothing.
  */
 import { afterEach, describe, expect, it } from 'vitest';
-import { sourceOf } from '../../src/protocol/ip-address.js';
-import { AssistantPairing, ClientPairing, crockfordRandom } from '../../src/protocol/index.js';
+import { sourceOf } from '../../protocol/ip-address.js';
+import { AssistantPairing, ClientPairing, crockfordRandom } from '../../protocol/index.js';
 import { serveBackend, type ServeOptions, type ServedBackend } from '../support/backend.js';
 import { SimulatedClock } from '../support/clock.js';
 import { request, type JsonResponse } from '../support/http.js';

@@ -8,9 +8,9 @@
  */
 import { randomUUID } from 'node:crypto';
 import { afterEach, describe, expect, it } from 'vitest';
-import type { Quotas } from '../../src/machines/quotas.js';
-import { BackendClient, BackendError } from '../../src/adapters/client/backend-client.js';
-import { rotateKeys } from '../../src/adapters/client/rekey.js';
+import type { Quotas } from '../../machines/reasoning/quotas.js';
+import { BackendClient, BackendError } from '../../adapters/client/backend-client.js';
+import { rotateKeys } from '../../adapters/client/rekey.js';
 import { heartbeatOf, serveBackend, type ServedBackend } from '../support/backend.js';
 import { SimulatedClock } from '../support/clock.js';
 import { request, type JsonResponse } from '../support/http.js';

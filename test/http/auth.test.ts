@@ -1,6 +1,6 @@
 /** Bearer authentication (5): the same token on `/v1/incoming`, `/v1/events` and `/v1/sessions`; none on `/healthz`. */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { HTTP_ERRORS } from '../../src/protocol/index.js';
+import { HTTP_ERRORS } from '../../protocol/index.js';
 import { countEvents } from '../support/log.js';
 import { Relay, TOKEN, rawRequest, stopAll } from './fixture.js';
 

@@ -3,7 +3,7 @@
  * never a 5xx, and appends nothing to the log.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { HTTP_ERRORS, type HttpErrorCode } from '../../src/protocol/index.js';
+import { HTTP_ERRORS, type HttpErrorCode } from '../../protocol/index.js';
 import { countEvents } from '../support/log.js';
 import { RawSocket } from '../support/raw-socket.js';
 import { Relay, TOKEN, rawRequest, stopAll, type RawResponse } from './fixture.js';

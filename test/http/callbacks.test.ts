@@ -4,7 +4,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import { afterEach, describe, expect, it } from 'vitest';
-import type { AssistantHostOptions, DomainEvent } from '../../src/index.js';
+import type { AssistantHostOptions, DomainEvent } from '../../index.js';
 import { SimulatedClock } from '../support/clock.js';
 import { Receiver, closeReceivers, type Answer } from '../support/receiver.js';
 import { post, script } from '../support/http.js';

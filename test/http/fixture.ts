@@ -5,8 +5,8 @@
 import * as http from 'node:http';
 import type { Socket } from 'node:net';
 import { expect } from 'vitest';
-import type { AssistantHostOptions, DomainEvent, TaskSessionView } from '../../src/index.js';
-import { HTTP_ERRORS, type HttpErrorCode } from '../../src/protocol/index.js';
+import type { AssistantHostOptions, DomainEvent, TaskSessionView } from '../../index.js';
+import { HTTP_ERRORS, type HttpErrorCode } from '../../protocol/index.js';
 import { post, script, type JsonResponse } from '../support/http.js';
 import { TOKEN, startHost, type TestHost } from '../support/host.js';
 import { SseConnection, type OpenOptions } from '../support/sse.js';

@@ -1,7 +1,7 @@
 /** `POST /v1/incoming` (4.2, 3.1 rule 1) and how sessions end (host, agent, idleness). */
 import { afterEach, describe, expect, it } from 'vitest';
-import type { Agent } from '../../src/index.js';
-import { REPLY_ERRORS } from '../../src/protocol/index.js';
+import type { Agent } from '../../index.js';
+import { REPLY_ERRORS } from '../../protocol/index.js';
 import { request, script } from '../support/http.js';
 import { readEvents } from '../support/log.js';
 import { SimulatedClock } from '../support/clock.js';

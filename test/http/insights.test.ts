@@ -1,6 +1,6 @@
 /** Insights sessions (1.7, 4.4): standing context, one-sentence replies, and memory apart from the chat. */
 import { afterEach, expect, it } from 'vitest';
-import type { Agent, Turn } from '../../src/index.js';
+import type { Agent, Turn } from '../../index.js';
 import { post } from '../support/http.js';
 import { Relay, TOKEN, stopAll } from './fixture.js';
 

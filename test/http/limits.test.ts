@@ -6,7 +6,7 @@
 import { existsSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { createAssistantHost } from '../../src/index.js';
+import { createAssistantHost } from '../../index.js';
 import { tempDir } from '../support/host.js';
 import { countEvents } from '../support/log.js';
 import { RawSocket } from '../support/raw-socket.js';

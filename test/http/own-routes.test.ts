@@ -2,7 +2,7 @@
 import { rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { createAssistantHost } from '../../src/index.js';
+import { createAssistantHost } from '../../index.js';
 import { request } from '../support/http.js';
 import { TOKEN, tempDir } from '../support/host.js';
 

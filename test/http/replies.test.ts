@@ -1,6 +1,6 @@
 /** What becomes of the agent's replies (3.1, 4.5, 6.3, 7): the size cap, one answer per task, runs that never answer. */
 import { afterEach, describe, expect, it } from 'vitest';
-import { LIMITS, REPLY_ERRORS } from '../../src/protocol/index.js';
+import { LIMITS, REPLY_ERRORS } from '../../protocol/index.js';
 import { readEvents } from '../support/log.js';
 import { Relay, idOf, stopAll, until } from './fixture.js';
 

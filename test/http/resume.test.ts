@@ -1,6 +1,6 @@
 /** Resume (4.2 rule 7, 2.6, 2.7, 8): replay after Last-Event-ID, the resync frame, retention and the evicted-task ledger. */
 import { afterEach, describe, expect, it } from 'vitest';
-import { LIMITS } from '../../src/protocol/index.js';
+import { LIMITS } from '../../protocol/index.js';
 import { SimulatedClock } from '../support/clock.js';
 import type { SseConnection, SseFrame } from '../support/sse.js';
 import { Relay, idOf, stopAll } from './fixture.js';

@@ -1,6 +1,6 @@
 /** `GET /v1/sessions/:session_id`: the host's view of one session (our inspection route). */
 import { afterEach, describe, expect, it } from 'vitest';
-import { HTTP_ERRORS } from '../../src/protocol/index.js';
+import { HTTP_ERRORS } from '../../protocol/index.js';
 import { SimulatedClock } from '../support/clock.js';
 import { request } from '../support/http.js';
 import { Relay, TOKEN, idOf, stopAll, until } from './fixture.js';

@@ -8,7 +8,7 @@ import { mkdirSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { chromium, type Browser, type Page } from 'playwright-core';
 import { afterEach, expect, it } from 'vitest';
-import type { Agent } from '../../src/index.js';
+import type { Agent } from '../../index.js';
 import { TOKEN, startHost } from '../support/host.js';
 import { post } from '../support/http.js';
 

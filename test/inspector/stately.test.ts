@@ -8,7 +8,7 @@ import { randomUUID } from 'node:crypto';
 import { rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { createAssistantHost, createBackendRelay } from '../../src/index.js';
+import { createAssistantHost, createBackendRelay } from '../../index.js';
 import { TOKEN, readEvents, tempDir } from '../support/host.js';
 import { post, request, script } from '../support/http.js';
 import { waitFor } from '../support/wait.js';

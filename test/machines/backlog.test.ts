@@ -7,8 +7,8 @@ import {
   type Backlog,
   type RetainedReply,
   type Retention,
-} from '../../src/machines/backlog.js';
-import { windowToArray } from '../../src/machines/window.js';
+} from '../../machines/chat/backlog.js';
+import { windowToArray } from '../../machines/core/window.js';
 
 const KiB = 1024;
 const MiB = 1024 * KiB;

@@ -1,12 +1,12 @@
 import { describe, expect, it } from 'vitest';
-import type { Outcome, SessionCommand } from '../../src/machines/commands.js';
-import { conversationDecider, type ConversationState } from '../../src/machines/conversation-decider.js';
-import { foldEvents, type Decision } from '../../src/machines/decider.js';
-import type { ConversationEvent, MessageReceived, ReplyQueued } from '../../src/machines/events.js';
-import { outboxDecider } from '../../src/machines/outbox.js';
-import { isConversationEnded } from '../../src/machines/conversation.js';
-import { windowToArray } from '../../src/machines/window.js';
-import type { IncomingEvent, ReplyBody } from '../../src/protocol/index.js';
+import type { Outcome, SessionCommand } from '../../machines/chat/commands.js';
+import { conversationDecider, type ConversationState } from '../../machines/chat/conversation-decider.js';
+import { foldEvents, type Decision } from '../../machines/core/decider.js';
+import type { ConversationEvent, MessageReceived, ReplyQueued } from '../../machines/chat/events.js';
+import { outboxDecider } from '../../machines/chat/outbox.js';
+import { isConversationEnded } from '../../machines/chat/conversation.js';
+import { windowToArray } from '../../machines/core/window.js';
+import type { IncomingEvent, ReplyBody } from '../../protocol/index.js';
 import { deciderSpecification, type Then } from '../support/decider.js';
 
 const S = 's1';

@@ -7,8 +7,8 @@ import {
   initialDelivery,
   type CallbackOutcome,
   type DeliverySnapshot,
-} from '../../src/machines/delivery.js';
-import type { DeliveryEvent } from '../../src/machines/events.js';
+} from '../../machines/chat/delivery.js';
+import type { DeliveryEvent } from '../../machines/chat/events.js';
 
 const delivery = { n: 1, task_id: 't1' };
 const callback = { url: 'http://127.0.0.1:9/cb', token: 'secret' };

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { asInsight, insightsSentence } from '../../src/machines/insights.js';
+import { asInsight, insightsSentence } from '../../machines/chat/insights.js';
 
 describe('insightsSentence: one short sentence (4.4 rule 3)', () => {
   it.each([

@@ -1,9 +1,9 @@
 /** The reasoning-job decider (3.3, ours): given(events) → when(command) → then(events). */
 import { describe, expect, it } from 'vitest';
-import { foldEvents } from '../../src/machines/decider.js';
-import { jobDecider, type JobCommand } from '../../src/machines/job-decider.js';
-import type { JobCreated, JobEvent } from '../../src/machines/job-events.js';
-import { jobState } from '../../src/machines/job.js';
+import { foldEvents } from '../../machines/core/decider.js';
+import { jobDecider, type JobCommand } from '../../machines/reasoning/job-decider.js';
+import type { JobCreated, JobEvent } from '../../machines/reasoning/job-events.js';
+import { jobState } from '../../machines/reasoning/job.js';
 import { deciderSpecification } from '../support/decider.js';
 
 const spec = deciderSpecification(jobDecider);

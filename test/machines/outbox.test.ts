@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { foldEvents } from '../../src/machines/decider.js';
-import type { DeliveryEvent, MessageReceived, ReplyQueued, TaskProgressed, TaskSettled, TaskStarted } from '../../src/machines/events.js';
-import { outboxDecider, type Outbox } from '../../src/machines/outbox.js';
+import { foldEvents } from '../../machines/core/decider.js';
+import type { DeliveryEvent, MessageReceived, ReplyQueued, TaskProgressed, TaskSettled, TaskStarted } from '../../machines/chat/events.js';
+import { outboxDecider, type Outbox } from '../../machines/chat/outbox.js';
 import { deciderSpecification } from '../support/decider.js';
 
 const S = 's';

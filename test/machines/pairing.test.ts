@@ -1,7 +1,7 @@
 /** The pairing decider, given(events) → when(command) → then(events): each message only at its step. */
 import { describe, it } from 'vitest';
-import { pairingDecider, type PairingCommand } from '../../src/machines/pairing-decider.js';
-import type { PairingEvent } from '../../src/machines/pairing-events.js';
+import { pairingDecider, type PairingCommand } from '../../machines/reasoning/pairing-decider.js';
+import type { PairingEvent } from '../../machines/reasoning/pairing-events.js';
 import { deciderSpecification } from '../support/decider.js';
 
 const spec = deciderSpecification(pairingDecider);

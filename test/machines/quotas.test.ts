@@ -5,13 +5,13 @@
  * of a lease, which a heartbeat flood must not log one by one.
  */
 import { describe, expect, it } from 'vitest';
-import type { IntegrationEvent } from '../../src/machines/backend-events.js';
-import { foldEvents } from '../../src/machines/decider.js';
-import { evolveIntegration, initialIntegration, REKEY_TIMES_KEPT, type IntegrationSnapshot } from '../../src/machines/integration.js';
-import { jobDecider } from '../../src/machines/job-decider.js';
-import type { JobCreated, JobEvent } from '../../src/machines/job-events.js';
-import { isSettled, type JobSnapshot } from '../../src/machines/job.js';
-import { countOneMore, overJobRate, overOpenJobs, overRekeys, overStatusChanges, overStreamOpens, quotasOf, RATE_WINDOW_MS, REKEY_WINDOW_MS, type WindowCount } from '../../src/machines/quotas.js';
+import type { IntegrationEvent } from '../../machines/reasoning/backend-events.js';
+import { foldEvents } from '../../machines/core/decider.js';
+import { evolveIntegration, initialIntegration, REKEY_TIMES_KEPT, type IntegrationSnapshot } from '../../machines/reasoning/integration.js';
+import { jobDecider } from '../../machines/reasoning/job-decider.js';
+import type { JobCreated, JobEvent } from '../../machines/reasoning/job-events.js';
+import { isSettled, type JobSnapshot } from '../../machines/reasoning/job.js';
+import { countOneMore, overJobRate, overOpenJobs, overRekeys, overStatusChanges, overStreamOpens, quotasOf, RATE_WINDOW_MS, REKEY_WINDOW_MS, type WindowCount } from '../../machines/reasoning/quotas.js';
 import { deciderSpecification } from '../support/decider.js';
 
 const I = 'int-1';

@@ -1,9 +1,9 @@
 import { describe, expect, it } from 'vitest';
-import { REPLY_ERRORS, type IncomingEvent, type ProgressReply, type ReplyBody, type TerminalReply } from '../../src/protocol/index.js';
-import { commandSession, type Outcome, type SessionCommand } from '../../src/machines/commands.js';
-import type { SessionEvent, TaskSettled } from '../../src/machines/events.js';
-import { isEnded } from '../../src/machines/session.js';
-import { windowToArray } from '../../src/machines/window.js';
+import { REPLY_ERRORS, type IncomingEvent, type ProgressReply, type ReplyBody, type TerminalReply } from '../../protocol/index.js';
+import { commandSession, type Outcome, type SessionCommand } from '../../machines/chat/commands.js';
+import type { SessionEvent, TaskSettled } from '../../machines/chat/events.js';
+import { isEnded } from '../../machines/chat/session.js';
+import { windowToArray } from '../../machines/core/window.js';
 import { deciderSpecification } from '../support/decider.js';
 import { Harness, LIMITS_SPEC, decider, fold } from './session-fixtures.js';
 

@@ -1,10 +1,10 @@
 /** Shared by the session and decider tests: limits, a fold over logged events, and a decide-then-fold loop. */
-import { foldEvents, type Decision } from '../../src/machines/decider.js';
-import type { Outcome, SessionCommand } from '../../src/machines/commands.js';
-import type { SessionEvent } from '../../src/machines/events.js';
-import { sessionDecider, type SessionState } from '../../src/machines/session-decider.js';
-import type { SessionLimits, SessionSnapshot } from '../../src/machines/session.js';
-import { windowToArray } from '../../src/machines/window.js';
+import { foldEvents, type Decision } from '../../machines/core/decider.js';
+import type { Outcome, SessionCommand } from '../../machines/chat/commands.js';
+import type { SessionEvent } from '../../machines/chat/events.js';
+import { sessionDecider, type SessionState } from '../../machines/chat/session-decider.js';
+import type { SessionLimits, SessionSnapshot } from '../../machines/chat/session.js';
+import { windowToArray } from '../../machines/core/window.js';
 import { deciderSpecification, type Then } from '../support/decider.js';
 
 export const LIMITS_SPEC: SessionLimits = {

@@ -1,9 +1,9 @@
 import { describe, expect, it } from 'vitest';
-import type { TerminalReply } from '../../src/protocol/index.js';
-import { emptyBacklog } from '../../src/machines/backlog.js';
-import type { SessionEvent, SessionOpened, TaskSettled } from '../../src/machines/events.js';
-import { evolveSession, isEnded, initialSession, pendingInOrder, type SessionLimits } from '../../src/machines/session.js';
-import { emptyWindow, windowToArray } from '../../src/machines/window.js';
+import type { TerminalReply } from '../../protocol/index.js';
+import { emptyBacklog } from '../../machines/chat/backlog.js';
+import type { SessionEvent, SessionOpened, TaskSettled } from '../../machines/chat/events.js';
+import { evolveSession, isEnded, initialSession, pendingInOrder, type SessionLimits } from '../../machines/chat/session.js';
+import { emptyWindow, windowToArray } from '../../machines/core/window.js';
 import { LIMITS_SPEC, fold } from './session-fixtures.js';
 
 const S = 's1';

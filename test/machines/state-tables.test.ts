@@ -5,20 +5,20 @@
  * whole machine, `x.*` one of the compound state `x`, `(always)` an eventless transition; a row whose Next
  * is its State is a self-loop.
  */
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import type { AnyStateMachine, AnyStateNode } from 'xstate';
-import { conversationMachine } from '../../src/machines/conversation.js';
-import { deliveryMachine } from '../../src/machines/delivery.js';
-import { integrationMachine } from '../../src/machines/integration.js';
-import { jobMachine } from '../../src/machines/job.js';
-import { pairingMachine } from '../../src/machines/pairing.js';
-import { clientSubscriptionMachine } from '../../src/machines/client-subscription.js';
-import { clientTaskMachine } from '../../src/machines/client-task.js';
-import { sessionMachine } from '../../src/machines/session.js';
-import { subscriptionMachine } from '../../src/machines/subscription.js';
-import { taskMachine } from '../../src/machines/task.js';
+import { conversationMachine } from '../../machines/chat/conversation.js';
+import { deliveryMachine } from '../../machines/chat/delivery.js';
+import { integrationMachine } from '../../machines/reasoning/integration.js';
+import { jobMachine } from '../../machines/reasoning/job.js';
+import { pairingMachine } from '../../machines/reasoning/pairing.js';
+import { clientSubscriptionMachine } from '../../machines/client/client-subscription.js';
+import { clientTaskMachine } from '../../machines/client/client-task.js';
+import { sessionMachine } from '../../machines/chat/session.js';
+import { subscriptionMachine } from '../../machines/core/subscription.js';
+import { taskMachine } from '../../machines/chat/task.js';
 
 const MACHINES: ReadonlyArray<[string, AnyStateMachine]> = [
   ['session', sessionMachine],
@@ -35,7 +35,9 @@ const MACHINES: ReadonlyArray<[string, AnyStateMachine]> = [
 
 /** `State | Event | Next` of the first table in the file's header comment. */
 function tableRows(name: string): string[] {
-  const text = readFileSync(fileURLToPath(new URL(`../../src/machines/${name}.ts`, import.meta.url)), 'utf8');
+  const machines = fileURLToPath(new URL('../../machines/', import.meta.url));
+  const file = readdirSync(machines, { recursive: true, encoding: 'utf8' }).find((path) => path.endsWith(`/${name}.ts`))!;
+  const text = readFileSync(machines + file, 'utf8');
   const header = text.slice(0, text.indexOf('*/'));
   const rows = header
     .split('\n')

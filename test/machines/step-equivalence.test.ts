@@ -10,19 +10,19 @@
  */
 import { describe, expect, it, vi } from 'vitest';
 import { initialTransition, transition, type AnyStateMachine } from 'xstate';
-import { stepper } from '../../src/machines/step.js';
-import { compileTransitions } from '../../src/machines/transition-table.js';
-import { conversationMachine, type ConversationSnapshot } from '../../src/machines/conversation.js';
-import { deliveryMachine, type DeliverySnapshot } from '../../src/machines/delivery.js';
-import { integrationMachine } from '../../src/machines/integration.js';
-import { jobMachine, type JobSnapshot } from '../../src/machines/job.js';
-import { pairingMachine } from '../../src/machines/pairing.js';
-import { clientSubscriptionMachine } from '../../src/machines/client-subscription.js';
-import { clientTaskMachine } from '../../src/machines/client-task.js';
-import { sessionMachine, type SessionSnapshot } from '../../src/machines/session.js';
-import { subscriptionMachine } from '../../src/machines/subscription.js';
-import { taskMachine } from '../../src/machines/task.js';
-import { windowToArray, type Window } from '../../src/machines/window.js';
+import { stepper } from '../../machines/core/step.js';
+import { compileTransitions } from '../../machines/core/transition-table.js';
+import { conversationMachine, type ConversationSnapshot } from '../../machines/chat/conversation.js';
+import { deliveryMachine, type DeliverySnapshot } from '../../machines/chat/delivery.js';
+import { integrationMachine } from '../../machines/reasoning/integration.js';
+import { jobMachine, type JobSnapshot } from '../../machines/reasoning/job.js';
+import { pairingMachine } from '../../machines/reasoning/pairing.js';
+import { clientSubscriptionMachine } from '../../machines/client/client-subscription.js';
+import { clientTaskMachine } from '../../machines/client/client-task.js';
+import { sessionMachine, type SessionSnapshot } from '../../machines/chat/session.js';
+import { subscriptionMachine } from '../../machines/core/subscription.js';
+import { taskMachine } from '../../machines/chat/task.js';
+import { windowToArray, type Window } from '../../machines/core/window.js';
 import { LIMITS_SPEC } from './session-fixtures.js';
 
 /** An event to send from a snapshot (payloads that must follow the state, such as seqs, read it). */

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { assign, initialTransition, setup, transition } from 'xstate';
-import { stepper } from '../../src/machines/step.js';
-import { subscriptionMachine, type SubscriptionEvent } from '../../src/machines/subscription.js';
+import { stepper } from '../../machines/core/step.js';
+import { subscriptionMachine, type SubscriptionEvent } from '../../machines/core/subscription.js';
 
 /** A counter whose action implementation records every execution, so a test can see it never ran. */
 function counterMachine(executed: string[]) {

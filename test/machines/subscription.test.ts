@@ -6,7 +6,7 @@ import {
   type Frame,
   type SubscriptionEvent,
   type SubscriptionSnapshot,
-} from '../../src/machines/subscription.js';
+} from '../../machines/core/subscription.js';
 
 const KEEPALIVE = 20_000;
 const MAX_QUEUED = 100;

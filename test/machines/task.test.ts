@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest';
-import type { TerminalReply } from '../../src/protocol/index.js';
-import { stepper } from '../../src/machines/step.js';
+import type { TerminalReply } from '../../protocol/index.js';
+import { stepper } from '../../machines/core/step.js';
 import { initialTransition, transition } from 'xstate';
-import { initialTask, taskMachine, type TaskMachineEvent } from '../../src/machines/task.js';
+import { initialTask, taskMachine, type TaskMachineEvent } from '../../machines/chat/task.js';
 
 const task = stepper(taskMachine);
 

@@ -9,7 +9,7 @@ import {
   windowSize,
   windowToArray,
   type Window,
-} from '../../src/machines/window.js';
+} from '../../machines/core/window.js';
 
 function pushAll<T>(w: Window<T>, items: readonly T[], max: number): Window<T> {
   return items.reduce((acc, item) => push(acc, item, max), w);

@@ -7,8 +7,8 @@
  * in the machine's state, and what its handle shows (progress, the reply, the failure) must follow.
  */
 import { afterAll, afterEach, beforeAll, expect } from 'vitest';
-import { FormAClient, type ClientTransition, type TaskHandle } from '../../src/adapters/client/form-a.js';
-import { clientTaskMachine, type ClientTaskEvent } from '../../src/machines/client-task.js';
+import { FormAClient, type ClientTransition, type TaskHandle } from '../../adapters/client/form-a.js';
+import { clientTaskMachine, type ClientTaskEvent } from '../../machines/client/client-task.js';
 import { startHost, TOKEN, type TestHost } from '../support/host.js';
 import { post } from '../support/http.js';
 import { cuttableProxy, type CuttableProxy } from '../support/proxy.js';

@@ -7,8 +7,8 @@
  */
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, expect } from 'vitest';
-import { conversationMachine } from '../../src/machines/conversation.js';
-import type { ConversationEvent } from '../../src/machines/events.js';
+import { conversationMachine } from '../../machines/chat/conversation.js';
+import type { ConversationEvent } from '../../machines/chat/events.js';
 import { startHost, TOKEN, type TestHost } from '../support/host.js';
 import { post } from '../support/http.js';
 import { Receiver } from '../support/receiver.js';

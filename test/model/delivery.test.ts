@@ -10,8 +10,8 @@
 import { randomUUID } from 'node:crypto';
 import type * as http from 'node:http';
 import { afterAll, beforeAll, expect } from 'vitest';
-import { deliveryMachine } from '../../src/machines/delivery.js';
-import type { DeliveryEvent } from '../../src/machines/events.js';
+import { deliveryMachine } from '../../machines/chat/delivery.js';
+import type { DeliveryEvent } from '../../machines/chat/events.js';
 import { SimulatedClock } from '../support/clock.js';
 import { startHost, tempDir, TOKEN, type TestHost } from '../support/host.js';
 import { post } from '../support/http.js';

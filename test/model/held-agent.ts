@@ -2,7 +2,7 @@
  * An agent whose every run the test drives: it keeps each run's reply sink, so that a driver can make the
  * agent speak when the path says, and ends the run when told, or when its session ends or the host closes.
  */
-import type { Agent, ReplySink, Turn } from '../../src/index.js';
+import type { Agent, ReplySink, Turn } from '../../index.js';
 
 export class HeldAgent implements Agent {
   readonly name = 'held';

@@ -7,9 +7,9 @@
  */
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, expect } from 'vitest';
-import { HEARTBEAT_INTERVAL_MS } from '../../src/engine/backend/backend.js';
-import type { IntegrationEvent } from '../../src/machines/backend-events.js';
-import { integrationMachine, integrationState } from '../../src/machines/integration.js';
+import { HEARTBEAT_INTERVAL_MS } from '../../engine/reasoning/engine.js';
+import type { IntegrationEvent } from '../../machines/reasoning/backend-events.js';
+import { integrationMachine, integrationState } from '../../machines/reasoning/integration.js';
 import { heartbeatOf, serveBackend, type ServedBackend } from '../support/backend.js';
 import { SimulatedClock } from '../support/clock.js';
 import { request } from '../support/http.js';

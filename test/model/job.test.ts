@@ -5,8 +5,8 @@
  */
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, expect } from 'vitest';
-import { jobMachine, jobState, type JobSnapshot } from '../../src/machines/job.js';
-import type { JobEvent } from '../../src/machines/job-events.js';
+import { jobMachine, jobState, type JobSnapshot } from '../../machines/reasoning/job.js';
+import type { JobEvent } from '../../machines/reasoning/job-events.js';
 import { heartbeatOf, serveBackend, type ServedBackend } from '../support/backend.js';
 import { SimulatedClock } from '../support/clock.js';
 import { request } from '../support/http.js';

@@ -5,9 +5,9 @@
  * step the log must hold the event for the pairing, and the client's view of it its state.
  */
 import { afterAll, beforeAll, expect } from 'vitest';
-import { PAIRING_TTL_MS } from '../../src/engine/backend/pairings.js';
-import { pairingMachine, pairingState, type PairingSnapshot } from '../../src/machines/pairing.js';
-import type { PairingEvent } from '../../src/machines/pairing-events.js';
+import { PAIRING_TTL_MS } from '../../engine/reasoning/pairings.js';
+import { pairingMachine, pairingState, type PairingSnapshot } from '../../machines/reasoning/pairing.js';
+import type { PairingEvent } from '../../machines/reasoning/pairing-events.js';
 import { serveBackend, type ServedBackend } from '../support/backend.js';
 import { SimulatedClock } from '../support/clock.js';
 import { request } from '../support/http.js';

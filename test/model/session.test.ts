@@ -6,8 +6,8 @@
  * its state.
  */
 import { afterAll, beforeAll, expect } from 'vitest';
-import type { SessionEvent } from '../../src/machines/events.js';
-import { sessionMachine } from '../../src/machines/session.js';
+import type { SessionEvent } from '../../machines/chat/events.js';
+import { sessionMachine } from '../../machines/chat/session.js';
 import { startHost, TOKEN, type TestHost } from '../support/host.js';
 import { post } from '../support/http.js';
 import { waitFor } from '../support/wait.js';

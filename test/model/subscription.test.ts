@@ -11,8 +11,8 @@
  */
 import { afterEach, expect } from 'vitest';
 import type { AnyMachineSnapshot } from 'xstate';
-import { dotPath } from '../../src/machines/state-value.js';
-import { subscriptionMachine, type SubscriptionEvent } from '../../src/machines/subscription.js';
+import { dotPath } from '../../machines/core/state-value.js';
+import { subscriptionMachine, type SubscriptionEvent } from '../../machines/core/subscription.js';
 import { SimulatedClock } from '../support/clock.js';
 import { startHost, TOKEN, type TestHost } from '../support/host.js';
 import { post, request } from '../support/http.js';

@@ -6,7 +6,7 @@
  * with the next id.
  */
 import { afterAll, afterEach, beforeAll, expect } from 'vitest';
-import { taskMachine, type TaskMachineEvent } from '../../src/machines/task.js';
+import { taskMachine, type TaskMachineEvent } from '../../machines/chat/task.js';
 import { startHost, TOKEN, type TestHost } from '../support/host.js';
 import { post, request } from '../support/http.js';
 import { SseConnection } from '../support/sse.js';

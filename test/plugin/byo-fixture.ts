@@ -8,7 +8,7 @@ import {
   type Direction,
   type EnvelopeBinding,
   type SessionKeys,
-} from '../../src/protocol/index.js';
+} from '../../protocol/index.js';
 import { INTEGRATION, makeJob } from './fake-backend.js';
 
 /** An honest pairing: the client's keys and the assistant's, the same keys under one kid. */

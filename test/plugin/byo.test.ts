@@ -5,10 +5,10 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { builtinReasoner } from '../../src/adapters/reasoners/builtin.js';
-import { ReasonerError } from '../../src/engine/reasoner.js';
-import { JOB_ERRORS, LiveAnalysisResult, jsonSchemaOf, keyringOf, type ByoEnvelope } from '../../src/protocol/index.js';
-import { resultProblems } from '../../src/protocol/response-schema.js';
+import { builtinReasoner } from '../../adapters/reasoners/builtin.js';
+import { ReasonerError } from '../../adapters/reasoners/reasoner.js';
+import { JOB_ERRORS, LiveAnalysisResult, jsonSchemaOf, keyringOf, type ByoEnvelope } from '../../protocol/index.js';
+import { resultProblems } from '../../protocol/response-schema.js';
 import { byoJob, openResult, pair } from './byo-fixture.js';
 import { makeJob } from './fake-backend.js';
 import { answering, capturingLogger, closed, hanging, throwing, usePlugins } from './fixture.js';

@@ -5,7 +5,7 @@
 import { randomUUID } from 'node:crypto';
 import * as http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { jsonSchemaOf, LiveAnalysisResult, type HeartbeatAnswer } from '../../src/protocol/index.js';
+import { jsonSchemaOf, LiveAnalysisResult, type HeartbeatAnswer } from '../../protocol/index.js';
 
 export const RELAY_TOKEN = 'relay-token-for-tests';
 export const INTEGRATION = 'integration-1';

@@ -3,8 +3,8 @@ import { rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { pino, type BaseLogger } from 'pino';
 import { afterEach, beforeEach } from 'vitest';
-import { Plugin, type PluginOptions } from '../../src/adapters/plugin/index.js';
-import type { Reasoner, ReasoningRequest } from '../../src/engine/reasoner.js';
+import { Plugin, type PluginOptions } from '../../adapters/plugin/index.js';
+import type { Reasoner, ReasoningRequest } from '../../adapters/reasoners/reasoner.js';
 import { tempDir } from '../support/host.js';
 import { FakeBackend, INTEGRATION, RELAY_TOKEN } from './fake-backend.js';
 

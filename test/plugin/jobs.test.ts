@@ -1,7 +1,7 @@
 /** The plugin runs each job once and always posts an outcome: over real loopback HTTP against a fake backend. */
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { ReasonerError } from '../../src/engine/reasoner.js';
+import { ReasonerError } from '../../adapters/reasoners/reasoner.js';
 import { readEvents } from '../support/log.js';
 import { SimulatedClock } from '../support/clock.js';
 import { makeJob } from './fake-backend.js';

@@ -1,10 +1,10 @@
 /** The plugin's pure pieces: the SSE parser, the fold of its log, the backoff. */
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import { BACKOFF, fullJitter } from '../../src/protocol/backoff.js';
-import { evolvePlugin, initialPluginState, type PluginEvent } from '../../src/adapters/plugin/events.js';
-import { JOB_ERRORS } from '../../src/protocol/errors.js';
-import { SseParser } from '../../src/protocol/sse-parser.js';
+import { BACKOFF, fullJitter } from '../../protocol/backoff.js';
+import { evolvePlugin, initialPluginState, type PluginEvent } from '../../adapters/plugin/events.js';
+import { JOB_ERRORS } from '../../protocol/errors.js';
+import { SseParser } from '../../protocol/sse-parser.js';
 
 describe('SseParser', () => {
   it('reads frames split anywhere, CRLF, CR or LF, skipping comments', () => {
@@ -62,14 +62,14 @@ describe('fullJitter', () => {
 });
 
 describe("the plugin's job error codes", () => {
-  it('are the ones PROTOCOL.md 6d lists, and each is raised in src/adapters/plugin', () => {
+  it('are the ones PROTOCOL.md 6d lists, and each is raised in adapters/plugin', () => {
     const text = readFileSync(new URL('../../PROTOCOL.md', import.meta.url), 'utf8');
     const section = text.slice(text.indexOf('## 6d.'));
     const table = section.slice(section.indexOf('| code | when |'));
     const codes = table.split('\n').filter((line) => line.startsWith('| `')).map((line) => /^\| `([a-z_]+)`/.exec(line)![1]);
     // The plugin's own codes are job error codes of the catalogue.
     expect(Object.keys(JOB_ERRORS)).toEqual(expect.arrayContaining(codes));
-    const sources = ['intake.ts', 'run.ts', 'jobs.ts'].map((file) => readFileSync(new URL(`../../src/adapters/plugin/${file}`, import.meta.url), 'utf8')).join('\n');
+    const sources = ['intake.ts', 'run.ts', 'jobs.ts'].map((file) => readFileSync(new URL(`../../adapters/plugin/${file}`, import.meta.url), 'utf8')).join('\n');
     for (const code of codes) expect(sources).toContain(`'${code}'`);
   });
 });

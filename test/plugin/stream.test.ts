@@ -1,7 +1,7 @@
 /** The subscription: resume, backoff with full jitter, Retry-After, takeover, refusal. Time that is tested runs on a SimulatedClock. */
 import { describe, expect, it } from 'vitest';
-import { BACKOFF } from '../../src/protocol/backoff.js';
-import { STABLE_STREAM_MS } from '../../src/adapters/plugin/subscription.js';
+import { BACKOFF } from '../../protocol/backoff.js';
+import { STABLE_STREAM_MS } from '../../adapters/plugin/subscription.js';
 import { SimulatedClock } from '../support/clock.js';
 import { makeJob } from './fake-backend.js';
 import { answering, capturingLogger, usePlugins } from './fixture.js';

@@ -10,10 +10,10 @@ import { chmodSync, existsSync, readFileSync, statSync, writeFileSync } from 'no
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
-import { AssistantKeysFile, ClientKeysFile, keyringOfFile, readKeysFile } from '../../src/adapters/byo/keys-file.js';
-import { BackendClient } from '../../src/adapters/client/backend-client.js';
-import { JobsClient } from '../../src/adapters/client/jobs.js';
-import { CapabilityProfile, JobView, PURPOSES, keyringOf, type SessionKeys } from '../../src/protocol/index.js';
+import { AssistantKeysFile, ClientKeysFile, keyringOfFile, readKeysFile } from '../../storage/keys-file.js';
+import { BackendClient } from '../../adapters/client/backend-client.js';
+import { JobsClient } from '../../adapters/client/jobs.js';
+import { CapabilityProfile, JobView, PURPOSES, keyringOf, type SessionKeys } from '../../protocol/index.js';
 import { eventually, waitFor } from '../support/wait.js';
 import { ServeChild, runCli, start, started, useChildFolder } from '../support/child.js';
 

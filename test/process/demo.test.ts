@@ -7,8 +7,8 @@
 import { readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, expect, it } from 'vitest';
-import { FormAClient } from '../../src/client.js';
-import { IntegrationView } from '../../src/protocol/index.js';
+import { FormAClient } from '../../client.js';
+import { IntegrationView } from '../../protocol/index.js';
 import { killChildren, runCli, start, useChildFolder } from '../support/child.js';
 import { modesUnder, notPrivate, withOpenUmask } from '../support/modes.js';
 import { eventually } from '../support/wait.js';

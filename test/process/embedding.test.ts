@@ -7,7 +7,7 @@ import Database from 'better-sqlite3';
 import { existsSync, rmSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { SchemaMismatchError, createAssistantHost, type Agent, type DomainEvent, type MemoryEntry, type Turn } from '../../src/index.js';
+import { SchemaMismatchError, createAssistantHost, type Agent, type DomainEvent, type MemoryEntry, type Turn } from '../../index.js';
 import { post, request, script } from '../support/http.js';
 import { TOKEN, startHost, tempDir, type TestHost } from '../support/host.js';
 import { readEvents } from '../support/log.js';

@@ -7,7 +7,7 @@
 import { readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { expect, it } from 'vitest';
-import { CapabilityProfile } from '../../src/protocol/index.js';
+import { CapabilityProfile } from '../../protocol/index.js';
 import { runCli, started, useChildFolder } from '../support/child.js';
 import { probeAnalyseSummarise } from '../support/backend.js';
 import { request } from '../support/http.js';

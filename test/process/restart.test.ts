@@ -8,7 +8,7 @@
  */
 import { join } from 'node:path';
 import { expect, it } from 'vitest';
-import type { TaskSessionView as SessionView } from '../../src/engine/view.js';
+import type { TaskSessionView as SessionView } from '../../engine/chat/view.js';
 import { ServeChild, useChildFolder } from '../support/child.js';
 import { post, request, script } from '../support/http.js';
 import { readEvents } from '../support/log.js';

@@ -16,7 +16,7 @@
 import { randomUUID } from 'node:crypto';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import type { DomainEvent } from '../../src/index.js';
+import type { DomainEvent } from '../../index.js';
 import { SimulatedClock } from '../support/clock.js';
 import { startHost, TOKEN } from '../support/host.js';
 import { post, script } from '../support/http.js';

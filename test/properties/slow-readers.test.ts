@@ -16,8 +16,8 @@
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import type { DomainEvent, TaskSessionView } from '../../src/index.js';
-import { LIMITS as PROTOCOL_LIMITS } from '../../src/protocol/index.js';
+import type { DomainEvent, TaskSessionView } from '../../index.js';
+import { LIMITS as PROTOCOL_LIMITS } from '../../protocol/index.js';
 import { startHost, TOKEN, type TestHost } from '../support/host.js';
 import { post, script } from '../support/http.js';
 import { SseConnection } from '../support/sse.js';

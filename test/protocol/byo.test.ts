@@ -29,7 +29,7 @@ import {
   toBase64Url,
   type EnvelopeBinding,
   type SessionKeys,
-} from '../../src/protocol/index.js';
+} from '../../protocol/index.js';
 
 beforeAll(async () => {
   await sodium.ready;

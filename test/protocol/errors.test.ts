@@ -1,12 +1,12 @@
 /**
- * The error catalogue (src/protocol/errors.ts) and PROTOCOL.md's say the same thing, and every code in it
+ * The error catalogue (protocol/errors.ts) and PROTOCOL.md's say the same thing, and every code in it
  * is raised somewhere (fastify holds its lib/errors.js to docs/Reference/Errors.md the same way).
  */
-import { readFileSync, readdirSync } from 'node:fs';
-import { join } from 'node:path';
+import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
-import { CALLBACK_REFUSALS, CLIENT_ERRORS, HTTP_ERRORS, JOB_ERRORS, LOG_ERRORS, PROVIDER_ERRORS, REPLY_ERRORS } from '../../src/protocol/errors.js';
+import { CALLBACK_REFUSALS, CLIENT_ERRORS, HTTP_ERRORS, JOB_ERRORS, LOG_ERRORS, PROVIDER_ERRORS, REPLY_ERRORS } from '../../protocol/errors.js';
+import { sourceFiles } from '../../visualizations/modules.js';
 
 const root = (path: string) => fileURLToPath(new URL(`../../${path}`, import.meta.url));
 
@@ -31,16 +31,11 @@ function tables(): Map<string, string[][]> {
   return found;
 }
 
-function sources(dir: string): string[] {
-  return readdirSync(dir, { withFileTypes: true }).flatMap((entry) =>
-    entry.isDirectory() ? sources(join(dir, entry.name)) : entry.name.endsWith('.ts') ? [join(dir, entry.name)] : [],
-  );
-}
 
 const documented = tables();
-const catalogue = root('src/protocol/errors.ts');
+const catalogue = root('protocol/errors.ts');
 // Comments say nothing is raised: they are left out.
-const raising = sources(root('src'))
+const raising = sourceFiles(root('.'))
   .filter((file) => file !== catalogue)
   .map((file) => readFileSync(file, 'utf8').replace(/\/\*[\s\S]*?\*\//g, '').replace(/\/\/.*$/gm, ''))
   .join('\n');
@@ -72,7 +67,7 @@ describe('the error catalogue', () => {
 
   it.each(
     [HTTP_ERRORS, REPLY_ERRORS, JOB_ERRORS, CLIENT_ERRORS, CALLBACK_REFUSALS, LOG_ERRORS, PROVIDER_ERRORS].flatMap((codes) => Object.keys(codes)),
-  )('%s is raised somewhere in src/ (a code nothing raises goes)', (code) => {
+  )('%s is raised somewhere in the sources (a code nothing raises goes)', (code) => {
     expect(raising).toContain(`'${code}'`);
   });
 });

@@ -2,8 +2,8 @@ import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { Ajv2020 } from 'ajv/dist/2020.js';
 import { describe, expect, it } from 'vitest';
-import { schemaFiles } from '../../src/protocol/json-schemas.js';
-import { PURPOSES } from '../../src/protocol/reasoning.js';
+import { schemaFiles } from '../../protocol/json-schemas.js';
+import { PURPOSES } from '../../protocol/reasoning.js';
 
 const root = (path: string) => fileURLToPath(new URL(`../../${path}`, import.meta.url));
 

@@ -13,7 +13,7 @@ import {
   shippedProviderRegistry,
   type ProviderDescriptor,
   type VersionRanges,
-} from '../../src/protocol/providers.js';
+} from '../../protocol/providers.js';
 import { tempDir } from '../support/host.js';
 
 const root = (path: string) => fileURLToPath(new URL(`../../${path}`, import.meta.url));

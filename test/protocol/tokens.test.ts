@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { bearerToken, matchesDigest, newToken, tokenDigest } from '../../src/protocol/tokens.js';
+import { bearerToken, matchesDigest, newToken, tokenDigest } from '../../protocol/tokens.js';
 
 describe('tokens', () => {
   it('are 32 base64url characters, fresh each time', () => {

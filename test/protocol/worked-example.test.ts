@@ -10,7 +10,7 @@ import canonicalize from 'canonicalize';
 import { x25519 } from '@noble/curves/ed25519.js';
 import sodium from 'libsodium-wrappers';
 import { beforeAll, expect, it } from 'vitest';
-import { AssistantPairing, ClientPairing, associatedData, fromBase64Url, lengthPrefixed, parseCode, seal, toBase64Url, type EnvelopeBinding } from '../../src/protocol/index.js';
+import { AssistantPairing, ClientPairing, associatedData, fromBase64Url, lengthPrefixed, parseCode, seal, toBase64Url, type EnvelopeBinding } from '../../protocol/index.js';
 
 interface Example {
   readonly inputs: {

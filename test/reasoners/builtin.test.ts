@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { Ajv2020 } from 'ajv/dist/2020.js';
 import { describe, expect, it } from 'vitest';
-import { builtinReasoner } from '../../src/adapters/reasoners/index.js';
+import { builtinReasoner } from '../../adapters/reasoners/index.js';
 import { CALL, failureOf, job } from './job.js';
 
 const reasoner = builtinReasoner({ providerKind: 'assistant-relay' });

@@ -2,7 +2,7 @@ import { existsSync, readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterEach, describe, expect, it } from 'vitest';
-import { commandReasoner } from '../../src/adapters/reasoners/command.js';
+import { commandReasoner } from '../../adapters/reasoners/command.js';
 import { tempDir } from '../support/host.js';
 import { CALL, failureOf, job } from './job.js';
 

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { jobEnd } from '../../src/adapters/reasoners/deadline.js';
-import type { Clock } from '../../src/engine/clock.js';
+import { jobEnd } from '../../adapters/reasoners/deadline.js';
+import type { Clock } from '../../engine/core/clock.js';
 import { CALL, job } from './job.js';
 
 describe("a job's end", () => {

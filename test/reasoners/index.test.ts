@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { UsageError } from '../../src/adapters/cli/flags.js';
-import { reasonerFrom, type ReasonerOptions } from '../../src/adapters/reasoners/index.js';
+import { UsageError } from '../../adapters/cli/flags.js';
+import { reasonerFrom, type ReasonerOptions } from '../../adapters/reasoners/index.js';
 import { closeReceivers } from '../support/receiver.js';
 import { chatServer } from './chat-server.js';
 import { CALL, job } from './job.js';

@@ -1,7 +1,7 @@
 /** Reasoning requests for the reasoner tests: a purpose's own response schema, a deadline from now. */
 import { randomUUID } from 'node:crypto';
-import type { ReasoningRequest } from '../../src/engine/reasoner.js';
-import { PURPOSES, jsonSchemaOf, type JobPurpose } from '../../src/protocol/index.js';
+import type { ReasoningRequest } from '../../adapters/reasoners/reasoner.js';
+import { PURPOSES, jsonSchemaOf, type JobPurpose } from '../../protocol/index.js';
 
 export interface JobOptions {
   readonly deadlineMs?: number;

@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { openAiReasoner, type OpenAiReasonerOptions } from '../../src/adapters/reasoners/openai.js';
+import { openAiReasoner, type OpenAiReasonerOptions } from '../../adapters/reasoners/openai.js';
 import { closeReceivers, closedPort } from '../support/receiver.js';
 import { chatServer, type ChatReply } from './chat-server.js';
 import { CALL, failureOf, job } from './job.js';

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { conformingResult, resultProblems } from '../../src/adapters/reasoners/result.js';
+import { conformingResult, resultProblems } from '../../adapters/reasoners/result.js';
 
 describe("a result checked against the job's response_schema", () => {
   it('passes a conforming object, and says what is wrong with one that is not', () => {

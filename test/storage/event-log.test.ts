@@ -8,8 +8,8 @@ import { chmodSync, mkdirSync, readFileSync, rmSync, statSync, writeFileSync } f
 import { hostname } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { EventLogLockedError, EventLogPermissionsError, SchemaMismatchError } from '../../src/storage/errors.js';
-import { EARLY_COMMITS_PER_TURN, EventLog, SCHEMA_VERSION, STREAM_INDEX_LAG, type LogRecord } from '../../src/storage/event-log.js';
+import { EventLogLockedError, EventLogPermissionsError, SchemaMismatchError } from '../../storage/errors.js';
+import { EARLY_COMMITS_PER_TURN, EventLog, SCHEMA_VERSION, STREAM_INDEX_LAG, type LogRecord } from '../../storage/event-log.js';
 import { AppendChild, killChildren } from '../support/child.js';
 import { tempDir } from '../support/host.js';
 import { countEvents } from '../support/log.js';

@@ -3,9 +3,9 @@ import Database from 'better-sqlite3';
 import { randomUUID } from 'node:crypto';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { SchemaMismatchError } from '../../src/storage/errors.js';
-import { EventLog, STREAM_INDEX_LAG, type LogRecord } from '../../src/storage/event-log.js';
-import { CorruptEventError, LogOpenError, LogReader, type LogView, type ReadBounds } from '../../src/storage/log-reader.js';
+import { SchemaMismatchError } from '../../storage/errors.js';
+import { EventLog, STREAM_INDEX_LAG, type LogRecord } from '../../storage/event-log.js';
+import { CorruptEventError, LogOpenError, LogReader, type LogView, type ReadBounds } from '../../storage/log-reader.js';
 import { AppendChild, useChildFolder } from '../support/child.js';
 
 const folder = useChildFolder();

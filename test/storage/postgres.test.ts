@@ -1,7 +1,7 @@
 /** The shared store's connections (storage/postgres/connection.ts) against the machine's PostgreSQL. */
 import pg from 'pg';
 import { afterEach, expect, it } from 'vitest';
-import { StoreUnreachableError, inTransaction, openPool, queryOn } from '../../src/storage/postgres/connection.js';
+import { StoreUnreachableError, inTransaction, openPool, queryOn } from '../../storage/postgres/connection.js';
 import { POSTGRES_URL, testSchema } from '../support/postgres.js';
 
 let pool: pg.Pool | undefined;

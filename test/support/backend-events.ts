@@ -1,6 +1,6 @@
 /** Backend events for tests that fold a log, or write one, by hand. */
-import type { BackendEvent } from '../../src/machines/backend-events.js';
-import type { JobCreated } from '../../src/machines/job-events.js';
+import type { BackendEvent } from '../../machines/reasoning/backend-events.js';
+import type { JobCreated } from '../../machines/reasoning/job-events.js';
 
 export function integrationCreated(integration_id: string, at: number): BackendEvent {
   return { type: 'integration.created', integration_id, provider_kind: 'assistant-relay', relay_token_digest: 'r', client_token_digest: 'c', at };

@@ -9,13 +9,13 @@ import { randomUUID } from 'node:crypto';
 import { rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { expect } from 'vitest';
-import { createBackendRelay, type BackendRelay } from '../../src/adapters/backend-relay.js';
+import { createBackendRelay, type BackendRelay } from '../../adapters/backend/relay.js';
 import { startBalancer } from './balancer.js';
 import { CLUSTER_NAMESPACE, NATS_URL, REDIS_URL } from './brokers.js';
 import { POSTGRES_URL, testSchema } from './postgres.js';
 import { verifyLogFile } from './verify-log.js';
-import type { Backend, BackendConfig } from '../../src/engine/backend/backend.js';
-import { PURPOSES, type Heartbeat, type JobPurpose } from '../../src/protocol/index.js';
+import type { Backend, BackendConfig } from '../../engine/reasoning/engine.js';
+import { PURPOSES, type Heartbeat, type JobPurpose } from '../../protocol/index.js';
 import { tempDir } from './host.js';
 import { request } from './http.js';
 

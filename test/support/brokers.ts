@@ -4,7 +4,7 @@
  * runs: its notices only make nodes fold (each integration is a test's own), and a NATS server whose
  * streams are created and deleted all the time fails a create now and then.
  */
-import { connectBroker } from '../../src/adapters/brokers/connect.js';
+import { connectBroker } from '../../adapters/brokers/connect.js';
 
 export const NATS_URL = process.env.ASSISTANT_RELAY_TEST_NATS ?? 'nats://127.0.0.1:4222';
 export const REDIS_URL = process.env.ASSISTANT_RELAY_TEST_REDIS ?? 'redis://127.0.0.1:6379';

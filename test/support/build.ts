@@ -1,22 +1,16 @@
 /**
  * Vitest global setup: the process tests spawn the built CLI (and a child that imports dist/), so dist/
- * must match src/ before any test runs. Rebuilds only when some source is newer than its output, so a
+ * must match the sources before any test runs. Rebuilds only when some source is newer than its output, so a
  * run after `npm run build` pays nothing.
  */
 import { execFileSync } from 'node:child_process';
-import { readdirSync, statSync } from 'node:fs';
+import { statSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { sourceFiles } from '../../visualizations/modules.js';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 
-function* sources(dir: string): Generator<string> {
-  for (const entry of readdirSync(dir, { withFileTypes: true })) {
-    const path = join(dir, entry.name);
-    if (entry.isDirectory()) yield* sources(path);
-    else if (entry.name.endsWith('.ts') && !entry.name.endsWith('.d.ts')) yield path;
-  }
-}
 
 function mtime(path: string): number | undefined {
   try {
@@ -27,9 +21,8 @@ function mtime(path: string): number | undefined {
 }
 
 function stale(): boolean {
-  const src = join(ROOT, 'src');
-  for (const source of sources(src)) {
-    const built = mtime(join(ROOT, 'dist', relative(src, source).replace(/\.ts$/, '.js')));
+  for (const source of sourceFiles(ROOT)) {
+    const built = mtime(join(ROOT, 'dist', relative(ROOT, source).replace(/\.ts$/, '.js')));
     if (built === undefined || built < mtime(source)!) return true;
   }
   return false;

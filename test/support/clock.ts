@@ -3,7 +3,7 @@
  * time, and timers armed through it run, in due order, when `increment` passes their due time. Tests of
  * keep-alives, idle deadlines and retry backoffs drive time with it instead of sleeping.
  */
-import type { Clock, TimerHandle } from '../../src/engine/clock.js';
+import type { Clock, TimerHandle } from '../../engine/core/clock.js';
 
 interface Timer {
   readonly at: number;

@@ -4,7 +4,7 @@
  * `initialState`, so a test states the history in the log's own terms, never a hand-built state.
  */
 import { expect } from 'vitest';
-import { foldEvents, type Decider, type Decision } from '../../src/machines/decider.js';
+import { foldEvents, type Decider, type Decision } from '../../machines/core/decider.js';
 
 export interface Then<Event, Outcome> {
   /** The decision's events, exactly, and (if given) its outcome. */

@@ -2,7 +2,7 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { createAssistantHost, type AssistantHost, type AssistantHostOptions } from '../../src/index.js';
+import { createAssistantHost, type AssistantHost, type AssistantHostOptions } from '../../index.js';
 import { verifyLogFile } from './verify-log.js';
 
 export const TOKEN = 'test-token';

@@ -6,11 +6,11 @@
 import { randomUUID } from 'node:crypto';
 import { rmSync } from 'node:fs';
 import { afterEach, describe, expect, it } from 'vitest';
-import type { Decision } from '../../src/machines/decider.js';
-import { jobDecider, type JobCommand, type JobOutcome } from '../../src/machines/job-decider.js';
-import type { JobEvent } from '../../src/machines/job-events.js';
-import { jobState, type JobSnapshot } from '../../src/machines/job.js';
-import type { JobStore } from '../../src/engine/backend/job-store.js';
+import type { Decision } from '../../machines/core/decider.js';
+import { jobDecider, type JobCommand, type JobOutcome } from '../../machines/reasoning/job-decider.js';
+import type { JobEvent } from '../../machines/reasoning/job-events.js';
+import { jobState, type JobSnapshot } from '../../machines/reasoning/job.js';
+import type { JobStore } from '../../engine/reasoning/job-store.js';
 import { tempDir } from './host.js';
 
 export interface OpenedJobStore {

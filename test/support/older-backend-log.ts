@@ -3,11 +3,11 @@
  * events in the stream `job:{job_id}`, and, if asked, a snapshot of format 1 (jobs and their versions
  * keyed by `job_id` alone) at its end. What an upgraded backend, retention and replay must still read.
  */
-import { BackendProjection } from '../../src/engine/backend/projection.js';
-import { encodeInParts } from '../../src/engine/state-codec.js';
-import { backendStreamOf, isJobEvent, olderJobStream, type BackendEvent } from '../../src/machines/backend-events.js';
-import { jobRefOf } from '../../src/machines/job-events.js';
-import { EventLog } from '../../src/storage/event-log.js';
+import { BackendProjection } from '../../engine/reasoning/projection.js';
+import { encodeInParts } from '../../engine/core/state-codec.js';
+import { backendStreamOf, isJobEvent, olderJobStream, type BackendEvent } from '../../machines/reasoning/backend-events.js';
+import { jobRefOf } from '../../machines/reasoning/job-events.js';
+import { EventLog } from '../../storage/event-log.js';
 
 /** The maps of a state keyed by `jobKey`, keyed by `job_id` alone, as format 1 kept them. */
 const byJobId = (map: ReadonlyMap<string, unknown>) => new Map([...map].map(([key, value]) => [jobRefOf(key).job_id, value]));

@@ -4,7 +4,7 @@
  * heard; `close`, if there is one, is called after each test.
  */
 import { afterEach, describe, expect, it } from 'vitest';
-import { assistantChannel, type ChannelNotice, type JobNotice, type PubSub } from '../../src/engine/backend/pubsub.js';
+import { assistantChannel, type ChannelNotice, type JobNotice, type PubSub } from '../../engine/reasoning/pubsub.js';
 
 export interface OpenedPubSub {
   readonly pubsub: PubSub;

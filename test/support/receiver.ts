@@ -11,7 +11,7 @@ import * as https from 'node:https';
 import { createRequire } from 'node:module';
 import { isIP, type AddressInfo } from 'node:net';
 import { generate } from 'selfsigned';
-import type { Resolver } from '../../src/adapters/callback/policy.js';
+import type { Resolver } from '../../adapters/callback/policy.js';
 
 export interface Received {
   readonly method: string;

@@ -1,5 +1,5 @@
 /** A stream reader's socket, as the engine's SubscriberTransport, for tests that drive actors without HTTP. */
-import type { SubscriberTransport } from '../../src/engine/subscription-actor.js';
+import type { SubscriberTransport } from '../../engine/core/subscription-actor.js';
 
 export class FakeSocket implements SubscriberTransport {
   readonly written: string[] = [];

@@ -4,8 +4,8 @@
  * anywhere. Called as a test's host or backend is removed, so every suite's logs are checked.
  */
 import { existsSync } from 'node:fs';
-import { verifyLog } from '../../src/engine/replay/log.js';
-import { LogReader } from '../../src/storage/log-reader.js';
+import { verifyLog } from '../../engine/replay/log.js';
+import { LogReader } from '../../storage/log-reader.js';
 
 export async function verifyLogFile(db: string): Promise<void> {
   if (!existsSync(db)) return;

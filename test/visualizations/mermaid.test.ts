@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { setup, type AnyStateNode } from 'xstate';
-import { taskMachine, type TaskMachineEvent } from '../../src/machines/task.js';
-import { toMermaid } from '../../src/visualizations/mermaid.js';
+import { taskMachine, type TaskMachineEvent } from '../../machines/chat/task.js';
+import { toMermaid } from '../../visualizations/mermaid.js';
 
 // Spelled out because `machine.events` leaves out inert events; `satisfies` keeps the list exhaustive.
 const TASK_EVENTS = {

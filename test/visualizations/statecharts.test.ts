@@ -2,7 +2,7 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { StateMachine } from 'xstate';
-import { STATECHARTS, statechartPages, statechartSvg, withStatechartSection } from '../../src/visualizations/statecharts.js';
+import { STATECHARTS, statechartPages, statechartSvg, withStatechartSection } from '../../visualizations/statecharts.js';
 
 const root = (path: string) => fileURLToPath(new URL(`../../${path}`, import.meta.url));
 const DOCS = root('docs/statecharts/');
@@ -33,10 +33,11 @@ describe('docs/statecharts', () => {
     }
   });
 
-  it('has every machine of src/machines/', async () => {
+  it('has every machine of machines/', async () => {
     const machines: unknown[] = [];
-    for (const file of readdirSync(root('src/machines')).filter((f) => f.endsWith('.ts'))) {
-      const path = root(`src/machines/${file}`);
+    const files = readdirSync(root('machines'), { recursive: true, encoding: 'utf8' }).filter((f) => f.endsWith('.ts'));
+    for (const file of files) {
+      const path = root(`machines/${file}`);
       const module = (await import(path)) as Record<string, unknown>;
       machines.push(...Object.values(module).filter((value) => value instanceof StateMachine));
     }

@@ -5,9 +5,9 @@
 import { chromium, type Browser, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { setup, type AnyStateMachine, type AnyStateNode } from 'xstate';
-import { toMermaid } from '../../src/visualizations/mermaid.js';
-import { STATECHARTS } from '../../src/visualizations/statecharts.js';
-import { toSvg } from '../../src/visualizations/svg.js';
+import { toMermaid } from '../../visualizations/mermaid.js';
+import { STATECHARTS } from '../../visualizations/statecharts.js';
+import { toSvg } from '../../visualizations/svg.js';
 
 const CHROMIUM = '/usr/bin/chromium';
 let browser: Browser;
@@ -38,7 +38,7 @@ interface Drawing {
   readonly transitions: ReadonlyArray<{ event: string | null; source: string; target: string; points: Point[]; label: string }>;
 }
 
-/** The little of the browser's DOM that read() uses (the project's typings have no DOM: src/ must not use it). */
+/** The little of the browser's DOM that read() uses (the project’s typings have no DOM: the sources must not use it). */
 interface XmlElement {
   readonly localName: string;
   readonly namespaceURI: string | null;

@@ -1,0 +1,49 @@
+/** The backend relay's HTTP surface (4.1): the plugin's routes, the client's, pairing's and the operator's, each with its own credential. */
+import type { FastifyBaseLogger, FastifyInstance } from 'fastify';
+import type { Backend } from '../../engine/reasoning/engine.js';
+import { newHttpApp } from '../http/app.js';
+import type { HealthReport } from '../http/health.js';
+import type { HttpLimits } from '../http/limits.js';
+import { validationPlugin } from '../http/validation.js';
+import { adminRoutes } from './admin-routes.js';
+import { BACKEND_BODY_LIMIT } from './body-limits.js';
+import { clientRoutes } from './client-routes.js';
+import { pairingRoutes } from './pairing-routes.js';
+import { pluginRoutes } from './plugin-routes.js';
+
+export interface BackendHttpOptions {
+  readonly limits: HttpLimits;
+  readonly logger?: FastifyBaseLogger;
+  /** The SHA-256 digest of the operator token; without one there are no admin routes. */
+  readonly operatorTokenDigest?: string;
+  /** Browser origins allowed to call the backend (CORS); none by default. */
+  readonly corsOrigins?: readonly string[];
+  /** Reverse proxies whose `X-Forwarded-For` names a request's source (the pairing limits are each source's); none by default. */
+  readonly trustProxy?: readonly string[];
+  /** What `/healthz` answers: the node, its store and its broker. */
+  readonly health?: () => Promise<HealthReport>;
+}
+
+export async function buildBackendServer(backend: Backend, options: BackendHttpOptions): Promise<FastifyInstance> {
+  const app = await newHttpApp({
+    limits: options.limits,
+    bodyLimit: BACKEND_BODY_LIMIT,
+    // Ids are UUIDs: anything much longer is refused before it reaches a schema.
+    maxParamLength: 200,
+    epoch: backend.epoch,
+    ...(options.logger === undefined ? {} : { logger: options.logger }),
+    ...(options.corsOrigins === undefined ? {} : { corsOrigins: options.corsOrigins }),
+    ...(options.trustProxy === undefined ? {} : { trustProxy: options.trustProxy }),
+    ...(options.health === undefined ? {} : { health: options.health }),
+  });
+  await app.register(async (scope) => {
+    // On a shared store, a request reads what any node committed before it came (nothing to do for one node).
+    scope.addHook('onRequest', () => backend.caughtUp());
+    await scope.register(validationPlugin);
+    await scope.register(pluginRoutes, { backend });
+    await scope.register(clientRoutes, { backend });
+    await scope.register(pairingRoutes, { backend });
+    if (options.operatorTokenDigest !== undefined) await scope.register(adminRoutes, { backend, operatorTokenDigest: options.operatorTokenDigest });
+  });
+  return app;
+}

@@ -1,0 +1,181 @@
+/**
+ * `assistant-relay replay`: folds an event log and prints, per session (or job, integration, pairing), its
+ * timeline (each event, its time, and the state it moved each session, task and callback delivery to) and
+ * the final states. The log is only read, in one read transaction, so a running host or backend goes on
+ * appending meanwhile. `--until` / `--at` stop at a point in the log, to see the state just before a fault;
+ * `--verify` folds the log twice and compares the folds after every event.
+ *
+ * Text folds one stream (a session, a job, …) at a time, in the order they began: the fold of a stream
+ * depends on no other, and a block is printed as it is folded. `--json` folds the log in order, writing as
+ * it goes.
+ */
+import { foldsOf, verifyLog } from '../../engine/replay/log.js';
+import { entityKey, type Fold, type Moved, type Step } from '../../engine/replay/timeline.js';
+import { jobIdOfStream, olderJobStream } from '../../machines/reasoning/backend-events.js';
+import { SchemaMismatchError } from '../../storage/errors.js';
+import type { LogRecord, StoredEvent } from '../../storage/event-log.js';
+import { LogOpenError, LogReader, type LogView, type ReadBounds } from '../../storage/log-reader.js';
+import { runClientCommand } from './client.js';
+import { UsageError, integer, readFlags, requiredFlag } from './flags.js';
+import { Lines, OutputClosed, writeBlock, writeJsonFinal, writeJsonStep } from './replay-output.js';
+
+export const REPLAY_USAGE = `usage: assistant-relay replay --db FILE [--session S | --job J] [--until SEQ | --at TIME] [--json]
+       assistant-relay replay --db FILE --verify [--until SEQ | --at TIME]
+  --db FILE                a host's or a backend relay's event log, only read: safe while its process runs
+  --session S              only that session, its tasks and its callback deliveries (a host's log)
+  --job J                  only the reasoning jobs of that id (a backend's log; each integration's job J is its own)
+  --until SEQ              stop after the event at that position
+  --at TIME                stop after the last event at or before TIME (ISO 8601, or epoch milliseconds)
+  --json                   one JSON object per line: each timeline entry, then each final state
+  --verify                 fold the log twice and compare the folds after every event; exit 1 on a difference
+Each flag may also be set as ASSISTANT_RELAY_<FLAG>.`;
+
+const FLAGS = {
+  db: { type: 'string' },
+  session: { type: 'string' },
+  job: { type: 'string' },
+  until: { type: 'string' },
+  at: { type: 'string' },
+  json: { type: 'boolean' },
+  verify: { type: 'boolean' },
+} as const;
+
+interface ReplayOptions {
+  readonly db: string;
+  readonly bounds: ReadBounds;
+  readonly session: string | undefined;
+  readonly job: string | undefined;
+  readonly json: boolean;
+  readonly verify: boolean;
+}
+
+/** `--at`: epoch milliseconds, or an ISO 8601 date and time. */
+function timeFlag(text: string): number {
+  const at = /^\d+$/.test(text) ? Number(text) : /^\d{4}-\d{2}-\d{2}/.test(text) ? Date.parse(text) : Number.NaN;
+  if (!Number.isSafeInteger(at)) throw new UsageError(`--at must be an ISO 8601 time (2025-06-01T12:00:00Z) or epoch milliseconds, not ${JSON.stringify(text)}`);
+  return at;
+}
+
+function optionsOf(flag: ReturnType<typeof readFlags<typeof FLAGS>>): ReplayOptions {
+  const [session, job, until, at] = [flag('session'), flag('job'), flag('until'), flag('at')];
+  if (session === '' || job === '') throw new UsageError(`--${session === '' ? 'session' : 'job'} must name one`);
+  if (session !== undefined && job !== undefined) throw new UsageError('--session and --job: give one (a host log has sessions, a backend log jobs)');
+  if (until !== undefined && at !== undefined) throw new UsageError('--until and --at both say where to stop: give one');
+  const options = {
+    db: requiredFlag(flag, 'db'),
+    bounds: { ...(until === undefined ? {} : { untilPosition: integer('until', until, 1, Number.MAX_SAFE_INTEGER) }), ...(at === undefined ? {} : { untilAt: timeFlag(at) }) },
+    session,
+    job,
+    json: flag('json') === true,
+    verify: flag('verify') === true,
+  };
+  const whole = [session === undefined ? undefined : '--session', job === undefined ? undefined : '--job', options.json ? '--json' : undefined].filter((name) => name !== undefined);
+  if (options.verify && whole.length > 0) throw new UsageError(`--verify folds the whole log and prints one line: leave out ${whole.join(' and ')}`);
+  return options;
+}
+
+/** The log, or a usage error that says why the file is not one. */
+function openLog(path: string): LogReader {
+  try {
+    return LogReader.open(path);
+  } catch (error) {
+    if (error instanceof LogOpenError || error instanceof SchemaMismatchError) throw new UsageError(`--db: ${error.message}`);
+    throw error;
+  }
+}
+
+/** New folds of the log's kind (`undefined` for a log with no events), refusing what replay cannot read and flags of the other kind. */
+function checkedFolds(view: LogView, options: ReplayOptions): (() => Fold<unknown>) | undefined {
+  const kind = view.kind;
+  if (kind === 'plugin') throw new UsageError(`--db: ${options.db} is an assistant plugin's log; replay reads a host's log or a backend relay's`);
+  if (kind === 'unknown') throw new Error(`${options.db} begins with an event that neither a host's log nor a backend's begins with`);
+  if (options.session !== undefined && kind === 'backend') throw new UsageError(`--session names a session of a host's log; ${options.db} is a backend's (--job names a job)`);
+  if (options.job !== undefined && kind === 'host') throw new UsageError(`--job names a job of a backend's log; ${options.db} is a host's (--session names a session)`);
+  return foldsOf(view)?.fold;
+}
+
+/**
+ * The streams folded as one block, in the order they began: each stream alone, but in a backend's log
+ * every stream of one `job_id` together: each integration's job of that id, and the events an older log
+ * kept under the id alone (a job open across the upgrade goes on in its new stream).
+ */
+function blocksOf(view: LogView): string[][] {
+  const blocks = new Map<string, string[]>();
+  for (const stream of view.streams()) {
+    const jobId = view.kind === 'backend' ? jobIdOfStream(stream) : undefined;
+    const block = jobId === undefined ? stream : olderJobStream(jobId);
+    blocks.set(block, [...(blocks.get(block) ?? []), stream]);
+  }
+  return [...blocks.values()];
+}
+
+/** The events of a block's streams, in the log's order. */
+function eventsOf(view: LogView, streams: readonly string[]): Iterable<StoredEvent<LogRecord>> {
+  if (streams.length === 1) return view.events(streams[0]);
+  // A job's streams are a few events each.
+  return streams.flatMap((stream) => [...view.events(stream)]).sort((a, b) => a.position - b.position);
+}
+
+function* steps(fold: Fold<unknown>, events: Iterable<StoredEvent<LogRecord>>): Generator<Step> {
+  for (const event of events) yield fold.step(event);
+}
+
+function isEmpty(events: Iterator<unknown>): boolean {
+  const empty = events.next().done === true;
+  events.return?.();
+  return empty;
+}
+
+async function replay(view: LogView, options: ReplayOptions, out: Lines): Promise<void> {
+  const newFold = checkedFolds(view, options);
+  if (options.verify) {
+    const { events, difference } = verifyLog(view);
+    if (difference === undefined) return out.line(`verified: ${events} events, 0 differences`);
+    out.line(`verify: ${events} events, 1 difference: after event #${difference.position} (${difference.type}), ${difference.what}`);
+    process.exitCode = 1;
+    return;
+  }
+  if (newFold === undefined) return options.json ? undefined : out.line(`${options.db}: no events`);
+  // A session's events are its stream; the jobs of an id, their streams (backendStreamOf).
+  const chosen = options.session !== undefined ? [options.session] : options.job === undefined ? undefined : (blocksOf(view).find((block) => jobIdOfStream(block[0]!) === options.job) ?? []);
+  if (chosen !== undefined && (chosen.length === 0 || isEmpty(view.events(chosen[0])))) {
+    throw new Error(`${options.db} has no ${options.session === undefined ? `job ${options.job}` : `session ${options.session}`} through event #${view.end}`);
+  }
+  if (options.json) return await replayJson(newFold(), chosen === undefined ? view.events() : eventsOf(view, chosen), out);
+  out.line(`${view.kind} log ${options.db}: ${view.count} events through #${view.end}`);
+  out.line('');
+  const width = String(view.end).length;
+  for (const block of chosen === undefined ? blocksOf(view) : [chosen]) {
+    await writeBlock(out, steps(newFold(), eventsOf(view, block)), block[0] === '' ? `${view.kind}` : `stream ${block.join(', ')}`, width);
+  }
+}
+
+async function replayJson(fold: Fold<unknown>, events: Iterable<StoredEvent<LogRecord>>, out: Lines): Promise<void> {
+  const finals = new Map<string, Moved>();
+  for (const step of steps(fold, events)) {
+    writeJsonStep(out, step);
+    for (const moved of step.moved) finals.set(entityKey(moved.entity), moved);
+    await out.drained();
+  }
+  for (const moved of finals.values()) {
+    writeJsonFinal(out, moved);
+    await out.drained();
+  }
+}
+
+export function replayCommand(argv: readonly string[], env: NodeJS.ProcessEnv): Promise<void> {
+  return runClientCommand('replay', async () => {
+    const options = optionsOf(readFlags(argv, FLAGS, env));
+    const reader = openLog(options.db);
+    const out = new Lines();
+    try {
+      await reader.read(options.bounds, (view) => replay(view, options, out));
+    } catch (error) {
+      // `replay … | head`: the reader has what it wanted.
+      if (!(error instanceof OutputClosed)) throw error;
+    } finally {
+      out.flush();
+      reader.close();
+    }
+  });
+}

@@ -1,0 +1,129 @@
+/**
+ * The backend's log, as its engine uses it: decisions taken against the fold and appended, atomically;
+ * every committed event handed to the after-commit dispatch once, in order; reads that wait until the fold
+ * holds what was committed before them. Two logs stand behind it:
+ *
+ * - `LocalBackendLog`: the embedded SQLite log of one process (the default). The fold is always current,
+ *   so a decision runs at once; snapshots shorten a start.
+ * - `SharedBackendLog` (shared-log.ts): PostgreSQL, appended to and folded by several nodes at once.
+ */
+import type { BackendEvent } from '../../machines/reasoning/backend-events.js';
+import type { Decision } from '../../machines/core/decider.js';
+import type { EventLog, StoredEvent } from '../../storage/event-log.js';
+import { Appender } from '../core/append.js';
+import type { Clock } from '../core/clock.js';
+import { SnapshotWriter, restoreSnapshot, type SnapshotCodec } from '../core/snapshots.js';
+
+/** What the engine gives its log to fold with and to dispatch to. */
+export interface FoldParts<S> {
+  /** Takes an event just decided into the fold, before it is committed. */
+  fold(event: BackendEvent): void;
+  /** Takes an event read from the log into the fold: committed, and not to be dispatched (a start). */
+  foldCommitted(event: BackendEvent): void;
+  /** Replaces the fold with a snapshot's state (a start), or with nothing (`undefined`: a shared log folds again from the start). */
+  restore(state: S | undefined): void;
+  /**
+   * Committed events, in order, each batch once: `own` when this process decided them (it tells other
+   * nodes), else another node's, read from a shared log.
+   */
+  dispatch(events: readonly BackendEvent[], own: boolean): void;
+}
+
+export interface BackendLog<S> {
+  /** Folds what the log holds, then dispatches every commit from now on. */
+  start(parts: FoldParts<S>): Promise<void>;
+  /**
+   * Runs `decide` against the fold as it stands with everything committed before it, appends the events it
+   * returns (folding them first, so that the next decision sees them), and resolves with its outcome once
+   * they are committed. A decision of none resolves once what it was taken on is committed. `decide` must
+   * be pure: it reads the fold and returns; it may be run as part of a batch with others.
+   */
+  decide<T>(decide: () => Decision<BackendEvent, T>): Promise<T>;
+  /** Resolves once the fold holds every event another node committed before the call, dispatched (at once for a log of one process). */
+  caughtUp(): Promise<void>;
+  /** Resolves once nothing this process appended is uncommitted: the fold holds only what the log holds. */
+  settled(): Promise<void>;
+  /** The position of the newest event the fold holds as committed. */
+  readonly position: number;
+  /** The committed events of one stream, oldest first (retention reads its own). */
+  readStream(stream: string): Promise<StoredEvent<BackendEvent>[]>;
+  /** The position of the newest committed event of `stream`; 0 if it has none. */
+  lastPositionOf(stream: string): Promise<number>;
+  /** Removes the events of `streams` (forgotten aggregates: retention) stored before `position`. */
+  removeStreams(streams: readonly string[], position: number): Promise<number>;
+  /** Retention made the fold smaller: a good moment for a snapshot. */
+  compacted(): void;
+  /** Settles what is appended and stops dispatching; the caller closes the log itself. */
+  close(): Promise<void>;
+}
+
+export interface LocalLogOptions<S> {
+  readonly codec: SnapshotCodec<S>;
+  readonly clock: Clock;
+  readonly snapshotEveryEvents?: number;
+  /** A log that can no longer be written: the process must restart from it. */
+  readonly onFatal: (error: unknown) => void;
+  readonly report: (error: unknown, context: { readonly what: string }) => void;
+}
+
+export class LocalBackendLog<S> implements BackendLog<S> {
+  private readonly snapshots: SnapshotWriter<BackendEvent, S>;
+  private appender: Appender<BackendEvent> | undefined;
+
+  constructor(
+    private readonly log: EventLog<BackendEvent>,
+    private readonly options: LocalLogOptions<S>,
+  ) {
+    // Before the dispatch subscribes (start()): a snapshot is taken before any after-commit handler appends.
+    this.snapshots = new SnapshotWriter(log, options.codec, {
+      clock: options.clock,
+      ...(options.snapshotEveryEvents !== undefined ? { everyEvents: options.snapshotEveryEvents } : {}),
+      failed: (error) => options.report(error, { what: 'writing a snapshot' }),
+    });
+  }
+
+  async start(parts: FoldParts<S>): Promise<void> {
+    const restored = restoreSnapshot(this.log, this.options.codec, this.options.report);
+    if (restored !== undefined) parts.restore(restored.state);
+    for (const { event } of this.log.read(restored?.position)) parts.foldCommitted(event);
+    this.appender = new Appender(this.log, parts.fold, this.options.onFatal);
+    this.log.onCommit((events) => parts.dispatch(events, true));
+  }
+
+  async decide<T>(decide: () => Decision<BackendEvent, T>): Promise<T> {
+    const decision = decide();
+    await this.appender!.commit(decision.events);
+    return decision.outcome;
+  }
+
+  async caughtUp(): Promise<void> {}
+
+  get position(): number {
+    return this.log.lastPosition;
+  }
+
+  settled(): Promise<void> {
+    return this.log.settled();
+  }
+
+  async readStream(stream: string): Promise<StoredEvent<BackendEvent>[]> {
+    return [...this.log.readStream(stream)];
+  }
+
+  async lastPositionOf(stream: string): Promise<number> {
+    return this.log.lastPositionOf(stream);
+  }
+
+  async removeStreams(streams: readonly string[], position: number): Promise<number> {
+    return this.log.removeStreams(streams, position);
+  }
+
+  compacted(): void {
+    this.snapshots.soon();
+  }
+
+  async close(): Promise<void> {
+    await this.log.settled();
+    await this.snapshots.close();
+  }
+}

@@ -1,0 +1,233 @@
+/**
+ * The backend's integrations: created for a provider of the registry with two tokens kept as digests,
+ * authenticated in constant time, and followed by their heartbeats (2.3): online until three intervals
+ * pass without one, what their plugin says of itself logged when it is news, refused when their provider
+ * does not admit the plugin's versions. Each change is a decision on the log (`BackendLog.decide`), taken
+ * against the integration as it stands with everything committed; heartbeats meet in `Presence`, so that
+ * any node may take them and every node's offline deadline asks before it goes offline.
+ */
+import { randomUUID } from 'node:crypto';
+import { matchesDigest, newToken, providerOf, tokenDigest, type CodedError, type Heartbeat, type HeartbeatAnswer, type RekeyAnswer, type RekeyRequest } from '../../protocol/index.js';
+import { isIntegrationEvent, type BackendEvent } from '../../machines/reasoning/backend-events.js';
+import { nothing, type Decision } from '../../machines/core/decider.js';
+import { isOnline, isRevoked, type IntegrationSnapshot, type Rekey } from '../../machines/reasoning/integration.js';
+import { overRekeys, overStatusChanges, type OverQuota, type Quotas } from '../../machines/reasoning/quotas.js';
+import type { Clock } from '../core/clock.js';
+import { Deadlines } from '../core/deadlines.js';
+import type { BackendLog } from './backend-log.js';
+import { MISSED_HEARTBEATS, refusalOf, seenOf } from './heartbeats.js';
+import type { Presence } from './presence.js';
+import type { BackendProjection } from './projection.js';
+
+/** What `create` hands the operator, once: the tokens are kept only as digests. */
+export interface NewIntegration {
+  readonly integration_id: string;
+  readonly provider_kind: string;
+  readonly relay_token: string;
+  readonly client_token: string;
+}
+
+export class Integrations {
+  /** When each online integration goes offline if no heartbeat comes. */
+  private readonly presence: Deadlines<string>;
+
+  constructor(
+    private readonly projection: BackendProjection,
+    private readonly log: BackendLog<unknown>,
+    private readonly heartbeats: Presence,
+    private readonly clock: Clock,
+    private readonly heartbeatIntervalMs: number,
+    /** Renews the leases of the jobs a heartbeat names as running (those of another integration are not touched). */
+    private readonly renew: (integrationId: string, jobIds: readonly string[], at: number) => Promise<unknown>,
+    onOfflineFailure: (work: Promise<unknown>) => void,
+    /** How often what a plugin says of itself is logged, and how many key rotations are asked for. */
+    private readonly quotas: Pick<Quotas, 'statusIntervalMs' | 'maxRekeysPerHour' | 'rekeyReplaceAfterMs'>,
+  ) {
+    this.presence = new Deadlines(clock, (integration_id) => onOfflineFailure(this.offlineUnlessSeen(integration_id)));
+  }
+
+  /** After the fold: an integration online when the backend stopped gets a full grace from now. */
+  rearm(): void {
+    for (const id of this.projection.integrationIds()) this.watch(id);
+  }
+
+  /** A committed event of the integration (this node's or another's): an online one without a deadline here gets one. */
+  committed(event: BackendEvent): void {
+    if (isIntegrationEvent(event)) this.watch(event.integration_id);
+  }
+
+  private watch(integrationId: string): void {
+    const integration = this.projection.integration(integrationId);
+    if (integration !== undefined && isOnline(integration) && !this.presence.has(integrationId)) this.presence.set(integrationId, this.clock.now() + this.graceMs);
+  }
+
+  private get graceMs(): number {
+    return MISSED_HEARTBEATS * this.heartbeatIntervalMs;
+  }
+
+  stop(): void {
+    this.presence.stop();
+  }
+
+  /** Creates an integration for a provider of the registry; an unknown or coming-soon provider is refused (6c). */
+  async create(providerKind: string): Promise<NewIntegration | { readonly refused: CodedError }> {
+    const provider = providerOf(providerKind);
+    if (!provider.ok) return { refused: provider.error };
+    const relay_token = newToken();
+    const client_token = newToken();
+    const integration_id = randomUUID();
+    const created: BackendEvent = {
+      type: 'integration.created',
+      integration_id,
+      provider_kind: providerKind,
+      relay_token_digest: tokenDigest(relay_token),
+      client_token_digest: tokenDigest(client_token),
+      at: this.clock.now(),
+    };
+    await this.log.decide(() => ({ events: [created], outcome: undefined }));
+    return { integration_id, provider_kind: providerKind, relay_token, client_token };
+  }
+
+  integration(integrationId: string): IntegrationSnapshot | undefined {
+    return this.projection.integration(integrationId);
+  }
+
+  /** A fresh token for one role, handed out this once; the old one stops working as the new digest is logged. */
+  async rotate(integrationId: string, role: 'relay' | 'client'): Promise<{ readonly token: string } | { readonly refused: 'integration_not_found' | 'integration_revoked' }> {
+    const token = newToken();
+    const at = this.clock.now();
+    return this.log.decide((): Decision<BackendEvent, { readonly token: string } | { readonly refused: 'integration_not_found' | 'integration_revoked' }> => {
+      const integration = this.projection.integration(integrationId);
+      if (integration === undefined) return nothing({ refused: 'integration_not_found' });
+      if (isRevoked(integration)) return nothing({ refused: 'integration_revoked' });
+      return { events: [{ type: 'integration.token_rotated', integration_id: integrationId, role, token_digest: tokenDigest(token), at }], outcome: { token } };
+    });
+  }
+
+  /** Revokes the integration: both its tokens stop working, for good. Revoking it again changes nothing. */
+  async revoke(integrationId: string): Promise<IntegrationSnapshot | undefined> {
+    const at = this.clock.now();
+    const found = await this.log.decide(() => {
+      const integration = this.projection.integration(integrationId);
+      if (integration === undefined) return nothing(false);
+      return { events: isRevoked(integration) ? [] : [{ type: 'integration.revoked', integration_id: integrationId, at }], outcome: true };
+    });
+    this.presence.delete(integrationId);
+    return found ? this.projection.integration(integrationId) : undefined;
+  }
+
+  /** Whether `token` is the integration's current token of that role (constant time; a revoked integration has none). */
+  authenticates(integrationId: string, role: 'relay' | 'client', token: string): boolean {
+    const integration = this.projection.integration(integrationId);
+    if (integration === undefined || isRevoked(integration)) return false;
+    const { relay_token_digest, client_token_digest } = integration.context;
+    return matchesDigest(token, role === 'relay' ? relay_token_digest : client_token_digest);
+  }
+
+  /**
+   * A heartbeat (2.3): the integration is online until three intervals pass without one; what its plugin
+   * says of itself is logged when it is news; the jobs it names as running keep their leases. The answer
+   * says whether the plugin is refused (its versions, its provider) and when to send the next one. News
+   * sooner than the status interval after the last is refused (`OverQuota`, nothing logged): the heartbeat
+   * still keeps the integration online, but renews no lease.
+   */
+  async heartbeat(integrationId: string, heartbeat: Heartbeat): Promise<HeartbeatAnswer | OverQuota | undefined> {
+    const at = this.clock.now();
+    const known = this.projection.integration(integrationId);
+    if (known === undefined || isRevoked(known)) return undefined;
+    const until = at + this.graceMs;
+    // Shared first: a node whose offline deadline comes now finds this heartbeat.
+    await this.heartbeats.beat(integrationId, until);
+    const decided = await this.log.decide((): Decision<BackendEvent, { refused: CodedError | undefined } | OverQuota | undefined> => {
+      const integration = this.projection.integration(integrationId);
+      if (integration === undefined || isRevoked(integration)) return nothing(undefined);
+      const refused = refusalOf(integration, heartbeat);
+      const seen = seenOf(integration, heartbeat, refused, at);
+      if (seen === undefined) return nothing({ refused });
+      const over = overStatusChanges(integration, this.quotas.statusIntervalMs, at);
+      return over === undefined ? { events: [seen], outcome: { refused } } : nothing(over);
+    });
+    if (decided === undefined) return undefined;
+    this.presence.set(integrationId, until);
+    if ('over' in decided) return decided;
+    const { refused } = decided;
+    await this.renew(integrationId, refused === undefined ? heartbeat.running_job_ids : [], at);
+    return {
+      ok: true,
+      interval_s: Math.max(1, Math.round(this.heartbeatIntervalMs / 1000)),
+      ...(refused === undefined ? {} : { refused }),
+      probe_requested: false,
+    };
+  }
+
+  /**
+   * The client asks to rotate the pairing's keys (PROTOCOL.md 7.12): the backend carries the request to
+   * the plugin and cannot judge it. The same request again is a duplicate; another with the same id a
+   * conflict; a new one replaces the one before, once that one is answered or old enough, and within
+   * the limit on rotations an hour (`OverQuota` otherwise, nothing logged).
+   */
+  async requestRekey(
+    integrationId: string,
+    request: RekeyRequest,
+  ): Promise<{ readonly outcome: 'requested' | 'duplicate' | 'conflict' | 'unknown'; readonly rekey?: Rekey } | { readonly outcome: 'over_quota'; readonly quota: OverQuota }> {
+    const at = this.clock.now();
+    const outcome = await this.log.decide((): Decision<BackendEvent, 'requested' | 'duplicate' | 'conflict' | 'unknown' | OverQuota> => {
+      const integration = this.projection.integration(integrationId);
+      if (integration === undefined || isRevoked(integration)) return nothing('unknown');
+      const { rekey } = integration.context;
+      if (rekey?.rekey_id === request.rekey_id) {
+        const same = rekey.kid === request.kid && rekey.client_key === request.client_key && rekey.mac === request.mac;
+        return nothing(same ? 'duplicate' : 'conflict');
+      }
+      const over = overRekeys(integration, this.quotas, at);
+      if (over !== undefined) return nothing(over);
+      return { events: [{ type: 'integration.rekey_requested', integration_id: integrationId, ...request, at }], outcome: 'requested' };
+    });
+    if (typeof outcome === 'object') return { outcome: 'over_quota', quota: outcome };
+    const rekey = this.projection.integration(integrationId)?.context.rekey;
+    return outcome === 'unknown' || rekey === undefined ? { outcome: 'unknown' } : { outcome, rekey };
+  }
+
+  /** The plugin answers the integration's latest rotation; the same answer again is a duplicate, another a conflict. */
+  async answerRekey(integrationId: string, rekeyId: string, answer: RekeyAnswer): Promise<'answered' | 'duplicate' | 'conflict' | 'unknown'> {
+    const at = this.clock.now();
+    return this.log.decide(() => {
+      const integration = this.projection.integration(integrationId);
+      const rekey = integration === undefined || isRevoked(integration) ? undefined : integration.context.rekey;
+      if (rekey?.rekey_id !== rekeyId) return nothing('unknown' as const);
+      if (rekey.answer !== undefined) return nothing(rekey.answer.assistant_key === answer.assistant_key && rekey.answer.mac === answer.mac ? ('duplicate' as const) : ('conflict' as const));
+      return { events: [{ type: 'integration.rekey_answered', integration_id: integrationId, rekey_id: rekeyId, ...answer, at }], outcome: 'answered' as const };
+    });
+  }
+
+  /**
+   * A stream of the integration opens on `node`: the log says that node holds it from now (an event only
+   * when another node held it, so a plugin reconnecting to one node logs nothing). False when the
+   * integration is unknown or revoked.
+   */
+  async holdStream(integrationId: string, node: string): Promise<boolean> {
+    const at = this.clock.now();
+    return this.log.decide((): Decision<BackendEvent, boolean> => {
+      const integration = this.projection.integration(integrationId);
+      if (integration === undefined || isRevoked(integration)) return nothing(false);
+      if (this.projection.streamHolder(integrationId) === node) return nothing(true);
+      return { events: [{ type: 'integration.stream_held', integration_id: integrationId, node, at }], outcome: true };
+    });
+  }
+
+  /** The offline deadline came: offline, unless a heartbeat (on any node) keeps it online longer. */
+  private async offlineUnlessSeen(integrationId: string): Promise<void> {
+    const until = await this.heartbeats.until(integrationId);
+    const now = this.clock.now();
+    if (until !== undefined && until > now) {
+      this.presence.set(integrationId, until);
+      return;
+    }
+    await this.log.decide(() => {
+      const integration = this.projection.integration(integrationId);
+      const online = integration !== undefined && !isRevoked(integration) && isOnline(integration);
+      return { events: online ? [{ type: 'integration.offline', integration_id: integrationId, at: now }] : [], outcome: undefined };
+    });
+  }
+
+}
