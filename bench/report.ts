@@ -109,7 +109,8 @@ function turnsTable(samples: readonly TurnsSample[], floor: TurnsSample | undefi
   return lines;
 }
 
-export function markdown(results: BenchResults): string {
+/** BENCHMARKS.md: this run's figures, then `diary` (bench/diary.md: where the time goes and what was tried, kept by hand). */
+export function markdown(results: BenchResults, diary = ''): string {
   const { machine } = results;
   const out: string[] = [];
   out.push('# Benchmarks', '');
@@ -178,6 +179,7 @@ export function markdown(results: BenchResults): string {
   for (const row of results.jobs) out.push(`| ${row.setup ?? 'embedded'} | ${row.concurrency} | ${range(row.jobsPerSecond)} | ${ms(row.p50Ms)} | ${ms(row.p99Ms)} |`);
   out.push('', '![jobs](bench/results/jobs.svg)', '');
   if (results.hostile !== undefined) out.push(...hostileSection(results.hostile));
+  if (diary !== '') out.push(diary.trimEnd(), '');
   return out.join('\n');
 }
 

@@ -43,7 +43,7 @@ if (values.help) {
 /** The report and its charts, from one run's figures. */
 function write(out: string, results: BenchResults): void {
   mkdirSync(join(out, 'bench/results'), { recursive: true });
-  writeFileSync(join(out, 'BENCHMARKS.md'), markdown(results));
+  writeFileSync(join(out, 'BENCHMARKS.md'), markdown(results, readFileSync(join(ROOT, 'bench/diary.md'), 'utf8')));
   for (const [name, svg] of Object.entries(charts(results))) writeFileSync(join(out, 'bench/results', name), svg);
   writeFileSync(join(out, 'bench/results/results.json'), `${JSON.stringify(results, null, 2)}\n`);
 }

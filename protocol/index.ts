@@ -1,3 +1,4 @@
+/** The protocol layer's public face: every wire schema, id, limit, error code and the BYO functions. */
 export * from './limits.js';
 export * from './ids.js';
 export * from './wire.js';

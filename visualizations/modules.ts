@@ -1,6 +1,6 @@
 /**
- * The module picture of ARCHITECTURE.md, read from the sources' own import lines, so it cannot drift:
- * the layers and which uses which, and the engine's modules in detail. Also the layering rule itself
+ * docs/modules.md, read from the sources themselves, so it cannot drift: every module with the first
+ * sentence of its header comment, the layers and which uses which, and the engine's modules in detail. Also the layering rule itself
  * (protocol ← machines ← engine ← adapters; storage ← engine; visualizations beside adapters), and each layer's
  * folder rule (a channel's folder never imports the other's), as data a test checks every import against.
  */
@@ -15,6 +15,8 @@ export interface ModuleGraph {
   readonly modules: readonly ModuleName[];
   /** `[from, to]`, each once, sorted. */
   readonly imports: ReadonlyArray<readonly [ModuleName, ModuleName]>;
+  /** Each module's purpose: the first sentence of its header comment (`undefined`: it has none). */
+  readonly purposes?: Readonly<Record<ModuleName, string | undefined>>;
 }
 
 /**
@@ -54,15 +56,28 @@ export function readModuleGraph(srcDir: string): ModuleGraph {
   const files = sourceFiles(srcDir);
   const modules = files.map((file) => nameOf(srcDir, file)).sort();
   const edges = new Set<string>();
+  const purposes: Record<ModuleName, string | undefined> = {};
   for (const file of files) {
     const from = nameOf(srcDir, file);
-    for (const match of readFileSync(file, 'utf8').matchAll(IMPORT)) {
+    const text = readFileSync(file, 'utf8');
+    purposes[from] = purposeOf(text);
+    for (const match of text.matchAll(IMPORT)) {
       const to = posix.normalize(posix.join(posix.dirname(from), match[1]!)).replace(/\.js$/, '');
       if (to !== from) edges.add(`${from}\n${to}`);
     }
   }
   const imports = [...edges].sort().map((edge) => edge.split('\n') as [ModuleName, ModuleName]);
-  return { modules, imports };
+  return { modules, imports, purposes };
+}
+
+/** The first sentence of a module's opening `/** … *\/` comment (after a `#!` line), on one line. */
+export function purposeOf(text: string): string | undefined {
+  const header = /^(?:#![^\n]*\n)?\s*\/\*\*([\s\S]*?)\*\//.exec(text);
+  if (header === null) return undefined;
+  const prose = header[1]!.replace(/^\s*\* ?/gm, '').replace(/\s+/g, ' ').trim();
+  // A sentence ends at a full stop before a space and a capital or a backtick, not inside `a.b` or "e.g. x".
+  const end = /\.(?= [A-Z`(])/.exec(prose);
+  return end === null ? prose : prose.slice(0, end.index + 1);
 }
 
 /**
@@ -123,16 +138,35 @@ export function layerDiagram(graph: ModuleGraph): string {
 /** Used by nearly every engine module, so left out of its picture. */
 const EVERYWHERE = new Set(['protocol', 'machines']);
 
-/** The engine's modules and what each uses: the other engine modules, and the log (storage) as one box. */
+/** The engine's modules, a box per folder, and what each uses: the other engine modules, and the log (storage) as one box. */
 export function engineDiagram(graph: ModuleGraph): string {
   const engine = graph.modules.filter((m) => layerOf(m) === 'engine');
-  const id = (m: ModuleName) => (layerOf(m) === 'engine' ? m.slice('engine/'.length).replace(/-/g, '_') : layerOf(m));
-  const lines = ['flowchart TD', '  subgraph engine', ...engine.map((m) => `    ${id(m)}["${m.slice('engine/'.length)}"]`), '  end'];
+  const id = (m: ModuleName) => (layerOf(m) === 'engine' ? m.slice('engine/'.length).replace(/[/-]/g, '_') : layerOf(m));
+  const lines = ['flowchart TD'];
+  for (const folder of [...new Set(engine.map(folderOf))]) {
+    const inFolder = engine.filter((m) => folderOf(m) === folder);
+    lines.push(`  subgraph ${folder === '.' ? 'engine' : folder}`, ...inFolder.map((m) => `    ${id(m)}["${m.split('/').pop()}"]`), '  end');
+  }
   const edges = new Set<string>();
   for (const [from, to] of graph.imports) {
     if (layerOf(from) === 'engine' && !EVERYWHERE.has(layerOf(to))) edges.add(`  ${id(from)} --> ${id(to)}`);
   }
   return [...lines, ...[...edges].sort()].join('\n') + '\n';
+}
+
+/** Every module by folder, each with its purpose, as Markdown tables. */
+export function moduleList(graph: ModuleGraph): string {
+  const folders = new Map<string, ModuleName[]>();
+  for (const module of graph.modules) {
+    const folder = module.includes('/') ? module.slice(0, module.lastIndexOf('/')) : '.';
+    folders.set(folder, [...(folders.get(folder) ?? []), module]);
+  }
+  return [...folders]
+    .map(([folder, modules]) => {
+      const rows = modules.map((m) => `| [\`${m.split('/').pop()}\`](../${m}.ts) | ${(graph.purposes?.[m] ?? '').replace(/\|/g, '\\|')} |`);
+      return [`### ${folder === '.' ? 'the package root' : folder + '/'}`, '', '| module | what it is |', '|---|---|', ...rows, ''].join('\n');
+    })
+    .join('\n');
 }
 
 function listTs(dir: string): string[] {
@@ -148,13 +182,16 @@ function nameOf(srcDir: string, file: string): ModuleName {
 }
 
 const MARKERS: Markers = {
-  begin: '<!-- modules: generated by `npm run diagrams` from the import lines of the sources; do not edit by hand -->',
+  begin: '<!-- modules: generated by `npm run diagrams` from the sources; do not edit by hand -->',
   end: '<!-- /modules -->',
 };
 
 /** The document with its generated module section (between the markers) rewritten from `graph`. */
 export function withModuleSection(markdown: string, graph: ModuleGraph): string {
   const section = [
+    '',
+    moduleList(graph),
+    '## Who uses whom',
     '',
     'The layers; an arrow points from a module to what it uses:',
     '',

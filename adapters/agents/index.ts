@@ -1,3 +1,4 @@
+/** The built-in agents, by the name `serve --agent` and `createAssistantHost({ agent })` take. */
 import type { Agent } from '../../engine/chat/agent.js';
 import { approvalsAgent } from './approvals.js';
 import { echoAgent } from './echo.js';

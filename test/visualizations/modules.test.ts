@@ -31,8 +31,12 @@ describe('modules', () => {
     expect(layerViolations(wrong)).toEqual(['engine/reasoning/engine -> engine/chat/view', 'adapters/client/form-a -> adapters/cli/flags', 'adapters/shiny/new -> adapters/cli/flags']);
   });
 
-  it("ARCHITECTURE.md's module pictures are the ones the sources draw (run `npm run diagrams` after moving an import)", () => {
-    const text = readFileSync(root('ARCHITECTURE.md'), 'utf8');
+  it('every module opens with a comment that says what it is', () => {
+    expect(graph.modules.filter((module) => graph.purposes?.[module] === undefined)).toEqual([]);
+  });
+
+  it("docs/modules.md's list and pictures are the ones the sources give (run `npm run diagrams` after adding a module or moving an import)", () => {
+    const text = readFileSync(root('docs/modules.md'), 'utf8');
     expect(text).toBe(withModuleSection(text, graph));
   });
 });
