@@ -1,2 +1,3 @@
 export { Plugin, startPlugin, type PluginOptions, type PluginStatus } from './plugin.js';
-export type { PluginEvent, JobStage } from './events.js';
+export type { PluginEvent } from '../../machines/reasoning/plugin-job-events.js';
+export type { PluginJobStage } from '../../machines/reasoning/plugin-job.js';
