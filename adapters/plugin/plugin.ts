@@ -1,8 +1,9 @@
 /**
  * The assistant plugin (issue 9, item 3): it heartbeats, subscribes to its integration's job stream, and
  * hands each job frame to its jobs (`jobs.ts`), which run each job once through the reasoner and post its
- * outcome. Its own event log records every job it has seen, started, finished and closed, so that after
- * any stop, SIGKILL included, each job stands somewhere exact.
+ * outcome. Its own event log records every job it has seen, started (or been refused), finished and closed,
+ * so that after any stop, SIGKILL included, each job stands somewhere exact: a state of the plugin-job
+ * statechart (machines/reasoning/plugin-job.ts).
  */
 import { createRequire } from 'node:module';
 import { fileURLToPath } from 'node:url';

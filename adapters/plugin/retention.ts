@@ -9,27 +9,8 @@ import type { Appender } from '../../engine/core/append.js';
 import type { Clock } from '../../engine/core/clock.js';
 import { FORGOTTEN_PER_EVENT, forgetInBatches, pruneForgettings } from '../../engine/core/retention.js';
 import type { EventLog, StoredEvent } from '../../storage/event-log.js';
-import type { PluginState } from '../../engine/reasoning/plugin-log.js';
+import { forgettableJobs, type PluginState } from '../../engine/reasoning/plugin-log.js';
 import { PLUGIN_FORGOTTEN_STREAM, type PluginEvent, type PluginJobsForgotten } from '../../machines/reasoning/plugin-job-events.js';
-
-/** What the next forgetting event names: closed jobs (at most `max`), and the dedupe entries kept after it. */
-export function forgettableJobs(state: PluginState, closedBefore: number, now: number, max: number): { readonly event: Omit<PluginJobsForgotten, 'type' | 'at'>; readonly count: number } {
-  const job_ids: string[] = [];
-  const dedupe: Record<string, number> = {};
-  let expired = 0;
-  for (const [id, deadline] of state.forgotten) {
-    if (deadline > now) dedupe[id] = deadline;
-    else expired += 1;
-  }
-  for (const [id, job] of state.jobs) {
-    if (job_ids.length === max) break;
-    const { closed_at, deadline_at } = job.context;
-    if (closed_at === undefined || closed_at >= closedBefore) continue;
-    job_ids.push(id);
-    if (deadline_at > now) dedupe[id] = deadline_at;
-  }
-  return { event: { job_ids, dedupe }, count: job_ids.length + expired };
-}
 
 /** The plugin's pass: forgets batch after batch, then removes the forgetting events the newest stands for (one process: all of them). */
 export function forgetClosedJobs(state: PluginState, log: EventLog<PluginEvent>, appender: Appender<PluginEvent>, clock: Clock) {
