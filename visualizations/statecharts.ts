@@ -8,6 +8,7 @@ import { deliveryMachine } from '../machines/chat/delivery.js';
 import { integrationMachine } from '../machines/reasoning/integration.js';
 import { jobMachine } from '../machines/reasoning/job.js';
 import { pairingMachine } from '../machines/reasoning/pairing.js';
+import { pluginJobMachine } from '../machines/reasoning/plugin-job.js';
 import { clientSubscriptionMachine } from '../machines/client/client-subscription.js';
 import { clientTaskMachine } from '../machines/client/client-task.js';
 import { sessionMachine } from '../machines/chat/session.js';
@@ -71,6 +72,13 @@ export const STATECHARTS: readonly Statechart[] = [
     title: 'Pairing (backend)',
     summary: "one pairing: each side's messages in the one order commit-then-reveal allows",
     machine: pairingMachine,
+  },
+  {
+    name: 'plugin-job',
+    source: 'machines/reasoning/plugin-job.ts',
+    title: "Reasoning job (the plugin's)",
+    summary: 'one job in the assistant plugin: received, run (started) or refused, its outcome finished and posted until closed',
+    machine: pluginJobMachine,
   },
   {
     name: 'client-task',

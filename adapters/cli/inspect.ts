@@ -1,5 +1,5 @@
 /**
- * `assistant-relay inspect`: the inspector's page on a host's or a backend relay's event log, running or
+ * `assistant-relay inspect`: the inspector's page on a host's, a backend relay's or an assistant plugin's event log, running or
  * not (the log is only read, as `replay` reads it): every session, task, delivery, job, integration and
  * pairing with its state; the chosen one's statechart, its timeline to scrub through, followed live.
  */
@@ -12,7 +12,7 @@ import { UsageError, integer, logLevelOf, readFlags, requiredFlag } from './flag
 import { jsonLogger, readTokenFile, runUntilSignalled } from './service.js';
 
 export const INSPECT_USAGE = `usage: assistant-relay inspect --db FILE [options]
-  --db FILE                a host's or a backend relay's event log, only read: safe while its process runs
+  --db FILE                a host's, a backend relay's or an assistant plugin's event log, only read: safe while its process runs
   --host H                 address to listen on (default 127.0.0.1)
   --port P                 port; 0 picks a free one (default ${INSPECTOR_PORT})
   --token-file FILE        the token the page's API asks for, created (0600, random) if absent; required
@@ -37,7 +37,7 @@ async function openModel(db: string): Promise<InspectorModel> {
     if (error instanceof LogOpenError || error instanceof SchemaMismatchError) throw new UsageError(`--db: ${error.message}`);
     throw error;
   }
-  if (model.kind === 'plugin' || model.kind === 'unknown') {
+  if (model.kind === 'unknown') {
     await model.close();
     throw new UsageError(`--db: ${model.fault}`);
   }

@@ -21,9 +21,9 @@ import { Lines, OutputClosed, writeBlock, writeJsonFinal, writeJsonStep } from '
 
 export const REPLAY_USAGE = `usage: assistant-relay replay --db FILE [--session S | --job J] [--until SEQ | --at TIME] [--json]
        assistant-relay replay --db FILE --verify [--until SEQ | --at TIME]
-  --db FILE                a host's or a backend relay's event log, only read: safe while its process runs
+  --db FILE                a host's, a backend relay's or an assistant plugin's event log, only read: safe while its process runs
   --session S              only that session, its tasks and its callback deliveries (a host's log)
-  --job J                  only the reasoning jobs of that id (a backend's log; each integration's job J is its own)
+  --job J                  only the reasoning jobs of that id (a backend's or a plugin's log; each integration's job J is its own)
   --until SEQ              stop after the event at that position
   --at TIME                stop after the last event at or before TIME (ISO 8601, or epoch milliseconds)
   --json                   one JSON object per line: each timeline entry, then each final state
@@ -87,10 +87,9 @@ function openLog(path: string): LogReader {
 /** New folds of the log's kind (`undefined` for a log with no events), refusing what replay cannot read and flags of the other kind. */
 function checkedFolds(view: LogView, options: ReplayOptions): (() => Fold<unknown>) | undefined {
   const kind = view.kind;
-  if (kind === 'plugin') throw new UsageError(`--db: ${options.db} is an assistant plugin's log; replay reads a host's log or a backend relay's`);
-  if (kind === 'unknown') throw new Error(`${options.db} begins with an event that neither a host's log nor a backend's begins with`);
-  if (options.session !== undefined && kind === 'backend') throw new UsageError(`--session names a session of a host's log; ${options.db} is a backend's (--job names a job)`);
-  if (options.job !== undefined && kind === 'host') throw new UsageError(`--job names a job of a backend's log; ${options.db} is a host's (--session names a session)`);
+  if (kind === 'unknown') throw new Error(`${options.db} begins with an event that no host's, backend's or plugin's log begins with`);
+  if (options.session !== undefined && (kind === 'backend' || kind === 'plugin')) throw new UsageError(`--session names a session of a host's log; ${options.db} is a ${kind}'s (--job names a job)`);
+  if (options.job !== undefined && kind === 'host') throw new UsageError(`--job names a job of a backend's or a plugin's log; ${options.db} is a host's (--session names a session)`);
   return foldsOf(view)?.fold;
 }
 
@@ -136,8 +135,9 @@ async function replay(view: LogView, options: ReplayOptions, out: Lines): Promis
     return;
   }
   if (newFold === undefined) return options.json ? undefined : out.line(`${options.db}: no events`);
-  // A session's events are its stream; the jobs of an id, their streams (backendStreamOf).
-  const chosen = options.session !== undefined ? [options.session] : options.job === undefined ? undefined : (blocksOf(view).find((block) => jobIdOfStream(block[0]!) === options.job) ?? []);
+  // A session's events are its stream; the jobs of an id, their streams (backendStreamOf); a plugin's job, its stream (pluginStreamOf).
+  const jobOf = (stream: string) => (view.kind === 'plugin' ? stream : jobIdOfStream(stream));
+  const chosen = options.session !== undefined ? [options.session] : options.job === undefined ? undefined : (blocksOf(view).find((block) => jobOf(block[0]!) === options.job) ?? []);
   if (chosen !== undefined && (chosen.length === 0 || isEmpty(view.events(chosen[0])))) {
     throw new Error(`${options.db} has no ${options.session === undefined ? `job ${options.job}` : `session ${options.session}`} through event #${view.end}`);
   }

@@ -1,5 +1,5 @@
 /**
- * What the inspector knows of a log: every session, task, callback delivery, job, integration and pairing,
+ * What the inspector knows of a log: every session, task, callback delivery, job, integration, pairing and plugin job,
  * with its timeline and its current state, as the replay folds (engine/replay/) fold them for `replay`.
  * The log is read from outside (storage/log-reader.ts: read-only, lockless), so it may be a running
  * process's; each refresh folds only what was appended since the one before.
@@ -184,10 +184,7 @@ export class InspectorModel {
     if (folds !== undefined) return folds.fold();
     if (view.kind !== undefined) {
       this.stuck = true;
-      this.problem =
-        view.kind === 'plugin'
-          ? `${this.path} is an assistant plugin's log; the inspector reads a host's log or a backend relay's`
-          : `${this.path} begins with an event that neither a host's log nor a backend's begins with`;
+      this.problem = `${this.path} begins with an event that no host's, backend's or plugin's log begins with`;
     }
     return undefined;
   }

@@ -63,7 +63,7 @@ const BODY = `
     <div id="entities"></div>
   </aside>
   <section>
-    <p id="empty">Choose a session, task, callback delivery, job, integration or pairing.</p>
+    <p id="empty">Choose a session, task, callback delivery, job, integration, pairing or plugin job.</p>
     <div id="chosen" hidden>
       <h2 id="title"></h2>
       <p id="subtitle"></p>
@@ -88,7 +88,7 @@ const BODY = `
 // Plain ES2020 for any current browser; no template literals, so that it sits in this one as it is.
 const SCRIPT = `
 "use strict";
-var KINDS = [["session", "Sessions"], ["task", "Tasks"], ["delivery", "Callback deliveries"], ["job", "Reasoning jobs"], ["integration", "Integrations"], ["pairing", "Pairings"]];
+var KINDS = [["session", "Sessions"], ["task", "Tasks"], ["delivery", "Callback deliveries"], ["job", "Reasoning jobs"], ["integration", "Integrations"], ["pairing", "Pairings"], ["plugin-job", "Plugin jobs"]];
 var token = new URLSearchParams(location.hash.slice(1)).get("token");
 var headers = token ? { authorization: "Bearer " + token } : {};
 var view = { entities: [], end: -1, chosen: null, timeline: null, index: 0, pictures: new Map(), loading: false, again: false };

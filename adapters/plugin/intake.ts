@@ -28,7 +28,7 @@ import {
   type VersionRange,
 } from '../../protocol/index.js';
 import { ResponseSchemaError } from '../../protocol/response-schema.js';
-import { jobError } from './job-errors.js';
+import { jobError } from '../../protocol/job-errors.js';
 import type { ResultCheck, ResultChecks } from './result-check.js';
 
 /** Just enough of a frame to know which job it is. */

@@ -2,13 +2,16 @@
  * The plugin's jobs: each received once (deduped by `job_id`: the log remembers every id, until
  * retention forgets a closed job past its deadline, retention.ts), judged, run through the reasoner at
  * most `maxConcurrentJobs` at a time, and its outcome posted until the backend takes it or the deadline
- * passes. Appends come first, acts after: a job is started only once its
- * receipt is durable, and posted only once its outcome is. What a stop or a crash leaves at any stage,
- * the next start takes up from the log (`recover`):
+ * passes. What each thing that happens means for the job is the plugin-job decider's to say
+ * (machines/reasoning/plugin-job-decider.ts), as events of the plugin's log; this module only carries
+ * out what it decided, as the host's outbox pump does, and keeps in memory only what is in flight.
+ * Appends come first, acts after: a job is started only once its receipt is durable, and posted only
+ * once its outcome is. What a stop or a crash leaves at any stage, the next start takes up from the log
+ * (`recover`):
  *
  * - seen again on the stream: not run again; a closed job's outcome is posted again from the record;
- * - received or started, not finished: run again (it was cut off) if its deadline allows, else failed
- *   `deadline_exceeded`;
+ * - received, started or refused, not finished: run again (it was cut off) if its deadline allows, else
+ *   failed `deadline_exceeded`;
  * - finished, not closed: its outcome is posted (again).
  *
  * A BYO job's plaintext never leaves memory: the log keeps its payload and its result as envelopes, and its
@@ -18,12 +21,15 @@ import { setMaxListeners } from 'node:events';
 import type { BaseLogger } from 'pino';
 import type { Appender } from '../../engine/core/append.js';
 import type { Clock } from '../../engine/core/clock.js';
-import type { Reasoner } from '../reasoners/reasoner.js';
+import { decidePluginJob, type PluginState } from '../../engine/reasoning/plugin-log.js';
+import { owed, type BackendAnswer, type PluginJobCommand, type PluginJobOutcome } from '../../machines/reasoning/plugin-job-decider.js';
+import type { PluginEvent } from '../../machines/reasoning/plugin-job-events.js';
+import { pluginJobStage } from '../../machines/reasoning/plugin-job.js';
+import { inClear, jobError } from '../../protocol/job-errors.js';
 import type { JobResultBody } from '../../protocol/index.js';
+import type { Reasoner } from '../reasoners/reasoner.js';
 import { errorCodeOf, type Backend } from './backend-link.js';
-import type { JobClosed, PluginEvent, PluginState } from './events.js';
 import { judge, readJobFrame, type IntakeRules } from './intake.js';
-import { inClear, jobError } from './job-errors.js';
 import { untilAnswered, type Final, type RetryContext } from './retry.js';
 import { runReasoner, type Run } from './run.js';
 
@@ -39,13 +45,22 @@ export interface JobsOptions {
   readonly maxConcurrentJobs: number;
 }
 
+type Answered = Exclude<Final, { kind: 'stopped' }>;
+
+/** The backend's answer as the decider reads it. */
+function answerOf(final: Answered): BackendAnswer {
+  if (final.kind === 'gave_up') return final;
+  const message = (final.body as { error?: { message?: unknown } } | undefined)?.error?.message;
+  return { kind: 'answered', status: final.status, ...(typeof message === 'string' ? { message } : {}) };
+}
+
 export class Jobs {
-  /** Job ids whose run has begun (their `running` POST included) and not ended. */
+  /** Job ids whose run has begun (their `running` POST included) and not ended: in flight, in memory only. */
   readonly running = new Set<string>();
+  /** Judged and waiting for one of the `maxConcurrentJobs` runs. */
   readonly queue: Array<{ job_id: string; run: Run }> = [];
+  /** Outcomes being posted: a job sent again meanwhile is not posted twice at once. */
   private readonly posting = new Set<string>();
-  /** Received, not run: the backend refused this plugin (403) when it asked to run them. A redelivery runs them. */
-  private readonly parked = new Set<string>();
   private readonly work = new Set<Promise<void>>();
   /** Aborted when a stop's grace ends: runs and waits still going are cut off. */
   private readonly cutOff = new AbortController();
@@ -60,15 +75,19 @@ export class Jobs {
 
   /** Takes up what the log left open. */
   recover(): void {
-    for (const job of this.options.state.jobs.values()) {
-      if (job.stage === 'finished') this.background(this.post(job.job_id));
-      else if (job.stage === 'received' || job.stage === 'started') this.consider(job.job_id);
+    for (const [job_id, job] of this.options.state.jobs) {
+      const due = owed(job);
+      if (due === 'post') this.background(this.post(job_id));
+      else if (due === 'run') this.consider(job_id);
     }
   }
 
   /** Jobs running now whose `running` POST was accepted: their leases are to be renewed. */
   started(): string[] {
-    return [...this.running].filter((id) => this.options.state.jobs.get(id)?.stage === 'started');
+    return [...this.running].filter((id) => {
+      const job = this.options.state.jobs.get(id);
+      return job !== undefined && pluginJobStage(job) === 'started';
+    });
   }
 
   /**
@@ -91,29 +110,43 @@ export class Jobs {
       this.options.logger.warn({ cursor }, 'a stream frame that is not a job with a job_id: ignored');
       return;
     }
-    const known = this.options.state.jobs.get(frame.job_id);
-    if (known === undefined && this.options.state.forgotten.has(frame.job_id)) {
-      // Closed and forgotten (retention.ts), its deadline not yet passed: never a second run.
-      this.options.logger.info({ job_id: frame.job_id }, 'a job closed and forgotten was sent again: not run');
-    } else if (known === undefined) {
-      this.background(this.receive(frame.job_id, frame.job, cursor));
-    } else if (this.parked.delete(known.job_id)) {
-      // Sent again: the backend admits this plugin once more.
-      this.consider(known.job_id);
-    } else if (known.stage === 'closed' && known.outcome !== undefined && !this.posting.has(known.job_id)) {
-      // The backend did not get (or lost) our answer: the same outcome again, never a second run.
-      this.background(this.deliver(known.job_id).then(() => undefined));
+    const { job_id, job } = frame;
+    const command = { type: 'receive', job_id, job, ...(cursor !== undefined ? { cursor } : {}), at: this.options.clock.now() } as const;
+    // Decided at once (the append folds before it awaits): the same frame again meets the job received.
+    const decision = this.decide(command);
+    switch (decision.outcome) {
+      case 'received':
+        this.background(decision.committed.then(() => this.consider(job_id)));
+        return;
+      case 'forgotten':
+        this.options.logger.info({ job_id }, 'a job closed and forgotten was sent again: not run');
+        return;
+      case 'resent':
+        // The backend admits this plugin once more.
+        if (!this.running.has(job_id) && !this.queue.some((queued) => queued.job_id === job_id)) this.consider(job_id);
+        return;
+      case 'closed_resent':
+        if (!this.posting.has(job_id)) this.background(this.deliver(job_id).then(() => undefined));
+        return;
+      default:
     }
   }
 
-  private async receive(job_id: string, job: Record<string, unknown>, cursor: string | undefined): Promise<void> {
-    await this.options.appender.append([{ type: 'plugin.job_received', job_id, job, ...(cursor !== undefined ? { cursor } : {}), at: this.options.clock.now() }]);
-    this.consider(job_id);
+  /** The decider's outcome for the command, its events folded now; `committed` resolves once the log holds them. */
+  private decide(command: PluginJobCommand): { outcome: PluginJobOutcome; committed: Promise<void> } {
+    const { events, outcome } = decidePluginJob(this.options.state, command);
+    return { outcome, committed: events.length > 0 ? this.options.appender.append(events) : Promise.resolve() };
+  }
+
+  private async decided(command: PluginJobCommand): Promise<PluginJobOutcome> {
+    const { outcome, committed } = this.decide(command);
+    await committed;
+    return outcome;
   }
 
   /** A job received and not finished: failed at once if it may not run, else queued to run. */
   private consider(job_id: string): void {
-    const verdict = judge(this.options.state.jobs.get(job_id)!.job, this.options.clock.now(), this.options.rules);
+    const verdict = judge(this.options.state.jobs.get(job_id)!.context.job, this.options.clock.now(), this.options.rules);
     if (verdict.kind === 'fail') {
       // Judging's words never quote a BYO plaintext (an envelope that does not open says only which check failed): the operator reads why here.
       this.options.logger.warn({ job_id, error: verdict.outcome.error }, 'job not run');
@@ -136,66 +169,66 @@ export class Jobs {
   }
 
   private async execute(job_id: string, run: Run): Promise<void> {
-    if (this.options.clock.now() >= run.deadline_at) return this.finish(job_id, jobError('deadline_exceeded'));
-    const answer = await untilAnswered(() => this.options.backend.running(job_id), run.deadline_at, this.retryContext);
+    const { clock, backend, logger } = this.options;
+    if (clock.now() >= run.deadline_at) return this.finish(job_id, jobError('deadline_exceeded'));
+    const answer = await untilAnswered(() => backend.running(job_id), run.deadline_at, this.retryContext);
     if (answer.kind === 'stopped') return;
-    if (answer.kind === 'gave_up') return this.finish(job_id, jobError('deadline_exceeded', 'the backend could not be told the job runs before its deadline'));
-    if (answer.status === 403) {
-      // This plugin is refused (PROTOCOL.md 6e.7), the job is not over: it waits, unrun and open, for a redelivery.
-      this.options.logger.warn({ job_id }, 'the backend refuses this plugin: the job waits to be sent again');
-      this.parked.add(job_id);
-      return;
+    switch (await this.decided({ type: 'ran', job_id, answer: answerOf(answer), at: clock.now() })) {
+      case 'refused':
+        logger.warn({ job_id }, 'the backend refuses this plugin: the job waits to be sent again');
+        return;
+      case 'finished':
+        return this.post(job_id);
+      case 'closed':
+        return this.closed(job_id, answer);
+      case 'started':
+        break;
+      default:
+        return;
     }
-    if (answer.status !== 200) return this.close(job_id, answer);
-    await this.options.appender.append([{ type: 'plugin.job_started', job_id, at: this.options.clock.now() }]);
-    const outcome = await runReasoner(this.options.reasoner, run, this.options.clock, this.cutOff.signal);
+    const outcome = await runReasoner(this.options.reasoner, run, clock, this.cutOff.signal);
     if (outcome === 'stopped') return;
-    if ('error' in outcome) this.options.logger.warn({ job_id, error: run.sealing === undefined ? outcome.error : inClear(outcome.error).error }, 'job failed');
+    if ('error' in outcome) logger.warn({ job_id, error: run.sealing === undefined ? outcome.error : inClear(outcome.error).error }, 'job failed');
     return this.finish(job_id, outcome);
   }
 
   private async finish(job_id: string, outcome: JobResultBody): Promise<void> {
-    // Every outcome is recorded here, so every way a BYO job can fail is made safe to send in one place.
-    const byo = this.options.state.jobs.get(job_id)!.job.byo === true;
-    const recorded = byo && 'error' in outcome ? inClear(outcome.error) : outcome;
-    await this.options.appender.append([{ type: 'plugin.job_finished', job_id, outcome: recorded, at: this.options.clock.now() }]);
-    return this.post(job_id);
+    if ((await this.decided({ type: 'finish', job_id, outcome, at: this.options.clock.now() })) === 'finished') return this.post(job_id);
   }
 
-  /** Posts a finished job's outcome; a result the backend finds invalid is reported as a failure instead. */
+  /** Posts a finished job's outcome until the backend answers; what the answer means is the decider's. */
   private async post(job_id: string): Promise<void> {
     const answer = await this.deliver(job_id);
-    const outcome = this.options.state.jobs.get(job_id)!.outcome!;
-    if (answer.kind === 'answered' && (answer.status === 422 || answer.status === 413) && 'result' in outcome) {
-      // We check every result before posting it, but not against the backend's size bound (413): the client learns now, not at the deadline.
-      this.options.logger.error({ job_id, answer: answer.body }, 'the backend refused a result the plugin had checked; reporting the job as failed');
-      const message = (answer.body as { error?: { message?: unknown } } | undefined)?.error?.message;
-      return this.finish(job_id, jobError('invalid_result', typeof message === 'string' ? message.slice(0, 2_000) : undefined));
+    if (answer.kind === 'stopped') return;
+    const outcome = await this.decided({ type: 'posted', job_id, answer: answerOf(answer), at: this.options.clock.now() });
+    if (outcome === 'finished') {
+      // We check every result before posting it, but not against the backend's size bound (413).
+      this.options.logger.error({ job_id, answer: answer.kind === 'answered' ? answer.body : undefined }, 'the backend refused a result the plugin had checked; reporting the job as failed');
+      return this.post(job_id);
     }
-    if (answer.kind !== 'stopped') return this.close(job_id, answer);
+    if (outcome === 'closed') this.closed(job_id, answer);
   }
 
   /** One outcome's POST with its retries; `posting` keeps a job from being posted twice at once. */
   private async deliver(job_id: string): Promise<Final> {
-    const job = this.options.state.jobs.get(job_id)!;
+    const { context } = this.options.state.jobs.get(job_id)!;
     this.posting.add(job_id);
     try {
-      return await untilAnswered(() => this.options.backend.result(job_id, job.outcome!), job.deadline_at, this.retryContext);
+      return await untilAnswered(() => this.options.backend.result(job_id, context.outcome!), context.deadline_at, this.retryContext);
     } finally {
       this.posting.delete(job_id);
     }
   }
 
-  /** Nothing more is owed for the job: logged with why. */
-  private async close(job_id: string, answer: Exclude<Final, { kind: 'stopped' }>): Promise<void> {
-    const { logger, appender, clock } = this.options;
+  /** Nothing more is owed for the job: the operator reads why. */
+  private closed(job_id: string, answer: Answered): void {
+    const { logger, state } = this.options;
     const status = answer.kind === 'answered' ? answer.status : undefined;
     const code = answer.kind === 'answered' ? errorCodeOf(answer.body) : undefined;
-    const reason: JobClosed['reason'] = answer.kind === 'gave_up' ? 'gave_up' : status === 200 ? 'posted' : status === 409 ? 'settled' : 'rejected';
+    const reason = state.jobs.get(job_id)?.context.reason;
     if (reason === 'gave_up') logger.error({ job_id }, "the job's deadline passed before the backend could be reached: its outcome is not posted");
     else if (reason === 'rejected') logger.error({ job_id, status, code }, "the backend refused the job's POST");
     else if (reason === 'settled') logger.info({ job_id, code }, 'the job ended on the backend otherwise');
-    await appender.append([{ type: 'plugin.job_closed', job_id, reason, ...(status !== undefined ? { status } : {}), at: clock.now() }]);
   }
 
   /** Work nobody awaits: tracked so that `stop()` can wait for it; a failure is logged, never thrown away. */

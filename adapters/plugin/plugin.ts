@@ -1,8 +1,9 @@
 /**
  * The assistant plugin (issue 9, item 3): it heartbeats, subscribes to its integration's job stream, and
  * hands each job frame to its jobs (`jobs.ts`), which run each job once through the reasoner and post its
- * outcome. Its own event log records every job it has seen, started, finished and closed, so that after
- * any stop, SIGKILL included, each job stands somewhere exact.
+ * outcome. Its own event log records every job it has seen, started (or been refused), finished and closed,
+ * so that after any stop, SIGKILL included, each job stands somewhere exact: a state of the plugin-job
+ * statechart (machines/reasoning/plugin-job.ts).
  */
 import { createRequire } from 'node:module';
 import { fileURLToPath } from 'node:url';
@@ -15,8 +16,10 @@ import { DEFAULT_RETENTION_MS, Retention } from '../../engine/core/retention.js'
 import { ENVELOPE_VERSION, SCHEMA_VERSION, type CodedError, type Heartbeat, type HeartbeatAnswer, type Keyring, type RekeyAnswer, type RekeyRequest, type VersionRange } from '../../protocol/index.js';
 import { EventLog } from '../../storage/event-log.js';
 import { packageFile } from '../../protocol/package-files.js';
+import { evolvePlugin, initialPluginState, type PluginState } from '../../engine/reasoning/plugin-log.js';
+import { pluginStreamOf, type PluginEvent } from '../../machines/reasoning/plugin-job-events.js';
+import { pluginJobStage, type PluginJobStage } from '../../machines/reasoning/plugin-job.js';
 import { Backend } from './backend-link.js';
-import { evolvePlugin, initialPluginState, pluginStreamOf, type JobStage, type PluginEvent, type PluginState } from './events.js';
 import { Heartbeats } from './heartbeats.js';
 import { Jobs } from './jobs.js';
 import { ResultChecks } from './result-check.js';
@@ -81,7 +84,7 @@ export interface PluginStatus {
   readonly refused: CodedError | undefined;
   readonly running: readonly string[];
   readonly queued: readonly string[];
-  readonly jobs: Readonly<Record<string, JobStage>>;
+  readonly jobs: Readonly<Record<string, PluginJobStage>>;
 }
 
 const DEFAULT_VERSIONS = (version: number): VersionRange => ({ min: version, max: version });
@@ -225,7 +228,7 @@ export class Plugin {
       refused: this.refused,
       running: [...this.jobs.running],
       queued: this.jobs.queue.map((q) => q.job_id),
-      jobs: Object.fromEntries([...this.state.jobs.values()].map((job) => [job.job_id, job.stage])),
+      jobs: Object.fromEntries([...this.state.jobs].map(([id, job]) => [id, pluginJobStage(job)])),
     };
   }
 

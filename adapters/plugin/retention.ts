@@ -9,25 +9,8 @@ import type { Appender } from '../../engine/core/append.js';
 import type { Clock } from '../../engine/core/clock.js';
 import { FORGOTTEN_PER_EVENT, forgetInBatches, pruneForgettings } from '../../engine/core/retention.js';
 import type { EventLog, StoredEvent } from '../../storage/event-log.js';
-import { PLUGIN_FORGOTTEN_STREAM, type JobsForgotten, type PluginEvent, type PluginState } from './events.js';
-
-/** What the next forgetting event names: closed jobs (at most `max`), and the dedupe entries kept after it. */
-export function forgettableJobs(state: PluginState, closedBefore: number, now: number, max: number): { readonly event: Omit<JobsForgotten, 'type' | 'at'>; readonly count: number } {
-  const job_ids: string[] = [];
-  const dedupe: Record<string, number> = {};
-  let expired = 0;
-  for (const [id, deadline] of state.forgotten) {
-    if (deadline > now) dedupe[id] = deadline;
-    else expired += 1;
-  }
-  for (const [id, job] of state.jobs) {
-    if (job_ids.length === max) break;
-    if (job.closed_at === undefined || job.closed_at >= closedBefore) continue;
-    job_ids.push(id);
-    if (job.deadline_at > now) dedupe[id] = job.deadline_at;
-  }
-  return { event: { job_ids, dedupe }, count: job_ids.length + expired };
-}
+import { forgettableJobs, type PluginState } from '../../engine/reasoning/plugin-log.js';
+import { PLUGIN_FORGOTTEN_STREAM, type PluginEvent, type PluginJobsForgotten } from '../../machines/reasoning/plugin-job-events.js';
 
 /** The plugin's pass: forgets batch after batch, then removes the forgetting events the newest stands for (one process: all of them). */
 export function forgetClosedJobs(state: PluginState, log: EventLog<PluginEvent>, appender: Appender<PluginEvent>, clock: Clock) {
@@ -43,7 +26,7 @@ export function forgetClosedJobs(state: PluginState, log: EventLog<PluginEvent>,
       ({ streams }) => log.removeStreams(streams, log.lastPositionOf(PLUGIN_FORGOTTEN_STREAM)),
     );
     await pruneForgettings(
-      [...log.readStream(PLUGIN_FORGOTTEN_STREAM)] as StoredEvent<JobsForgotten>[],
+      [...log.readStream(PLUGIN_FORGOTTEN_STREAM)] as StoredEvent<PluginJobsForgotten>[],
       Infinity,
       ({ event, position }) => log.removeStreams(event.job_ids, position),
       (position) => log.removeStreams([PLUGIN_FORGOTTEN_STREAM], position),

@@ -9,7 +9,7 @@ import type { Clock } from '../../engine/core/clock.js';
 import { ReasonerError, type Reasoner } from '../reasoners/reasoner.js';
 import { CodedError, seal, type JobResultBody } from '../../protocol/index.js';
 import type { AcceptedJob, Sealing } from './intake.js';
-import { jobError } from './job-errors.js';
+import { jobError } from '../../protocol/job-errors.js';
 import type { ResultCheck } from './result-check.js';
 
 export interface Run {

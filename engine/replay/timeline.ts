@@ -6,7 +6,8 @@
 import type { Form } from '../../machines/chat/events.js';
 import type { LogRecord, StoredEvent } from '../../storage/event-log.js';
 
-export type EntityKind = 'session' | 'task' | 'delivery' | 'job' | 'integration' | 'pairing';
+/** `plugin-job`: a job as an assistant plugin's log tells it. */
+export type EntityKind = 'session' | 'task' | 'delivery' | 'job' | 'integration' | 'pairing' | 'plugin-job';
 
 export interface Entity {
   readonly kind: EntityKind;
@@ -22,7 +23,7 @@ export interface Entity {
 export interface EntityState {
   /** The state value as a dot path. */
   readonly state: string;
-  /** A settled task's reply status, a job's state (`jobState`), why a session ended. */
+  /** A settled task's reply status, a job's state (`jobState`), why a session ended or a plugin's job closed. */
   readonly status?: string;
   /** Why the host settled a task in its agent's place (`interrupted`, `session_ended`, …). */
   readonly cause?: string;

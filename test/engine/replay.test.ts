@@ -2,12 +2,14 @@
 import { describe, expect, it } from 'vitest';
 import { BackendFold } from '../../engine/replay/backend.js';
 import { HostFold, hostLimits } from '../../engine/replay/host.js';
+import { PluginFold } from '../../engine/replay/plugin.js';
 import { ReplayError, timelines, type Fold, type Step } from '../../engine/replay/timeline.js';
 import { verify } from '../../engine/replay/verify.js';
 import { DEFAULT_LIMITS } from '../../engine/chat/config.js';
 import { encodeState } from '../../engine/core/state-codec.js';
 import type { BackendEvent } from '../../machines/reasoning/backend-events.js';
 import type { DomainEvent } from '../../machines/chat/events.js';
+import type { PluginEvent } from '../../machines/reasoning/plugin-job-events.js';
 import type { LogRecord, StoredEvent } from '../../storage/event-log.js';
 
 const cb = { url: 'http://127.0.0.1:9/cb', token: 'k' };
@@ -197,6 +199,38 @@ describe('backend log replay', () => {
   it('names a job event for a job the log never created', () => {
     const orphan: BackendEvent = { type: 'job.started', job_id: 'ghost', integration_id: I, lease_until: 9, at: 3 };
     expect(() => fold(stored([...BACKEND.slice(0, 2), orphan]), new BackendFold())).toThrow(/^event #3 \(job\.started\) cannot be folded/);
+  });
+});
+
+/** A plugin's log: a job refused, sent again, run and posted; another whose backend had ended it; the first forgotten. */
+const P1 = 'p1';
+const P2 = 'p2';
+const PLUGIN: PluginEvent[] = [
+  { type: 'plugin.job_received', job_id: P1, job: { job_id: P1 }, cursor: '1', at: 1 },
+  { type: 'plugin.job_refused', job_id: P1, at: 2 },
+  { type: 'plugin.job_started', job_id: P1, at: 3 },
+  { type: 'plugin.job_received', job_id: P2, job: { job_id: P2 }, cursor: '2', at: 4 },
+  { type: 'plugin.job_closed', job_id: P2, reason: 'settled', status: 409, at: 5 },
+  { type: 'plugin.job_finished', job_id: P1, outcome: { result: { a: 1 } }, at: 6 },
+  { type: 'plugin.job_closed', job_id: P1, reason: 'posted', status: 200, at: 7 },
+  { type: 'plugin.jobs_forgotten', job_ids: [P1], dedupe: { [P1]: 99 }, at: 8 },
+];
+
+describe('plugin log replay', () => {
+  it("moves each of the plugin's jobs to the state its statechart takes, a closed one with why, and says retention forgot it", () => {
+    expect(states(fold(stored(PLUGIN), new PluginFold()))).toEqual({
+      'plugin-job p1': ['open.received', 'open.refused', 'open.started', 'open.finished', 'closed posted', 'forgotten'],
+      'plugin-job p2': ['open.received', 'closed settled'],
+    });
+  });
+
+  it('names an event of another log, or a job event for a job the log never received', () => {
+    expect(() => fold(stored([HOST[0]!]), new PluginFold())).toThrow(/^event #1 \(host\.started\) is not an event of a plugin log/);
+    expect(() => fold(stored([PLUGIN[1]!]), new PluginFold())).toThrow(/^event #1 \(plugin\.job_refused\) cannot be folded/);
+  });
+
+  it('verifies: two folds agree after every event', () => {
+    expect(verify(() => new PluginFold(), stored(PLUGIN))).toEqual({ events: PLUGIN.length });
   });
 });
 

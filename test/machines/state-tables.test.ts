@@ -14,6 +14,7 @@ import { deliveryMachine } from '../../machines/chat/delivery.js';
 import { integrationMachine } from '../../machines/reasoning/integration.js';
 import { jobMachine } from '../../machines/reasoning/job.js';
 import { pairingMachine } from '../../machines/reasoning/pairing.js';
+import { pluginJobMachine } from '../../machines/reasoning/plugin-job.js';
 import { clientSubscriptionMachine } from '../../machines/client/client-subscription.js';
 import { clientTaskMachine } from '../../machines/client/client-task.js';
 import { sessionMachine } from '../../machines/chat/session.js';
@@ -29,6 +30,7 @@ const MACHINES: ReadonlyArray<[string, AnyStateMachine]> = [
   ['job', jobMachine],
   ['integration', integrationMachine],
   ['pairing', pairingMachine],
+  ['plugin-job', pluginJobMachine],
   ['client-task', clientTaskMachine],
   ['client-subscription', clientSubscriptionMachine],
 ];

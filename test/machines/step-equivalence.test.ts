@@ -17,6 +17,7 @@ import { deliveryMachine, type DeliverySnapshot } from '../../machines/chat/deli
 import { integrationMachine } from '../../machines/reasoning/integration.js';
 import { jobMachine, type JobSnapshot } from '../../machines/reasoning/job.js';
 import { pairingMachine } from '../../machines/reasoning/pairing.js';
+import { pluginJobMachine } from '../../machines/reasoning/plugin-job.js';
 import { clientSubscriptionMachine } from '../../machines/client/client-subscription.js';
 import { clientTaskMachine } from '../../machines/client/client-task.js';
 import { sessionMachine, type SessionSnapshot } from '../../machines/chat/session.js';
@@ -141,6 +142,17 @@ const CASES: readonly Case[] = [
       () => ({ type: 'pairing.completed', pairing_id: 'p', confirmation: 'ac', integration_id: 'i', at: 7 }),
       () => ({ type: 'pairing.aborted', pairing_id: 'p', by: 'client', reason: 'r', at: 8 }),
       () => ({ type: 'pairing.expired', pairing_id: 'p', at: 9 }),
+    ],
+  },
+  {
+    name: 'plugin job',
+    machine: pluginJobMachine,
+    input: { type: 'plugin.job_received', job_id: 'j', job: { job_id: 'j', deadline_at: '2026-01-01T00:00:30.000Z' }, cursor: '1', at: 1 },
+    events: [
+      () => ({ type: 'plugin.job_started', job_id: 'j', at: 2 }),
+      () => ({ type: 'plugin.job_refused', job_id: 'j', at: 3 }),
+      () => ({ type: 'plugin.job_finished', job_id: 'j', outcome: { result: { a: 1 } }, at: 4 }),
+      () => ({ type: 'plugin.job_closed', job_id: 'j', reason: 'posted', status: 200, at: 5 }),
     ],
   },
   {

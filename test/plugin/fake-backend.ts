@@ -33,6 +33,9 @@ export class FakeBackend {
   readonly runningAnswers = new Map<string, number>();
   /** Answers for each job's result POSTs, in order (default 200). */
   readonly resultAnswers = new Map<string, Scripted[]>();
+  /** While set, every `running` and `result` POST waits in `held` until the test answers it. */
+  hold = false;
+  readonly held: Array<{ readonly job_id: string; readonly route: 'running' | 'result'; answer(scripted: Scripted): void }> = [];
   private readonly live = new Set<http.ServerResponse>();
   private cursor = 0;
   private waiters: Array<() => void> = [];
@@ -134,6 +137,12 @@ export class FakeBackend {
     const job = /^\/jobs\/([^/]+)\/(running|result)$/.exec(path.slice(base.length));
     if (req.method === 'POST' && job !== null) {
       const job_id = decodeURIComponent(job[1]!);
+      if (this.hold) {
+        if (job[2] === 'running') this.running.push(job_id);
+        else this.results.push({ job_id, body });
+        this.held.push({ job_id, route: job[2] as 'running' | 'result', answer: (scripted) => answer(res, scripted) });
+        return;
+      }
       if (job[2] === 'running') {
         this.running.push(job_id);
         const status = this.runningAnswers.get(job_id) ?? 200;

@@ -6,6 +6,7 @@ import { afterEach, beforeEach } from 'vitest';
 import { Plugin, type PluginOptions } from '../../adapters/plugin/index.js';
 import type { Reasoner, ReasoningRequest } from '../../adapters/reasoners/reasoner.js';
 import { tempDir } from '../support/host.js';
+import { verifyLogFile } from '../support/verify-log.js';
 import { FakeBackend, INTEGRATION, RELAY_TOKEN } from './fake-backend.js';
 
 /** Answers with the payload's `answer`, or with one fixed insight; counts its calls. */
@@ -77,7 +78,13 @@ export function usePlugins(): PluginFixture {
   afterEach(async () => {
     await Promise.all(plugins.splice(0).map((p) => p.stop()));
     await backend?.close();
-    if (dir !== undefined) rmSync(dir, { recursive: true, force: true });
+    if (dir === undefined) return;
+    try {
+      // Every plugin log a test wrote folds alike twice (replay --verify).
+      await verifyLogFile(join(dir, 'plugin.db'));
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
   const fixture: PluginFixture = {
     backend: () => backend!,

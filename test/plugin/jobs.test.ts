@@ -270,7 +270,7 @@ describe('posting a result', () => {
     backend.runningAnswers.set(id, 403);
     backend.send(job);
     await backend.until(() => backend.running.length === 1 && plugin.status().running.length === 0, 'the refused run');
-    expect([plugin.status().jobs[id], reasoner.calls.length]).toEqual(['received', 0]);
+    expect([plugin.status().jobs[id], reasoner.calls.length]).toEqual(['refused', 0]);
     backend.runningAnswers.delete(id);
     backend.send(job);
     await backend.until(() => backend.resultsOf(id).length === 1, 'the result');

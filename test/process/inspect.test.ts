@@ -7,6 +7,7 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { INSPECT_USAGE } from '../../adapters/cli/inspect.js';
+import { pluginStreamOf, type PluginEvent } from '../../machines/reasoning/plugin-job-events.js';
 import { EventLog } from '../../storage/event-log.js';
 import { serveBackend, type ServedBackend } from '../support/backend.js';
 import { runCli, started, useChildFolder } from '../support/child.js';
@@ -14,6 +15,7 @@ import { tempDir } from '../support/host.js';
 import { request } from '../support/http.js';
 
 const folder = useChildFolder();
+const PLUGIN_JOB = randomUUID();
 
 describe('inspect on a backend log', () => {
   const dir = tempDir();
@@ -29,9 +31,10 @@ describe('inspect on a backend log', () => {
       const created = await request(`${backend.url}/api/v1/assistant/integrations/${integration.integration_id}/jobs`, { token: integration.client_token, body: { job_id, purpose: 'capability_probe', payload: {} } });
       expect(created.status).toBe(201);
     }
-    // A plugin's log begins with a job it received: that is all the inspector reads of it to refuse it.
-    const plugin = EventLog.open({ path: join(dir, 'plugin.db'), streamOf: () => 'job' });
-    await plugin.append({ type: 'plugin.job_received', at: Date.now() });
+    // A plugin's log: a job it received, and the backend refused to let it run.
+    const plugin = EventLog.open<PluginEvent>({ path: join(dir, 'plugin.db'), streamOf: pluginStreamOf });
+    void plugin.append({ type: 'plugin.job_received', job_id: PLUGIN_JOB, job: { job_id: PLUGIN_JOB }, cursor: '1', at: Date.now() });
+    await plugin.append({ type: 'plugin.job_refused', job_id: PLUGIN_JOB, at: Date.now() });
     await plugin.close();
   });
 
@@ -59,9 +62,13 @@ describe('inspect on a backend log', () => {
     expect((await exited).code).toBe(0);
   });
 
-  it("refuses a plugin's log as a usage error", async () => {
-    const plugin = await runCli(['inspect', '--db', join(dir, 'plugin.db'), '--port', '0']);
-    expect([plugin.code, plugin.stdout, plugin.stderr]).toEqual([2, '', expect.stringMatching(/^assistant-relay: --db: .*plugin\.db is an assistant plugin's log; the inspector reads a host's log or a backend relay's\nusage: assistant-relay inspect/)]);
+  it("lists a plugin's jobs in their plugin-job states", async () => {
+    const { child, exited, line } = await started(['inspect', '--db', join(dir, 'plugin.db'), '--port', '0']);
+    const list = (await request(`${line.inspecting as string}/api/entities`)).body as { log: string; entities: Array<{ kind: string; id: string; machine: string; state: string }> };
+    expect(list.log).toBe('plugin');
+    expect(list.entities.map(({ kind, id, machine, state }) => ({ kind, id, machine, state }))).toEqual([{ kind: 'plugin-job', id: PLUGIN_JOB, machine: 'plugin-job', state: 'open.refused' }]);
+    child.kill('SIGTERM');
+    expect((await exited).code).toBe(0);
   });
 });
 

@@ -271,11 +271,29 @@ describe('replay of a backend log', () => {
     expect(lines.at(-1)).toEqual({ kind: 'job', id: job, integration_id: integrationId, final: 'completed', status: 'completed' });
   });
 
-  it('refuses a plugin log, and a host flag on a backend log, as usage errors', async () => {
-    const plugin = await runCli(['replay', '--db', join(dir, 'plugin.db')]);
-    expect([plugin.code, plugin.stderr]).toEqual([2, expect.stringMatching(/^assistant-relay: --db: .*plugin\.db is an assistant plugin's log; replay reads a host's log or a backend relay's\nusage: assistant-relay replay/)]);
-    const session = await runCli(['replay', '--db', backend.db, '--session', 's']);
-    expect([session.code, session.stderr]).toEqual([2, expect.stringMatching(/^assistant-relay: --session names a session of a host's log; .* is a backend's/)]);
+  it("prints each job of the plugin's own log, received to closed, and verifies it", async () => {
+    const pluginDb = join(dir, 'plugin.db');
+    const jobs = readEvents(backend.db).filter((event) => event.type === 'job.created').map((event) => event.job_id as string);
+    await eventually('the plugin closes every job', () => readEvents(pluginDb).filter((event) => event.type === 'plugin.job_closed').length, (closed) => closed === jobs.length);
+    const result = await runCli(['replay', '--db', pluginDb]);
+    expect([result.code, result.stderr]).toEqual([0, '']);
+    expect(result.stdout).toMatch(/^plugin log .*\n\n/);
+    for (const job of jobs) {
+      expect(result.stdout).toMatch(new RegExp(`\\nplugin-job ${job}\\n.*plugin\\.job_received +open\\.received\\n.*plugin\\.job_started +open\\.started\\n` +
+        `.*plugin\\.job_finished +open\\.finished\\n.*plugin\\.job_closed +closed \\(posted\\)\\n`));
+    }
+    const one = jsonLines((await runCli(['replay', '--db', pluginDb, '--job', jobs[0]!, '--json'])).stdout);
+    expect(one.map((line) => line.state ?? line.final)).toEqual(['open.received', 'open.started', 'open.finished', 'closed', 'closed']);
+    expect(one.at(-1)).toEqual({ kind: 'plugin-job', id: jobs[0], final: 'closed', status: 'posted' });
+    const verified = await runCli(['replay', '--db', pluginDb, '--verify']);
+    expect(verified.stdout).toBe(`verified: ${countEvents(pluginDb)} events, 0 differences\n`);
+  });
+
+  it('refuses a host flag on a backend log or a plugin log as a usage error', async () => {
+    for (const db of [backend.db, join(dir, 'plugin.db')]) {
+      const session = await runCli(['replay', '--db', db, '--session', 's']);
+      expect([session.code, session.stderr]).toEqual([2, expect.stringMatching(/^assistant-relay: --session names a session of a host's log; .* is a (backend|plugin)'s/)]);
+    }
   });
 });
 
