@@ -6,7 +6,8 @@
  * input waits for the replies still pending, then exits.
  */
 import { createInterface } from 'node:readline';
-import { FormAClient, TaskFailed, type TaskHandle } from '../client/form-a.js';
+import { FormAClient } from '../client/form-a.js';
+import { TaskFailed, type TaskHandle } from '../client/task.js';
 import { baseUrlFlag, readFlags, requiredFlag } from './flags.js';
 import { readTokenFile } from './service.js';
 
