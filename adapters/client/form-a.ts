@@ -16,6 +16,7 @@
  * `machines/client/client-subscription.ts`; task.ts and session-link.ts run them against fetch.
  */
 import type { ClientSubscriptionSnapshot } from '../../machines/client/client-subscription.js';
+import type { Clock } from './clock.js';
 import { dispatch } from './dispatch.js';
 import { withDefaults, type FormAClientOptions, type FormASettings } from './form-a-options.js';
 import { SessionLink } from './session-link.js';
@@ -29,6 +30,11 @@ export class FormAClient {
 
   constructor(options: FormAClientOptions) {
     this.options = withDefaults(options);
+  }
+
+  /** The clock its waits and timestamps are on. */
+  get clock(): Clock {
+    return this.options.clock;
   }
 
   /** Sends `text` as a new task of the session (a fresh `task_id` unless given: the same again is the same task). */
