@@ -57,11 +57,21 @@ export interface Chat {
  * 4), not only while a reply is due: a chat is a conversation a person watches, and a drop while nothing
  * is pending (the host killed, the network gone) is shown when it happens, not when the next line is sent.
  */
-export function openChat(options: { readonly url: string; readonly token: string; readonly session: string; readonly show: Show; readonly clock?: Clock }): Chat {
-  const { session, show } = options;
-  const client = new FormAClient({ url: options.url, token: options.token, onStream: streamNotices(show), ...(options.clock ? { clock: options.clock } : {}) });
+export interface ChatOptions {
+  readonly url: string;
+  readonly token: string;
+  readonly session: string;
+  readonly show: Show;
+  readonly clock?: Clock;
+}
+
+export function openChat(options: ChatOptions): Chat {
+  const { url, token, session, show, clock } = options;
+  const client = new FormAClient({ url, token, onStream: streamNotices(show), ...(clock ? { clock } : {}) });
   // A refusal (a wrong token, a session that ended) is shown once here; each line sent then says it again.
-  client.hold(session).catch((error: unknown) => show('error', { code: error instanceof TaskFailed ? error.reason : 'failed', message: (error as Error).message }));
+  client.hold(session).catch((error: unknown) => {
+    show('error', { code: error instanceof TaskFailed ? error.reason : 'failed', message: (error as Error).message });
+  });
   const pending = new Set<Promise<void>>();
   return {
     say(text) {

@@ -72,5 +72,6 @@ async function answerError(response: Response, clock: Clock): Promise<BackendErr
   }
   const wait = retryAfterMs(response, clock);
   const retry = wait === undefined ? '' : ` (try again in ${Math.ceil(wait / 1000)} s)`;
-  return new BackendError(response.status, error?.code, `the backend answered ${response.status}${error ? ` ${error.code}: ${error.message}` : ''}${retry}`, wait);
+  const said = error ? ` ${error.code}: ${error.message}` : '';
+  return new BackendError(response.status, error?.code, `the backend answered ${response.status}${said}${retry}`, wait);
 }

@@ -16,13 +16,20 @@ import { isOpen, type Task, type TaskFailed } from './task.js';
 const POST_ATTEMPTS = 5;
 
 /** Opens the subscription first (3.1), then posts the task, trying again while the host is unreachable. */
-export async function dispatch(link: SessionLink, task: Task, text: string, systemPrelude: string | undefined, options: FormASettings): Promise<void> {
+export async function dispatch(
+  link: SessionLink,
+  task: Task,
+  text: string,
+  systemPrelude: string | undefined,
+  options: FormASettings,
+): Promise<void> {
   const { session_id, task_id } = task.snapshot.context;
   const { clock } = options;
+  const refuse = (code: string, message: string) => link.settle(task, { type: 'task.refused', code, message, at: clock.now() });
   try {
     await link.opened;
   } catch (error) {
-    if (isOpen(task)) link.settle(task, { type: 'task.refused', code: (error as TaskFailed).reason ?? 'refused', message: (error as Error).message, at: clock.now() });
+    if (isOpen(task)) refuse((error as TaskFailed).reason ?? 'refused', (error as Error).message);
     return;
   }
   const body = JSON.stringify({ session_id, task_id, text, ...(systemPrelude === undefined ? {} : { system_prelude: systemPrelude }) });
@@ -41,8 +48,10 @@ export async function dispatch(link: SessionLink, task: Task, text: string, syst
     const json = response === undefined ? undefined : safeJson(await response.text());
     if (response !== undefined && response.ok) {
       const ignored = IncomingIgnored.safeParse(json);
-      if (ignored.success) link.settle(task, { type: 'task.refused', code: 'session_ended', message: 'the session has ended', at: clock.now() });
-      else if (IncomingAccepted.safeParse(json).success && clientTaskState(task.snapshot) === 'sending') link.settle(task, { type: 'task.accepted', at: clock.now() });
+      if (ignored.success) refuse('session_ended', 'the session has ended');
+      else if (IncomingAccepted.safeParse(json).success && clientTaskState(task.snapshot) === 'sending') {
+        link.settle(task, { type: 'task.accepted', at: clock.now() });
+      }
       return;
     }
     // The same task_id again is the same task: a POST whose answer was lost is safe to send again.
@@ -50,7 +59,7 @@ export async function dispatch(link: SessionLink, task: Task, text: string, syst
     if (!transient || attempt >= POST_ATTEMPTS) {
       const error = ErrorBody.safeParse(json);
       const code = error.success ? error.data.error.code : response === undefined ? 'unreachable' : `http_${response.status}`;
-      link.settle(task, { type: 'task.refused', code, message: error.success ? error.data.error.message : 'the host could not be reached', at: clock.now() });
+      refuse(code, error.success ? error.data.error.message : 'the host could not be reached');
       return;
     }
     const wait = (response === undefined ? undefined : retryAfterMs(response, clock)) ?? fullJitter(attempt + 1, options.random);

@@ -26,10 +26,25 @@ export interface FormAClientOptions {
 
 /** One step of a task's or a session subscription's statechart. */
 export type ClientTransition =
-  | { readonly machine: 'clientTask'; readonly session_id: string; readonly task_id: string; readonly event: ClientTaskEvent; readonly snapshot: ClientTaskSnapshot }
-  | { readonly machine: 'clientSubscription'; readonly session_id: string; readonly event: ClientSubscriptionEvent; readonly snapshot: ClientSubscriptionSnapshot };
+  | {
+      readonly machine: 'clientTask';
+      readonly session_id: string;
+      readonly task_id: string;
+      readonly event: ClientTaskEvent;
+      readonly snapshot: ClientTaskSnapshot;
+    }
+  | {
+      readonly machine: 'clientSubscription';
+      readonly session_id: string;
+      readonly event: ClientSubscriptionEvent;
+      readonly snapshot: ClientSubscriptionSnapshot;
+    };
 
 /** The options with their defaults in place. */
 export type FormASettings = FormAClientOptions & { readonly clock: Clock; readonly random: () => number };
 
-export const withDefaults = (options: FormAClientOptions): FormASettings => ({ ...options, clock: options.clock ?? clientClock, random: options.random ?? Math.random });
+export const withDefaults = (options: FormAClientOptions): FormASettings => ({
+  ...options,
+  clock: options.clock ?? clientClock,
+  random: options.random ?? Math.random,
+});

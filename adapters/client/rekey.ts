@@ -25,7 +25,9 @@ export async function rotateKeys(options: {
   for (;;) {
     const view = await options.client.call(RekeyView, `/rekeys/${rekey.rekeyId}`, { method: 'GET' });
     if (view.answer !== undefined) return rekey.finish(view.answer);
-    if (clock.now() >= until) throw new PairingFailed('rekey_unanswered', 'the assistant did not answer the key rotation in time: the keys are unchanged');
+    if (clock.now() >= until) {
+      throw new PairingFailed('rekey_unanswered', 'the assistant did not answer the key rotation in time: the keys are unchanged');
+    }
     await pause(clock, options.pollMs ?? 250);
   }
 }

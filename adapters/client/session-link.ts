@@ -5,7 +5,12 @@
  * backoff with full jitter (or a 429's `Retry-After`), waited on the client's clock, from the newest
  * terminal reply's id. Browser-safe.
  */
-import { evolveClientSubscription, initialClientSubscription, type ClientSubscriptionEvent, type ClientSubscriptionSnapshot } from '../../machines/client/client-subscription.js';
+import {
+  evolveClientSubscription,
+  initialClientSubscription,
+  type ClientSubscriptionEvent,
+  type ClientSubscriptionSnapshot,
+} from '../../machines/client/client-subscription.js';
 import type { ClientTaskEvent } from '../../machines/client/client-task.js';
 import { fullJitter } from '../../protocol/backoff.js';
 import { SseParser, textChunks, type SseEvent } from '../../protocol/sse-parser.js';
@@ -69,7 +74,7 @@ export class SessionLink {
     if (this.closed) return;
     this.step({ type: 'close', at: this.options.clock.now() });
     this.aborter.abort();
-    for (const task of this.tasks.values()) if (isOpen(task)) this.settle(task, { type: 'task.refused', code: 'closed', message: 'the client closed', at: this.options.clock.now() });
+    this.refuseOpen('closed', 'the client closed');
     this.options.onStream?.(this.sessionId, 'closed');
     this.onClosed();
   }
@@ -102,7 +107,11 @@ export class SessionLink {
     let response: Response;
     try {
       response = await fetch(`${this.options.url}/v1/events?session_id=${encodeURIComponent(this.sessionId)}`, {
-        headers: { authorization: `Bearer ${this.options.token}`, accept: 'text/event-stream', ...(lastEventId === undefined ? {} : { 'last-event-id': lastEventId }) },
+        headers: {
+          authorization: `Bearer ${this.options.token}`,
+          accept: 'text/event-stream',
+          ...(lastEventId === undefined ? {} : { 'last-event-id': lastEventId }),
+        },
         signal: this.aborter.signal,
       });
     } catch {
@@ -118,7 +127,8 @@ export class SessionLink {
       if (response.status === 429 || response.status >= 500) return this.fail('stream.failed', retryAfterMs(response, this.options.clock));
       // Any other refusal (a wrong token, a bad session id) will not pass by trying again.
       const error = ErrorBody.safeParse(safeJson(body));
-      this.refuseAll(error.success ? error.data.error.code : `http_${response.status}`, error.success ? error.data.error.message : body.slice(0, 200));
+      if (error.success) this.refuseAll(error.data.error.code, error.data.error.message);
+      else this.refuseAll(`http_${response.status}`, body.slice(0, 200));
       return undefined;
     }
     this.step({ type: 'stream.opened', at: this.options.clock.now() });
@@ -147,8 +157,13 @@ export class SessionLink {
 
   private refuseAll(code: string, message: string): void {
     this.failOpen(new TaskFailed('refused', code, message));
-    for (const task of this.tasks.values()) if (isOpen(task)) this.settle(task, { type: 'task.refused', code, message, at: this.options.clock.now() });
+    this.refuseOpen(code, message);
     this.close();
+  }
+
+  private refuseOpen(code: string, message: string): void {
+    const at = this.options.clock.now();
+    for (const task of this.tasks.values()) if (isOpen(task)) this.settle(task, { type: 'task.refused', code, message, at });
   }
 
   private onEvent(event: SseEvent): void {

@@ -2,7 +2,13 @@
  * One Form A task as the client holds it: its statechart (`machines/client/client-task.ts`), the handle an
  * app is given (progress as it comes, one promise of its terminal reply), and why a task fails. Browser-safe.
  */
-import { clientTaskState, evolveClientTask, initialClientTask, type ClientTaskEvent, type ClientTaskSnapshot } from '../../machines/client/client-task.js';
+import {
+  clientTaskState,
+  evolveClientTask,
+  initialClientTask,
+  type ClientTaskEvent,
+  type ClientTaskSnapshot,
+} from '../../machines/client/client-task.js';
 import type { ProgressReply, TerminalReply } from '../../protocol/wire.js';
 import type { ClientTransition } from './form-a-options.js';
 
@@ -71,17 +77,22 @@ export const isOpen = (task: Task): boolean => {
 export function stepTask(task: Task, event: ClientTaskEvent, inspect: ((transition: ClientTransition) => void) | undefined): boolean {
   task.snapshot = evolveClientTask(task.snapshot, event);
   const context = task.snapshot.context;
-  inspect?.({ machine: 'clientTask', session_id: context.session_id, task_id: context.task_id, event, snapshot: task.snapshot });
+  const { session_id, task_id } = context;
+  inspect?.({ machine: 'clientTask', session_id, task_id, event, snapshot: task.snapshot });
   switch (clientTaskState(task.snapshot)) {
     case 'replied':
       task.resolve(context.reply!);
       return true;
-    case 'lost':
-      task.reject(new TaskFailed('lost', undefined, `task ${context.task_id}: its reply was evicted before this client read it (named in a resync frame)`));
+    case 'lost': {
+      const why = 'its reply was evicted before this client read it (named in a resync frame)';
+      task.reject(new TaskFailed('lost', undefined, `task ${context.task_id}: ${why}`));
       return true;
-    case 'refused':
-      task.reject(new TaskFailed(context.refusal!.code === 'closed' ? 'closed' : 'refused', context.refusal!.code, context.refusal!.message));
+    }
+    case 'refused': {
+      const { code, message } = context.refusal!;
+      task.reject(new TaskFailed(code === 'closed' ? 'closed' : 'refused', code, message));
       return true;
+    }
     default:
       if (event.type === 'reply.progress') for (const listener of task.listeners) listener(event.reply);
       return false;

@@ -38,7 +38,8 @@ it('an idle chat says when its stream drops, at once, and when it is back', asyn
   await shown('assistant: hello');
   // Nothing is pending now; the chat still holds its stream, so a cut is seen before any time passes.
   proxy.cut();
-  expect(await shown('  (connection lost: reconnecting…)')).toEqual(['  … thinking', 'assistant: hello', '  (connection lost: reconnecting…)']);
+  const dropped = await shown('  (connection lost: reconnecting…)');
+  expect(dropped).toEqual(['  … thinking', 'assistant: hello', '  (connection lost: reconnecting…)']);
   clock.increment(BACKOFF_MS);
   await shown('  (reconnected)');
   chat.say('still here?');

@@ -57,7 +57,8 @@ async function setUp(options: Parameters<typeof startHost>[0] = {}) {
   return { agent, host, proxy, clock, client, streams, steps, run, told };
 }
 
-const accepted = (tasks: readonly TaskHandle[]) => waitFor('the host to accept the tasks', () => tasks.every((task) => task.state.value === 'pending'), { everyMs: 5 });
+const accepted = (tasks: readonly TaskHandle[]) =>
+  waitFor('the host to accept the tasks', () => tasks.every((task) => task.state.value === 'pending'), { everyMs: 5 });
 
 const textOf = async (task: TaskHandle) => {
   const reply = await task.reply;
@@ -197,7 +198,7 @@ describe('client library, Form A', () => {
     const refusedAt = clock.now();
     expect(client.subscription('s-1')?.context.retry_at).toBe(refusedAt + 1_000);
     other.close();
-    const readers = () => request(`${host.url}/v1/sessions/s-1`, { token: TOKEN }).then((answer) => (answer.body as { readers: number }).readers);
+    const readers = async () => ((await request(`${host.url}/v1/sessions/s-1`, { token: TOKEN })).body as { readers: number }).readers;
     await eventually('the other reader to leave', readers, (n) => n === 0, { everyMs: 5 });
     clock.increment(999);
     expect(client.subscription('s-1')?.value).toBe('waiting');

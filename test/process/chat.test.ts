@@ -34,7 +34,10 @@ it('a person chats in a terminal: types, reads replies, and sees the connection 
   const db = join(dir, 'relay.db');
   const tokenFile = join(dir, 'token');
   writeFileSync(tokenFile, 'chat-test-token\n', { mode: 0o600 });
-  const serveArgs = (url?: string) => ['--port', url === undefined ? '0' : new URL(url).port, '--db', db, '--token-file', tokenFile, '--agent', 'script', '--log-level', 'silent'];
+  const serveArgs = (url?: string) => {
+    const port = url === undefined ? '0' : new URL(url).port;
+    return ['--port', port, '--db', db, '--token-file', tokenFile, '--agent', 'script', '--log-level', 'silent'];
+  };
   const first = await ServeChild.start(serveArgs());
   tmux('new-session', '-d', '-s', TMUX, '-x', '160', '-y', '40', `${process.execPath} ${CLI} chat --url ${first.url} --token-file ${tokenFile} --session s-1`);
   await onScreen('the greeting', (text) => text.includes('chat in session s-1'));
@@ -56,7 +59,9 @@ it('a person chats in a terminal: types, reads replies, and sees the connection 
   await second.stop('SIGKILL');
   await onScreen('the drop', (text) => count(text, 'connection lost: reconnecting') === 2);
   const third = await ServeChild.start(serveArgs(first.url));
-  const after = await onScreen('the reconnection and the fate of the reply', (text) => count(text, '(reconnected)') === 2 && text.includes('error interrupted'));
+  const after = await onScreen('the reconnection and the fate of the reply', (text) => {
+    return count(text, '(reconnected)') === 2 && text.includes('error interrupted');
+  });
   expect(after).not.toContain('assistant: too late');
 
   tmux('send-keys', '-t', TMUX, 'still here?', 'Enter');
