@@ -2,7 +2,10 @@
  * `assistant-relay/client`: the client's side of the protocol, for desktop, mobile and browser apps.
  * Browser-safe: nothing here, nor anything it imports, uses a Node module (a test walks the imports).
  */
-export { FormAClient, TaskFailed, type ClientTransition, type FormAClientOptions, type TaskHandle } from './adapters/client/form-a.js';
+export { FormAClient } from './adapters/client/form-a.js';
+export { TaskFailed, type TaskHandle } from './adapters/client/task.js';
+export type { ClientTransition, FormAClientOptions } from './adapters/client/form-a-options.js';
+export type { Clock } from './adapters/client/clock.js';
 export { BackendClient, BackendError } from './adapters/client/backend-client.js';
 export { PairingFailed, pairAsAssistant, pairAsClient, type ConfirmSas, type Paired, type PairingOptions } from './adapters/client/pairing.js';
 export { rotateKeys } from './adapters/client/rekey.js';

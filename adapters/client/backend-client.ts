@@ -4,8 +4,9 @@
  * `BackendError` that carries the status and the backend's error code, so a caller can act on which.
  */
 import type { z } from 'zod';
-import { parseRetryAfter } from '../../protocol/retry-after.js';
 import { SseParser, textChunks, type SseEvent } from '../../protocol/sse-parser.js';
+import { retryAfterMs } from './answers.js';
+import { clientClock, type Clock } from './clock.js';
 
 export class BackendError extends Error {
   constructor(
@@ -26,11 +27,13 @@ export class BackendClient {
     private readonly base: string,
     /** Sent as `Authorization: Bearer`, when there is one. */
     private readonly token?: string,
+    /** Where time comes from for whoever calls through this client: its waits, deadlines and `Retry-After`s. */
+    readonly clock: Clock = clientClock,
   ) {}
 
   /** The same backend with another base below it, or another token. */
   at(path: string, token: string | undefined = this.token): BackendClient {
-    return new BackendClient(`${this.base}${path}`, token);
+    return new BackendClient(`${this.base}${path}`, token, this.clock);
   }
 
   /** `path` below the base; a 2xx answer parsed with `schema`, anything else a `BackendError`. */
@@ -40,7 +43,7 @@ export class BackendClient {
       headers: { ...this.authorization(), ...(init.body === undefined ? {} : { 'content-type': 'application/json' }) },
       ...(init.body === undefined ? {} : { body: JSON.stringify(init.body) }),
     });
-    if (!response.ok) throw await answerError(response);
+    if (!response.ok) throw await answerError(response, this.clock);
     return schema.parse(JSON.parse(await response.text()));
   }
 
@@ -49,7 +52,7 @@ export class BackendClient {
     const response = await fetch(`${this.base}${path}`, {
       headers: { ...this.authorization(), accept: 'text/event-stream', ...(cursor === undefined ? {} : { 'last-event-id': cursor }) },
     });
-    if (!response.ok || response.body === null) throw await answerError(response);
+    if (!response.ok || response.body === null) throw await answerError(response, this.clock);
     const parser = new SseParser();
     for await (const chunk of textChunks(response.body)) yield* parser.feed(chunk);
   }
@@ -60,14 +63,15 @@ export class BackendClient {
 }
 
 /** A backend's answer that was not a success, as an error that says what it was. */
-async function answerError(response: Response): Promise<BackendError> {
+async function answerError(response: Response, clock: Clock): Promise<BackendError> {
   let error: { code?: string; message?: string } | undefined;
   try {
     error = (JSON.parse(await response.text()) as { error?: typeof error } | undefined)?.error;
   } catch {
     // Not our error body: the status says enough.
   }
-  const retryAfterMs = parseRetryAfter(response.headers.get('retry-after') ?? undefined, Date.now());
-  const retry = retryAfterMs === undefined ? '' : ` (try again in ${Math.ceil(retryAfterMs / 1000)} s)`;
-  return new BackendError(response.status, error?.code, `the backend answered ${response.status}${error ? ` ${error.code}: ${error.message}` : ''}${retry}`, retryAfterMs);
+  const wait = retryAfterMs(response, clock);
+  const retry = wait === undefined ? '' : ` (try again in ${Math.ceil(wait / 1000)} s)`;
+  const said = error ? ` ${error.code}: ${error.message}` : '';
+  return new BackendError(response.status, error?.code, `the backend answered ${response.status}${said}${retry}`, wait);
 }

@@ -14,7 +14,9 @@
 import { randomUUID, timingSafeEqual } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { createStore } from '@xstate/store';
+import type { TimerHandle } from '../../engine/core/clock.js';
 import { CallbackReplyBody, ErrorBody, IncomingAccepted, IncomingIgnored } from '../../protocol/wire.js';
+import { clientClock, type Clock } from './clock.js';
 
 /** One line of a conversation. */
 export type ConversationEntry =
@@ -50,12 +52,14 @@ export interface FormBClientOptions {
   readonly token: string;
   /** How long the typing indicator shows without another `typing`. Default 15 s. */
   readonly typingMs?: number;
+  /** Where its timer and timestamps come from. Default the system's. */
+  readonly clock?: Clock;
 }
 
 interface Conversation {
   readonly store: ConversationStore;
   readonly seen: Set<string>;
-  timer: ReturnType<typeof setTimeout> | undefined;
+  timer: TimerHandle;
 }
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
@@ -67,7 +71,11 @@ export class FormBClient {
   private server: Server | undefined;
   private base = '';
 
-  constructor(private readonly options: FormBClientOptions) {}
+  private readonly clock: Clock;
+
+  constructor(private readonly options: FormBClientOptions) {
+    this.clock = options.clock ?? clientClock;
+  }
 
   /** Starts the callback listener on loopback; resolves with its base URL. */
   async listen(port = 0): Promise<string> {
@@ -101,7 +109,7 @@ export class FormBClient {
       const error = ErrorBody.safeParse(body);
       throw new Error(error.success ? `${error.data.error.code}: ${error.data.error.message}` : `the host answered ${response.status}`);
     }
-    conversation.store.trigger.append({ entry: { kind: 'user', task_id, text, at: Date.now() } });
+    conversation.store.trigger.append({ entry: { kind: 'user', task_id, text, at: this.clock.now() } });
     return task_id;
   }
 
@@ -111,7 +119,7 @@ export class FormBClient {
   }
 
   async close(): Promise<void> {
-    for (const { timer } of this.conversations.values()) clearTimeout(timer);
+    for (const { timer } of this.conversations.values()) this.clock.clearTimeout(timer);
     await new Promise<void>((resolve) => (this.server === undefined ? resolve() : this.server.close(() => resolve())));
   }
 
@@ -153,31 +161,31 @@ export class FormBClient {
 
   private take(conversation: Conversation, task_id: string, reply: CallbackReplyBody): void {
     const { store } = conversation;
-    const at = Date.now();
+    const at = this.clock.now();
     switch (reply.status) {
       case 'typing': {
         const typingMs = this.options.typingMs ?? 15_000;
-        clearTimeout(conversation.timer);
-        conversation.timer = setTimeout(() => store.trigger.stopTyping(), typingMs);
+        this.clock.clearTimeout(conversation.timer);
+        conversation.timer = this.clock.setTimeout(() => store.trigger.stopTyping(), typingMs);
         store.trigger.typing({ label: reply.label, until: at + typingMs });
         return;
       }
       case 'message':
         if (conversation.seen.has(reply.message_id)) return;
         conversation.seen.add(reply.message_id);
-        clearTimeout(conversation.timer);
+        this.clock.clearTimeout(conversation.timer);
         store.trigger.append({ entry: { kind: 'assistant', task_id, message_id: reply.message_id, text: reply.reply_text, at } });
         return;
       case 'tool_call':
         store.trigger.append({ entry: { kind: 'tool_call', task_id, label: reply.label, at } });
         return;
       case 'errored':
-        clearTimeout(conversation.timer);
+        this.clock.clearTimeout(conversation.timer);
         store.trigger.append({ entry: { kind: 'error', task_id, code: reply.error_code, message: reply.error_message, at } });
         return;
       default:
         // completed, silent: the turn is over, nothing to show but the indicator going away.
-        clearTimeout(conversation.timer);
+        this.clock.clearTimeout(conversation.timer);
         store.trigger.stopTyping();
     }
   }

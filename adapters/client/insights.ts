@@ -71,7 +71,7 @@ export class InsightsRecording {
       (reply) => {
         const text = reply.status === 'message' ? reply.reply_text.trim() : '';
         const worth = text !== '' && text.toLowerCase().replace(/[.!]$/, '') !== 'none';
-        this.store.trigger.answered(worth ? { insight: { task_id: task.task_id, text, at: Date.now() } } : {});
+        this.store.trigger.answered(worth ? { insight: { task_id: task.task_id, text, at: this.client.clock.now() } } : {});
       },
       () => this.store.trigger.answered({}),
     );

@@ -9,6 +9,7 @@
 import { seal, type Keyring } from '../../protocol/byo/index.js';
 import { JobView, OPEN_JOB_STATES, type JobPurpose } from '../../protocol/reasoning.js';
 import { BackendError, type BackendClient } from './backend-client.js';
+import { pause } from './clock.js';
 import { JobCheckError, bindingOf, checkedView, knownFrom, responseSchemaOf, type KnownJob } from './job-checks.js';
 
 /** How often a cut event stream is followed again in a row before following gives up. */
@@ -89,7 +90,7 @@ export class JobsClient {
       if (!OPEN_JOB_STATES.has(view.state)) break;
       cuts += 1;
       if (cuts >= FOLLOW_ATTEMPTS) throw cut;
-      await new Promise((resolve) => setTimeout(resolve, 250 * 2 ** cuts));
+      await pause(this.client.clock, 250 * 2 ** cuts);
     }
     return view;
   }
@@ -101,7 +102,7 @@ export class JobsClient {
    * earlier deadline than this try's own: a backend cannot have a job sealed for longer than asked.
    */
   private async deadlineOf(job: CreateJob, job_id: string): Promise<string> {
-    const fresh = Date.now() + job.deadline_ms;
+    const fresh = this.client.clock.now() + job.deadline_ms;
     if (job.job_id !== undefined) {
       const existing = await this.client.call(JobView, this.path(job_id), { method: 'GET' }).catch((error: unknown) => {
         if (error instanceof BackendError && error.status === 404) return undefined;

@@ -13,12 +13,15 @@ import { AssistantPairing, ClientPairing, PairingError, SECRET_LENGTH, crockford
 import { AssistantConfirmAnswer, ClientConfirmAnswer, PairingJoinAnswer, PairingStartAnswer, PairingView } from '../../protocol/pairing-wire.js';
 import { ENVELOPE_VERSION, SCHEMA_VERSION } from '../../protocol/reasoning.js';
 import { BackendClient, BackendError } from './backend-client.js';
+import { clientClock, pause, type Clock } from './clock.js';
 
 export interface PairingOptions {
   /** The backend relay's base URL. */
   readonly backend: string;
   /** How often a side reads the pairing while it waits for the other. Default 250 ms. */
   readonly pollMs?: number;
+  /** Where its waits are timed. Default the system's. */
+  readonly clock?: Clock;
   /**
    * The confirmation step (PROTOCOL.md 7.7): handed the short authentication string (`123 456`) to show,
    * it resolves true once the person has seen the other side show the same, false if it shows another
@@ -51,8 +54,6 @@ export class PairingFailed extends Error {
   }
 }
 
-const pause = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
-
 /** A pairing that ended before this side was done fails the side: aborted (by whom, why) or expired. */
 function failIfEnded(view: PairingView): void {
   if (view.state === 'aborted') throw new PairingFailed('pairing_aborted', `the ${view.aborted!.by}'s side aborted the pairing: ${view.aborted!.reason}`);
@@ -82,7 +83,7 @@ class Exchange {
       const view = await this.client.call(PairingView, '', { method: 'GET' });
       if (ready(view)) return view;
       failIfEnded(view);
-      await pause(this.pollMs);
+      await pause(this.client.clock, this.pollMs);
     }
   }
 
@@ -96,7 +97,7 @@ class Exchange {
     const watching = (async () => {
       while (!asking.signal.aborted) {
         failIfEnded(await this.client.call(PairingView, '', { method: 'GET' }));
-        await pause(this.pollMs);
+        await pause(this.client.clock, this.pollMs);
       }
       // Only an ended pairing settles this first: the loop stops once the answer is in.
       return false;
@@ -134,7 +135,7 @@ class Exchange {
  * ends without it: it is handed back only once the pairing has completed.
  */
 export async function pairAsClient(options: PairingOptions & { readonly providerKind: string; readonly onCode: (code: string) => void; readonly ticket?: string }): Promise<Paired> {
-  const pairings = new BackendClient(`${options.backend}/api/v1/pairings`);
+  const pairings = new BackendClient(`${options.backend}/api/v1/pairings`, undefined, options.clock ?? clientClock);
   const started = await pairings.call(PairingStartAnswer, '', {
     method: 'POST',
     body: { provider_kind: options.providerKind, schema_version: SCHEMA_VERSION, envelope_version: ENVELOPE_VERSION, ...(options.ticket === undefined ? {} : { ticket: options.ticket }) },
@@ -162,7 +163,7 @@ export async function pairAsClient(options: PairingOptions & { readonly provider
 export async function pairAsAssistant(options: PairingOptions & { readonly code: string }): Promise<Paired> {
   const code = parseCode(options.code);
   if (code === undefined) throw new PairingFailed('invalid_code', 'a pairing code is 20 characters of Crockford base32, e.g. 7K3QD-M4X9P-ZR2T6-VHW8N');
-  const pairings = new BackendClient(`${options.backend}/api/v1/pairings`);
+  const pairings = new BackendClient(`${options.backend}/api/v1/pairings`, undefined, options.clock ?? clientClock);
   const joined = await pairings.call(PairingJoinAnswer, '/join', { method: 'POST', body: { handle: code.handle } });
   const exchange = new Exchange(pairings.at(`/${joined.pairing_id}`, joined.pairing_token), options.pollMs ?? 250);
   const side = new AssistantPairing(joined.pairing_id, code.secret, { schema_version: joined.schema_version, envelope_version: joined.envelope_version });

@@ -6,6 +6,7 @@
 import { ClientRekey, type SessionKeys } from '../../protocol/byo/index.js';
 import { RekeyView } from '../../protocol/pairing-wire.js';
 import type { BackendClient } from './backend-client.js';
+import { pause } from './clock.js';
 import { PairingFailed } from './pairing.js';
 
 export async function rotateKeys(options: {
@@ -13,17 +14,20 @@ export async function rotateKeys(options: {
   readonly client: BackendClient;
   readonly integrationId: string;
   readonly current: SessionKeys;
-  /** Give up after this long without an answer. */
+  /** Give up after this long without an answer (on the client's clock). */
   readonly timeoutMs: number;
   readonly pollMs?: number;
 }): Promise<SessionKeys> {
   const rekey = new ClientRekey(options.integrationId, options.current, crypto.randomUUID());
   await options.client.call(RekeyView, '/rekeys', { method: 'POST', body: rekey.request() });
-  const until = Date.now() + options.timeoutMs;
+  const { clock } = options.client;
+  const until = clock.now() + options.timeoutMs;
   for (;;) {
     const view = await options.client.call(RekeyView, `/rekeys/${rekey.rekeyId}`, { method: 'GET' });
     if (view.answer !== undefined) return rekey.finish(view.answer);
-    if (Date.now() >= until) throw new PairingFailed('rekey_unanswered', 'the assistant did not answer the key rotation in time: the keys are unchanged');
-    await new Promise((resolve) => setTimeout(resolve, options.pollMs ?? 250));
+    if (clock.now() >= until) {
+      throw new PairingFailed('rekey_unanswered', 'the assistant did not answer the key rotation in time: the keys are unchanged');
+    }
+    await pause(clock, options.pollMs ?? 250);
   }
 }

@@ -1,16 +1,16 @@
 /**
  * Where time and fresh ids come from. The engine passes them to the pure machines as data, and every
  * timer it arms goes through the clock (as XState's own does), so a test can drive time with a simulated
- * clock instead of waiting for it.
+ * clock instead of waiting for it. Browser-safe (the client library runs on the same `Clock`): the ids come
+ * from Web Crypto, which Node has too.
  */
-import { randomBytes, randomUUID } from 'node:crypto';
 
 /** What `setTimeout` returned; only ever given back to the same clock's `clearTimeout`. */
 export type TimerHandle = unknown;
 
 export interface Clock {
   now(): number;
-  /** Calls `fn` once `ms` have passed. A relay's timer never keeps its process alive on its own. */
+  /** Calls `fn` once `ms` have passed. */
   setTimeout(fn: () => void, ms: number): TimerHandle;
   /** Cancels a timer; `undefined` or a timer that already fired is a no-op. */
   clearTimeout(handle: TimerHandle): void;
@@ -26,6 +26,7 @@ export interface IdSource {
 /** setTimeout's ceiling (~24.8 days): a longer wait fires early, and its owner re-arms from its deadline. */
 export const MAX_TIMER_MS = 2 ** 31 - 1;
 
+/** The system's time; a relay's timer never keeps its process alive on its own. */
 export const systemClock: Clock = {
   now: () => Date.now(),
   setTimeout: (fn, ms) => setTimeout(fn, Math.min(MAX_TIMER_MS, Math.max(0, ms))).unref(),
@@ -33,6 +34,6 @@ export const systemClock: Clock = {
 };
 
 export const randomIds: IdSource = {
-  token: () => BigInt(`0x${randomBytes(8).toString('hex')}`).toString(36),
-  uuid: () => randomUUID(),
+  token: () => crypto.getRandomValues(new BigUint64Array(1))[0]!.toString(36),
+  uuid: () => crypto.randomUUID(),
 };

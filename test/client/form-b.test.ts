@@ -6,22 +6,27 @@
  */
 import { afterEach, describe, expect, it } from 'vitest';
 import { FormBClient } from '../../adapters/client/form-b.js';
+import type { Agent } from '../../index.js';
+import { HeldAgent } from '../model/held-agent.js';
+import { SimulatedClock } from '../support/clock.js';
 import { TOKEN, startHost } from '../support/host.js';
 import { script } from '../support/http.js';
-import { eventually } from '../support/wait.js';
+import { eventually, waitFor } from '../support/wait.js';
 
 const cleanups: Array<() => Promise<void> | void> = [];
 afterEach(async () => {
   for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
 });
 
-async function setUp(typingMs = 15_000) {
-  const host = await startHost({ form: 'B' });
+async function setUp(typingMs = 15_000, agent: Agent | 'script' = 'script') {
+  const host = await startHost({ form: 'B', agent });
   cleanups.push(() => host.cleanup());
-  const client = new FormBClient({ url: host.url, token: TOKEN, typingMs });
+  // The client's typing timer runs on it.
+  const clock = new SimulatedClock();
+  const client = new FormBClient({ url: host.url, token: TOKEN, typingMs, clock });
   const base = await client.listen();
   cleanups.push(() => client.close());
-  return { host, client, base };
+  return { host, client, base, clock };
 }
 
 describe('client library, Form B', () => {
@@ -59,12 +64,20 @@ describe('client library, Form B', () => {
   });
 
   it('the typing indicator goes away after its inactivity time without another typing', async () => {
-    const { client } = await setUp(200);
+    const agent = new HeldAgent();
+    const { client, clock } = await setUp(200, agent);
     const store = client.conversation('c-2');
-    await client.send('c-2', script({ typing: 'thinking' }, { sleep: 1_500 }, { message: 'late' }));
+    const task = await client.send('c-2', 'hello');
+    await waitFor('the agent to get the task', () => agent.has('c-2', task), { everyMs: 5 });
+    const sink = agent.reply('c-2', task);
+    await sink.typing('thinking');
     await eventually('typing', () => store.getSnapshot().context.typing, (t) => t?.label === 'thinking');
-    await eventually('typing gone', () => store.getSnapshot().context.typing, (t) => t === undefined);
+    clock.increment(199);
+    expect(store.getSnapshot().context.typing?.label).toBe('thinking');
+    clock.increment(1);
+    expect(store.getSnapshot().context.typing).toBeUndefined();
     expect(store.getSnapshot().context.entries.filter((e) => e.kind === 'assistant')).toEqual([]);
+    await sink.message('late');
     await eventually('the reply', () => store.getSnapshot().context.entries, (e) => e.some((entry) => entry.kind === 'assistant'));
   });
 

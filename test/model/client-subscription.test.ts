@@ -7,7 +7,8 @@
  * host must hold as many readers of the session as the state says (one while open, none otherwise).
  */
 import { afterAll, afterEach, beforeAll, expect } from 'vitest';
-import { FormAClient, type ClientTransition } from '../../adapters/client/form-a.js';
+import { FormAClient } from '../../adapters/client/form-a.js';
+import type { ClientTransition } from '../../adapters/client/form-a-options.js';
 import { clientSubscriptionMachine, type ClientSubscriptionEvent, type ClientSubscriptionSnapshot } from '../../machines/client/client-subscription.js';
 import { startHost, TOKEN, type TestHost } from '../support/host.js';
 import { post, request } from '../support/http.js';

@@ -7,7 +7,9 @@
  * in the machine's state, and what its handle shows (progress, the reply, the failure) must follow.
  */
 import { afterAll, afterEach, beforeAll, expect } from 'vitest';
-import { FormAClient, type ClientTransition, type TaskHandle } from '../../adapters/client/form-a.js';
+import { FormAClient } from '../../adapters/client/form-a.js';
+import type { ClientTransition } from '../../adapters/client/form-a-options.js';
+import type { TaskHandle } from '../../adapters/client/task.js';
 import { clientTaskMachine, type ClientTaskEvent } from '../../machines/client/client-task.js';
 import { startHost, TOKEN, type TestHost } from '../support/host.js';
 import { post } from '../support/http.js';

@@ -98,7 +98,11 @@ export async function cuttableProxy(target: string): Promise<CuttableProxy> {
         }
       }
     },
-    close: () => new Promise((resolve) => server.close(() => resolve())),
+    // Its connections go too: a kept-alive one would hold the close for seconds.
+    close: () => {
+      proxy.cut();
+      return new Promise((resolve) => server.close(() => resolve()));
+    },
   };
 
   const server: Server = createServer((inbound) => {
