@@ -28,7 +28,7 @@ export const eventsPlugin: FastifyPluginAsync<EventsOptions> = async (app, optio
       return sendError(reply, 'too_many_streams', undefined, { 'retry-after': String(options.streamsRetryAfterSeconds) });
     }
     const cursor = request.headers['last-event-id'];
-    const result = await engine.subscribe(request.query.session_id, cursor, () => streamTransport(reply));
+    const result = engine.subscribe(request.query.session_id, cursor, () => streamTransport(reply));
     if (result.kind === 'too_many_readers') {
       return sendError(reply, 'too_many_readers', undefined, { 'retry-after': String(options.readersRetryAfterSeconds) });
     }

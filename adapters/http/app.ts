@@ -60,7 +60,7 @@ export async function newHttpApp(options: HttpAppOptions): Promise<FastifyInstan
     },
     // The errors plugin answers requests that arrive while the host closes, with our body.
     return503OnClosing: false,
-    frameworkErrors: answerError,
+    frameworkErrors: (error, request, reply) => void answerError(error, request, reply),
     clientErrorHandler: answerClientError,
   });
   closeSpareConnectionsOnClose(app);

@@ -27,7 +27,8 @@ export const jsonBodyPlugin = fp(
     app.removeAllContentTypeParsers();
     app.addContentTypeParser('application/json', { parseAs: 'string' }, (request, body: string, done) => {
       if (!declaresUtf8(request.headers['content-type'])) done(new EdgeError(NOT_UTF8), undefined);
-      else parseJson(request, body, done);
+      // fastify's default parser answers through done; its type also allows one that returns a promise.
+      else void parseJson(request, body, done);
     });
   },
   { name: 'assistant-relay-json-body' },

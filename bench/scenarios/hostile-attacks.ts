@@ -242,7 +242,8 @@ async function bystander(origin: URL): Promise<string> {
 
 process.on('message', (task: AttackTask) => {
   const origin = new URL(task.origin);
-  RUN[task.attack](task, performance.now() + task.ms, origin)
+  // Its failure is caught and sent; a send that fails means the runner is gone, and 'disconnect' ends this child.
+  void RUN[task.attack](task, performance.now() + task.ms, origin)
     .then(async () => ({ type: 'ran' as const, answers: Object.fromEntries(answers), bystander: await bystander(origin) }))
     .catch((error: unknown) => ({ type: 'failed' as const, message: error instanceof Error ? error.message : String(error) }))
     .then((message: FromAttacker) => process.send!(message));

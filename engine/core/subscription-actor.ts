@@ -94,6 +94,9 @@ export class SubscriptionActor {
         case 'destroy':
           this.transport.destroy();
           break;
+        default:
+          // xstate's own actions (raise, sendTo, spawnChild): the subscription machine uses none of them.
+          break;
       }
     }
     if (this.snapshot.status === 'done' && !this.done) {

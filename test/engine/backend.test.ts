@@ -193,7 +193,7 @@ describe('backend: BYO creates (PROTOCOL.md 6.7, 7.13)', () => {
     const body = sealed(now + 3_660_000);
     expect(await backend.createJob(integration_id, body)).toMatchObject({ outcome: 'created', job: { context: { deadline_at: now + 3_660_000 } } });
     const socket = new FakeSocket();
-    backend.openStream(integration_id, undefined, () => socket);
+    await backend.openStream(integration_id, undefined, () => socket);
     await settle();
     expect(jobFrames(socket).map(([, job]) => job.deadline_at)).toEqual([body.deadline_at]);
     // A retry of a job that exists is answered as it stands, whatever its deadline says by now.
@@ -238,8 +238,8 @@ describe('backend: the same job_id in two integrations', () => {
     const c = await integrationOf(backend);
     const d = await integrationOf(backend);
     const [cSocket, dSocket] = [new FakeSocket(), new FakeSocket()];
-    backend.openStream(c.integration_id, undefined, () => cSocket);
-    backend.openStream(d.integration_id, undefined, () => dSocket);
+    await backend.openStream(c.integration_id, undefined, () => cSocket);
+    await backend.openStream(d.integration_id, undefined, () => dSocket);
     const mine = liveAnalysis({ deadline_ms: 600_000 });
     const theirs = { ...mine, deadline_ms: 100_000, payload: { session_id: 'd', transcript: [{ speaker: 'b', text: 'other' }] } };
     expect((await backend.createJob(c.integration_id, mine)).outcome).toBe('created');

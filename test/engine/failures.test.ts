@@ -10,6 +10,8 @@ import { SimulatedClock } from '../support/clock.js';
 import { startHost, tempDir } from '../support/host.js';
 import { post } from '../support/http.js';
 import { FakeSocket } from '../support/socket.js';
+import { waitFor } from '../support/wait.js';
+import { captureWarnings } from '../support/warnings.js';
 
 const cleanups: Array<() => Promise<void>> = [];
 afterEach(async () => {
@@ -54,11 +56,12 @@ describe('an embedder without a logger', () => {
   it('still hears of a failure nobody awaits: it is a process warning', async () => {
     const t = await startHost({ agent: 'echo' });
     cleanups.push(() => t.cleanup());
-    const warned = new Promise<Error>((resolve) => process.once('warning', resolve));
-    t.host.onEvent(() => {
-      throw new Error('listener broke');
+    const warnings = captureWarnings();
+    t.host.onEvent((event) => {
+      if (event.type === 'task.settled') throw new Error('listener broke');
     });
     await post(t.url, 'test-token', { session_id: 's', task_id: 't1', text: 'hi' });
-    expect((await warned).message).toMatch(/onEvent listener failed: Error: listener broke/);
+    await waitFor('a process warning', () => warnings.length > 0);
+    expect(warnings).toEqual(['assistant-relay: onEvent listener failed: Error: listener broke']);
   });
 });

@@ -13,6 +13,7 @@ import { serveCluster, type ServedBackend } from '../support/backend.js';
 import { removeNamespace } from '../support/brokers.js';
 import { request } from '../support/http.js';
 import { SseConnection } from '../support/sse.js';
+import { captureWarnings } from '../support/warnings.js';
 
 const stops: Array<() => Promise<void>> = [];
 afterEach(async () => {
@@ -42,6 +43,7 @@ for (const broker of ['nats', 'redis'] as const) {
     it('does not close a live plugin stream: it keeps delivering jobs, until a stream opened for real takes over', async () => {
       // A namespace of its own: what is forged here reaches no other test's nodes.
       const namespace = `test_${randomUUID().replaceAll('-', '').slice(0, 12)}`;
+      const warnings = captureWarnings();
       const served: ServedBackend = await serveCluster({ broker, namespace });
       stops.push(async () => {
         await served.stop();
@@ -70,6 +72,10 @@ for (const broker of ['nats', 'redis'] as const) {
       }
       expect(stream.frames.filter((frame) => frame.event === 'superseded')).toEqual([]);
       expect(stream.ended).toBe(false);
+      // The garbage is reported (a process warning, with no logger) by the nodes that read it, and nothing else is.
+      expect(warnings.length).toBeGreaterThan(0);
+      const garbage = `assistant-relay backend: a notice on assistant_channel:${integration_id} that is not JSON`;
+      for (const warning of warnings) expect(warning).toMatch(garbage);
 
       // A second stream, through the balancer to the next node: the log says it took over.
       const second = await SseConnection.open(`${base}/stream`, { token: relay_token });

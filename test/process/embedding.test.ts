@@ -12,6 +12,7 @@ import { post, request, script } from '../support/http.js';
 import { TOKEN, startHost, tempDir, type TestHost } from '../support/host.js';
 import { readEvents } from '../support/log.js';
 import { SseConnection } from '../support/sse.js';
+import { captureWarnings } from '../support/warnings.js';
 
 const hosts: TestHost[] = [];
 const dirs: string[] = [];
@@ -117,6 +118,7 @@ describe('createAssistantHost', () => {
   it('keeps serving when an onEvent listener throws, and hands listeners events without storage fields', async () => {
     const t = await start();
     const seen: DomainEvent[] = [];
+    const warnings = captureWarnings();
     t.host.onEvent(() => {
       throw new Error('a broken listener');
     });
@@ -126,6 +128,8 @@ describe('createAssistantHost', () => {
     expect(stream.replies.map((r) => r.json.reply_text)).toEqual(['still here?']);
     expect(seen.map((e) => e.type)).toEqual(['session.opened', 'task.started', 'task.progressed', 'task.settled']);
     for (const event of seen) expect(event).not.toHaveProperty('stream');
+    // Each failure is reported (a process warning, with no logger), never swallowed.
+    expect(warnings).toEqual(seen.map(() => 'assistant-relay: onEvent listener failed: Error: a broken listener'));
     stream.close();
   });
 

@@ -287,8 +287,7 @@ describe('group commit', () => {
     log.onCommit((events) => order.push(`first:${events.length}:${countEvents(path)}`));
     log.onCommit((events) => order.push(`second:${events.length}`));
     const appended = log.append(event(0)).then(() => order.push('resolved'));
-    log.append(event(1));
-    await appended;
+    await Promise.all([appended, log.append(event(1))]);
     // The listener already sees the batch durable.
     expect(order).toEqual(['first:2:2', 'second:2', 'resolved']);
   });
