@@ -90,7 +90,12 @@ async function startAssistant(): Promise<Assistant> {
     token,
     agent: 'echo',
     // The same process runs the assistant's plugin: it takes the integration's jobs from the backend.
-    backend: { url: backend.url, integration: backend.integrationId, relayToken: backend.relayToken, reasoner: builtinReasoner({ providerKind: 'assistant-relay' }) },
+    backend: {
+      url: backend.url,
+      integration: backend.integrationId,
+      relayToken: backend.relayToken,
+      reasoner: builtinReasoner({ providerKind: 'assistant-relay' }),
+    },
   });
   return {
     assistantUrl: await host.listen({ port: 0 }),

@@ -56,7 +56,8 @@ describe('examples/', () => {
   it('chat-and-job.ts: the same against a host and a backend named by URL', async () => {
     const { backend, integration: created } = await backendWithIntegration();
     const reasoner = builtinReasoner({ providerKind: 'assistant-relay' });
-    const host = await startHost({ agent: 'echo', backend: { url: backend.url, integration: created.integration_id, relayToken: created.relay_token, reasoner } });
+    const channel = { url: backend.url, integration: created.integration_id, relayToken: created.relay_token, reasoner };
+    const host = await startHost({ agent: 'echo', backend: channel });
     try {
       const result = await runExample('chat-and-job.ts', {
         ASSISTANT_URL: host.url,
@@ -98,11 +99,14 @@ describe('examples/', () => {
         PLUGIN_DB: join(backend.dir, 'plugin.db'),
       });
       await waitFor('the plugin to start', () => plugin.output.stdout.includes('plugin started'));
-      const client = new BackendClient(`${backend.url}/api/v1/assistant/integrations/${integration.integration_id}`, integration.client_token);
+      const path = `/api/v1/assistant/integrations/${integration.integration_id}`;
+      const client = new BackendClient(`${backend.url}${path}`, integration.client_token);
       const jobs = new JobsClient(client, integration.integration_id);
       const transcript = [{ speaker: 'Daniel', text: 'What does the discount come to?' }];
-      const ended = await jobs.follow(await jobs.create({ purpose: 'live_analysis', payload: { session_id: 'call-2', transcript }, deadline_ms: 30_000 }));
-      expect(ended.result).toEqual({ insights: [{ text: 'Daniel talked money: What does the discount come to?', kind: 'fact', confidence: 0.8 }] });
+      const created = await jobs.create({ purpose: 'live_analysis', payload: { session_id: 'call-2', transcript }, deadline_ms: 30_000 });
+      const ended = await jobs.follow(created);
+      const insight = { text: 'Daniel talked money: What does the discount come to?', kind: 'fact', confidence: 0.8 };
+      expect(ended.result).toEqual({ insights: [insight] });
       plugin.child.kill('SIGTERM');
       expect(await plugin.exited).toEqual({ code: 0, signal: null });
       expect(plugin.output.stderr).toBe('');

@@ -239,7 +239,8 @@ describe('serve: configuration', () => {
     const lines = all.stdout.trimEnd().split('\n');
     expect(lines[0]).toBe('usage: assistant-relay <command> [options]');
     const listed = lines.filter((line) => /^ {2}[a-z]+ {2,}\S/.test(line)).map((line) => line.trim().split(/\s+/)[0]);
-    expect(listed).toEqual(['demo', 'serve', 'chat', 'call', 'backend', 'plugin', 'pair', 'rekey', 'job', 'integrations', 'replay', 'inspect']);
+    const commands = ['demo', 'serve', 'chat', 'call', 'backend', 'plugin', 'pair', 'rekey', 'job', 'integrations', 'replay', 'inspect'];
+    expect(listed).toEqual(commands);
     expect(all.stdout).toContain('`assistant-relay <command> --help`');
     expect(lines.length).toBeLessThan(25);
     // With no command, and as `help`, the same list.
@@ -248,11 +249,14 @@ describe('serve: configuration', () => {
   });
 
   it('prints a command\'s usage on stdout and exits 0 for <command> --help, -h and help <command>', async () => {
-    for (const [command, usage] of [['serve', USAGE], ['backend', BACKEND_USAGE], ['plugin', PLUGIN_USAGE], ['pair', PAIR_USAGE], ['rekey', REKEY_USAGE], ['job', JOB_USAGE], ['integrations', INTEGRATIONS_USAGE], ['chat', CHAT_USAGE], ['call', CALL_USAGE], ['demo', DEMO_USAGE], ['replay', REPLAY_USAGE], ['inspect', INSPECT_USAGE]] as const) {
-      expect(await runCli([command, '--help'])).toMatchObject({ code: 0, stderr: '', stdout: `${usage}\n` });
-    }
-    expect(await runCli(['replay', '-h'])).toMatchObject({ code: 0, stderr: '', stdout: `${REPLAY_USAGE}\n` });
-    expect(await runCli(['help', 'job'])).toMatchObject({ code: 0, stderr: '', stdout: `${JOB_USAGE}\n` });
+    const cases = [
+      ...([['serve', USAGE], ['backend', BACKEND_USAGE], ['plugin', PLUGIN_USAGE], ['pair', PAIR_USAGE], ['rekey', REKEY_USAGE], ['job', JOB_USAGE]] as const),
+      ...([['integrations', INTEGRATIONS_USAGE], ['chat', CHAT_USAGE], ['call', CALL_USAGE], ['demo', DEMO_USAGE], ['replay', REPLAY_USAGE]] as const),
+      ...([['inspect', INSPECT_USAGE]] as const),
+    ].map(([command, usage]) => ({ args: [command, '--help'], usage }));
+    cases.push({ args: ['replay', '-h'], usage: REPLAY_USAGE }, { args: ['help', 'job'], usage: JOB_USAGE });
+    const results = await Promise.all(cases.map(({ args }) => runCli(args)));
+    results.forEach((result, i) => expect(result, cases[i]!.args.join(' ')).toMatchObject({ code: 0, stderr: '', stdout: `${cases[i]!.usage}\n` }));
   });
 
   it('refuses an unknown command with exit 2 and the list of commands on stderr', async () => {
