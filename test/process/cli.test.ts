@@ -219,7 +219,6 @@ describe('serve: configuration', () => {
       { args: ['serve', '--token', 'x', '--bogus'], says: /bogus/ },
       { args: ['serve'], says: /--token/ },
       { args: ['serve', '--token', 'x'], env: { ASSISTANT_RELAY_MAX_READERS: 'lots' }, says: /--max-readers/ },
-      { args: ['frobnicate'], says: /frobnicate/ },
     ];
     const results = await Promise.all(cases.map((c) => runCli(c.args, { ASSISTANT_RELAY_DB: db, ...c.env })));
     results.forEach((result, i) => {
@@ -234,13 +233,45 @@ describe('serve: configuration', () => {
     expect(existsSync(db)).toBe(false);
   });
 
-  it('prints the usage on stdout and exits 0 for --help: every command\'s at the top, one command\'s after it', async () => {
+  it('starts --help with the commands, one line each, and says where each one\'s options are', async () => {
     const all = await runCli(['--help']);
     expect(all).toMatchObject({ code: 0, stderr: '' });
-    expect(all.stdout).toBe(`${[USAGE, BACKEND_USAGE, PLUGIN_USAGE, PAIR_USAGE, REKEY_USAGE, JOB_USAGE, INTEGRATIONS_USAGE, CHAT_USAGE, CALL_USAGE, DEMO_USAGE, REPLAY_USAGE, INSPECT_USAGE].join('\n\n')}\n`);
-    for (const [command, usage] of [['serve', USAGE], ['backend', BACKEND_USAGE], ['plugin', PLUGIN_USAGE], ['pair', PAIR_USAGE], ['rekey', REKEY_USAGE], ['job', JOB_USAGE], ['integrations', INTEGRATIONS_USAGE], ['chat', CHAT_USAGE], ['call', CALL_USAGE], ['demo', DEMO_USAGE], ['replay', REPLAY_USAGE], ['inspect', INSPECT_USAGE]] as const) {
-      expect(await runCli([command, '--help'])).toMatchObject({ code: 0, stderr: '', stdout: `${usage}\n` });
+    const lines = all.stdout.trimEnd().split('\n');
+    expect(lines[0]).toBe('usage: assistant-relay <command> [options]');
+    const listed = lines.filter((line) => /^ {2}[a-z]+ {2,}\S/.test(line)).map((line) => line.trim().split(/\s+/)[0]);
+    const commands = ['demo', 'serve', 'chat', 'call', 'backend', 'plugin', 'pair', 'rekey', 'job', 'integrations', 'replay', 'inspect'];
+    expect(listed).toEqual(commands);
+    expect(all.stdout).toContain('`assistant-relay <command> --help`');
+    expect(lines.length).toBeLessThan(25);
+    // With no command, and as `help`, the same list.
+    expect(await runCli([])).toEqual(all);
+    expect(await runCli(['help'])).toEqual(all);
+  });
+
+  it('prints a command\'s usage on stdout and exits 0 for <command> --help, -h and help <command>', async () => {
+    const cases = [
+      ...([['serve', USAGE], ['backend', BACKEND_USAGE], ['plugin', PLUGIN_USAGE], ['pair', PAIR_USAGE], ['rekey', REKEY_USAGE], ['job', JOB_USAGE]] as const),
+      ...([['integrations', INTEGRATIONS_USAGE], ['chat', CHAT_USAGE], ['call', CALL_USAGE], ['demo', DEMO_USAGE], ['replay', REPLAY_USAGE]] as const),
+      ...([['inspect', INSPECT_USAGE]] as const),
+    ].map(([command, usage]) => ({ args: [command, '--help'], usage }));
+    cases.push({ args: ['replay', '-h'], usage: REPLAY_USAGE }, { args: ['help', 'job'], usage: JOB_USAGE });
+    const results = await Promise.all(cases.map(({ args }) => runCli(args)));
+    results.forEach((result, i) => expect(result, cases[i]!.args.join(' ')).toMatchObject({ code: 0, stderr: '', stdout: `${cases[i]!.usage}\n` }));
+  });
+
+  it('refuses an unknown command with exit 2 and the list of commands on stderr', async () => {
+    const list = (await runCli(['--help'])).stdout;
+    for (const args of [['frobnicate'], ['help', 'frobnicate']]) {
+      const result = await runCli(args);
+      expect(result).toMatchObject({ code: 2, stdout: '' });
+      expect(result.stderr).toBe(`assistant-relay: unknown command "frobnicate"\n${list}`);
     }
+  });
+
+  it('prints the package\'s version for --version and -v', async () => {
+    const { version } = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string };
+    expect(await runCli(['--version'])).toEqual({ code: 0, signal: null, stdout: `${version}\n`, stderr: '' });
+    expect(await runCli(['-v'])).toEqual({ code: 0, signal: null, stdout: `${version}\n`, stderr: '' });
   });
 
   it('refuses a --db file that is not an assistant-relay event log, and leaves it untouched', async () => {
