@@ -44,7 +44,7 @@ export const DEMO_USAGE = `usage: assistant-relay demo [--keep] [--data DIR] [--
   --keep                   stay up afterwards for \`assistant-relay chat\` and the rest, until Ctrl-C
   --data DIR               the folder of its logs, keys and token (default data)
   --transcript FILE        the call to play, one "Speaker: text" line each (default the bundled sample)
-  --pace D                 the time between two lines of the call (default 200ms)
+  --pace D                 the time from a line's answer to the next line of the call (default 200ms)
   --reasoner NAME          who reads the call (insights, summary): builtin (keyword rules, no model; the
                            default), openai or command, with its flags as \`assistant-relay plugin --help\` lists
                            them, e.g. --reasoner openai --openai-base-url URL --openai-model M
