@@ -31,7 +31,8 @@ function lineOf(entry: Exclude<ConversationEntry, { kind: 'user' }>): string {
 /** Resolves once the conversation has the assistant's answer (or an error) to the message `taskId`. */
 export function untilAnswered(client: FormBClient, session: string, taskId: string): Promise<void> {
   const store = client.conversation(session);
-  const answered = () => store.getSnapshot().context.entries.some((entry) => entry.task_id === taskId && (entry.kind === 'assistant' || entry.kind === 'error'));
+  const answered = () =>
+    store.getSnapshot().context.entries.some((entry) => entry.task_id === taskId && (entry.kind === 'assistant' || entry.kind === 'error'));
   return new Promise((resolve) => {
     if (answered()) return resolve();
     const subscription = store.subscribe(() => {

@@ -30,7 +30,10 @@ export interface Urls {
 
 /** Who answers the call's lines and its summary: the builtin is rules, not a model, and the person is told how to use one. */
 export function reasonerNote(reasoner: Reasoner): string[] {
-  if (reasoner.name !== 'builtin') return [`insights and the summary come from the ${reasoner.name} reasoner${reasoner.model === undefined ? '' : ` (model ${reasoner.model})`}`];
+  if (reasoner.name !== 'builtin')
+    return [
+      `insights and the summary come from the ${reasoner.name} reasoner${reasoner.model === undefined ? '' : ` (model ${reasoner.model})`}`,
+    ];
   return [
     'insights and the summary come from the builtin reasoner: keyword rules on each sentence, no model. For a model:',
     '  npm start -- --reasoner openai --openai-base-url http://127.0.0.1:11434/v1 --openai-model llama3.2',

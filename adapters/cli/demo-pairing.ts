@@ -38,7 +38,10 @@ export async function pair(
     async (sas) => {
       shows[side](sas);
       const theirs = await shown[other];
-      t.say('pairing', `the ${side} shows ${sas}; its person looks at the ${other}'s ${theirs} and ${theirs === sas ? 'confirms they match' : 'says no: they differ'}`);
+      t.say(
+        'pairing',
+        `the ${side} shows ${sas}; its person looks at the ${other}'s ${theirs} and ${theirs === sas ? 'confirms they match' : 'says no: they differ'}`,
+      );
       return theirs === sas;
     };
   const clientSide = pairAsClient({
@@ -51,21 +54,34 @@ export async function pair(
     },
     confirmSas: person('client', 'assistant'),
   });
-  const assistantSide = code.then((given) => pairAsAssistant({ backend, code: given, pollMs: PAIRING_POLL_MS, confirmSas: person('assistant', 'client') }));
+  const assistantSide = code.then((given) =>
+    pairAsAssistant({ backend, code: given, pollMs: PAIRING_POLL_MS, confirmSas: person('assistant', 'client') }),
+  );
   const [client, assistant] = await t.step('pairing', 'both sides to confirm', Promise.all([clientSide, assistantSide]));
   // Both people said yes, so the strings are the same: a pairing whose strings differ never gets here.
-  t.say('pairing', `short authentication string ${client.sas} on the client, ${assistant.sas} on the assistant: the same, so no one is in the middle`);
+  t.say(
+    'pairing',
+    `short authentication string ${client.sas} on the client, ${assistant.sas} on the assistant: the same, so no one is in the middle`,
+  );
 
   const earlier = earlierPairing(files.clientKeys);
   const now = Date.now();
   const common = { version: 1 as const, backend, integration_id: client.integration_id, provider_kind: client.provider_kind };
   const written = {
     client: { kind: 'assistant-relay/client-keys' as const, ...common, client_token: client.token, keys: [storedKeys(client.keys, now)] },
-    assistant: { kind: 'assistant-relay/assistant-keys' as const, ...common, relay_token: assistant.token, keys: [storedKeys(assistant.keys, now)] },
+    assistant: {
+      kind: 'assistant-relay/assistant-keys' as const,
+      ...common,
+      relay_token: assistant.token,
+      keys: [storedKeys(assistant.keys, now)],
+    },
   };
   writeKeysFile(files.clientKeys, written.client);
   writeKeysFile(files.assistantKeys, written.assistant);
-  t.say('pairing', `paired: integration ${client.integration_id}; keys in ${files.clientKeys} (client) and ${files.assistantKeys} (assistant), mode 0600`);
+  t.say(
+    'pairing',
+    `paired: integration ${client.integration_id}; keys in ${files.clientKeys} (client) and ${files.assistantKeys} (assistant), mode 0600`,
+  );
   if (earlier !== undefined && (await relay.backend.integrations.revoke(earlier)) !== undefined) {
     t.say('pairing', `the integration of the run before, ${earlier}, is revoked`);
   }

@@ -122,7 +122,12 @@ async function tour({ files, lines, paceMs, token, reasoner, logger, timeline: t
   const onFatal = exitOnFatal(logger);
 
   // Pairing is open: this backend listens on loopback for the one person running the demo, who has no operator to ask for a ticket.
-  const relay = await createBackendRelay({ db: files.backend, pairing: 'open', logger: logger.child({ part: 'backend' }), config: { onFatal } });
+  const relay = await createBackendRelay({
+    db: files.backend,
+    pairing: 'open',
+    logger: logger.child({ part: 'backend' }),
+    config: { onFatal },
+  });
   parts.push({ close: async () => (await relay.close(), t.say('backend', 'stopped')) });
   const backend = await listenPreferring(PORTS.backend, (port) => relay.listen({ port }));
   t.say('backend', `the backend relay listens at ${backend} (event log ${files.backend})`);
@@ -146,15 +151,36 @@ async function tour({ files, lines, paceMs, token, reasoner, logger, timeline: t
     ...(keep ? { inspect: true } : {}),
     logger: logger.child({ part: 'host-a' }),
     onFatal,
-    backend: { url: backend, integration: assistant.integration_id, relayToken: assistant.relay_token, reasoner, db: files.plugin, keys: assistantKeys.keyring, rotate: assistantKeys.rotate },
+    backend: {
+      url: backend,
+      integration: assistant.integration_id,
+      relayToken: assistant.relay_token,
+      reasoner,
+      db: files.plugin,
+      keys: assistantKeys.keyring,
+      rotate: assistantKeys.rotate,
+    },
   });
   parts.push({ close: async () => (await hostA.close(), t.say('host A', 'stopped, and its plugin: its last heartbeat told the backend')) });
   const hostAUrl = await listenPreferring(PORTS.hostA, (port) => hostA.listen({ port }));
-  t.say('host A', `the assistant host in Form A listens at ${hostAUrl} (event log ${files.hostA}); agent ${approvalsAgent.name}, insights by the ${reasoner.name} reasoner`);
+  t.say(
+    'host A',
+    `the assistant host in Form A listens at ${hostAUrl} (event log ${files.hostA}); agent ${approvalsAgent.name}, insights by the ${reasoner.name} reasoner`,
+  );
   const online = await t.step('plugin', 'its first heartbeat', untilOnline(integration));
-  t.say('plugin', `online at the backend: ${online.plugin!.name} ${online.plugin!.version}, reasoner ${online.plugin!.reasoner.name} (event log ${files.plugin})`);
+  t.say(
+    'plugin',
+    `online at the backend: ${online.plugin!.name} ${online.plugin!.version}, reasoner ${online.plugin!.reasoner.name} (event log ${files.plugin})`,
+  );
 
-  const hostB = await createAssistantHost({ db: files.hostB, token, agent: approvalsAgent, form: 'B', logger: logger.child({ part: 'host-b' }), onFatal });
+  const hostB = await createAssistantHost({
+    db: files.hostB,
+    token,
+    agent: approvalsAgent,
+    form: 'B',
+    logger: logger.child({ part: 'host-b' }),
+    onFatal,
+  });
   parts.push({ close: async () => (await hostB.close(), t.say('host B', 'stopped')) });
   const hostBUrl = await listenPreferring(PORTS.hostB, (port) => hostB.listen({ port }));
   t.say('host B', `the assistant host in Form B listens at ${hostBUrl} (event log ${files.hostB}); agent ${approvalsAgent.name}`);
@@ -165,7 +191,12 @@ async function tour({ files, lines, paceMs, token, reasoner, logger, timeline: t
   const desk = `desk-${suffix}`;
   parts.push({
     close: async () => {
-      for (const [host, session] of [[hostA, `insights:${call}`], [hostA, chat], [hostB, desk]] as const) await host.endSession(session);
+      for (const [host, session] of [
+        [hostA, `insights:${call}`],
+        [hostA, chat],
+        [hostB, desk],
+      ] as const)
+        await host.endSession(session);
       t.say('stop', `sessions ended: insights:${call} and ${chat} on host A, ${desk} on host B`);
     },
   });
@@ -192,7 +223,11 @@ async function tour({ files, lines, paceMs, token, reasoner, logger, timeline: t
 
   for (const text of ['Send Daniel the follow-up email with the pricing sheet', '/approve']) {
     t.say('chat A', `you: ${text}`);
-    await t.step('chat A', 'the reply', followTask(formA.send(chat, text), (kind, fields) => t.say('chat A', textOf(kind, fields))));
+    await t.step(
+      'chat A',
+      'the reply',
+      followTask(formA.send(chat, text), (kind, fields) => t.say('chat A', textOf(kind, fields))),
+    );
   }
 
   const formB = new FormBClient({ url: hostBUrl, token });
@@ -211,7 +246,10 @@ async function tour({ files, lines, paceMs, token, reasoner, logger, timeline: t
     'the summary job',
     summarizeCall(jobs, call, lines, (view) => t.say('summary', `BYO job ${view.job_id.slice(0, 8)}…: ${view.state}`)),
   );
-  t.say('summary', `opened and checked here (the backend relayed it sealed, ${job.deliveries === 1 ? 'in one delivery' : `in ${job.deliveries} deliveries`} to the plugin):`);
+  t.say(
+    'summary',
+    `opened and checked here (the backend relayed it sealed, ${job.deliveries === 1 ? 'in one delivery' : `in ${job.deliveries} deliveries`} to the plugin):`,
+  );
   t.more(summaryLines(summary));
   return { backend, hostA: hostAUrl, hostB: hostBUrl, inspector: hostA.inspectorUrl };
 }
@@ -241,8 +279,14 @@ async function untilOnline(integration: ReturnType<typeof integrationClient>): P
  */
 async function probe(jobs: JobsClient, t: Timeline): Promise<void> {
   const created = await jobs.create({ purpose: 'capability_probe', payload: {}, deadline_ms: 30_000 });
-  t.say('probe', `capability_probe job ${created.job_id.slice(0, 8)}… (BYO: sealed, as every job of a paired integration): ${created.state}`);
+  t.say(
+    'probe',
+    `capability_probe job ${created.job_id.slice(0, 8)}… (BYO: sealed, as every job of a paired integration): ${created.state}`,
+  );
   const done = await t.step('probe', 'the capability profile', jobs.follow(created));
   const profile = CapabilityProfile.parse(done.result);
-  t.say('probe', `${done.state}: skills ${profile.skills.map((skill) => skill.name).join(', ')}; ${profile.limits.max_concurrent_jobs} job at a time, payloads up to ${profile.limits.max_payload_bytes} bytes (opened here: the backend relayed it sealed)`);
+  t.say(
+    'probe',
+    `${done.state}: skills ${profile.skills.map((skill) => skill.name).join(', ')}; ${profile.limits.max_concurrent_jobs} job at a time, payloads up to ${profile.limits.max_payload_bytes} bytes (opened here: the backend relayed it sealed)`,
+  );
 }

@@ -14,7 +14,10 @@ type Insight = z.infer<typeof PURPOSES.live_analysis.result>['insights'][number]
 type Summary = z.infer<typeof PURPOSES.session_summary.result>;
 
 /** How each finding reads as an insight; the order of `FINDING_KINDS` is the order of importance. */
-const INSIGHTS: Record<FindingKind, { readonly kind: Insight['kind']; readonly confidence: number; readonly lead: (who: string) => string }> = {
+const INSIGHTS: Record<
+  FindingKind,
+  { readonly kind: Insight['kind']; readonly confidence: number; readonly lead: (who: string) => string }
+> = {
   concern: { kind: 'risk', confidence: 0.8, lead: (who) => `${who} raised a concern` },
   risk: { kind: 'risk', confidence: 0.8, lead: (who) => `${who} named a risk` },
   unanswered: { kind: 'question', confidence: 0.7, lead: (who) => `${who}'s question went unanswered` },
@@ -52,7 +55,11 @@ export function liveInsights(transcript: readonly Utterance[]): Insight[] {
   const top = [...words.entries()].find(([, count]) => count > DOMINANT_SHARE * total);
   // Said without the share's number, so the same advice reads the same and the agent says it once.
   if (words.size > 1 && total >= DOMINANCE_AFTER_WORDS && top !== undefined) {
-    newest.push({ kind: 'suggestion', confidence: 0.4, text: `${top[0]} has said over ${DOMINANT_SHARE * 100}% of the words so far: invite the others in.` });
+    newest.push({
+      kind: 'suggestion',
+      confidence: 0.4,
+      text: `${top[0]} has said over ${DOMINANT_SHARE * 100}% of the words so far: invite the others in.`,
+    });
   }
   return newest.sort((a, b) => b.confidence - a.confidence).slice(0, 10);
 }
@@ -65,7 +72,12 @@ export function callSummary(transcript: readonly Utterance[], notes: string | un
   if (questions.length > 0) {
     const open = questions.filter((q) => !q.answered);
     const askers = listOf([...new Set(questions.map((q) => q.speaker))]);
-    const answers = open.length === 0 ? (questions.length === 1 ? 'it was answered' : 'each was answered') : `${open.length} went unanswered: ${quotes(of('unanswered'))}`;
+    const answers =
+      open.length === 0
+        ? questions.length === 1
+          ? 'it was answered'
+          : 'each was answered'
+        : `${open.length} went unanswered: ${quotes(of('unanswered'))}`;
     parts.push(`${askers} asked ${questions.length} ${questions.length === 1 ? 'question' : 'questions'}; ${answers}.`);
   }
   const topics = topicsOf(lines, speakers);
@@ -77,8 +89,12 @@ export function callSummary(transcript: readonly Utterance[], notes: string | un
   if (notes?.trim()) parts.push(`Notes: ${clip(notes.trim(), 1_000)}`);
   return {
     summary: clip(parts.join(' '), 20_000),
-    action_items: of('commitment', 'offer').slice(0, 100).map((f) => ({ text: cutAtWord(f.sentence, 1_000), owner: clip(f.speaker, 200) })),
-    decisions: of('decision').slice(0, 100).map((f) => cutAtWord(f.sentence, 1_000)),
+    action_items: of('commitment', 'offer')
+      .slice(0, 100)
+      .map((f) => ({ text: cutAtWord(f.sentence, 1_000), owner: clip(f.speaker, 200) })),
+    decisions: of('decision')
+      .slice(0, 100)
+      .map((f) => cutAtWord(f.sentence, 1_000)),
   };
 }
 
@@ -97,7 +113,9 @@ const PLAIN_WORDS = new Set(
   `about after again also anything because been before being both could does doing down each else even every from going have here into
   just know like many maybe more most much must need only other over really right same should since some something such than that
   that's their them then there there's these they thing things think this those through under until very want well were what when
-  where which while will with would your yeah okay today tomorrow week weeks month months year years hour hours time let's it's we're`.split(/\s+/),
+  where which while will with would your yeah okay today tomorrow week weeks month months year years hour hours time let's it's we're`.split(
+    /\s+/,
+  ),
 );
 const TOPICS = 4;
 

@@ -46,15 +46,18 @@ export interface CallReading {
   readonly findings: readonly Finding[];
 }
 
-const WORRY = /\b(risks?|risky|concerns?|concerned|worried|worries|problems?|issues?|delays?|delayed|blockers?|blocked|expensive|over budget)\b/i;
+const WORRY =
+  /\b(risks?|risky|concerns?|concerned|worried|worries|problems?|issues?|delays?|delayed|blockers?|blocked|expensive|over budget)\b/i;
 const RISK_QUESTION = /\b(risks?|stop|block|blockers?|prevent|wrong|worr(y|ied)|concerns?|problems?)\b/i;
 const DECISION = /\b(decided|decision|we agree|agreed|let's go with|we'll go with|go ahead with)\b/i;
 const COMMITMENT = /\b(I'll|I will|we'll|we will|follow up|to ?do|action item)\b/i;
 const OFFER = /\b(I|we) can\b/i;
 const ACCEPTANCE = /^(please do|that would help|yes|sure|sounds good|great|perfect|ok|okay)\b/i;
 // "one" is left out: it is a pronoun as often as a number.
-const FIGURE = /\d|\b(two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|twenty|thirty|forty|fifty|sixty|seventy|eighty|ninety|hundred|thousand|million|billion|percent|dozen)\b/i;
-const DATE = /\b(monday|tuesday|wednesday|thursday|friday|saturday|sunday|january|february|march|april|may|june|july|august|september|october|november|december|(next|this|last) (week|month|quarter|year)|end of|deadline)\b/i;
+const FIGURE =
+  /\d|\b(two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|twenty|thirty|forty|fifty|sixty|seventy|eighty|ninety|hundred|thousand|million|billion|percent|dozen)\b/i;
+const DATE =
+  /\b(monday|tuesday|wednesday|thursday|friday|saturday|sunday|january|february|march|april|may|june|july|august|september|october|november|december|(next|this|last) (week|month|quarter|year)|end of|deadline)\b/i;
 const POINTS_BACK = /^(that|this|it)\b/i;
 
 const isQuestion = (sentence: string) => sentence.endsWith('?');
@@ -77,12 +80,23 @@ export function readCall(transcript: readonly Utterance[]): CallReading {
       if (isQuestion(sentence)) return;
       const concern = WORRY.test(sentence);
       const quoted = concern && j > 0 && POINTS_BACK.test(sentence) && !isQuestion(sentences[j - 1]!) ? sentences[j - 1]! : sentence;
-      const kind = concern ? 'concern' : DECISION.test(sentence) ? 'decision' : COMMITMENT.test(sentence) ? 'commitment' : FIGURE.test(sentence) ? 'figure' : DATE.test(sentence) ? 'date' : undefined;
+      const kind = concern
+        ? 'concern'
+        : DECISION.test(sentence)
+          ? 'decision'
+          : COMMITMENT.test(sentence)
+            ? 'commitment'
+            : FIGURE.test(sentence)
+              ? 'figure'
+              : DATE.test(sentence)
+                ? 'date'
+                : undefined;
       if (kind !== undefined) found.push({ kind, speaker, sentence: quoted, known: i });
     });
     const asked = i > 0 && lines[i - 1]!.speaker !== speaker ? said[i - 1]!.filter(isQuestion) : [];
     const longest = statements.reduce<string | undefined>((a, b) => (a === undefined || b.length > a.length ? b : a), undefined);
-    if (longest !== undefined && asked.some((q) => RISK_QUESTION.test(q))) found.push({ kind: 'risk', speaker, sentence: longest, known: i });
+    if (longest !== undefined && asked.some((q) => RISK_QUESTION.test(q)))
+      found.push({ kind: 'risk', speaker, sentence: longest, known: i });
     const offer = statements.find((s) => OFFER.test(s));
     if (offer !== undefined && next !== undefined && next.speaker !== speaker && ACCEPTANCE.test(said[i + 1]![0] ?? '')) {
       found.push({ kind: 'offer', speaker, sentence: offer, known: i + 1 });

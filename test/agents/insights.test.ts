@@ -21,8 +21,18 @@ async function play(lines: readonly string[]): Promise<string[]> {
   const replies: string[] = [];
   for (const [i, text] of lines.entries()) {
     let said = 'none';
-    const sink = { message: async (reply: string) => void (said = insightsSentence(reply)), signal: new AbortController().signal } as ReplySink;
-    const turn: Turn = { session_id: 'insights:call-1', task_id: `t${i}`, text, system_prelude: 'A sales call.', memory: [...memory], insights: true };
+    const sink = {
+      message: async (reply: string) => void (said = insightsSentence(reply)),
+      signal: new AbortController().signal,
+    } as ReplySink;
+    const turn: Turn = {
+      session_id: 'insights:call-1',
+      task_id: `t${i}`,
+      text,
+      system_prelude: 'A sales call.',
+      memory: [...memory],
+      insights: true,
+    };
     await agent.respond(turn, sink);
     memory.push({ role: 'user', text, task_id: turn.task_id, at: i }, { role: 'assistant', text: said, task_id: turn.task_id, at: i });
     replies.push(said);
@@ -39,9 +49,11 @@ describe('the live insights of the bundled call', () => {
   });
 
   it('flag a question only once its asker speaks again unanswered, and never one that was answered', async () => {
-    expect(shown(await play(['Ana: Thanks for coming, Ben. Is the budget approved?', 'Ben: Not yet.', 'Ana: Who signs it off?', 'Ana: I can wait.']))).toEqual([
-      '4: Ana\'s question went unanswered: "Who signs it off?"',
-    ]);
+    expect(
+      shown(
+        await play(['Ana: Thanks for coming, Ben. Is the budget approved?', 'Ben: Not yet.', 'Ana: Who signs it off?', 'Ana: I can wait.']),
+      ),
+    ).toEqual(['4: Ana\'s question went unanswered: "Who signs it off?"']);
   });
 
   it('quote a sentence too long to fit cut at a word, with an ellipsis, the quote closed', async () => {

@@ -4,7 +4,9 @@
  */
 import { readFileSync } from 'node:fs';
 
-export const SALES_CALL = readFileSync(new URL('../../samples/sales-call.txt', import.meta.url), 'utf8').split('\n').filter(Boolean);
+export const SALES_CALL = readFileSync(new URL('../../samples/sales-call.txt', import.meta.url), 'utf8')
+  .split('\n')
+  .filter(Boolean);
 
 /** `line number: insight`, for the lines that get one. */
 export const SALES_CALL_INSIGHTS = [
