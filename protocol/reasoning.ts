@@ -121,7 +121,8 @@ export const Heartbeat = z.object({
   provider_kind: z.string().min(1).max(100),
   schema_versions: VersionRange,
   envelope_versions: VersionRange,
-  status: z.enum(['ready', 'busy', 'degraded']),
+  /** `stopped`: the plugin's last heartbeat, sent as it stops; the integration is offline at once (PROTOCOL.md 6e.3). */
+  status: z.enum(['ready', 'busy', 'degraded', 'stopped']),
   /** Jobs the plugin is running now: their delivery leases are renewed. */
   running_job_ids: z.array(JobId).max(1_000),
   reasoner: z.object({ name: z.string().min(1).max(100), model: z.string().max(200).optional() }),

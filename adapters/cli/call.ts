@@ -22,7 +22,7 @@ export const CALL_USAGE = `usage: assistant-relay call --url URL --token-file FI
   --token-file FILE        its ASSISTANT_TOKEN (a private file)
   --transcript FILE        the call, one "Speaker: text" line each
   --session S              the call's session (default a fresh one); insights go to insights:S
-  --pace D                 the time between two lines, e.g. 500ms (default 300ms)
+  --pace D                 the time from a line's answer to the next line, e.g. 500ms (default 300ms)
   --keys FILE              a client's keys file (assistant-relay pair): ask for the summary as a BYO job
   --json                   one JSON object per line (line, insight, job, summary)
 Each flag may also be set as ASSISTANT_RELAY_<FLAG>.`;
@@ -52,8 +52,10 @@ export function readTranscript(file: string): string[] {
 }
 
 /**
- * Plays a call into its `insights:` session: each line as it is said, `paceMs` apart, each insight handed
- * to `onInsight` as it comes. Resolves once every line has its answer, with the insights.
+ * Plays a call into its `insights:` session: each line `paceMs` after the one before has its answer, each
+ * insight handed to `onInsight` as it comes. Resolves once every line has its answer, with the insights.
+ * A recording can wait where a speaker cannot: lines sent at once may reach the host out of order, and each
+ * analysis must read the call as it went, with the insights before it (so that none is said twice).
  */
 export async function playCall(
   client: FormAClient,
@@ -67,9 +69,14 @@ export async function playCall(
     for (const insight of context.insights.slice(shown)) options.onInsight(insight);
     shown = context.insights.length;
   });
+  const answered = () => recording.store.getSnapshot().context.pending === 0;
   for (const line of lines) {
     options.onLine(line);
     recording.line(line);
+    await new Promise<void>((resolve) => {
+      const subscription = recording.store.subscribe(() => answered() && (subscription.unsubscribe(), resolve()));
+      if (answered()) (subscription.unsubscribe(), resolve());
+    });
     await new Promise((resolve) => setTimeout(resolve, options.paceMs));
   }
   await recording.stop();

@@ -3,15 +3,18 @@
  * logged as JSON too, one line on stdout once it is ready, and a clean close on SIGTERM or SIGINT (a
  * second signal exits at once: what the logs committed is safe whatever happens next).
  */
-import { readFileSync } from 'node:fs';
+import { openSync, readFileSync, writeSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { pino, type Logger } from 'pino';
 import { newToken } from '../../protocol/index.js';
 import { createPrivateFile, exposure, makePrivateFolder } from '../../storage/private-files.js';
 import { UsageError, type LogLevel } from './flags.js';
 
-/** JSON lines on stderr, or appended to `file` (0600 in private folders if it is new; refused if others can access it). */
-export function jsonLogger(level: LogLevel, file?: string): Logger {
+/**
+ * JSON lines on stderr, or appended to `file` (0600 in private folders if it is new; refused if others can access it).
+ * With `runBytes`, the file holds this run's lines only (emptied first), and at most that many bytes of them.
+ */
+export function jsonLogger(level: LogLevel, file?: string, runBytes?: number): Logger {
   if (file !== undefined) privateLogFile(file);
   const logger = pino(
     {
@@ -19,12 +22,32 @@ export function jsonLogger(level: LogLevel, file?: string): Logger {
       level,
       redact: { paths: ['req.headers.authorization', 'token', '*.token', 'callback.token', 'relay_token', 'client_token'], censor: '[redacted]' },
     },
-    file === undefined ? pino.destination({ fd: 2, sync: false }) : pino.destination({ dest: file, sync: true }),
+    file === undefined
+      ? pino.destination({ fd: 2, sync: false })
+      : runBytes === undefined
+        ? pino.destination({ dest: file, sync: true })
+        : boundedRunLog(file, runBytes),
   );
   // Node would print process warnings (deprecations and the like) as plain text on stderr: log them as JSON instead.
   process.removeAllListeners('warning');
   process.on('warning', (warning) => logger.warn({ err: warning }, 'process warning'));
   return logger;
+}
+
+/** `file` emptied, then written line by line up to `maxBytes`; past them one line says so and the rest is left out. */
+function boundedRunLog(file: string, maxBytes: number): { write(line: string): void } {
+  const fd = openSync(file, 'w');
+  let written = 0;
+  let full = false;
+  return {
+    write(line) {
+      if (full) return;
+      written += Buffer.byteLength(line);
+      if (written <= maxBytes) return void writeSync(fd, line);
+      full = true;
+      writeSync(fd, `${JSON.stringify({ level: 40, time: Date.now(), msg: `this run's log reached its bound of ${maxBytes} bytes: later lines are left out` })}\n`);
+    },
+  };
 }
 
 /** A log file to append to, only its owner's: what the parts log may say more than a stranger should read. */

@@ -122,7 +122,8 @@ function nameOf(entity) {
 }
 
 function stateOf(entry) {
-  var extra = [entry.status, entry.cause].filter(Boolean);
+  // The status only when the state does not say it already (a job's always does): "completed", not "completed (completed)", as replay prints it.
+  var extra = [entry.status === entry.state || String(entry.state).endsWith("." + entry.status) ? undefined : entry.status, entry.cause].filter(Boolean);
   return entry.state + (extra.length ? " (" + extra.join(", ") + ")" : "");
 }
 

@@ -3,7 +3,8 @@
  * says otherwise), never sooner, whatever changes in between: a status change waits for the next. A
  * heartbeat that fails is logged and the next goes out on schedule: the backend shows the integration
  * offline after three missed, and online again after one. A 429 (news of the plugin sooner than the
- * backend logs it, PROTOCOL.md 6e.20) is sent again once its `Retry-After` has passed.
+ * backend logs it, PROTOCOL.md 6e.20) is sent again once its `Retry-After` has passed. The last one, as the
+ * plugin stops, says `stopped`: the backend shows the integration offline at once, not three intervals later.
  */
 import type { BaseLogger } from 'pino';
 import type { Clock, TimerHandle } from '../../engine/core/clock.js';
@@ -11,6 +12,8 @@ import { HeartbeatAnswer, type Heartbeat } from '../../protocol/index.js';
 import type { Backend } from './backend-link.js';
 
 const HEARTBEAT_INTERVAL_MS = 30_000;
+/** How long the last heartbeat may take: a backend that is gone must not hold up a stop. */
+const FAREWELL_MS = 2_000;
 
 export interface HeartbeatsOptions {
   readonly backend: Backend;
@@ -46,6 +49,14 @@ export class Heartbeats {
     await this.inFlight;
   }
 
+  /** The last heartbeat, after `stop()`: the plugin is stopping. Best effort: what the backend answers changes nothing here. */
+  async farewell(): Promise<void> {
+    const answer = await this.options.backend.heartbeat({ ...this.options.body(), status: 'stopped', running_job_ids: [] }, AbortSignal.timeout(FAREWELL_MS));
+    if (answer.kind === 'answered' && answer.status === 200) return this.options.logger.debug('the last heartbeat (stopped) answered: the backend shows this plugin offline');
+    const why = answer.kind === 'unreachable' ? { err: answer.error } : { status: answer.status, body: answer.body };
+    this.options.logger.info(why, 'the last heartbeat (stopped) was not taken: the backend shows this plugin offline after three intervals');
+  }
+
   private beat(): Promise<void> {
     this.inFlight = this.send().finally(() => {
       if (!this.stopped) this.timer = this.options.clock.setTimeout(() => void this.beat(), this.retryAfterMs ?? this.intervalMs);
@@ -74,6 +85,7 @@ export class Heartbeats {
       logger[answer.status === 401 || answer.status === 404 ? 'error' : 'warn']({ status: answer.status, body: answer.body }, 'heartbeat refused or answered with something else than a heartbeat answer');
       return;
     }
+    logger.debug({ interval_s: parsed.data.interval_s, ...(parsed.data.refused === undefined ? {} : { refused: parsed.data.refused }) }, 'heartbeat answered');
     this.intervalMs = parsed.data.interval_s * 1000;
     onAnswer(parsed.data);
   }

@@ -203,7 +203,7 @@ export class Plugin {
 
   /**
    * Stops taking jobs, lets running jobs and pending POSTs go on for `stopGraceMs`, then cuts them off
-   * (each is taken up again by the next start), and closes the log.
+   * (each is taken up again by the next start), says it stops (a last heartbeat), and closes the log.
    */
   async stop(): Promise<void> {
     if (this.stopping) return;
@@ -211,6 +211,8 @@ export class Plugin {
     try {
       await Promise.all([this.subscription.stop(), this.heartbeats.stop(), this.rekeys?.stop()]);
       await this.jobs.stop(this.options.stopGraceMs ?? 10_000);
+      // Once the jobs have said what they could: the integration is offline from now.
+      await this.heartbeats.farewell();
       await this.retention.stop();
       await this.log.close();
       await this.backend.close();

@@ -135,6 +135,7 @@ export class Integrations {
     const at = this.clock.now();
     const known = this.projection.integration(integrationId);
     if (known === undefined || isRevoked(known)) return undefined;
+    if (heartbeat.status === 'stopped') return this.stopped(integrationId, at);
     const until = at + this.graceMs;
     // Shared first: a node whose offline deadline comes now finds this heartbeat.
     await this.heartbeats.beat(integrationId, until);
@@ -152,12 +153,26 @@ export class Integrations {
     if ('over' in decided) return decided;
     const { refused } = decided;
     await this.renew(integrationId, refused === undefined ? heartbeat.running_job_ids : [], at);
-    return {
-      ok: true,
-      interval_s: Math.max(1, Math.round(this.heartbeatIntervalMs / 1000)),
-      ...(refused === undefined ? {} : { refused }),
-      probe_requested: false,
-    };
+    return { ...this.answer(), ...(refused === undefined ? {} : { refused }) };
+  }
+
+  private answer(): HeartbeatAnswer {
+    return { ok: true, interval_s: Math.max(1, Math.round(this.heartbeatIntervalMs / 1000)), probe_requested: false };
+  }
+
+  /**
+   * The plugin's last heartbeat, as it stops: offline now rather than three intervals later, logged whatever
+   * the status interval (as coming online is); it renews nothing, and the offline deadline here goes.
+   */
+  private async stopped(integrationId: string, at: number): Promise<HeartbeatAnswer | undefined> {
+    const known = await this.log.decide(() => {
+      const integration = this.projection.integration(integrationId);
+      if (integration === undefined || isRevoked(integration)) return nothing(false);
+      return { events: isOnline(integration) ? [{ type: 'integration.offline', integration_id: integrationId, at }] : [], outcome: true };
+    });
+    if (!known) return undefined;
+    this.presence.delete(integrationId);
+    return this.answer();
   }
 
   /**

@@ -456,6 +456,21 @@ describe('backend: heartbeats', () => {
     expect(stateOf(backend, integration_id)).toEqual({ active: 'online' });
   });
 
+  it("a plugin's last heartbeat (stopped) shows it offline at once, logged within the status interval, and renews nothing", async () => {
+    const { backend, clock } = await start();
+    const { integration_id } = await integrationOf(backend);
+    await backend.integrations.heartbeat(integration_id, beat());
+    clock.increment(1_000);
+    expect(await backend.integrations.heartbeat(integration_id, beat({ status: 'stopped' }))).toEqual({ ok: true, interval_s: 30, probe_requested: false });
+    expect(stateOf(backend, integration_id)).toEqual({ active: 'offline' });
+    // The deadline the first heartbeat set passes without a second offline; a heartbeat brings it back.
+    clock.increment(90_000);
+    await settle();
+    expect(stateOf(backend, integration_id)).toEqual({ active: 'offline' });
+    await backend.integrations.heartbeat(integration_id, beat());
+    expect(stateOf(backend, integration_id)).toEqual({ active: 'online' });
+  });
+
   it('a plugin whose versions the provider does not allow is refused, told why, and renews no lease', async () => {
     const { backend } = await start();
     const { integration_id } = await integrationOf(backend);

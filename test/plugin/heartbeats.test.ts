@@ -38,3 +38,16 @@ describe('heartbeats answered 429', () => {
     await backend.until(() => plugin.status().heartbeats === 2, 'the heartbeat sent again');
   });
 });
+
+describe('the last heartbeat', () => {
+  it('says the plugin stopped, once its jobs are done with, and names no running job', async () => {
+    const backend = fixture.backend();
+    const plugin = await fixture.start({ reasoner: answering() });
+    await backend.until(() => plugin.status().heartbeats === 1, 'the first heartbeat done');
+    await plugin.stop();
+    expect(backend.heartbeats.map((beat) => [beat.status, beat.running_job_ids])).toEqual([
+      ['ready', []],
+      ['stopped', []],
+    ]);
+  });
+});

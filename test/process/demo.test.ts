@@ -12,6 +12,7 @@ import { IntegrationView } from '../../protocol/index.js';
 import { killChildren, runCli, start, useChildFolder } from '../support/child.js';
 import { modesUnder, notPrivate, withOpenUmask } from '../support/modes.js';
 import { eventually } from '../support/wait.js';
+import { SALES_CALL_INSIGHTS } from '../support/sales-call.js';
 
 const folder = useChildFolder();
 afterEach(killChildren);
@@ -42,7 +43,11 @@ it('runs the whole system, walks a client through it, prints the timeline, and e
   expect(said(out, 'plugin').join('\n')).toMatch(/online at the backend: .* reasoner builtin/);
   expect(said(out, 'probe').join('\n')).toMatch(/completed: skills live_analysis, session_summary/);
   expect(said(out, 'call').filter((line) => /^\s*(Maya|Daniel): /.test(line))).toHaveLength(26);
-  expect(said(out, 'insight').length).toBeGreaterThan(0);
+  // The insights of the bundled call, in order; who they come from, and how to use a model.
+  expect(said(out, 'insight')).toEqual(SALES_CALL_INSIGHTS.map((insight) => `★ ${insight.replace(/^\d+: /, '')}`));
+  const lines = said(out, 'call');
+  expect(lines).toContain('insights and the summary come from the builtin reasoner: keyword rules on each sentence, no model. For a model:');
+  expect(lines).toContain('  npm start -- --reasoner openai --openai-base-url http://127.0.0.1:11434/v1 --openai-model llama3.2');
 
   expect(said(out, 'chat A')).toEqual([
     'you: Send Daniel the follow-up email with the pricing sheet',
@@ -58,12 +63,26 @@ it('runs the whole system, walks a client through it, prints the timeline, and e
 
   const summary = said(out, 'summary');
   expect(summary.at(-2)).toMatch(/BYO job .*: completed/);
-  expect(out).toMatch(/Summary: 26 utterances from Maya, Daniel/);
+  expect(out).toContain('Summary: Maya and Daniel spoke in 26 turns. Maya asked 9 questions; each was answered.');
   expect(out).toContain('Where to look next:');
   expect(out).toContain(`npx assistant-relay replay --db ${join(data, 'assistant-relay.db')}`);
   expect(out).toContain(`npx assistant-relay inspect --db ${join(data, 'assistant-relay.db')}`);
 
   for (const file of ['backend.db', 'assistant-relay.db', 'assistant-relay.plugin.db', 'form-b.db', 'demo.log']) expect(statSync(join(data, file)).size).toBeGreaterThan(0);
+
+  // It ends what it began: its sessions, and its plugin, which tells the backend (offline at once, not 90 s later).
+  const integration = new RegExp(`paired: integration (${UUID})`).exec(out)![1]!;
+  expect(said(out, 'stop')).toEqual([expect.stringMatching(/^sessions ended: insights:call-\w+ and chat-\w+ on host A, desk-\w+ on host B$/)]);
+  expect(said(out, 'backend')).toContain(`integration ${integration}: offline`);
+  const finals = async (db: string) => (await runCli(['replay', '--db', join(data, db), '--json'])).stdout.trim().split('\n').map((line) => JSON.parse(line) as Record<string, unknown>);
+  const sessions = [...(await finals('assistant-relay.db')), ...(await finals('form-b.db'))].filter((entry) => entry.kind === 'session');
+  expect(new Set(sessions.filter((entry) => entry.event === 'session.ended').map((entry) => entry.id)).size).toBe(3);
+  expect((await finals('backend.db')).filter((entry) => entry.kind === 'integration').slice(-2)).toMatchObject([{ event: 'integration.offline' }, { final: 'active.offline' }]);
+
+  // demo.log: this run's lines of every part, requests included.
+  const logged = readFileSync(join(data, 'demo.log'), 'utf8').trim().split('\n').map((line) => JSON.parse(line) as { part?: string; component?: string; msg: string });
+  expect(new Set(logged.map((line) => [line.part, line.component].filter(Boolean).join('/')))).toEqual(new Set(['backend', 'host-a', 'host-a/plugin', 'host-b']));
+  expect(logged.filter((line) => line.msg === 'request completed').length).toBeGreaterThan(26);
   expect(modesUnder(data).map(([path]) => path)).toEqual(expect.arrayContaining(['.', 'backend.db', 'backend.db.lock', 'demo.log', 'client-keys.json', 'assistant-keys.json', 'token']));
   expect(notPrivate(data)).toEqual([]);
 });
@@ -79,7 +98,7 @@ it('shows insights and a summary drawn from the transcript it plays, and a secon
   const first = await runCli(args);
   expect(first.code, first.stderr).toBe(0);
   expect(said(first.stdout, 'insight').join('\n')).toContain('Quokka migration is delayed again');
-  expect(first.stdout).toMatch(/Summary: 3 utterances from Zed, Ada/);
+  expect(first.stdout).toContain('Summary: Zed and Ada spoke in 3 turns.');
   expect(first.stdout).toContain('- I will send the Quokka rollback plan by Monday. (Ada)');
   expect(first.stdout).toContain('✓ We agreed to go with the Quokka pilot.');
   expect(first.stdout).not.toContain('Maya');
@@ -89,6 +108,9 @@ it('shows insights and a summary drawn from the transcript it plays, and a secon
   expect(second.code, second.stderr).toBe(0);
   expect(second.stdout).toContain(`the integration of the run before, ${integration}, is revoked`);
   expect(new RegExp(`paired: integration (${UUID})`).exec(second.stdout)![1]).not.toBe(integration);
+  // The log holds the second run's lines only: one start of each server.
+  const started = readFileSync(join(dir, 'data', 'demo.log'), 'utf8').split('\n').filter((line) => line.includes('Server listening'));
+  expect(started).toHaveLength(3);
 });
 
 it('with --keep stays up for other clients, and stops cleanly on Ctrl-C', { timeout: 90_000 }, async () => {
@@ -124,4 +146,6 @@ it('with --keep stays up for other clients, and stops cleanly on Ctrl-C', { time
 
   running.child.kill('SIGINT');
   expect(await running.exited).toEqual({ code: 0, signal: null });
+  // What it began ends at Ctrl-C; what another client began is that client's.
+  expect(running.output.stdout).toMatch(/sessions ended: insights:call-\w+ and chat-\w+ on host A/);
 });
