@@ -28,6 +28,11 @@ export interface PubSub {
   publish(topic: string, notice: ChannelNotice): void;
   /** Subscribes to a topic; the function returned unsubscribes (a notice published after it is not heard). */
   subscribe(topic: string, handler: NoticeHandler): () => void;
+  /**
+   * Only a channel that reaches other nodes sharing the log (channel.ts) has it: tells them that this node
+   * committed events of the integration (`log.appended`). One of this process alone has no one to tell.
+   */
+  announce?(integrationId: string): void;
 }
 
 /** The topic of an integration's jobs (6.1). */

@@ -25,15 +25,16 @@ afterEach(async () => {
 });
 
 /** A node: its own connection pool, projection and dispatch, on the schema. */
-async function node(schema: string, options: Partial<Pick<SharedLogOptions<BackendState>, 'maxQueued' | 'snapshotEveryEvents'>> = {}) {
+async function node(schema: string, options: Partial<Pick<SharedLogOptions, 'maxQueued' | 'snapshotEveryEvents'>> = {}) {
   const log = await PgEventLog.open<BackendEvent>({ url: POSTGRES_URL, schema, streamOf: backendStreamOf });
   const projection = new BackendProjection();
   const reported: string[] = [];
-  const shared = new SharedBackendLog<BackendState>(log, { codec: backendSnapshotCodec(projection), clock: systemClock, report: (error, { what }) => reported.push(`${what}: ${String(error)}`), ...options });
+  const shared = new SharedBackendLog<BackendState>(log, { clock: systemClock, report: (error, { what }) => reported.push(`${what}: ${String(error)}`), ...options });
   opened.push({ shared, log });
   const dispatched: Array<{ type: string; own: boolean }> = [];
   let folded = 0;
   await shared.start({
+    codec: backendSnapshotCodec(projection),
     fold: (event) => projection.apply(event),
     foldCommitted: (event) => {
       folded += 1;
