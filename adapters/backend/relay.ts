@@ -60,7 +60,7 @@ export interface BackendRelayOptions {
    * waiting (default 16), one per integration. `config.resultChecker` replaces all of it.
    */
   readonly resultChecks?: Partial<ResultCheckLimits>;
-  /** The engine's settings and its seams': clock, lease and heartbeat intervals, the `PubSub`, what happens when the log cannot be written. */
+  /** The engine's settings, and what its seams are chosen by: the clock, the `PubSub`, what happens when the log cannot be written. */
   readonly config?: BackendRelayConfig;
   /**
    * The inspector: a web page of the log's jobs, integrations and pairings, each with its statechart, followed

@@ -43,13 +43,15 @@ export interface BackendRelayConfig extends BackendConfig {
 /** The seams of a backend on `store`; `broker` carries the channel between the nodes of a shared one. */
 export function backendSeams(store: BackendStore, config: BackendRelayConfig = {}, broker?: PubSub): BackendSeams {
   const clock = config.clock ?? systemClock;
-  const report = config.onError ?? ((error, context) => process.emitWarning(`assistant-relay backend: ${context.what} failed: ${String(error)}`));
+  const report = config.onError ?? warnOf;
   const subscriberFailed = (error: unknown, topic: string) => report(error, { what: `a subscriber of ${topic}` });
   const attemptsKeepMs = attemptsKeptFor(pairingLimitsOf(config.pairingLimits));
   const snapshots = config.snapshotEveryEvents === undefined ? {} : { snapshotEveryEvents: config.snapshotEveryEvents };
   const common = { clock, ids: config.ids ?? randomIds, report };
   if (store instanceof EventLog) {
-    if (broker !== undefined) throw new Error('a broker carries the channel between nodes that share a PostgreSQL log: this backend has its own');
+    if (broker !== undefined) {
+      throw new Error('a broker carries the channel between nodes that share a PostgreSQL log: this backend has its own');
+    }
     const onFatal = config.onFatal ?? ((error) => process.nextTick(() => { throw error; }));
     return {
       ...common,
@@ -74,4 +76,9 @@ export function backendSeams(store: BackendStore, config: BackendRelayConfig = {
     presence: new PgPresence(store.connections),
     attempts: new PgPairingAttempts(store.connections, attemptsKeepMs),
   };
+}
+
+/** A failure nobody awaits, when no one said where it goes. */
+function warnOf(error: unknown, context: FailureContext): void {
+  process.emitWarning(`assistant-relay backend: ${context.what} failed: ${String(error)}`);
 }

@@ -12,7 +12,7 @@ import type { BackendState } from './projection.js';
 import type { PubSub } from './pubsub.js';
 
 export interface BackendSeams {
-  /** The log decided against and folded: this process's SQLite (`LocalBackendLog`), or PostgreSQL several nodes share (`SharedBackendLog`). */
+  /** The log decided against and folded: this process's SQLite (`LocalBackendLog`), or PostgreSQL nodes share (`SharedBackendLog`). */
   readonly log: BackendLog<BackendState>;
   /** Where each committed change of a job is published for streams and followers (`LocalPubSub`, or `ClusterChannel` over a broker). */
   readonly pubsub: PubSub;

@@ -548,7 +548,7 @@ describe('backend: the JobStore and PubSub seams', () => {
     expect(jobFrames(socket)).toHaveLength(5);
   });
 
-  it('tells a channel that reaches other nodes of the integration each of its commits touched, and its listeners only of jobs', async () => {
+  it('tells a channel that reaches other nodes of the integration each commit touched, and its listeners only of jobs', async () => {
     const announced: string[] = [];
     const pubsub = Object.assign(new BrokerLikePubSub(), { announce: (id: string) => void announced.push(id) });
     const { backend } = await start(tempDir(), new SimulatedClock(), pubsub);
