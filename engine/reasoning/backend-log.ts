@@ -3,7 +3,7 @@
  * every committed event handed to the after-commit dispatch once, in order; reads that wait until the fold
  * holds what was committed before them. Two logs stand behind it:
  *
- * - `LocalBackendLog`: the embedded SQLite log of one process (the default). The fold is always current,
+ * - `LocalBackendLog`: the embedded SQLite log of one process (`db`). The fold is always current,
  *   so a decision runs at once; snapshots shorten a start.
  * - `SharedBackendLog` (shared-log.ts): PostgreSQL, appended to and folded by several nodes at once.
  */

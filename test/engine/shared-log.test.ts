@@ -1,5 +1,5 @@
 /**
- * The backend's shared log (engine/backend/shared-log.ts) on the machine's PostgreSQL: several nodes
+ * The backend's shared log (engine/reasoning/shared-log.ts) on the machine's PostgreSQL: several nodes
  * deciding on one job at once take turns and each decides on what the last left; a node folds what the
  * others committed; a node with too many decisions waiting refuses the next at once; a node starts from
  * the newest snapshot a node took, passing over one it cannot use.
