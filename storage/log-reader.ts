@@ -10,7 +10,10 @@
 import Database from 'better-sqlite3';
 import { statSync } from 'node:fs';
 import { SchemaMismatchError } from './errors.js';
-import { APPLICATION_ID, SCHEMA_VERSION, readSnapshots, streamIndexedTo, type LogRecord, type StoredEvent, type StoredSnapshot } from './event-log.js';
+import type { LogRecord, StoredEvent } from './event-log.js';
+import { APPLICATION_ID, SCHEMA_VERSION } from './log-file.js';
+import { readSnapshots, type StoredSnapshot } from './log-snapshots.js';
+import { streamIndexedTo } from './stream-index.js';
 
 /** Whose log it is, by its first event: a host's (`serve`), a backend relay's, or an assistant plugin's. */
 export type LogKind = 'host' | 'backend' | 'plugin';

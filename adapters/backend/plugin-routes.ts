@@ -5,7 +5,8 @@
  */
 import type { FastifyPluginAsync, FastifyReply } from 'fastify';
 import { Heartbeat, IntegrationPath, JobPath, JobResultBody, JobStreamHeaders, RekeyAnswerBody, RekeyPath } from '../../protocol/index.js';
-import type { Backend, JobAnswer } from '../../engine/reasoning/engine.js';
+import type { Backend } from '../../engine/reasoning/engine.js';
+import type { JobAnswer } from '../../engine/reasoning/job-answers.js';
 import { sendError } from '../http/errors.js';
 import { streamTransport } from '../http/sse-transport.js';
 import type { ZodTypeProvider } from '../http/validation.js';

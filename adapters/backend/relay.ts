@@ -11,12 +11,13 @@
  */
 import type { FastifyBaseLogger, FastifyInstance } from 'fastify';
 import { tokenDigest } from '../../protocol/index.js';
-import { Backend, type BackendConfig, type BackendStore } from '../../engine/reasoning/engine.js';
+import { Backend } from '../../engine/reasoning/engine.js';
 import { backendStreamOf, type BackendEvent } from '../../machines/reasoning/backend-events.js';
 import { EventLog } from '../../storage/event-log.js';
 import { DEFAULT_SCHEMA, type PostgresOptions } from '../../storage/postgres/connection.js';
 import { PgEventLog } from '../../storage/postgres/event-log.js';
 import { ResultChecks, type ResultCheckLimits } from './result-checks.js';
+import { backendSeams, type BackendRelayConfig, type BackendStore } from './seams.js';
 import { buildBackendServer } from './server.js';
 import type { BrokerPubSub } from '../brokers/broker.js';
 import { connectBroker } from '../brokers/connect.js';
@@ -59,8 +60,8 @@ export interface BackendRelayOptions {
    * waiting (default 16), one per integration. `config.resultChecker` replaces all of it.
    */
   readonly resultChecks?: Partial<ResultCheckLimits>;
-  /** The engine's settings: clock, lease and heartbeat intervals, the `PubSub`, what happens when the log cannot be written. */
-  readonly config?: BackendConfig;
+  /** The engine's settings, and what its seams are chosen by: the clock, the `PubSub`, what happens when the log cannot be written. */
+  readonly config?: BackendRelayConfig;
   /**
    * The inspector: a web page of the log's jobs, integrations and pairings, each with its statechart, followed
    * live (`inspectorUrl`). `true`: on 127.0.0.1, any free port; on an address other than loopback it asks
@@ -120,13 +121,13 @@ export async function createBackendRelay(options: BackendRelayOptions): Promise<
   const checks = new ResultChecks(options.resultChecks);
   try {
     if (options.broker !== undefined) broker = await connectBroker({ ...options.broker, report });
-    backend = await Backend.start(log, {
+    const config: BackendRelayConfig = {
       ...(logger === undefined ? {} : { onError: (error: unknown, { what }: { what: string }) => logger.error({ err: error }, `${what} failed`) }),
-      ...(broker === undefined ? {} : { broker }),
       resultChecker: checks,
       ...options.config,
       ...(options.pairing === undefined ? {} : { pairing: options.pairing }),
-    });
+    };
+    backend = await Backend.start(backendSeams(log, config, broker), config);
   } catch (error) {
     await broker?.close();
     await log.close();

@@ -10,6 +10,7 @@ import { REKEY_TIMES_KEPT } from '../../machines/reasoning/integration.js';
 import type { Quotas } from '../../machines/reasoning/quotas.js';
 import { DEFAULT_SCHEMA, SCHEMA_NAME } from '../../storage/postgres/connection.js';
 import { createBackendRelay, openBackendStore, type BackendRelayOptions } from '../backend/relay.js';
+import { backendSeams } from '../backend/seams.js';
 import { DEFAULT_NAMESPACE, NAMESPACE } from '../brokers/broker.js';
 import { BROKER_SCHEMES } from '../brokers/connect.js';
 import { UsageError, integer, parseDuration, logLevelOf, parseOrigins, parseProxies, readFlags, retentionOf } from './flags.js';
@@ -223,7 +224,7 @@ async function integrationCommand(argv: readonly string[], env: NodeJS.ProcessEn
   const { options } = whereOf((flag) => (flag in INTEGRATION_FLAGS ? get(flag as keyof typeof INTEGRATION_FLAGS) : undefined));
   const log = await openBackendStore(options);
   try {
-    const backend = await Backend.start(log);
+    const backend = await Backend.start(backendSeams(log));
     const created = await backend.integrations.create(get('provider') ?? 'assistant-relay');
     await backend.close();
     if ('refused' in created) throw new UsageError(`--provider: ${created.refused.message}`);

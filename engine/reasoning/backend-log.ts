@@ -3,7 +3,7 @@
  * every committed event handed to the after-commit dispatch once, in order; reads that wait until the fold
  * holds what was committed before them. Two logs stand behind it:
  *
- * - `LocalBackendLog`: the embedded SQLite log of one process (the default). The fold is always current,
+ * - `LocalBackendLog`: the embedded SQLite log of one process (`db`). The fold is always current,
  *   so a decision runs at once; snapshots shorten a start.
  * - `SharedBackendLog` (shared-log.ts): PostgreSQL, appended to and folded by several nodes at once.
  */
@@ -16,6 +16,8 @@ import { SnapshotWriter, restoreSnapshot, type SnapshotCodec } from '../core/sna
 
 /** What the engine gives its log to fold with and to dispatch to. */
 export interface FoldParts<S> {
+  /** How the fold is captured in a snapshot, and taken back from one. */
+  readonly codec: SnapshotCodec<S>;
   /** Takes an event just decided into the fold, before it is committed. */
   fold(event: BackendEvent): void;
   /** Takes an event read from the log into the fold: committed, and not to be dispatched (a start). */
@@ -57,8 +59,7 @@ export interface BackendLog<S> {
   close(): Promise<void>;
 }
 
-export interface LocalLogOptions<S> {
-  readonly codec: SnapshotCodec<S>;
+export interface LocalLogOptions {
   readonly clock: Clock;
   readonly snapshotEveryEvents?: number;
   /** A log that can no longer be written: the process must restart from it. */
@@ -67,23 +68,22 @@ export interface LocalLogOptions<S> {
 }
 
 export class LocalBackendLog<S> implements BackendLog<S> {
-  private readonly snapshots: SnapshotWriter<BackendEvent, S>;
+  private snapshots: SnapshotWriter<BackendEvent, S> | undefined;
   private appender: Appender<BackendEvent> | undefined;
 
   constructor(
     private readonly log: EventLog<BackendEvent>,
-    private readonly options: LocalLogOptions<S>,
-  ) {
-    // Before the dispatch subscribes (start()): a snapshot is taken before any after-commit handler appends.
-    this.snapshots = new SnapshotWriter(log, options.codec, {
-      clock: options.clock,
-      ...(options.snapshotEveryEvents !== undefined ? { everyEvents: options.snapshotEveryEvents } : {}),
-      failed: (error) => options.report(error, { what: 'writing a snapshot' }),
-    });
-  }
+    private readonly options: LocalLogOptions,
+  ) {}
 
   async start(parts: FoldParts<S>): Promise<void> {
-    const restored = restoreSnapshot(this.log, this.options.codec, this.options.report);
+    // Before the dispatch subscribes: a snapshot is taken before any after-commit handler appends.
+    this.snapshots = new SnapshotWriter(this.log, parts.codec, {
+      clock: this.options.clock,
+      ...(this.options.snapshotEveryEvents !== undefined ? { everyEvents: this.options.snapshotEveryEvents } : {}),
+      failed: (error) => this.options.report(error, { what: 'writing a snapshot' }),
+    });
+    const restored = restoreSnapshot(this.log, parts.codec, this.options.report);
     if (restored !== undefined) parts.restore(restored.state);
     for (const { event } of this.log.read(restored?.position)) parts.foldCommitted(event);
     this.appender = new Appender(this.log, parts.fold, this.options.onFatal);
@@ -119,11 +119,11 @@ export class LocalBackendLog<S> implements BackendLog<S> {
   }
 
   compacted(): void {
-    this.snapshots.soon();
+    this.snapshots?.soon();
   }
 
   async close(): Promise<void> {
     await this.log.settled();
-    await this.snapshots.close();
+    await this.snapshots?.close();
   }
 }

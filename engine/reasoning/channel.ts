@@ -8,7 +8,7 @@
  * never make it act (a stream taken over is a logged fact, `integration.stream_held`). A node subscribes on
  * the broker to the integrations it holds streams and followers of, and to nothing else.
  */
-import { LocalPubSub, type ChannelNotice, type NoticeHandler, type PubSub } from './pubsub.js';
+import { LocalPubSub, assistantChannel, type ChannelNotice, type NoticeHandler, type PubSub } from './pubsub.js';
 
 interface BrokerSubscription {
   listeners: number;
@@ -28,9 +28,13 @@ export class ClusterChannel implements PubSub {
     this.local = new LocalPubSub(onError);
   }
 
+  /** A job notice, for this node's listeners alone: every node publishes its own as it folds. */
   publish(topic: string, notice: ChannelNotice): void {
-    if (notice.type === 'log.appended') this.broker.publish(topic, notice);
-    else this.local.publish(topic, notice);
+    this.local.publish(topic, notice);
+  }
+
+  announce(integrationId: string): void {
+    this.broker.publish(assistantChannel(integrationId), { type: 'log.appended' });
   }
 
   subscribe(topic: string, handler: NoticeHandler): () => void {

@@ -45,6 +45,11 @@ export function pairingLimitsOf(given: Partial<PairingLimits> = {}): PairingLimi
   return limits;
 }
 
+/** How long a source's pairing attempts are kept: as long as one counts against any of its limits. */
+export function attemptsKeptFor(limits: PairingLimits): number {
+  return Math.max(limits.startWindowMs, limits.missWindowMs);
+}
+
 /** A start or a join refused, before anything was logged: its catalogue code, and for a 429 its `Retry-After` in seconds. */
 export interface PairingRefusal {
   readonly refused: 'too_many_pairings' | 'too_many_pairing_starts' | 'too_many_attempts' | 'pairing_ticket_required' | 'pairing_ticket_invalid' | 'too_many_tickets' | 'provider_refused';

@@ -7,7 +7,8 @@
  * - `PairingAttempts`: when each source started a pairing, and sent a code that named no pairing, so that
  *   the limits on each source (PROTOCOL.md 7.8) hold for the service, not for each node.
  *
- * The defaults are this process's memory; a shared store keeps both in PostgreSQL (storage/postgres/).
+ * Beside a log of one process both are kept in its memory; beside a shared one, in PostgreSQL (storage/postgres/):
+ * the composition root chooses (adapters/backend/seams.ts).
  */
 export interface Presence {
   /** A heartbeat: online until `until` (a later heartbeat's, never an earlier one's). */

@@ -6,13 +6,12 @@
 import { forgottenJobKeys, isPairingEvent, type BackendEvent, type BackendForgotten } from '../../machines/reasoning/backend-events.js';
 import { compactedIntegration, evolveIntegration, initialIntegration, type IntegrationSnapshot } from '../../machines/reasoning/integration.js';
 import { jobDecider } from '../../machines/reasoning/job-decider.js';
-import { jobKey, type JobEvent, type JobRef } from '../../machines/reasoning/job-events.js';
+import { jobKey, type JobEvent } from '../../machines/reasoning/job-events.js';
 import { isSettled, type JobSnapshot } from '../../machines/reasoning/job.js';
 import { pairingDecider } from '../../machines/reasoning/pairing-decider.js';
 import type { PairingEvent } from '../../machines/reasoning/pairing-events.js';
 import { isPairingOpen, type PairingSnapshot } from '../../machines/reasoning/pairing.js';
 import { countOneMore, windowOf, type WindowCount } from '../../machines/reasoning/quotas.js';
-import { settledOverCap, spend } from './settled-cap.js';
 import { CapabilityProfile } from '../../protocol/index.js';
 
 /** An integration's current capability profile (2.4): the result of its latest completed plain probe. */
@@ -20,15 +19,6 @@ export interface ProbedProfile {
   readonly job_id: string;
   readonly completed_at: number;
   readonly profile: CapabilityProfile;
-}
-
-/** What one retention pass may forget next (`BackendProjection.forgettable`). */
-export interface Forgettable {
-  readonly jobs: readonly JobRef[];
-  readonly pairing_ids: readonly string[];
-  readonly integration_ids: readonly string[];
-  /** Pairing tickets used or expired: their events go. */
-  readonly ticket_digests: readonly string[];
 }
 
 /** A pairing ticket the operator issued, until retention forgets it. */
@@ -150,60 +140,6 @@ export class BackendProjection {
       this.created.delete(id);
     }
   }
-
-  /** Integrations (at most `max`) with events logged before `endedBefore` that a compaction would stand for. */
-  compactable(endedBefore: number, max: number): string[] {
-    const ids: string[] = [];
-    for (const [id, from] of this.compactFrom) {
-      if (ids.length === max) break;
-      if (from < endedBefore) ids.push(id);
-    }
-    return ids;
-  }
-
-  /**
-   * What retention may forget, at most `max` of each: integrations revoked before `endedBefore` with no
-   * open job, with every job they had (an integration goes in the batch that takes its last job); other
-   * jobs settled before it, or settled and older than an integration's newest `maxSettledJobs` settled
-   * ones (but not the probe an integration's capability profile comes from); pairings past their expiry
-   * and ended before `pairingsEndedBefore` (a completed one answers a confirmation asked again until its
-   * expiry); pairing tickets used, or expired by `now`.
-   */
-  forgettable(endedBefore: number, pairingsEndedBefore: number, max: number, { now = -Infinity, maxSettledJobs = Infinity } = {}): Forgettable {
-    const revoked = new Set<string>();
-    for (const [id, integration] of this.integrations) {
-      const revokedAt = integration.context.revoked_at;
-      if (revokedAt !== undefined && revokedAt < endedBefore && !this.open.has(id)) revoked.add(id);
-    }
-    const profiled = new Set([...this.profiles].map(([integrationId, profile]) => jobKey(integrationId, profile.job_id)));
-    const overCap = settledOverCap(this.jobs.values(), maxSettledJobs);
-    const jobs: JobRef[] = [];
-    /** Revoked integrations with a job left for a later batch. */
-    const unfinished = new Set<string>();
-    for (const [key, job] of this.jobs) {
-      const { integration_id, job_id, settled_at } = job.context;
-      const withIntegration = revoked.has(integration_id);
-      // Each settled job takes one from its integration's excess, oldest first, whether it is old enough or not.
-      if (!withIntegration && (settled_at === undefined || profiled.has(key) || (!spend(overCap, integration_id) && settled_at >= endedBefore))) continue;
-      if (jobs.length < max) jobs.push({ integration_id, job_id });
-      else if (withIntegration) unfinished.add(integration_id);
-      else if (revoked.size === unfinished.size) break;
-    }
-    const integration_ids = [...revoked].filter((id) => !unfinished.has(id)).slice(0, max);
-    const pairing_ids: string[] = [];
-    for (const [id, pairing] of this.pairings) {
-      if (pairing_ids.length === max) break;
-      const { ended_at, expires_at } = pairing.context;
-      if (ended_at !== undefined && Math.max(ended_at, expires_at) < pairingsEndedBefore) pairing_ids.push(id);
-    }
-    const ticket_digests: string[] = [];
-    for (const [digest, { expires_at, used }] of this.tickets) {
-      if (ticket_digests.length === max) break;
-      if (used || expires_at <= now) ticket_digests.push(digest);
-    }
-    return { jobs, pairing_ids, integration_ids, ticket_digests };
-  }
-
 
   /** The jobs each integration created in the minute of `at`, or later (what a `backend.forgotten` event keeps). */
   creationsSince(at: number): Record<string, WindowCount> {

@@ -14,6 +14,11 @@ export type JobNotice =
   | { readonly job_id: string; readonly type: 'job.delivered'; readonly seq: number }
   | { readonly job_id: string; readonly type: Exclude<JobEvent['type'], 'job.delivered'> };
 
+/** The notice of a committed job event. */
+export function noticeOf(event: JobEvent): JobNotice {
+  return event.type === 'job.delivered' ? { job_id: event.job_id, type: event.type, seq: event.seq } : { job_id: event.job_id, type: event.type };
+}
+
 /** A node committed events of the integration to the shared log: a node with a stream or a follower of it folds them now, not at its next look. */
 export interface LogAppended {
   readonly type: 'log.appended';
@@ -28,6 +33,11 @@ export interface PubSub {
   publish(topic: string, notice: ChannelNotice): void;
   /** Subscribes to a topic; the function returned unsubscribes (a notice published after it is not heard). */
   subscribe(topic: string, handler: NoticeHandler): () => void;
+  /**
+   * Only a channel that reaches other nodes sharing the log (channel.ts) has it: tells them that this node
+   * committed events of the integration (`log.appended`). One of this process alone has no one to tell.
+   */
+  announce?(integrationId: string): void;
 }
 
 /** The topic of an integration's jobs (6.1). */

@@ -19,6 +19,7 @@ import type { StoredEvent } from '../../storage/event-log.js';
 import type { Clock } from '../core/clock.js';
 import { FORGOTTEN_PER_EVENT, forgetInBatches, pruneForgettings, type ForgottenBatch } from '../core/retention.js';
 import type { BackendLog } from './backend-log.js';
+import { compactable, forgettable } from './forgettable.js';
 import type { Presence } from './presence.js';
 import type { BackendProjection } from './projection.js';
 
@@ -61,9 +62,9 @@ export function forgetEndedRecords({ projection, log, presence, clock, pairingRe
     const forgotten = await forgetInBatches(
       () =>
         log.decide((): Decision<BackendEvent, Batch | undefined> => {
-          const { jobs, pairing_ids, integration_ids, ticket_digests } = projection.forgettable(endedBefore, pairingsEndedBefore, FORGOTTEN_PER_EVENT, { now: clock.now(), maxSettledJobs });
+          const { jobs, pairing_ids, integration_ids, ticket_digests } = forgettable(projection.state(), endedBefore, pairingsEndedBefore, FORGOTTEN_PER_EVENT, { now: clock.now(), maxSettledJobs });
           const leaving = new Set(integration_ids);
-          const compacted_ids = projection.compactable(endedBefore, FORGOTTEN_PER_EVENT).filter((id) => !leaving.has(id));
+          const compacted_ids = compactable(projection.state(), endedBefore, FORGOTTEN_PER_EVENT).filter((id) => !leaving.has(id));
           if (jobs.length + pairing_ids.length + integration_ids.length + compacted_ids.length + ticket_digests.length === 0) return nothing(undefined);
           const at = clock.now();
           const created = projection.creationsSince(at);

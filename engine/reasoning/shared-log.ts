@@ -4,11 +4,11 @@
  * what other nodes committed since its last look, so that every decision is taken on the whole truth, as
  * in one process; the decisions queued meanwhile go in one transaction (a group commit).
  *
- * Work on the log is done one step at a time: a look at what others committed, if reads wait for one,
- * then the decisions queued meanwhile in one transaction. A step that
- * fails because PostgreSQL cannot be reached fails its callers (503 `store_unavailable` at the edge), and
- * the fold, which may hold events of a batch that never committed, is folded again from the log before
- * the next step, so the node resumes by itself once the database is back.
+ * Work on the log is done one step at a time: a look at what others committed, if reads wait for one (or
+ * a second has passed: looks.ts), then the decisions queued meanwhile in one transaction. A step that fails
+ * because PostgreSQL cannot be reached fails its callers (503 `store_unavailable` at the edge), and the
+ * fold, which may hold events of a batch that never committed, is folded again from the log before the
+ * next step, so the node resumes by itself once the database is back.
  *
  * A node snapshots the fold every `snapshotEveryEvents` events of its own commits and when it stops (one
  * table, the newest two kept), so that a start, or a fold again, begins at the newest snapshot instead of
@@ -20,19 +20,21 @@ import type { StoredEvent } from '../../storage/event-log.js';
 import { StoreBehindError } from '../../storage/postgres/connection.js';
 import type { PgEventLog } from '../../storage/postgres/event-log.js';
 import type { Clock } from '../core/clock.js';
-import { SNAPSHOT_EVERY_EVENTS, inSlices, type SnapshotCodec } from '../core/snapshots.js';
+import { SNAPSHOT_EVERY_EVENTS, inSlices } from '../core/snapshots.js';
 import type { BackendLog, FoldParts } from './backend-log.js';
+import { LOOK_EVERY_MS, Looks } from './looks.js';
 
 /** Enough for every request a node takes at once to have its decision waiting, and not so many that memory grows while the store is slow. */
 const DEFAULT_MAX_QUEUED = 10_000;
 
-export interface SharedLogOptions<S> {
+export interface SharedLogOptions {
   /** Decisions waiting for the store at most: one more is refused at once (503 at the edge) rather than queued without bound. */
   readonly maxQueued?: number;
-  /** How the fold is snapshotted: a node takes one every `snapshotEveryEvents` events of its own commits. */
-  readonly codec: SnapshotCodec<S>;
   readonly clock: Clock;
+  /** A node snapshots its fold every `snapshotEveryEvents` events of its own commits. */
   readonly snapshotEveryEvents?: number;
+  /** How often a node looks for what other nodes committed, whatever the broker says. Default 1 s. */
+  readonly lookEveryMs?: number;
   readonly report: (error: unknown, context: { readonly what: string }) => void;
 }
 
@@ -66,12 +68,14 @@ export class SharedBackendLog<S> implements BackendLog<S> {
   /** This node's own committed events since its last snapshot. */
   private sinceSnapshot = 0;
   private writing: Promise<void> = Promise.resolve();
+  private readonly looks: Looks;
 
   constructor(
     private readonly log: PgEventLog<BackendEvent>,
-    private readonly options: SharedLogOptions<S>,
+    private readonly options: SharedLogOptions,
   ) {
     this.maxQueued = options.maxQueued ?? DEFAULT_MAX_QUEUED;
+    this.looks = new Looks(options.clock, options.lookEveryMs ?? LOOK_EVERY_MS, () => this.caughtUp());
   }
 
   get position(): number {
@@ -83,6 +87,7 @@ export class SharedBackendLog<S> implements BackendLog<S> {
     await this.restoreNewest(Infinity);
     await this.foldFrom(this.folded, false);
     this.dispatched = this.folded;
+    this.looks.start();
   }
 
   decide<T>(decide: () => Decision<BackendEvent, T>): Promise<T> {
@@ -128,6 +133,7 @@ export class SharedBackendLog<S> implements BackendLog<S> {
 
   /** Settles the steps under way, then takes a snapshot of what this node committed since its last (a clean stop), and waits for it. */
   async close(): Promise<void> {
+    this.looks.stop();
     while (this.working !== undefined) await this.working;
     if (this.sinceSnapshot > 0 && !this.stale) this.snapshot();
     await this.writing;
@@ -145,7 +151,7 @@ export class SharedBackendLog<S> implements BackendLog<S> {
     for (const snapshot of await this.log.snapshots()) {
       if (snapshot.position > upTo) continue;
       try {
-        this.parts!.restore(this.options.codec.decode(snapshot.data));
+        this.parts!.restore(this.parts!.codec.decode(snapshot.data));
         this.folded = snapshot.position;
         return;
       } catch (error) {
@@ -161,11 +167,11 @@ export class SharedBackendLog<S> implements BackendLog<S> {
     this.sinceSnapshot = 0;
     const position = this.folded;
     if (position === 0) return;
-    const state = this.options.codec.capture();
+    const state = this.parts!.codec.capture();
     const at = this.options.clock.now();
     this.writing = this.writing.then(async () => {
       try {
-        await this.log.writeSnapshot(position, await inSlices(this.options.codec.encode(state)), at);
+        await this.log.writeSnapshot(position, await inSlices(this.parts!.codec.encode(state)), at);
       } catch (error) {
         this.options.report(error, { what: 'writing a snapshot' });
       }

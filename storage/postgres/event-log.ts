@@ -5,7 +5,8 @@
  * what it decides after them. Reads need no lock: what is committed is a gapless prefix of positions.
  */
 import type pg from 'pg';
-import { KEPT_SNAPSHOTS, type LogRecord, type StoredEvent } from '../event-log.js';
+import type { LogRecord, StoredEvent } from '../event-log.js';
+import { KEPT_SNAPSHOTS } from '../log-snapshots.js';
 import { openPool, inTransaction, queryOn, type PostgresOptions, type Query } from './connection.js';
 import { migrate } from './migrations.js';
 

@@ -1,4 +1,4 @@
-/** What the backend's nodes share besides the log (engine/backend/presence.ts), in PostgreSQL. */
+/** What the backend's nodes share besides the log (engine/reasoning/presence.ts), in PostgreSQL. */
 import type pg from 'pg';
 import { queryOn, type Query } from './connection.js';
 
@@ -27,7 +27,7 @@ export class PgPresence {
   }
 }
 
-/** Each source's pairing starts and codes that named no pairing (engine/backend/presence.ts), a row each, kept for `keepMs`. */
+/** Each source's pairing starts and codes that named no pairing (engine/reasoning/presence.ts), a row each, kept for `keepMs`. */
 export class PgPairingAttempts {
   private readonly query: Query;
 

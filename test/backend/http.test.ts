@@ -4,7 +4,8 @@
  */
 import { randomUUID } from 'node:crypto';
 import { afterEach, describe, expect, it } from 'vitest';
-import { Backend, type BackendConfig } from '../../engine/reasoning/engine.js';
+import type { Backend } from '../../engine/reasoning/engine.js';
+import type { BackendRelayConfig } from '../../adapters/backend/seams.js';
 import type { NewIntegration } from '../../engine/reasoning/integrations.js';
 import { IntegrationView, ReasoningJob, toBase64Url } from '../../protocol/index.js';
 import { heartbeatOf, serveBackend } from '../support/backend.js';
@@ -25,7 +26,7 @@ afterEach(async () => {
   for (const stop of stops.splice(0).reverse()) await stop();
 });
 
-async function startBackend(operatorToken?: string, config?: BackendConfig): Promise<Running> {
+async function startBackend(operatorToken?: string, config?: BackendRelayConfig): Promise<Running> {
   const served = await serveBackend({ ...(operatorToken === undefined ? {} : { operatorToken }), ...(config === undefined ? {} : { config }) });
   stops.push(() => served.stop());
   const created = await served.backend.integrations.create('assistant-relay');

@@ -5,6 +5,7 @@
  * folds to the same state.
  */
 import { describe, expect, it } from 'vitest';
+import { forgettable } from '../../engine/reasoning/forgettable.js';
 import { BackendProjection } from '../../engine/reasoning/projection.js';
 import { backendSnapshotCodec } from '../../engine/reasoning/snapshot.js';
 import type { BackendEvent } from '../../machines/reasoning/backend-events.js';
@@ -52,7 +53,7 @@ describe("backend projection: a job is its integration's", () => {
 
   it("retention may forget D's X and not C's (C's profile comes from it), and a backend.forgotten naming D's leaves C's", () => {
     const p = fold(LOG);
-    expect(p.forgettable(100, 100, 10)).toEqual({ jobs: [{ integration_id: D, job_id: X }], pairing_ids: [], integration_ids: [], ticket_digests: [] });
+    expect(forgettable(p.state(), 100, 100, 10)).toEqual({ jobs: [{ integration_id: D, job_id: X }], pairing_ids: [], integration_ids: [], ticket_digests: [] });
     // `job_ids` is written for a node of the version before (a rolling deploy); `jobs` is what this version reads.
     fold([{ type: 'backend.forgotten', jobs: { [D]: [X] }, job_ids: [X], pairing_ids: [], sent: p.streamPositions(), ended_before: 100, at: 100 }], p);
     expect([p.job(D, X), jobState(p.job(C, X)!), p.version(D, X), p.version(C, X)]).toEqual([undefined, 'completed', 0, 2]);

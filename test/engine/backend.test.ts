@@ -7,6 +7,7 @@ import { randomUUID } from 'node:crypto';
 import { rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it, vi } from 'vitest';
+import { backendSeams } from '../../adapters/backend/seams.js';
 import { Backend } from '../../engine/reasoning/engine.js';
 import type { NewIntegration } from '../../engine/reasoning/integrations.js';
 import { LocalPubSub, type ChannelNotice, type NoticeHandler, type PubSub } from '../../engine/reasoning/pubsub.js';
@@ -35,7 +36,7 @@ interface Started {
 
 async function start(dir = tempDir(), clock = new SimulatedClock(), pubsub?: PubSub): Promise<Started> {
   const log = EventLog.open<BackendEvent>({ path: join(dir, 'backend.db'), streamOf: backendStreamOf });
-  const backend = await Backend.start(log, { clock, leaseMs: 90_000, ...(pubsub === undefined ? {} : { pubsub }) });
+  const backend = await Backend.start(backendSeams(log, { clock, ...(pubsub === undefined ? {} : { pubsub }) }), { leaseMs: 90_000 });
   let stopped = false;
   const stop = async () => {
     if (stopped) return;
@@ -560,5 +561,16 @@ describe('backend: the JobStore and PubSub seams', () => {
     expect(views.at(-1)).toEqual([4, 'completed']);
     expect(views.map(([version]) => version)).toEqual([...new Set(views.map(([version]) => version))].sort((a, b) => a - b));
     expect(jobFrames(socket)).toHaveLength(5);
+  });
+
+  it('tells a channel that reaches other nodes of the integration each commit touched, and its listeners only of jobs', async () => {
+    const announced: string[] = [];
+    const pubsub = Object.assign(new BrokerLikePubSub(), { announce: (id: string) => void announced.push(id) });
+    const { backend } = await start(tempDir(), new SimulatedClock(), pubsub);
+    const { integration_id } = await integrationOf(backend);
+    expect(announced).toEqual([integration_id]);
+    await backend.createJob(integration_id, liveAnalysis());
+    expect(announced).toEqual([integration_id, integration_id]);
+    expect(pubsub.published.map(([, notice]) => notice.type)).toEqual(['job.created']);
   });
 });

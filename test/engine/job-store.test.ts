@@ -2,7 +2,7 @@
 import { join } from 'node:path';
 import { LocalBackendLog, type BackendLog } from '../../engine/reasoning/backend-log.js';
 import { LogJobStore } from '../../engine/reasoning/job-store.js';
-import { BackendProjection } from '../../engine/reasoning/projection.js';
+import { BackendProjection, type BackendState } from '../../engine/reasoning/projection.js';
 import { SharedBackendLog } from '../../engine/reasoning/shared-log.js';
 import { backendSnapshotCodec } from '../../engine/reasoning/snapshot.js';
 import { systemClock } from '../../engine/core/clock.js';
@@ -13,10 +13,11 @@ import { PgEventLog } from '../../storage/postgres/event-log.js';
 import { describeJobStore, type OpenedJobStore } from '../support/job-store-contract.js';
 import { POSTGRES_URL, testSchema } from '../support/postgres.js';
 
-async function storeOver(projection: BackendProjection, log: BackendLog<unknown>, close: () => Promise<void>): Promise<OpenedJobStore> {
+async function storeOver(projection: BackendProjection, log: BackendLog<BackendState>, close: () => Promise<void>): Promise<OpenedJobStore> {
   const store = new LogJobStore(projection, log);
   const committed: JobEvent[] = [];
   await log.start({
+    codec: backendSnapshotCodec(projection),
     fold: (event) => {
       projection.apply(event);
       if (isJobEvent(event)) store.folded(event);
@@ -29,7 +30,7 @@ async function storeOver(projection: BackendProjection, log: BackendLog<unknown>
       }
     },
     restore: (state) => {
-      projection.restore((state as ReturnType<BackendProjection['state']> | undefined) ?? new BackendProjection().state());
+      projection.restore(state ?? new BackendProjection().state());
       store.restored();
     },
     dispatch: (events) => {
@@ -52,8 +53,7 @@ async function storeOver(projection: BackendProjection, log: BackendLog<unknown>
 describeJobStore('LogJobStore over SQLite', async (dir) => {
   const log = EventLog.open<BackendEvent>({ path: join(dir, 'backend.db'), streamOf: backendStreamOf });
   const projection = new BackendProjection();
-  const local = new LocalBackendLog(log, {
-    codec: backendSnapshotCodec(projection),
+  const local = new LocalBackendLog<BackendState>(log, {
     clock: systemClock,
     onFatal: (error) => {
       throw error;
@@ -76,6 +76,6 @@ describeJobStore('LogJobStore over PostgreSQL', async (dir) => {
   const report = (error: unknown) => {
     throw error;
   };
-  return storeOver(projection, new SharedBackendLog(log, { codec: backendSnapshotCodec(projection), clock: systemClock, report }), () => log.close());
+  return storeOver(projection, new SharedBackendLog<BackendState>(log, { clock: systemClock, report }), () => log.close());
 });
 

@@ -8,6 +8,7 @@ import { rmSync } from 'node:fs';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { afterEach, describe, expect, it } from 'vitest';
+import { backendSeams } from '../../adapters/backend/seams.js';
 import { Backend } from '../../engine/reasoning/engine.js';
 import { RETENTION_CHECK_MS } from '../../engine/core/retention.js';
 import { backendStreamOf, type BackendEvent } from '../../machines/reasoning/backend-events.js';
@@ -52,7 +53,8 @@ afterEach(async () => {
 
 async function start(path: string, clock: SimulatedClock, reports: string[]): Promise<{ backend: Backend; stop: () => Promise<void> }> {
   const log = EventLog.open<BackendEvent>({ path, streamOf: backendStreamOf });
-  const backend = await Backend.start(log, { clock, retentionMs: 7 * DAY, onError: (error, context) => reports.push(`${context.what}: ${String(error)}`) });
+  const seams = backendSeams(log, { clock, onError: (error, context) => reports.push(`${context.what}: ${String(error)}`) });
+  const backend = await Backend.start(seams, { retentionMs: 7 * DAY });
   // Both closes are idempotent: a test may stop it before the cleanup does.
   const stop = () => backend.close().then(() => log.close());
   cleanups.push(stop);

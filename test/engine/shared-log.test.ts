@@ -1,5 +1,5 @@
 /**
- * The backend's shared log (engine/backend/shared-log.ts) on the machine's PostgreSQL: several nodes
+ * The backend's shared log (engine/reasoning/shared-log.ts) on the machine's PostgreSQL: several nodes
  * deciding on one job at once take turns and each decides on what the last left; a node folds what the
  * others committed; a node with too many decisions waiting refuses the next at once; a node starts from
  * the newest snapshot a node took, passing over one it cannot use.
@@ -25,15 +25,16 @@ afterEach(async () => {
 });
 
 /** A node: its own connection pool, projection and dispatch, on the schema. */
-async function node(schema: string, options: Partial<Pick<SharedLogOptions<BackendState>, 'maxQueued' | 'snapshotEveryEvents'>> = {}) {
+async function node(schema: string, options: Partial<Pick<SharedLogOptions, 'maxQueued' | 'snapshotEveryEvents'>> = {}) {
   const log = await PgEventLog.open<BackendEvent>({ url: POSTGRES_URL, schema, streamOf: backendStreamOf });
   const projection = new BackendProjection();
   const reported: string[] = [];
-  const shared = new SharedBackendLog<BackendState>(log, { codec: backendSnapshotCodec(projection), clock: systemClock, report: (error, { what }) => reported.push(`${what}: ${String(error)}`), ...options });
+  const shared = new SharedBackendLog<BackendState>(log, { clock: systemClock, report: (error, { what }) => reported.push(`${what}: ${String(error)}`), ...options });
   opened.push({ shared, log });
   const dispatched: Array<{ type: string; own: boolean }> = [];
   let folded = 0;
   await shared.start({
+    codec: backendSnapshotCodec(projection),
     fold: (event) => projection.apply(event),
     foldCommitted: (event) => {
       folded += 1;

@@ -8,7 +8,7 @@
 import { randomUUID } from 'node:crypto';
 import { afterEach, describe, expect, it } from 'vitest';
 import { RETENTION_CHECK_MS } from '../../engine/core/retention.js';
-import type { BackendConfig } from '../../engine/reasoning/engine.js';
+import type { BackendConfig } from '../../engine/reasoning/config.js';
 import { heartbeatOf, serveBackend, type ServedBackend } from '../support/backend.js';
 import { SimulatedClock } from '../support/clock.js';
 import { request, type JsonResponse } from '../support/http.js';

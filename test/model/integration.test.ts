@@ -7,7 +7,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, expect } from 'vitest';
-import { HEARTBEAT_INTERVAL_MS } from '../../engine/reasoning/engine.js';
+import { HEARTBEAT_INTERVAL_MS } from '../../engine/reasoning/config.js';
 import type { IntegrationEvent } from '../../machines/reasoning/backend-events.js';
 import { integrationMachine, integrationState } from '../../machines/reasoning/integration.js';
 import { heartbeatOf, serveBackend, type ServedBackend } from '../support/backend.js';

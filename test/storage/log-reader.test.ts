@@ -4,7 +4,8 @@ import { randomUUID } from 'node:crypto';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { SchemaMismatchError } from '../../storage/errors.js';
-import { EventLog, STREAM_INDEX_LAG, type LogRecord } from '../../storage/event-log.js';
+import { EventLog, type LogRecord } from '../../storage/event-log.js';
+import { STREAM_INDEX_LAG } from '../../storage/stream-index.js';
 import { CorruptEventError, LogOpenError, LogReader, type LogView, type ReadBounds } from '../../storage/log-reader.js';
 import { AppendChild, useChildFolder } from '../support/child.js';
 

@@ -14,7 +14,8 @@ import { startBalancer } from './balancer.js';
 import { CLUSTER_NAMESPACE, NATS_URL, REDIS_URL } from './brokers.js';
 import { POSTGRES_URL, testSchema } from './postgres.js';
 import { verifyLogFile } from './verify-log.js';
-import type { Backend, BackendConfig } from '../../engine/reasoning/engine.js';
+import type { Backend } from '../../engine/reasoning/engine.js';
+import type { BackendRelayConfig } from '../../adapters/backend/seams.js';
 import { PURPOSES, type Heartbeat, type JobPurpose } from '../../protocol/index.js';
 import { tempDir } from './host.js';
 import { request } from './http.js';
@@ -34,7 +35,7 @@ export interface ServedBackend {
 
 export interface ServeOptions {
   readonly dir?: string;
-  readonly config?: BackendConfig;
+  readonly config?: BackendRelayConfig;
   readonly operatorToken?: string;
   readonly corsOrigins?: readonly string[];
   /** Who may pair: `open` unless a test says otherwise (the suites pair freely; the default of a real backend is `ticket`). */
