@@ -48,9 +48,9 @@ try {
   );
   const jobs = new JobsClient(integration, assistant.integrationId);
   const transcript = [
+    { speaker: 'Maya', text: 'Can you send the questionnaire by Friday?' },
     { speaker: 'Maya', text: 'The pilot starts in March for 40 seats.' },
     { speaker: 'Daniel', text: 'I am worried about the delay on the security review.' },
-    { speaker: 'Maya', text: 'Can you send the questionnaire by Friday?' },
   ];
   const created = await jobs.create({ purpose: 'live_analysis', payload: { session_id: session, transcript }, deadline_ms: 30_000 });
   console.log(`job ${created.job_id}: ${created.state}`);
