@@ -17,6 +17,7 @@ import type { LogRecord, StoredEvent } from '../../storage/event-log.js';
 import { LogOpenError, LogReader, type LogView, type ReadBounds } from '../../storage/log-reader.js';
 import { runClientCommand } from './client.js';
 import { UsageError, integer, readFlags, requiredFlag } from './flags.js';
+import { resolveId } from './id-prefix.js';
 import { Lines, OutputClosed, writeBlock, writeJsonFinal, writeJsonStep } from './replay-output.js';
 
 export const REPLAY_USAGE = `usage: assistant-relay replay --db FILE [--session S | --job J] [--until SEQ | --at TIME] [--json]
@@ -24,6 +25,7 @@ export const REPLAY_USAGE = `usage: assistant-relay replay --db FILE [--session 
   --db FILE                a host's or a backend relay's event log, only read: safe while its process runs
   --session S              only that session, its tasks and its callback deliveries (a host's log)
   --job J                  only the reasoning jobs of that id (a backend's log; each integration's job J is its own)
+                           (either id whole, or its start when no other id starts so)
   --until SEQ              stop after the event at that position
   --at TIME                stop after the last event at or before TIME (ISO 8601, or epoch milliseconds)
   --json                   one JSON object per line: each timeline entry, then each final state
@@ -120,10 +122,17 @@ function* steps(fold: Fold<unknown>, events: Iterable<StoredEvent<LogRecord>>): 
   for (const event of events) yield fold.step(event);
 }
 
-function isEmpty(events: Iterator<unknown>): boolean {
-  const empty = events.next().done === true;
-  events.return?.();
-  return empty;
+/** The streams `--session` or `--job` names, by its whole id or its start (none: it names nothing); `undefined` for the whole log. */
+function chosenStreams(view: LogView, options: ReplayOptions): string[] | undefined {
+  if (options.session !== undefined) {
+    // A host's log keeps each session in a stream of its own, and what is the host's in ''.
+    const session = resolveId('session', options.session, [...view.streams()].filter((stream) => stream !== ''));
+    return session === undefined ? [] : [session];
+  }
+  if (options.job === undefined) return undefined;
+  const blocks = blocksOf(view);
+  const job = resolveId('job', options.job, new Set(blocks.map((block) => jobIdOfStream(block[0]!)).filter((id) => id !== undefined)));
+  return blocks.find((block) => job !== undefined && jobIdOfStream(block[0]!) === job) ?? [];
 }
 
 async function replay(view: LogView, options: ReplayOptions, out: Lines): Promise<void> {
@@ -136,9 +145,8 @@ async function replay(view: LogView, options: ReplayOptions, out: Lines): Promis
     return;
   }
   if (newFold === undefined) return options.json ? undefined : out.line(`${options.db}: no events`);
-  // A session's events are its stream; the jobs of an id, their streams (backendStreamOf).
-  const chosen = options.session !== undefined ? [options.session] : options.job === undefined ? undefined : (blocksOf(view).find((block) => jobIdOfStream(block[0]!) === options.job) ?? []);
-  if (chosen !== undefined && (chosen.length === 0 || isEmpty(view.events(chosen[0])))) {
+  const chosen = chosenStreams(view, options);
+  if (chosen?.length === 0) {
     throw new Error(`${options.db} has no ${options.session === undefined ? `job ${options.job}` : `session ${options.session}`} through event #${view.end}`);
   }
   if (options.json) return await replayJson(newFold(), chosen === undefined ? view.events() : eventsOf(view, chosen), out);
