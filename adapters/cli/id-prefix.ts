@@ -18,6 +18,6 @@ export function resolveId(flag: string, given: string, ids: Iterable<string>): s
     if (id.startsWith(given)) starting.push(id);
   }
   if (starting.length <= 1) return starting[0];
-  const more = starting.length > NAMED ? `, and ${starting.length - NAMED} more` : '';
-  throw new UsageError(`--${flag} ${given} is the start of ${starting.length} ids (${starting.slice(0, NAMED).join(', ')}${more}): give more of it`);
+  const named = `${starting.slice(0, NAMED).join(', ')}${starting.length > NAMED ? `, and ${starting.length - NAMED} more` : ''}`;
+  throw new UsageError(`--${flag} ${given} is the start of ${starting.length} ids (${named}): give more of it`);
 }

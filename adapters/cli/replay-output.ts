@@ -103,7 +103,8 @@ export async function writeBlock(out: Lines, steps: Iterable<Step>, fallback: st
       ownerState = text;
     }
     const says = step.says === undefined ? '' : `  ${shorter(step.says, SAYS_WIDTH)}`;
-    out.line(`  ${`#${step.position}`.padEnd(width + 1)}  ${isoTime(step.at)}  ${step.type.padEnd(22)}  ${parts.join('; ')}${says}`.trimEnd());
+    const where = `${`#${step.position}`.padEnd(width + 1)}  ${isoTime(step.at)}  ${step.type.padEnd(22)}`;
+    out.line(`  ${where}  ${parts.join('; ')}${says}`.trimEnd());
     await out.drained();
   }
   if (finals.size > 0) out.line('  final:');
@@ -129,7 +130,8 @@ function stateFields({ status, cause }: EntityState): Record<string, unknown> {
 export function writeJsonStep(out: Lines, step: Step): void {
   const says = step.says === undefined ? {} : { says: step.says };
   for (const moved of step.moved) {
-    out.line(JSON.stringify({ ...jsonOf(moved.entity), position: step.position, at: isoTime(step.at), event: step.type, state: moved.state, ...stateFields(moved), ...says }));
+    const entry = { position: step.position, at: isoTime(step.at), event: step.type, state: moved.state };
+    out.line(JSON.stringify({ ...jsonOf(moved.entity), ...entry, ...stateFields(moved), ...says }));
   }
 }
 

@@ -8,7 +8,8 @@
  * good, and `fault` says why: the log is append-only, so reading it again would meet the same event.
  */
 import { foldsOf } from '../../engine/replay/log.js';
-import { ReplayError, stateText, timelines, type Entity, type EntityKind, type EntityState, type Entry, type Fold, type Moved, type Step, type Timeline } from '../../engine/replay/timeline.js';
+import { ReplayError, stateText, timelines } from '../../engine/replay/timeline.js';
+import type { Entity, EntityKind, EntityState, Entry, Fold, Moved, Step, Timeline } from '../../engine/replay/timeline.js';
 import { shorter } from '../../engine/replay/words.js';
 import type { Form } from '../../machines/chat/events.js';
 import { CorruptEventError, LogReader, type LogView } from '../../storage/log-reader.js';

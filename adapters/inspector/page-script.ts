@@ -77,7 +77,8 @@ function drawList() {
   root.replaceChildren();
   KINDS.forEach(function (pair) {
     var shown = view.entities.filter(function (entity) {
-      return entity.kind === pair[0] && (query === "" || [nameOf(entity), entity.says || "", entity.state_text].join(" ").toLowerCase().indexOf(query) >= 0);
+      var text = [nameOf(entity), entity.says || "", entity.state_text].join(" ").toLowerCase();
+      return entity.kind === pair[0] && (query === "" || text.indexOf(query) >= 0);
     });
     if (shown.length === 0) return;
     var heading = element("h2", "", pair[1] + " ");
@@ -90,7 +91,8 @@ function drawList() {
       item.title = entity.key;
       // Known by its words when it has any (a task by its message), with its ids beneath.
       var line = element("div", "line");
-      line.append(element("span", "id", entity.says || nameOf(entity)), element("span", "state" + (entity.state === "forgotten" ? " forgotten" : ""), entity.state_text));
+      var state = element("span", "state" + (entity.state === "forgotten" ? " forgotten" : ""), entity.state_text);
+      line.append(element("span", "id", entity.says || nameOf(entity)), state);
       item.append(line);
       if (entity.says) item.append(element("div", "name", nameOf(entity)));
       item.addEventListener("click", function () { choose(entity.key); });

@@ -118,7 +118,7 @@ export function forgotten(ids: readonly string[], entityOf: (id: string) => Enti
   return ids.map((id) => ({ entity: entityOf(id), state: 'forgotten' }));
 }
 
-/** `settled (errored, interrupted)`: the state, and what its value does not already say (a job `completed` is not `completed (completed)`). */
+/** `settled (errored, interrupted)`: the state, and what its value does not say already (`completed`, never `completed (completed)`). */
 export function stateText({ state, status, cause }: EntityState): string {
   const more = [status === undefined || state === status || state.endsWith(`.${status}`) ? undefined : status, cause].filter((part) => part !== undefined);
   return more.length === 0 ? state : `${state} (${more.join(', ')})`;

@@ -197,12 +197,14 @@ describe('backend log replay', () => {
   });
 
   it("says a job's purpose, its result (sealed, for a BYO job) and its error", () => {
-    const says = (events: BackendEvent[]) => fold(stored(events), new BackendFold()).flatMap((step) => (step.says === undefined ? [] : [step.says]));
+    const says = (events: BackendEvent[]) => fold(stored(events), new BackendFold()).flatMap((step) => step.says ?? []);
     expect(says(BACKEND)).toEqual(['live_analysis', 'result {"insights":[]}']);
     const created = { ...(BACKEND[2] as Extract<BackendEvent, { type: 'job.created' }>), byo: true };
-    const sealed: BackendEvent[] = [...BACKEND.slice(0, 2), created, { type: 'job.completed', job_id: J, integration_id: I, result: { kid: 'k', nonce: 'n', ciphertext: 'c' }, at: 4 }];
+    const envelope = { kid: 'k', nonce: 'n', ciphertext: 'c' };
+    const sealed: BackendEvent[] = [...BACKEND.slice(0, 2), created, { type: 'job.completed', job_id: J, integration_id: I, result: envelope, at: 4 }];
     expect(says(sealed)).toEqual(['live_analysis, sealed (BYO)', 'result sealed (BYO)']);
-    const failed: BackendEvent[] = [...BACKEND.slice(0, 3), { type: 'job.failed', job_id: J, integration_id: I, error: { code: 'reasoner_failed', message: 'no\nmodel' }, at: 4 }];
+    const error = { code: 'reasoner_failed', message: 'no\nmodel' };
+    const failed: BackendEvent[] = [...BACKEND.slice(0, 3), { type: 'job.failed', job_id: J, integration_id: I, error, at: 4 }];
     expect(says(failed)).toEqual(['live_analysis', 'reasoner_failed: no␊model']);
   });
 
@@ -260,14 +262,19 @@ describe('verify', () => {
   });
 
   it('names the first event after which the folds hold different states of what it touched, though they end alike', () => {
-    const calledOtherwise = drifting((stored) => (stored.event.type === 'message.received' ? { ...stored, event: { ...stored.event, callback: { ...cb, token: 'other' } } as LogRecord } : stored));
+    const received = (change: object) => (stored: StoredEvent<LogRecord>) =>
+      stored.event.type === 'message.received' ? { ...stored, event: { ...stored.event, ...change } as LogRecord } : stored;
+    const calledOtherwise = drifting(received({ callback: { ...cb, token: 'other' } }));
     expect(verify(calledOtherwise, stored(HOST))).toEqual({
       events: 10,
       difference: { position: 10, type: 'message.received', what: 'the two folds hold different states of session::b' },
     });
     // The same event read otherwise: its words differ before any state does.
-    const heardOtherwise = drifting((stored) => (stored.event.type === 'message.received' ? { ...stored, event: { ...stored.event, text: 'something else' } as LogRecord } : stored));
-    expect(verify(heardOtherwise, stored(HOST))).toEqual({ events: 10, difference: { position: 10, type: 'message.received', what: 'the two folds read different words in it' } });
+    const heardOtherwise = drifting(received({ text: 'something else' }));
+    expect(verify(heardOtherwise, stored(HOST))).toEqual({
+      events: 10,
+      difference: { position: 10, type: 'message.received', what: 'the two folds read different words in it' },
+    });
   });
 
   it('names the last event when the folds end in different states that no event touched', () => {

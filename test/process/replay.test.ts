@@ -139,7 +139,8 @@ describe('replay of a host log', () => {
     const started = await runCli(['replay', '--db', db, '--session', 'conv', '--json']);
     expect(jsonLines(started.stdout).every((line) => (line.session_id ?? line.id) === 'conv-b')).toBe(true);
     const shared = await runCli(['replay', '--db', db, '--session', 'c']);
-    expect([shared.code, shared.stderr]).toEqual([2, expect.stringMatching(/^assistant-relay: --session c is the start of 2 ids \(chat-a, conv-b\): give more of it\nusage:/)]);
+    const named = /^assistant-relay: --session c is the start of 2 ids \(chat-a, conv-b\): give more of it\nusage:/;
+    expect([shared.code, shared.stderr]).toEqual([2, expect.stringMatching(named)]);
     const missing = await runCli(['replay', '--db', db, '--session', 'nobody']);
     expect([missing.code, missing.stderr]).toEqual([1, expect.stringMatching(/^assistant-relay replay: .* has no session nobody through event #\d+\n$/)]);
   });
@@ -260,7 +261,9 @@ describe('replay of a backend log', () => {
     expect(result.stdout).toMatch(/^backend log .*\n\nbackend\n {2}#1 .* backend\.started\n/);
     for (const job of jobs) expect(result.stdout).toContain(`job ${job} (integration ${integrationId})\n`);
     // A job's purpose, then a short result; a finished job's state once.
-    for (const purpose of ['capability_probe', 'live_analysis', 'session_summary']) expect(result.stdout).toMatch(new RegExp(` {2}job\\.created +open\\.created {2}${purpose}\n`));
+    for (const purpose of ['capability_probe', 'live_analysis', 'session_summary']) {
+      expect(result.stdout).toMatch(new RegExp(` {2}job\\.created +open\\.created {2}${purpose}\n`));
+    }
     expect(result.stdout).toMatch(/ {2}job\.completed +completed {2}result \{"[^\n]+\n/);
     expect(result.stdout).not.toContain('completed (completed)');
     expect(result.stdout).toMatch(/ {2}integration\.seen +active\.online\n/);
