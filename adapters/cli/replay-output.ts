@@ -1,6 +1,6 @@
 /**
  * What `assistant-relay replay` prints. For people, a block per session (or job, integration, pairing): a
- * line per event with the time and what it moved to which state, then the final state of each entity in
+ * line per event with the time, what it moved to which state and its words, then the final state of each entity in
  * the block. For scripts (`--json`), a line per timeline entry, then one per entity with its final state.
  * Both are written as the fold goes, through a small buffer: a log of any size is never held as text.
  */

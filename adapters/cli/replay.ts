@@ -1,7 +1,7 @@
 /**
  * `assistant-relay replay`: folds an event log and prints, per session (or job, integration, pairing), its
- * timeline (each event, its time, and the state it moved each session, task and callback delivery to) and
- * the final states. The log is only read, in one read transaction, so a running host or backend goes on
+ * timeline (each event, its time, the state it moved each session, task and callback delivery to, and its
+ * words: the user's text, the reply, a job's purpose and result) and the final states. The log is only read, in one read transaction, so a running host or backend goes on
  * appending meanwhile. `--until` / `--at` stop at a point in the log, to see the state just before a fault;
  * `--verify` folds the log twice and compares the folds after every event.
  *
