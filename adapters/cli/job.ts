@@ -9,7 +9,7 @@
  * against the job asked for and as created (a forged one is an error, never printed: PROTOCOL.md 8.9).
  */
 import { readFileSync } from 'node:fs';
-import type { JobPurpose, JobView } from '../../protocol/index.js';
+import { isUuid, type JobPurpose, type JobView } from '../../protocol/index.js';
 import { JobsClient } from '../client/jobs.js';
 import { CLIENT_FLAGS, CLIENT_USAGE, credentialsFromFlags, runClientCommand } from './client.js';
 import { UsageError, parseDuration, readFlags, requiredFlag } from './flags.js';
@@ -21,8 +21,8 @@ ${CLIENT_USAGE}
          --deadline D      e.g. 30s, 5m (default 30s)
          --job ID          its job_id, a UUID (default a fresh one): the same again is the same job
          --wait            follow the job until it ends, and print its result
-  show --job ID            print the job as it stands
-  cancel --job ID          cancel an open job
+  show --job ID            print the job as it stands (its whole job_id)
+  cancel --job ID          cancel an open job (its whole job_id)
 Each flag may also be set as ASSISTANT_RELAY_<FLAG>, e.g. ASSISTANT_RELAY_BACKEND=http://127.0.0.1:8788.`;
 
 const FLAGS = {
@@ -63,13 +63,20 @@ async function runJobCommand(argv: readonly string[], env: NodeJS.ProcessEnv): P
       ...(flags('job') === undefined ? {} : { job_id: flags('job')! }),
     });
     if (flags('wait') === true) view = await follow(jobs, view);
-  } else if (verb === 'show') {
-    view = await jobs.show(required('job'));
   } else {
-    view = await jobs.cancel(required('job'));
+    view = await (verb === 'show' ? jobs.show(wholeJobId(required('job'))) : jobs.cancel(wholeJobId(required('job'))));
   }
   process.stdout.write(`${JSON.stringify(verb === 'create' && view.state === 'completed' ? view.result : view)}\n`);
   if (verb === 'create' && flags('wait') === true && view.state !== 'completed') process.exitCode = 1;
+}
+
+/**
+ * `show` and `cancel` name a job by its whole id: the backend finds a job by it and lists none a start could
+ * be found in (a log can: `replay --job` takes the start of an id).
+ */
+function wholeJobId(id: string): string {
+  if (!isUuid(id)) throw new UsageError(`--job ${id} is not a whole job_id (a UUID): the backend finds a job by its whole id only`);
+  return id;
 }
 
 /** Follows the job until it ends, saying so on stderr whenever it changes (one line, rewritten on a terminal). */

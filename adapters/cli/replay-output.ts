@@ -1,10 +1,14 @@
 /**
  * What `assistant-relay replay` prints. For people, a block per session (or job, integration, pairing): a
- * line per event with the time and what it moved to which state, then the final state of each entity in
+ * line per event with the time, what it moved to which state and its words, then the final state of each entity in
  * the block. For scripts (`--json`), a line per timeline entry, then one per entity with its final state.
  * Both are written as the fold goes, through a small buffer: a log of any size is never held as text.
  */
-import { entityKey, type Entity, type EntityState, type Moved, type Step } from '../../engine/replay/timeline.js';
+import { entityKey, stateText, type Entity, type EntityState, type Moved, type Step } from '../../engine/replay/timeline.js';
+import { shorter } from '../../engine/replay/words.js';
+
+/** An event's words on its line: enough to know it by in a terminal. */
+const SAYS_WIDTH = 60;
 
 /** The reader of the output went away (`| head`): nothing more is worth folding. */
 export class OutputClosed extends Error {
@@ -61,12 +65,6 @@ function isoTime(at: number): string {
   return Number.isNaN(date.getTime()) ? String(at) : date.toISOString();
 }
 
-/** `settled.answered (errored, interrupted)`: the state, and what its value does not already say. */
-function stateText({ state, status, cause }: EntityState): string {
-  const more = [status === undefined || state === status || state.endsWith(`.${status}`) ? undefined : status, cause].filter((part) => part !== undefined);
-  return more.length === 0 ? state : `${state} (${more.join(', ')})`;
-}
-
 /** A Form B session is a conversation (3.2); a job is named with its integration, since its id is unique within it only. */
 function nameOf(entity: Entity): string {
   const name = `${entity.kind === 'session' && entity.form === 'B' ? 'conversation' : entity.kind} ${entity.id}`;
@@ -104,7 +102,9 @@ export async function writeBlock(out: Lines, steps: Iterable<Step>, fallback: st
       if (text !== ownerState || step.moved.length === 1) parts.unshift(text);
       ownerState = text;
     }
-    out.line(`  ${`#${step.position}`.padEnd(width + 1)}  ${isoTime(step.at)}  ${step.type.padEnd(22)}  ${parts.join('; ')}`.trimEnd());
+    const says = step.says === undefined ? '' : `  ${shorter(step.says, SAYS_WIDTH)}`;
+    const where = `${`#${step.position}`.padEnd(width + 1)}  ${isoTime(step.at)}  ${step.type.padEnd(22)}`;
+    out.line(`  ${where}  ${parts.join('; ')}${says}`.trimEnd());
     await out.drained();
   }
   if (finals.size > 0) out.line('  final:');
@@ -126,10 +126,12 @@ function stateFields({ status, cause }: EntityState): Record<string, unknown> {
   return { ...(status === undefined ? {} : { status }), ...(cause === undefined ? {} : { cause }) };
 }
 
-/** A line per entity the step moved: `{"kind":"task","id":…,"session_id":…,"position":…,"at":"ISO","event":…,"state":…}`. */
+/** A line per entity the step moved: `{"kind":"task","id":…,"session_id":…,"position":…,"at":"ISO","event":…,"state":…,"says":…}`. */
 export function writeJsonStep(out: Lines, step: Step): void {
+  const says = step.says === undefined ? {} : { says: step.says };
   for (const moved of step.moved) {
-    out.line(JSON.stringify({ ...jsonOf(moved.entity), position: step.position, at: isoTime(step.at), event: step.type, state: moved.state, ...stateFields(moved) }));
+    const entry = { position: step.position, at: isoTime(step.at), event: step.type, state: moved.state };
+    out.line(JSON.stringify({ ...jsonOf(moved.entity), ...entry, ...stateFields(moved), ...says }));
   }
 }
 

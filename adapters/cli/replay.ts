@@ -1,7 +1,7 @@
 /**
  * `assistant-relay replay`: folds an event log and prints, per session (or job, integration, pairing), its
- * timeline (each event, its time, and the state it moved each session, task and callback delivery to) and
- * the final states. The log is only read, in one read transaction, so a running host or backend goes on
+ * timeline (each event, its time, the state it moved each session, task and callback delivery to, and its
+ * words: the user's text, the reply, a job's purpose and result) and the final states. The log is only read, in one read transaction, so a running host or backend goes on
  * appending meanwhile. `--until` / `--at` stop at a point in the log, to see the state just before a fault;
  * `--verify` folds the log twice and compares the folds after every event.
  *
@@ -17,6 +17,7 @@ import type { LogRecord, StoredEvent } from '../../storage/event-log.js';
 import { LogOpenError, LogReader, type LogView, type ReadBounds } from '../../storage/log-reader.js';
 import { runClientCommand } from './client.js';
 import { UsageError, integer, readFlags, requiredFlag } from './flags.js';
+import { resolveId } from './id-prefix.js';
 import { Lines, OutputClosed, writeBlock, writeJsonFinal, writeJsonStep } from './replay-output.js';
 
 export const REPLAY_USAGE = `usage: assistant-relay replay --db FILE [--session S | --job J] [--until SEQ | --at TIME] [--json]
@@ -24,6 +25,7 @@ export const REPLAY_USAGE = `usage: assistant-relay replay --db FILE [--session 
   --db FILE                a host's, a backend relay's or an assistant plugin's event log, only read: safe while its process runs
   --session S              only that session, its tasks and its callback deliveries (a host's log)
   --job J                  only the reasoning jobs of that id (a backend's or a plugin's log; each integration's job J is its own)
+                           (either id whole, or its start when no other id starts so)
   --until SEQ              stop after the event at that position
   --at TIME                stop after the last event at or before TIME (ISO 8601, or epoch milliseconds)
   --json                   one JSON object per line: each timeline entry, then each final state
@@ -119,10 +121,19 @@ function* steps(fold: Fold<unknown>, events: Iterable<StoredEvent<LogRecord>>): 
   for (const event of events) yield fold.step(event);
 }
 
-function isEmpty(events: Iterator<unknown>): boolean {
-  const empty = events.next().done === true;
-  events.return?.();
-  return empty;
+/** The streams `--session` or `--job` names, by its whole id or its start (none: it names nothing); `undefined` for the whole log. */
+function chosenStreams(view: LogView, options: ReplayOptions): string[] | undefined {
+  if (options.session !== undefined) {
+    // A host's log keeps each session in a stream of its own, and what is the host's in ''.
+    const session = resolveId('session', options.session, [...view.streams()].filter((stream) => stream !== ''));
+    return session === undefined ? [] : [session];
+  }
+  if (options.job === undefined) return undefined;
+  // The jobs of an id are their streams in a backend's log (backendStreamOf); a plugin's job is its stream (pluginStreamOf).
+  const jobOf = (stream: string) => (view.kind === 'plugin' ? stream : jobIdOfStream(stream));
+  const blocks = blocksOf(view);
+  const job = resolveId('job', options.job, new Set(blocks.map((block) => jobOf(block[0]!)).filter((id) => id !== undefined)));
+  return blocks.find((block) => job !== undefined && jobOf(block[0]!) === job) ?? [];
 }
 
 async function replay(view: LogView, options: ReplayOptions, out: Lines): Promise<void> {
@@ -135,10 +146,8 @@ async function replay(view: LogView, options: ReplayOptions, out: Lines): Promis
     return;
   }
   if (newFold === undefined) return options.json ? undefined : out.line(`${options.db}: no events`);
-  // A session's events are its stream; the jobs of an id, their streams (backendStreamOf); a plugin's job, its stream (pluginStreamOf).
-  const jobOf = (stream: string) => (view.kind === 'plugin' ? stream : jobIdOfStream(stream));
-  const chosen = options.session !== undefined ? [options.session] : options.job === undefined ? undefined : (blocksOf(view).find((block) => jobOf(block[0]!) === options.job) ?? []);
-  if (chosen !== undefined && (chosen.length === 0 || isEmpty(view.events(chosen[0])))) {
+  const chosen = chosenStreams(view, options);
+  if (chosen?.length === 0) {
     throw new Error(`${options.db} has no ${options.session === undefined ? `job ${options.job}` : `session ${options.session}`} through event #${view.end}`);
   }
   if (options.json) return await replayJson(newFold(), chosen === undefined ? view.events() : eventsOf(view, chosen), out);

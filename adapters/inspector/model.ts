@@ -8,7 +8,9 @@
  * good, and `fault` says why: the log is append-only, so reading it again would meet the same event.
  */
 import { foldsOf } from '../../engine/replay/log.js';
-import { ReplayError, timelines, type Entity, type EntityKind, type EntityState, type Entry, type Fold, type Moved, type Step, type Timeline } from '../../engine/replay/timeline.js';
+import { ReplayError, stateText, timelines } from '../../engine/replay/timeline.js';
+import type { Entity, EntityKind, EntityState, Entry, Fold, Moved, Step, Timeline } from '../../engine/replay/timeline.js';
+import { shorter } from '../../engine/replay/words.js';
 import type { Form } from '../../machines/chat/events.js';
 import { CorruptEventError, LogReader, type LogView } from '../../storage/log-reader.js';
 
@@ -28,11 +30,18 @@ export interface EntitySummary extends EntityState {
   readonly events: number;
   /** When the last of them happened (epoch ms). */
   readonly last_at: number;
+  /** Its state as `replay` prints it: the state, and what its value does not already say. */
+  readonly state_text: string;
+  /** Its first words (a task's user message, a job's purpose), to know it by; none for what has none. */
+  readonly says?: string;
 }
 
 export interface EntityTimeline extends EntitySummary {
-  readonly entries: readonly Entry[];
+  readonly entries: ReadonlyArray<Entry & { readonly state_text: string }>;
 }
+
+/** A row of the list is one line: a person knows a task by its first words, not by all of them. */
+const SAYS_WIDTH = 100;
 
 /** Each kind's statechart is named as the kind is, but a Form B session is a conversation. */
 export function machineOf(entity: Entity): string {
@@ -40,6 +49,7 @@ export function machineOf(entity: Entity): string {
 }
 
 function summaryOf(key: string, { entity, entries, final }: Timeline): EntitySummary {
+  const says = entries.find((entry) => entry.says !== undefined)?.says;
   return {
     key,
     kind: entity.kind,
@@ -51,6 +61,8 @@ function summaryOf(key: string, { entity, entries, final }: Timeline): EntitySum
     ...final,
     events: entries.length,
     last_at: entries.at(-1)!.at,
+    state_text: stateText(final),
+    ...(says === undefined ? {} : { says: shorter(says, SAYS_WIDTH) }),
   };
 }
 
@@ -116,7 +128,8 @@ export class InspectorModel {
 
   timeline(key: string): EntityTimeline | undefined {
     const timeline = this.all.get(key);
-    return timeline === undefined ? undefined : { ...summaryOf(key, timeline), entries: timeline.entries };
+    if (timeline === undefined) return undefined;
+    return { ...summaryOf(key, timeline), entries: timeline.entries.map((entry) => ({ ...entry, state_text: stateText(entry) })) };
   }
 
   /** Called with the steps of each refresh that folded any, in the log's order. */

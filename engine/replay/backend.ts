@@ -11,6 +11,7 @@ import { dotPath } from '../../machines/core/state-value.js';
 import type { LogRecord, StoredEvent } from '../../storage/event-log.js';
 import { BackendProjection, type BackendState } from '../reasoning/projection.js';
 import { TouchedEncoder } from './encoder.js';
+import { backendWords } from './words.js';
 import { foldStep, forgotten, type Entity, type Fold, type FoldScope, type FoldStart, type Moved, type Step } from './timeline.js';
 
 /** Every event a backend logs: the compiler checks the list against `BackendEvent`. */
@@ -68,7 +69,7 @@ export class BackendFold implements Fold<BackendState> {
   }
 
   step(stored: StoredEvent<LogRecord>): Step {
-    return foldStep<BackendEvent>(stored, this.scope, (event) => this.move(event));
+    return foldStep<BackendEvent>(stored, this.scope, (event) => this.move(event), (event) => backendWords(event, this.sealed(event)));
   }
 
   touched(): string {
@@ -100,6 +101,11 @@ export class BackendFold implements Fold<BackendState> {
     if (entity === undefined || snapshot === undefined) return [];
     const job = entity.kind === 'job' ? this.projection.job(entity.integration_id!, String(entity.id)) : undefined;
     return [{ entity, state: dotPath(snapshot.value), ...(job === undefined ? {} : { status: jobState(job) }) }];
+  }
+
+  /** Whether the job a folded event is about is BYO: its result is then an envelope. */
+  private sealed(event: BackendEvent): boolean {
+    return isJobEvent(event) && this.projection.job(event.integration_id, event.job_id)?.context.byo === true;
   }
 
   private snapshot(entity: Entity): { readonly value: StateValue } | undefined {

@@ -17,6 +17,7 @@ import type { LogRecord, StoredEvent } from '../../storage/event-log.js';
 import { DEFAULT_LIMITS } from '../chat/config.js';
 import { ChatProjection, type ChatState } from '../chat/projection.js';
 import { TouchedEncoder } from './encoder.js';
+import { hostWords } from './words.js';
 import { foldStep, forgotten, type Entity, type Fold, type FoldScope, type FoldStart, type Moved, type Step } from './timeline.js';
 
 /** Every event a host logs: the compiler checks the list against `DomainEvent`. */
@@ -71,7 +72,7 @@ export class HostFold implements Fold<ChatState> {
   }
 
   step(stored: StoredEvent<LogRecord>): Step {
-    return foldStep<DomainEvent>(stored, this.scope, (event) => this.move(event));
+    return foldStep<DomainEvent>(stored, this.scope, (event) => this.move(event), hostWords);
   }
 
   touched(): string {

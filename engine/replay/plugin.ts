@@ -3,6 +3,7 @@
  * as the plugin does when it starts, and each step says which job moved and to which state of the
  * plugin-job statechart; a closed job with why (`posted`, `settled`, `gave_up`, `rejected`).
  */
+import { pluginWords } from './words.js';
 import { dotPath } from '../../machines/core/state-value.js';
 import type { PluginEvent } from '../../machines/reasoning/plugin-job-events.js';
 import type { LogRecord, StoredEvent } from '../../storage/event-log.js';
@@ -36,7 +37,11 @@ export class PluginFold implements Fold<PluginState> {
   }
 
   step(stored: StoredEvent<LogRecord>): Step {
-    return foldStep<PluginEvent>(stored, this.scope, (event) => this.move(event));
+    return foldStep<PluginEvent>(stored, this.scope, (event) => this.move(event), (event) => pluginWords(event, this.sealed(event)));
+  }
+
+  private sealed(event: PluginEvent): boolean {
+    return event.type !== 'plugin.jobs_forgotten' && this.plugin.jobs.get(event.job_id)?.context.job.byo === true;
   }
 
   touched(): string {

@@ -39,12 +39,15 @@ export interface Step {
   readonly at: number;
   readonly type: string;
   readonly moved: readonly Moved[];
+  /** Its words (words.ts): what the user said, the reply, a job's purpose, result or error. */
+  readonly says?: string;
 }
 
 export interface Entry extends EntityState {
   readonly position: number;
   readonly at: number;
   readonly type: string;
+  readonly says?: string;
 }
 
 export interface Timeline {
@@ -89,13 +92,23 @@ export interface FoldScope {
   readonly after: number;
 }
 
-/** Folds one event with `move`, refusing one of another log, one at or before the start, and any that `move` cannot take. */
-export function foldStep<E extends LogRecord>(stored: StoredEvent<LogRecord>, scope: FoldScope, move: (event: E) => readonly Moved[]): Step {
+/**
+ * Folds one event with `move`, and reads its words with `says` once it is folded; refuses one of another log, one at or
+ * before the start, and any that `move` cannot take.
+ */
+export function foldStep<E extends LogRecord>(
+  stored: StoredEvent<LogRecord>,
+  scope: FoldScope,
+  move: (event: E) => readonly Moved[],
+  says: (event: E) => string | undefined,
+): Step {
   const { position, event } = stored;
   if (!scope.types.has(event.type)) throw new ReplayError(position, event.type, `is not an event of a ${scope.log} log`);
   if (position <= scope.after) throw new ReplayError(position, event.type, `comes before the fold's start, #${scope.after}`);
   try {
-    return { position, at: event.at, type: event.type, moved: move(event as E) };
+    const moved = move(event as E);
+    const words = says(event as E);
+    return { position, at: event.at, type: event.type, moved, ...(words === undefined ? {} : { says: words }) };
   } catch (error) {
     throw new ReplayError(position, event.type, `cannot be folded: ${error instanceof Error ? error.message : String(error)}`);
   }
@@ -106,6 +119,12 @@ export function forgotten(ids: readonly string[], entityOf: (id: string) => Enti
   return ids.map((id) => ({ entity: entityOf(id), state: 'forgotten' }));
 }
 
+/** `settled (errored, interrupted)`: the state, and what its value does not say already (`completed`, never `completed (completed)`). */
+export function stateText({ state, status, cause }: EntityState): string {
+  const more = [status === undefined || state === status || state.endsWith(`.${status}`) ? undefined : status, cause].filter((part) => part !== undefined);
+  return more.length === 0 ? state : `${state} (${more.join(', ')})`;
+}
+
 export function entityKey(entity: Entity): string {
   return `${entity.kind}:${entity.session_id ?? entity.integration_id ?? ''}:${entity.id}`;
 }
@@ -113,11 +132,11 @@ export function entityKey(entity: Entity): string {
 /** Each entity's timeline and final state, in the order the entities first moved. */
 export function timelines(steps: Iterable<Step>): Map<string, Timeline> {
   const all = new Map<string, Timeline>();
-  for (const { position, at, type, moved } of steps) {
+  for (const { position, at, type, moved, says } of steps) {
     for (const { entity, ...state } of moved) {
       const key = entityKey(entity);
       const timeline = all.get(key) ?? { entity, entries: [], final: state };
-      timeline.entries.push({ position, at, type, ...state });
+      timeline.entries.push({ position, at, type, ...(says === undefined ? {} : { says }), ...state });
       timeline.final = state;
       all.set(key, timeline);
     }

@@ -103,7 +103,10 @@ export function verify<S>(newFold: () => Fold<S>, events: Iterable<StoredEvent<L
     count += 1;
     last = step;
     const parted = (what: string): Verification => ({ events: count, difference: { position, type: step.type, what } });
-    if (JSON.stringify(step) !== JSON.stringify(again)) return parted(`the two folds moved ${named(step)} to different states`);
+    if (JSON.stringify(step) !== JSON.stringify(again)) {
+      const moved = JSON.stringify(step.moved) !== JSON.stringify(again.moved);
+      return parted(moved ? `the two folds moved ${named(step)} to different states` : 'the two folds read different words in it');
+    }
     if (one.touched() !== two.touched()) return parted(`the two folds hold different states of ${named(step)}`);
     for (; !snapshot.done && snapshot.value.position <= position; snapshot = stored.next()) {
       if (snapshot.value.position < position) continue;

@@ -80,8 +80,8 @@ describe('host log replay', () => {
     expect(all.get('task:a:t2')).toEqual({
       entity: { kind: 'task', id: 't2', session_id: 'a' },
       entries: [
-        { position: 6, at: 6, type: 'task.started', state: 'pending' },
-        { position: 8, at: 8, type: 'task.settled', state: 'settled', status: 'errored', cause: 'interrupted' },
+        { position: 6, at: 6, type: 'task.started', says: '“and?”', state: 'pending' },
+        { position: 8, at: 8, type: 'task.settled', says: 'interrupted: the host restarted while the task was pending', state: 'settled', status: 'errored', cause: 'interrupted' },
       ],
       final: { state: 'settled', status: 'errored', cause: 'interrupted' },
     });
@@ -89,6 +89,31 @@ describe('host log replay', () => {
     expect(all.get('delivery:b:2')?.final).toEqual({ state: 'abandoned' });
     // A host's start moves no session.
     expect(fold(stored(HOST))[6]).toEqual({ position: 7, at: 7, type: 'host.started', moved: [] });
+  });
+
+  it("says each event's words: the user's text and the reply in quotes, progress, an error, a failed delivery", () => {
+    expect(fold(stored(HOST)).map((step) => step.says ?? '')).toEqual([
+      '',
+      '',
+      '“hi”',
+      'typing thinking',
+      '“hello”',
+      '“and?”',
+      '',
+      'interrupted: the host restarted while the task was pending',
+      '',
+      '“yo”',
+      '“one”',
+      '“two”',
+      '',
+      '',
+      'status 503',
+      '',
+      '',
+      '',
+      '',
+      '',
+    ]);
   });
 
   it('folding up to a position leaves every entity as it was just after that event (--until)', () => {
@@ -171,6 +196,18 @@ describe('backend log replay', () => {
       'integration int-1': ['active.unseen', 'active.online', 'active.offline'],
       'job job-1': ['open.created created', 'open.delivered delivered', 'open.running running', 'completed completed'],
     });
+  });
+
+  it("says a job's purpose, its result (sealed, for a BYO job) and its error", () => {
+    const says = (events: BackendEvent[]) => fold(stored(events), new BackendFold()).flatMap((step) => step.says ?? []);
+    expect(says(BACKEND)).toEqual(['live_analysis', 'result {"insights":[]}']);
+    const created = { ...(BACKEND[2] as Extract<BackendEvent, { type: 'job.created' }>), byo: true };
+    const envelope = { kid: 'k', nonce: 'n', ciphertext: 'c' };
+    const sealed: BackendEvent[] = [...BACKEND.slice(0, 2), created, { type: 'job.completed', job_id: J, integration_id: I, result: envelope, at: 4 }];
+    expect(says(sealed)).toEqual(['live_analysis, sealed (BYO)', 'result sealed (BYO)']);
+    const error = { code: 'reasoner_failed', message: 'no\nmodel' };
+    const failed: BackendEvent[] = [...BACKEND.slice(0, 3), { type: 'job.failed', job_id: J, integration_id: I, error, at: 4 }];
+    expect(says(failed)).toEqual(['live_analysis', 'reasoner_failed: no␊model']);
   });
 
   it('says retention forgot a job, named by its integration (or, in an older log, by its id alone)', () => {
@@ -259,10 +296,18 @@ describe('verify', () => {
   });
 
   it('names the first event after which the folds hold different states of what it touched, though they end alike', () => {
-    const heardOtherwise = drifting((stored) => (stored.event.type === 'message.received' ? { ...stored, event: { ...stored.event, text: 'something else' } as LogRecord } : stored));
-    expect(verify(heardOtherwise, stored(HOST))).toEqual({
+    const received = (change: object) => (stored: StoredEvent<LogRecord>) =>
+      stored.event.type === 'message.received' ? { ...stored, event: { ...stored.event, ...change } as LogRecord } : stored;
+    const calledOtherwise = drifting(received({ callback: { ...cb, token: 'other' } }));
+    expect(verify(calledOtherwise, stored(HOST))).toEqual({
       events: 10,
       difference: { position: 10, type: 'message.received', what: 'the two folds hold different states of session::b' },
+    });
+    // The same event read otherwise: its words differ before any state does.
+    const heardOtherwise = drifting(received({ text: 'something else' }));
+    expect(verify(heardOtherwise, stored(HOST))).toEqual({
+      events: 10,
+      difference: { position: 10, type: 'message.received', what: 'the two folds read different words in it' },
     });
   });
 

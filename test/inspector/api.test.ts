@@ -35,7 +35,7 @@ interface Listing {
   readonly entities: Listed[];
 }
 interface Timeline extends Listed {
-  readonly entries: Array<{ position: number; at: number; type: string; state: string; status?: string }>;
+  readonly entries: Array<{ position: number; at: number; type: string; state: string; status?: string; state_text: string; says?: string }>;
 }
 
 const listing = async (base: string, token?: string) => (await request(`${base}/api/entities`, token === undefined ? {} : { token })).body as Listing;
@@ -53,11 +53,13 @@ describe('on a running Form A host', () => {
   let inspector: string;
   // Characters a URL path would read otherwise: the key must be percent-encoded, and is.
   const session = 'chat/one?#x';
+  const text = script({ typing: 'thinking' }, { message: 'hello' });
+  const said = `“${text}”`;
 
   beforeAll(async () => {
     host = await startHost({ inspect: true });
     inspector = host.host.inspectorUrl!;
-    expect((await post(host.url, TOKEN, { session_id: session, task_id: 't1', text: script({ typing: 'thinking' }, { message: 'hello' }) })).status).toBe(202);
+    expect((await post(host.url, TOKEN, { session_id: session, task_id: 't1', text })).status).toBe(202);
     await listed(inspector, 't1 settled', (entity) => entity.id === 't1' && entity.state === 'settled');
   });
 
@@ -68,23 +70,23 @@ describe('on a running Form A host', () => {
     expect(inspector).not.toBe(host.url);
   });
 
-  it('lists the session and its task, each with its machine, state, events and last time', async () => {
+  it('lists the session and its task, each with its machine, state, events, last time and first words', async () => {
     const list = await listing(inspector);
     expect(list.log).toBe('host');
     expect(list.fault).toBeUndefined();
     expect(list.entities).toEqual([
-      { key: `session::${session}`, kind: 'session', id: session, form: 'A', machine: 'session', state: 'open', events: expect.any(Number), last_at: expect.any(Number) },
-      { key: `task:${session}:t1`, kind: 'task', id: 't1', session_id: session, machine: 'task', state: 'settled', status: 'message', events: 3, last_at: expect.any(Number) },
+      { key: `session::${session}`, kind: 'session', id: session, form: 'A', machine: 'session', state: 'open', events: expect.any(Number), last_at: expect.any(Number), state_text: 'open', says: said },
+      { key: `task:${session}:t1`, kind: 'task', id: 't1', session_id: session, machine: 'task', state: 'settled', status: 'message', events: 3, last_at: expect.any(Number), state_text: 'settled (message)', says: said },
     ]);
     expect(list.end).toBeGreaterThanOrEqual(5);
   });
 
-  it("gives an entity's timeline: each entry's position, time, event type and state", async () => {
+  it("gives an entity's timeline: each entry's position, time, event type, state and words", async () => {
     const task = await timeline(inspector, `task:${session}:t1`);
-    expect(task.entries.map(({ type, state }) => [type, state])).toEqual([
-      ['task.started', 'pending'],
-      ['task.progressed', 'pending'],
-      ['task.settled', 'settled'],
+    expect(task.entries.map(({ type, state_text, says }) => [type, state_text, says])).toEqual([
+      ['task.started', 'pending', said],
+      ['task.progressed', 'pending', 'typing thinking'],
+      ['task.settled', 'settled (message)', '“hello”'],
     ]);
     expect(task.entries.at(-1)).toMatchObject({ status: 'message' });
     const positions = task.entries.map((entry) => entry.position);
@@ -194,7 +196,9 @@ describe('on a backend relay', () => {
       ['job', 'job', 'open.created'],
     ]);
     const job = await timeline(relay.inspectorUrl!, `job:${integrationId}:${jobId}`);
-    expect(job).toMatchObject({ id: jobId, integration_id: integrationId, status: 'created', entries: [{ type: 'job.created', state: 'open.created' }] });
+    // Its state once (`open.created`, never `open.created (created)`), and its purpose as its words.
+    expect(job).toMatchObject({ id: jobId, integration_id: integrationId, status: 'created', state_text: 'open.created', says: 'capability_probe' });
+    expect(job.entries).toEqual([expect.objectContaining({ type: 'job.created', state: 'open.created', state_text: 'open.created', says: 'capability_probe' })]);
   });
 });
 

@@ -73,6 +73,8 @@ it('lists a running host’s session, lights its state, follows a turn live, and
   expect((await post(host.url, TOKEN, { session_id: 'chat', task_id: 't2', text: 'two' })).status).toBe(202);
   const task = tab.locator('li[data-key="task:chat:t2"]');
   await expect.poll(() => task.locator('.state').textContent(), { timeout: 10_000 }).toBe('pending');
+  // Known by its words, its ids beneath.
+  expect([await task.locator('.id').textContent(), await task.locator('.name').textContent()]).toEqual(['“two”', 'chat / t2']);
   await task.click();
   await expect.poll(() => lit(tab)).toEqual(['pending']);
 
@@ -81,6 +83,7 @@ it('lists a running host’s session, lights its state, follows a turn live, and
   await expect.poll(() => lit(tab), { timeout: 10_000 }).toEqual(['settled']);
   expect(await tab.locator('#entry-state').textContent()).toBe('settled (message)');
   expect(await tab.locator('#entry-type').textContent()).toBe('task.settled');
+  expect(await tab.locator('#entry-says').textContent()).toBe('“answered two”');
   const entries = Number(await tab.locator('#scrubber').getAttribute('max')) + 1;
   expect(entries).toBe(3);
 
@@ -102,8 +105,11 @@ it('lists a running host’s session, lights its state, follows a turn live, and
   await expect.poll(() => lit(tab), { timeout: 10_000 }).toEqual(['ended']);
   await expect.poll(() => session.locator('.state').textContent()).toMatch(/^ended/);
 
-  // The filter keeps what matches.
+  // The filter keeps what matches: an id, or words.
+  const keys = () => tab.locator('li[data-key]').evaluateAll((items) => items.map((item) => item.getAttribute('data-key')));
   await tab.locator('#filter').fill('t2');
-  expect(await tab.locator('li[data-key]').evaluateAll((items) => items.map((item) => item.getAttribute('data-key')))).toEqual(['task:chat:t2']);
+  expect(await keys()).toEqual(['task:chat:t2']);
+  await tab.locator('#filter').fill('TWO');
+  expect(await keys()).toEqual(['task:chat:t2']);
   expect(problems).toEqual([]);
 });

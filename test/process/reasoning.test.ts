@@ -44,6 +44,9 @@ it('creates an integration, runs backend and plugin, and probes, analyses and su
   expect([again.code, again.stdout]).toEqual([0, probed.stdout]);
   const shown = await runCli(['job', 'show', ...client, '--job', jobId]);
   expect([shown.code, JSON.parse(shown.stdout)]).toEqual([0, expect.objectContaining({ job_id: jobId, state: 'completed' })]);
+  // The backend lists no jobs a start of an id could be found in: a usage error says so (replay --job takes one).
+  const cut = await runCli(['job', 'show', ...client, '--job', jobId.slice(0, 8)]);
+  expect([cut.code, cut.stderr]).toEqual([2, expect.stringContaining(`--job ${jobId.slice(0, 8)} is not a whole job_id (a UUID)`)]);
   // The probe's profile is now the integration's, and its plugin is online.
   const listed = await runCli(['integrations', ...client]);
   expect([listed.code, JSON.parse(listed.stdout)]).toEqual([

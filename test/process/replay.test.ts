@@ -95,10 +95,11 @@ describe('replay of a host log', () => {
     expect(text).toMatch(new RegExp(`^host log ${db}: \\d+ events through #\\d+\\n`));
     expect(text.indexOf('session chat-a (Form A)')).toBeGreaterThan(0);
     expect(text.indexOf('conversation conv-b (Form B)')).toBeGreaterThan(text.indexOf('session chat-a (Form A)'));
-    expect(text).toMatch(/\n {2}#\d+ +\d{4}-\d\d-\d\dT[\d:.]+Z {2}task\.started +task a1 pending\n/);
-    expect(text).toMatch(/ {2}task\.settled +task a1 settled \(message\)\n/);
-    expect(text).toMatch(/ {2}task\.settled +task a2 settled \(errored, interrupted\)\n/);
-    expect(text).toMatch(/ {2}reply\.queued +delivery 2 waiting\n/);
+    // Each event with its words: the user's text and the reply in quotes, cut to fit the line.
+    expect(text).toMatch(/\n {2}#\d+ +\d{4}-\d\d-\d\dT[\d:.]+Z {2}task\.started +task a1 pending {2}“\{"script":\[\{"typing":"thinking"\},\{"message":"hello"\}\]\}”\n/);
+    expect(text).toMatch(/ {2}task\.settled +task a1 settled \(message\) {2}“hello”\n/);
+    expect(text).toMatch(/ {2}task\.settled +task a2 settled \(errored, interrupted\) {2}interrupted: [^\n]+\n/);
+    expect(text).toMatch(/ {2}reply\.queued +delivery 2 waiting {2}“two”\n/);
     expect(text).toMatch(/ {2}delivery\.succeeded +delivery 1 succeeded\n/);
     expect(text).toContain('  final:\n    conversation conv-b (Form B): open\n    delivery 1: succeeded\n    delivery 2: succeeded\n');
   });
@@ -112,7 +113,7 @@ describe('replay of a host log', () => {
     const positions = entries.map((line) => line.position!);
     expect(positions).toEqual([...positions].sort((a, b) => a - b));
     const settled = positionOf(events, (event) => event.type === 'task.settled' && event.task_id === 'a1');
-    expect(entries).toContainEqual({ kind: 'task', id: 'a1', session_id: 'chat-a', position: settled, at: new Date(events[settled - 1]!.at as number).toISOString(), event: 'task.settled', state: 'settled', status: 'message' });
+    expect(entries).toContainEqual({ kind: 'task', id: 'a1', session_id: 'chat-a', position: settled, at: new Date(events[settled - 1]!.at as number).toISOString(), event: 'task.settled', state: 'settled', status: 'message', says: '“hello”' });
     const finals = lines.slice(entries.length);
     expect(finals.every((line) => line.final !== undefined)).toBe(true);
     expect(finals).toEqual([
@@ -134,6 +135,12 @@ describe('replay of a host log', () => {
     const text = await runCli(['replay', '--db', db, '--session', 'chat-a']);
     expect(text.stdout).toContain('session chat-a (Form A)');
     expect(text.stdout).not.toContain('conv-b');
+    // The start of a session's id names it when no other starts so; an exact id wins over a longer one it starts.
+    const started = await runCli(['replay', '--db', db, '--session', 'conv', '--json']);
+    expect(jsonLines(started.stdout).every((line) => (line.session_id ?? line.id) === 'conv-b')).toBe(true);
+    const shared = await runCli(['replay', '--db', db, '--session', 'c']);
+    const named = /^assistant-relay: --session c is the start of 2 ids \(chat-a, conv-b\): give more of it\nusage:/;
+    expect([shared.code, shared.stderr]).toEqual([2, expect.stringMatching(named)]);
     const missing = await runCli(['replay', '--db', db, '--session', 'nobody']);
     expect([missing.code, missing.stderr]).toEqual([1, expect.stringMatching(/^assistant-relay replay: .* has no session nobody through event #\d+\n$/)]);
   });
@@ -253,17 +260,22 @@ describe('replay of a backend log', () => {
     expect([result.code, result.stderr]).toEqual([0, '']);
     expect(result.stdout).toMatch(/^backend log .*\n\nbackend\n {2}#1 .* backend\.started\n/);
     for (const job of jobs) expect(result.stdout).toContain(`job ${job} (integration ${integrationId})\n`);
-    expect(result.stdout).toMatch(/ {2}job\.created +open\.created\n/);
-    expect(result.stdout).toMatch(/ {2}job\.completed +completed\n/);
+    // A job's purpose, then a short result; a finished job's state once.
+    for (const purpose of ['capability_probe', 'live_analysis', 'session_summary']) {
+      expect(result.stdout).toMatch(new RegExp(` {2}job\\.created +open\\.created {2}${purpose}\n`));
+    }
+    expect(result.stdout).toMatch(/ {2}job\.completed +completed {2}result \{"[^\n]+\n/);
+    expect(result.stdout).not.toContain('completed (completed)');
     expect(result.stdout).toMatch(/ {2}integration\.seen +active\.online\n/);
     const verified = await runCli(['replay', '--db', backend.db, '--verify']);
     expect(verified.stdout).toBe(`verified: ${countEvents(backend.db)} events, 0 differences\n`);
   });
 
-  it('--job: only that job, with its job state', async () => {
+  it('--job: only that job, with its job state, named by its id or its start', async () => {
     const job = readEvents(backend.db).find((event) => event.type === 'job.created')!.job_id as string;
     const result = await runCli(['replay', '--db', backend.db, '--job', job, '--json']);
     expect(result.code).toBe(0);
+    expect((await runCli(['replay', '--db', backend.db, '--job', job.slice(0, 8), '--json'])).stdout).toBe(result.stdout);
     const lines = jsonLines(result.stdout);
     expect(lines.every((line) => line.kind === 'job' && line.id === job && line.integration_id === integrationId)).toBe(true);
     const states = lines.map((line) => line.state ?? line.final);
@@ -279,8 +291,9 @@ describe('replay of a backend log', () => {
     expect([result.code, result.stderr]).toEqual([0, '']);
     expect(result.stdout).toMatch(/^plugin log .*\n\n/);
     for (const job of jobs) {
-      expect(result.stdout).toMatch(new RegExp(`\\nplugin-job ${job}\\n.*plugin\\.job_received +open\\.received\\n.*plugin\\.job_started +open\\.started\\n` +
-        `.*plugin\\.job_finished +open\\.finished\\n.*plugin\\.job_closed +closed \\(posted\\)\\n`));
+      // Each line ends with the event's words: the job's purpose when received, its result when finished.
+      expect(result.stdout).toMatch(new RegExp(`\\nplugin-job ${job}\\n.*plugin\\.job_received +open\\.received  [a-z_]+\\n.*plugin\\.job_started +open\\.started\\n` +
+        `.*plugin\\.job_finished +open\\.finished  result \\{.*\\n.*plugin\\.job_closed +closed \\(posted\\)\\n`));
     }
     const one = jsonLines((await runCli(['replay', '--db', pluginDb, '--job', jobs[0]!, '--json'])).stdout);
     expect(one.map((line) => line.state ?? line.final)).toEqual(['open.received', 'open.started', 'open.finished', 'closed', 'closed']);
@@ -310,7 +323,7 @@ describe('replay of a backend log from before job ids were each integration\'s',
 
     const text = await runCli(['replay', '--db', db]);
     expect([text.code, text.stderr]).toEqual([0, '']);
-    expect(text.stdout).toMatch(new RegExp(`\\njob ${z} \\(integration ${c}\\)\\n.*job\\.created +open\\.created\\n.*job\\.expired +expired\\n`));
+    expect(text.stdout).toMatch(new RegExp(`\\njob ${z} \\(integration ${c}\\)\\n.*job\\.created +open\\.created  \\w+\\n.*job\\.expired +expired\\n`));
     const json = jsonLines((await runCli(['replay', '--db', db, '--job', x, '--json'])).stdout);
     expect(json.filter((line) => line.final !== undefined)).toEqual([
       { kind: 'job', id: x, integration_id: c, final: 'cancelled', status: 'cancelled' },
