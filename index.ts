@@ -15,7 +15,7 @@ export type { Agent, ReplySink, Turn, MemoryEntry } from './engine/chat/agent.js
 export type { Clock, IdSource } from './engine/core/clock.js';
 export type { ConversationView, DeliveryStats, SessionView, TaskSessionView } from './engine/chat/view.js';
 export type { DomainEvent, DomainEventType, EndReason, SettleCause } from './machines/chat/events.js';
-export type { SessionLimits } from './machines/chat/session.js';
+export type { SessionLimits } from './machines/chat/task-session.js';
 export {
   EventLogError,
   EventLogClosedError,

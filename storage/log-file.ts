@@ -9,7 +9,7 @@ import { createPrivateFile, exposure } from './private-files.js';
 
 /** Our files say who they are (`PRAGMA application_id`, "ARLY") and which layout they have. */
 export const APPLICATION_ID = 0x41524c59;
-export const SCHEMA_VERSION = 1;
+export const LOG_SCHEMA_VERSION = 1;
 export const APPEND_ONLY_DELETE = `CREATE TRIGGER events_append_only_delete BEFORE DELETE ON events
   BEGIN SELECT RAISE(ABORT, 'the event log is append-only'); END`;
 
@@ -37,8 +37,8 @@ export function judgeLogFile(path: string): boolean {
   }
   const fresh = applicationId === 0 && version === 0 && tables === 0;
   if (!fresh && applicationId !== APPLICATION_ID) throw notOurs();
-  if (!fresh && version !== SCHEMA_VERSION) {
-    throw new SchemaMismatchError(`${path} has event log schema version ${version}; this build reads version ${SCHEMA_VERSION}`);
+  if (!fresh && version !== LOG_SCHEMA_VERSION) {
+    throw new SchemaMismatchError(`${path} has event log schema version ${version}; this build reads version ${LOG_SCHEMA_VERSION}`);
   }
   // Judged after the read, which may have created a -wal and -shm (with the log's own mode): the advice names every file there is.
   const exposed = exposure([path, `${path}-wal`, `${path}-shm`]);
@@ -62,7 +62,7 @@ export function createLogSchema(db: Database.Database): void {
       BEGIN SELECT RAISE(ABORT, 'the event log is append-only'); END;
     ${APPEND_ONLY_DELETE};
     PRAGMA application_id = ${APPLICATION_ID};
-    PRAGMA user_version = ${SCHEMA_VERSION};
+    PRAGMA user_version = ${LOG_SCHEMA_VERSION};
     COMMIT;
   `);
 }

@@ -11,7 +11,7 @@ import Database from 'better-sqlite3';
 import { statSync } from 'node:fs';
 import { SchemaMismatchError } from './errors.js';
 import type { LogRecord, StoredEvent } from './event-log.js';
-import { APPLICATION_ID, SCHEMA_VERSION } from './log-file.js';
+import { APPLICATION_ID, LOG_SCHEMA_VERSION } from './log-file.js';
 import { readSnapshots, type StoredSnapshot } from './log-snapshots.js';
 import { streamIndexedTo } from './stream-index.js';
 
@@ -131,7 +131,7 @@ export class LogReader {
       throw error;
     }
     if (applicationId !== APPLICATION_ID) throw new SchemaMismatchError(`${path} is not an assistant-relay event log`);
-    if (version !== SCHEMA_VERSION) throw new SchemaMismatchError(`${path} has event log schema version ${version}; this build reads version ${SCHEMA_VERSION}`);
+    if (version !== LOG_SCHEMA_VERSION) throw new SchemaMismatchError(`${path} has event log schema version ${version}; this build reads version ${LOG_SCHEMA_VERSION}`);
   }
 
   /**

@@ -11,7 +11,7 @@ import { pairingMachine } from '../machines/reasoning/pairing.js';
 import { pluginJobMachine } from '../machines/reasoning/plugin-job.js';
 import { clientSubscriptionMachine } from '../machines/client/client-subscription.js';
 import { clientTaskMachine } from '../machines/client/client-task.js';
-import { sessionMachine } from '../machines/chat/session.js';
+import { taskSessionMachine } from '../machines/chat/task-session.js';
 import { subscriptionMachine } from '../machines/core/subscription.js';
 import { taskMachine } from '../machines/chat/task.js';
 import { toMermaid } from './mermaid.js';
@@ -36,7 +36,7 @@ export interface StatechartFile {
 
 export const STATECHARTS: readonly Statechart[] = [
   { name: 'task', source: 'machines/chat/task.ts', title: 'Task', summary: 'one Form A task, pending until its first terminal reply', machine: taskMachine },
-  { name: 'session', source: 'machines/chat/session.ts', title: 'Session', summary: 'one Form A session, open until the host, the agent or idleness ends it', machine: sessionMachine },
+  { name: 'session', source: 'machines/chat/task-session.ts', title: 'Session', summary: 'one Form A session, open until the host, the agent or idleness ends it', machine: taskSessionMachine },
   {
     name: 'subscription',
     source: 'machines/core/subscription.ts',

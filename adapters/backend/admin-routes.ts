@@ -5,7 +5,7 @@
  */
 import type { FastifyPluginAsync } from 'fastify';
 import { IntegrationCreateBody, IntegrationPath, PairingTicketBody, TokenRolePath, bearerToken, matchesDigest } from '../../protocol/index.js';
-import type { Backend } from '../../engine/reasoning/engine.js';
+import type { ReasoningEngine } from '../../engine/reasoning/engine.js';
 import { sendError } from '../http/errors.js';
 import type { ZodTypeProvider } from '../http/validation.js';
 import { sendRefusal } from './pairing-routes.js';
@@ -13,7 +13,7 @@ import { integrationView } from './view.js';
 
 const BASE = '/api/v1/admin/integrations';
 
-export const adminRoutes: FastifyPluginAsync<{ readonly backend: Backend; readonly operatorTokenDigest: string }> = async (scope, { backend, operatorTokenDigest }) => {
+export const adminRoutes: FastifyPluginAsync<{ readonly backend: ReasoningEngine; readonly operatorTokenDigest: string }> = async (scope, { backend, operatorTokenDigest }) => {
   scope.addHook('onRequest', async (request, reply) => {
     const token = bearerToken(request.headers.authorization);
     if (token === undefined || !matchesDigest(token, operatorTokenDigest)) {

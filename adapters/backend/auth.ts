@@ -6,10 +6,10 @@
  */
 import fp from 'fastify-plugin';
 import { bearerToken } from '../../protocol/index.js';
-import type { Backend } from '../../engine/reasoning/engine.js';
+import type { ReasoningEngine } from '../../engine/reasoning/engine.js';
 import { sendError } from '../http/errors.js';
 
-export const integrationAuthPlugin = fp<{ readonly backend: Backend; readonly role: 'relay' | 'client' }>(
+export const integrationAuthPlugin = fp<{ readonly backend: ReasoningEngine; readonly role: 'relay' | 'client' }>(
   async (app, { backend, role }) => {
     app.addHook('onRequest', async (request, reply) => {
       const { id } = request.params as { id?: unknown };

@@ -6,7 +6,7 @@
  */
 import type { FastifyPluginAsync } from 'fastify';
 import { IntegrationPath, JobCreateBody, JobPath, JobStreamHeaders, RekeyPath, RekeyRequestBody } from '../../protocol/index.js';
-import type { Backend } from '../../engine/reasoning/engine.js';
+import type { ReasoningEngine } from '../../engine/reasoning/engine.js';
 import { sendError } from '../http/errors.js';
 import { streamTransport } from '../http/sse-transport.js';
 import { STREAMS_RETRY_AFTER_SECONDS, StreamSlots } from '../http/stream-slots.js';
@@ -18,7 +18,7 @@ import { integrationView, jobView, rekeyView } from './view.js';
 
 const BASE = '/api/v1/assistant/integrations/:id';
 
-export const clientRoutes: FastifyPluginAsync<{ readonly backend: Backend }> = async (scope, { backend }) => {
+export const clientRoutes: FastifyPluginAsync<{ readonly backend: ReasoningEngine }> = async (scope, { backend }) => {
   await scope.register(integrationAuthPlugin, { backend, role: 'client' });
   const app = scope.withTypeProvider<ZodTypeProvider>();
   // Followers on this node: every integration's together, and each one's (PROTOCOL.md 6e.19).

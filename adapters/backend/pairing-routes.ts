@@ -18,7 +18,7 @@ import {
   RevealBody,
   bearerToken,
 } from '../../protocol/index.js';
-import type { Backend } from '../../engine/reasoning/engine.js';
+import type { ReasoningEngine } from '../../engine/reasoning/engine.js';
 import type { PairingRefusal } from '../../engine/reasoning/pairing-limits.js';
 import type { PairingAnswer, PairingRole } from '../../engine/reasoning/pairings.js';
 import { sourceOf } from '../../protocol/ip-address.js';
@@ -51,7 +51,7 @@ function answerStep(reply: FastifyReply, answer: PairingAnswer, render: (answer:
   }
 }
 
-export const pairingRoutes: FastifyPluginAsync<{ readonly backend: Backend }> = async (scope, { backend }) => {
+export const pairingRoutes: FastifyPluginAsync<{ readonly backend: ReasoningEngine }> = async (scope, { backend }) => {
   const app = scope.withTypeProvider<ZodTypeProvider>();
   const { pairings } = backend;
 

@@ -5,7 +5,7 @@
  */
 import type { FastifyPluginAsync, FastifyReply } from 'fastify';
 import { Heartbeat, IntegrationPath, JobPath, JobResultBody, JobStreamHeaders, RekeyAnswerBody, RekeyPath } from '../../protocol/index.js';
-import type { Backend } from '../../engine/reasoning/engine.js';
+import type { ReasoningEngine } from '../../engine/reasoning/engine.js';
 import type { JobAnswer } from '../../engine/reasoning/job-answers.js';
 import { sendError } from '../http/errors.js';
 import { streamTransport } from '../http/sse-transport.js';
@@ -36,7 +36,7 @@ function answerJob(reply: FastifyReply, answer: JobAnswer) {
   }
 }
 
-export const pluginRoutes: FastifyPluginAsync<{ readonly backend: Backend }> = async (scope, { backend }) => {
+export const pluginRoutes: FastifyPluginAsync<{ readonly backend: ReasoningEngine }> = async (scope, { backend }) => {
   await scope.register(integrationAuthPlugin, { backend, role: 'relay' });
   const app = scope.withTypeProvider<ZodTypeProvider>();
 

@@ -11,7 +11,7 @@
  */
 import type { FastifyBaseLogger, FastifyInstance } from 'fastify';
 import { tokenDigest } from '../../protocol/index.js';
-import { Backend } from '../../engine/reasoning/engine.js';
+import { ReasoningEngine } from '../../engine/reasoning/engine.js';
 import { backendStreamOf, type BackendEvent } from '../../machines/reasoning/backend-events.js';
 import { EventLog } from '../../storage/event-log.js';
 import { DEFAULT_SCHEMA, type PostgresOptions } from '../../storage/postgres/connection.js';
@@ -75,7 +75,7 @@ export interface BackendRelayOptions {
 export interface BackendRelay {
   /** This process's epoch. */
   readonly epoch: string;
-  readonly backend: Backend;
+  readonly backend: ReasoningEngine;
   /** The fastify instance, for `inject()`. */
   readonly server: FastifyInstance;
   /** Starts serving; resolves with the base URL. */
@@ -117,7 +117,7 @@ export async function createBackendRelay(options: BackendRelayOptions): Promise<
   const report = (error: unknown, what: string) => (logger === undefined ? process.emitWarning(`assistant-relay backend: ${what}: ${String(error)}`) : logger.warn({ err: error }, what));
   const log = await openBackendStore(options, (error) => report(error, 'a PostgreSQL connection was lost'));
   let broker: BrokerPubSub | undefined;
-  let backend: Backend;
+  let backend: ReasoningEngine;
   const checks = new ResultChecks(options.resultChecks);
   try {
     if (options.broker !== undefined) broker = await connectBroker({ ...options.broker, report });
@@ -127,7 +127,7 @@ export async function createBackendRelay(options: BackendRelayOptions): Promise<
       ...options.config,
       ...(options.pairing === undefined ? {} : { pairing: options.pairing }),
     };
-    backend = await Backend.start(backendSeams(log, config, broker), config);
+    backend = await ReasoningEngine.start(backendSeams(log, config, broker), config);
   } catch (error) {
     await broker?.close();
     await log.close();

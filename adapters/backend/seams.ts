@@ -9,7 +9,7 @@ import { randomIds, systemClock, type Clock, type IdSource } from '../../engine/
 import { inBackground, type FailureContext } from '../../engine/core/failures.js';
 import { LocalBackendLog } from '../../engine/reasoning/backend-log.js';
 import { ClusterChannel } from '../../engine/reasoning/channel.js';
-import type { BackendConfig } from '../../engine/reasoning/config.js';
+import type { ReasoningEngineConfig } from '../../engine/reasoning/config.js';
 import { attemptsKeptFor, pairingLimitsOf } from '../../engine/reasoning/pairing-limits.js';
 import { LocalPairingAttempts, LocalPresence } from '../../engine/reasoning/presence.js';
 import { LocalPubSub, type PubSub } from '../../engine/reasoning/pubsub.js';
@@ -23,7 +23,7 @@ import { PgPairingAttempts, PgPresence } from '../../storage/postgres/presence.j
 export type BackendStore = EventLog<BackendEvent> | PgEventLog<BackendEvent>;
 
 /** The engine's settings and what its seams are chosen by. */
-export interface BackendRelayConfig extends BackendConfig {
+export interface BackendRelayConfig extends ReasoningEngineConfig {
   readonly clock?: Clock;
   readonly ids?: IdSource;
   /** On a log of this process: where a committed job change is published for streams and followers (default: this process alone). */

@@ -1,6 +1,6 @@
 /** The backend relay's HTTP surface (4.1): the plugin's routes, the client's, pairing's and the operator's, each with its own credential. */
 import type { FastifyBaseLogger, FastifyInstance } from 'fastify';
-import type { Backend } from '../../engine/reasoning/engine.js';
+import type { ReasoningEngine } from '../../engine/reasoning/engine.js';
 import { newHttpApp } from '../http/app.js';
 import type { HealthReport } from '../http/health.js';
 import type { HttpLimits } from '../http/limits.js';
@@ -24,7 +24,7 @@ export interface BackendHttpOptions {
   readonly health?: () => Promise<HealthReport>;
 }
 
-export async function buildBackendServer(backend: Backend, options: BackendHttpOptions): Promise<FastifyInstance> {
+export async function buildBackendServer(backend: ReasoningEngine, options: BackendHttpOptions): Promise<FastifyInstance> {
   const app = await newHttpApp({
     limits: options.limits,
     bodyLimit: BACKEND_BODY_LIMIT,

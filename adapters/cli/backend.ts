@@ -5,7 +5,7 @@
  * (the lock refuses it otherwise) and prints its tokens, once; and `assistant-relay backend
  * pairing-ticket` (pairing-ticket.ts).
  */
-import { Backend } from '../../engine/reasoning/engine.js';
+import { ReasoningEngine } from '../../engine/reasoning/engine.js';
 import { REKEY_TIMES_KEPT } from '../../machines/reasoning/integration.js';
 import type { Quotas } from '../../machines/reasoning/quotas.js';
 import { DEFAULT_SCHEMA, SCHEMA_NAME } from '../../storage/postgres/connection.js';
@@ -224,7 +224,7 @@ async function integrationCommand(argv: readonly string[], env: NodeJS.ProcessEn
   const { options } = whereOf((flag) => (flag in INTEGRATION_FLAGS ? get(flag as keyof typeof INTEGRATION_FLAGS) : undefined));
   const log = await openBackendStore(options);
   try {
-    const backend = await Backend.start(backendSeams(log));
+    const backend = await ReasoningEngine.start(backendSeams(log));
     const created = await backend.integrations.create(get('provider') ?? 'assistant-relay');
     await backend.close();
     if ('refused' in created) throw new UsageError(`--provider: ${created.refused.message}`);

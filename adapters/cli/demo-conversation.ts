@@ -1,10 +1,10 @@
 /** The demo's Form B conversation on the timeline: what the client's conversation store shows, as it changes. */
 import type { FormBClient, ConversationEntry } from '../client/form-b.js';
 import { textOf } from './chat.js';
-import type { Timeline } from './timeline.js';
+import type { DemoTimeline } from './timeline.js';
 
 /** Prints what the conversation shows as it changes: the typing indicator, tool calls, messages, errors. */
-export function showConversation(client: FormBClient, session: string, t: Timeline): void {
+export function showConversation(client: FormBClient, session: string, t: DemoTimeline): void {
   let shown = 0;
   let typing: string | undefined;
   client.conversation(session).subscribe(({ context }) => {

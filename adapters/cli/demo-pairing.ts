@@ -7,7 +7,7 @@ import { existsSync } from 'node:fs';
 import type { BackendRelay } from '../backend/relay.js';
 import { ClientKeysFile, readKeysFile, storedKeys, writeKeysFile, type AssistantKeysFile } from '../../storage/keys-file.js';
 import { pairAsAssistant, pairAsClient, type ConfirmSas } from '../client/pairing.js';
-import type { Timeline } from './timeline.js';
+import type { DemoTimeline } from './timeline.js';
 
 /** The pairing sides read each other often: both are in this process, and a person is watching. */
 const PAIRING_POLL_MS = 50;
@@ -23,7 +23,7 @@ export async function pair(
   relay: BackendRelay,
   providerKind: string,
   files: PairingFiles,
-  t: Timeline,
+  t: DemoTimeline,
 ): Promise<{ client: ClientKeysFile; assistant: AssistantKeysFile }> {
   let handOver!: (code: string) => void;
   const code = new Promise<string>((resolve) => (handOver = resolve));

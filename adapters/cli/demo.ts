@@ -35,7 +35,7 @@ import { DEMO_LOG_BYTES, filesIn, reasonerNote, whereToLook, type Files, type Ur
 import { pair } from './demo-pairing.js';
 import { parseDuration, readFlags } from './flags.js';
 import { closeOnSignals, exitOnFatal, jsonLogger, readTokenFile } from './service.js';
-import { Timeline } from './timeline.js';
+import { DemoTimeline } from './timeline.js';
 
 export const DEMO_USAGE = `usage: assistant-relay demo [--keep] [--data DIR] [--transcript FILE] [--pace D] [--reasoner NAME]
   Runs the whole system on this machine (what \`npm start\` does): a backend relay, a host in Form A with
@@ -79,7 +79,7 @@ export async function demoCommand(argv: readonly string[], env: NodeJS.ProcessEn
   const token = readTokenFile(files.token, { create: true });
   // Every part's lines, requests included (debug): one run's worth, bounded.
   const logger = jsonLogger('debug', files.log, DEMO_LOG_BYTES);
-  const timeline = new Timeline();
+  const timeline = new DemoTimeline();
   const parts: Part[] = [];
   const closeAll = async () => {
     for (const part of parts.reverse()) await part.close();
@@ -110,7 +110,7 @@ interface Tour {
   readonly token: string;
   readonly reasoner: Reasoner;
   readonly logger: Logger;
-  readonly timeline: Timeline;
+  readonly timeline: DemoTimeline;
   /** Every part started and every session begun, to be closed and ended in reverse. */
   readonly parts: Part[];
   /** Staying up: the Form A host's inspector is served too. */
@@ -277,7 +277,7 @@ async function untilOnline(integration: ReturnType<typeof integrationClient>): P
  * A `capability_probe` job, sealed like every job of a paired integration (PROTOCOL.md 7.13), and what it
  * says: the client keeps the profile itself (the backend cannot read a BYO probe's result).
  */
-async function probe(jobs: JobsClient, t: Timeline): Promise<void> {
+async function probe(jobs: JobsClient, t: DemoTimeline): Promise<void> {
   const created = await jobs.create({ purpose: 'capability_probe', payload: {}, deadline_ms: 30_000 });
   t.say(
     'probe',

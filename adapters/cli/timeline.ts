@@ -2,7 +2,7 @@
  * The demo's timeline on stdout, for a person: each line the time since the start, who did it, and what
  * happened; a step that takes long says it is still waiting, so a slow machine never looks stuck.
  */
-export class Timeline {
+export class DemoTimeline {
   private readonly started = performance.now();
 
   constructor(private readonly write: (text: string) => void = (text) => process.stdout.write(text)) {}

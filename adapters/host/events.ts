@@ -4,14 +4,14 @@
  */
 import type { FastifyPluginAsync } from 'fastify';
 import { EventsHeaders, EventsQuery } from '../../protocol/index.js';
-import type { Engine } from '../../engine/chat/engine.js';
+import type { ChatEngine } from '../../engine/chat/engine.js';
 import { sendError } from '../http/errors.js';
 import { streamTransport } from '../http/sse-transport.js';
 import type { StreamSlots } from '../http/stream-slots.js';
 import type { ZodTypeProvider } from '../http/validation.js';
 
 export interface EventsOptions {
-  readonly engine: Engine;
+  readonly engine: ChatEngine;
   readonly slots: StreamSlots;
   /** `Retry-After` on a 429 from the reader cap. */
   readonly readersRetryAfterSeconds: number;

@@ -11,14 +11,14 @@ import type { FastifyBaseLogger, FastifyInstance } from 'fastify';
 import type { Agent } from '../../engine/chat/agent.js';
 import type { CallbackTransport } from '../../engine/chat/callback.js';
 import type { Clock, IdSource } from '../../engine/core/clock.js';
-import { Engine, type EngineConfig } from '../../engine/chat/engine.js';
+import { ChatEngine, type ChatEngineConfig } from '../../engine/chat/engine.js';
 import type { DeliveryStats, SessionView } from '../../engine/chat/view.js';
 import type { Outcome } from '../../machines/chat/commands.js';
 import { isUrgent, streamOf, type DomainEvent, type Form } from '../../machines/chat/events.js';
 import type { PortRange } from '../../protocol/port-ranges.js';
 import { CallbackPolicy, type Resolver } from '../callback/policy.js';
 import { httpCallbackTransport, type CaCertificates } from '../callback/transport.js';
-import type { SessionLimits } from '../../machines/chat/session.js';
+import type { SessionLimits } from '../../machines/chat/task-session.js';
 import { EventLog } from '../../storage/event-log.js';
 import { BUILTIN_AGENTS, type BuiltinAgentName } from '../agents/index.js';
 import { httpLimits } from '../http/limits.js';
@@ -164,7 +164,7 @@ export async function createAssistantHost(options: AssistantHostOptions): Promis
     urgent: isUrgent,
     ...(options.synchronous ? { synchronous: options.synchronous } : {}),
   });
-  let engine: Engine;
+  let engine: ChatEngine;
   let callbacks: CallbackPolicy;
   try {
     callbacks = new CallbackPolicy({
@@ -183,7 +183,7 @@ export async function createAssistantHost(options: AssistantHostOptions): Promis
         ...(options.callbackCa !== undefined ? { ca: options.callbackCa } : {}),
         ...(options.clock ? { clock: options.clock } : {}),
       });
-    engine = await Engine.start(log, {
+    engine = await ChatEngine.start(log, {
       agent,
       transport,
       ...(options.form ? { form: options.form } : {}),
@@ -272,7 +272,7 @@ function startReasoningChannel(backend: ReasoningChannelOptions, host: Assistant
 }
 
 /** Where the engine's unawaited failures and abandoned deliveries go when the embedder gives a logger. */
-function loggedFailures(logger: FastifyBaseLogger): Pick<EngineConfig, 'onAgentError' | 'onError' | 'onDeliveryAbandoned'> {
+function loggedFailures(logger: FastifyBaseLogger): Pick<ChatEngineConfig, 'onAgentError' | 'onError' | 'onDeliveryAbandoned'> {
   return {
     onAgentError: (error, turn) => logger.error({ err: error, session_id: turn.session_id, task_id: turn.task_id }, 'agent failed'),
     onError: (error, { what, event, session_id }) => {

@@ -1,12 +1,12 @@
 /** `POST /v1/incoming` (4.2, 4.3): the client adds a user message; answered once it is durably logged. */
 import type { FastifyPluginAsync } from 'fastify';
 import { IncomingEvent, isUuid, type IncomingAccepted, type IncomingIgnored } from '../../protocol/index.js';
-import type { Engine } from '../../engine/chat/engine.js';
+import type { ChatEngine } from '../../engine/chat/engine.js';
 import type { CallbackPolicy } from '../callback/policy.js';
 import { sendError } from '../http/errors.js';
 import type { ZodTypeProvider } from '../http/validation.js';
 
-export const incomingPlugin: FastifyPluginAsync<{ readonly engine: Engine; readonly callbacks: CallbackPolicy }> = async (app, { engine, callbacks }) => {
+export const incomingPlugin: FastifyPluginAsync<{ readonly engine: ChatEngine; readonly callbacks: CallbackPolicy }> = async (app, { engine, callbacks }) => {
   app.withTypeProvider<ZodTypeProvider>().post('/v1/incoming', { schema: { body: IncomingEvent } }, async (request, reply) => {
     const event = request.body;
     // Which form a session follows is the engine's state, not the request's shape: no schema can say it.

@@ -1,7 +1,7 @@
 /** The HTTP surface of both forms as a fastify instance: one plugin per concern. */
 import type { FastifyBaseLogger, FastifyInstance } from 'fastify';
 import { LIMITS } from '../../protocol/index.js';
-import type { Engine } from '../../engine/chat/engine.js';
+import type { ChatEngine } from '../../engine/chat/engine.js';
 import type { CallbackPolicy } from '../callback/policy.js';
 import { authPlugin } from '../http/auth.js';
 import { eventsPlugin } from './events.js';
@@ -25,7 +25,7 @@ export interface HttpOptions {
   readonly corsOrigins?: readonly string[];
 }
 
-export async function buildServer(engine: Engine, options: HttpOptions): Promise<FastifyInstance> {
+export async function buildServer(engine: ChatEngine, options: HttpOptions): Promise<FastifyInstance> {
   const { limits } = options;
   const app = await newHttpApp({
     limits,

@@ -32,7 +32,7 @@ const ANSWER_TIMEOUT_MS = 10_000;
 /** No byte on the stream for this long (three keep-alives missed) means the connection is gone. */
 const STREAM_IDLE_MS = 60_000;
 
-export class Backend {
+export class BackendLink {
   private readonly base: string;
   private readonly dispatcher: Dispatcher;
   private readonly ownDispatcher: boolean;

@@ -9,14 +9,14 @@
 import type { BaseLogger } from 'pino';
 import type { Clock, TimerHandle } from '../../engine/core/clock.js';
 import { HeartbeatAnswer, type Heartbeat } from '../../protocol/index.js';
-import type { Backend } from './backend-link.js';
+import type { BackendLink } from './backend-link.js';
 
 const HEARTBEAT_INTERVAL_MS = 30_000;
 /** How long the last heartbeat may take: a backend that is gone must not hold up a stop. */
 const FAREWELL_MS = 2_000;
 
 export interface HeartbeatsOptions {
-  readonly backend: Backend;
+  readonly backend: BackendLink;
   readonly clock: Clock;
   readonly logger: BaseLogger;
   /** The heartbeat as things stand now. */

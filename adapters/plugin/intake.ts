@@ -29,7 +29,7 @@ import {
 } from '../../protocol/index.js';
 import { ResponseSchemaError } from '../../protocol/response-schema.js';
 import { jobError } from '../../protocol/job-errors.js';
-import type { ResultCheck, ResultChecks } from './result-check.js';
+import type { CompiledResultCheck, ResultCheckCompiler } from './result-check.js';
 
 /** Just enough of a frame to know which job it is. */
 const JobHeader = z.looseObject({ job_id: JobId });
@@ -55,7 +55,7 @@ export interface IntakeRules {
   readonly integrationId: string;
   readonly schemaVersions: VersionRange;
   readonly envelopeVersions: VersionRange;
-  readonly checks: ResultChecks;
+  readonly checks: ResultCheckCompiler;
   /** The pairing's keys, read at each use (a rotation replaces them); none: the plugin was not paired. */
   readonly keys?: () => Keyring;
 }
@@ -65,13 +65,13 @@ export interface Sealing {
   readonly binding: EnvelopeBinding;
 }
 
-export type Verdict =
+export type IntakeVerdict =
   | {
       readonly kind: 'run';
       /** For a BYO job: with its payload opened. */
       readonly job: AcceptedJob;
       readonly deadline_at: number;
-      readonly check: ResultCheck;
+      readonly check: CompiledResultCheck;
       /**
        * A BYO job's: the keys its payload was sealed under, which seal its result too, and what the result is
        * sealed for (the job as delivered, which its payload's opening vouched for).
@@ -82,7 +82,7 @@ export type Verdict =
 
 const within = (version: unknown, range: VersionRange) => Number.isInteger(version) && (version as number) >= range.min && (version as number) <= range.max;
 
-export function judge(job: Record<string, unknown>, now: number, rules: IntakeRules): Verdict {
+export function judgeIntake(job: Record<string, unknown>, now: number, rules: IntakeRules): IntakeVerdict {
   if (!within(job.schema_version, rules.schemaVersions) || !within(job.envelope_version, rules.envelopeVersions)) {
     const range = (r: VersionRange) => `${r.min}-${r.max}`;
     return fail(jobError('unsupported_version',
@@ -103,7 +103,7 @@ export function judge(job: Record<string, unknown>, now: number, rules: IntakeRu
   }
   const deadline_at = Date.parse(parsed.data.deadline_at);
   if (deadline_at <= now) return fail(jobError('deadline_exceeded', 'the job arrived after its deadline'));
-  let check: ResultCheck;
+  let check: CompiledResultCheck;
   try {
     check = rules.checks.compile(parsed.data.response_schema);
   } catch (error) {
@@ -146,6 +146,6 @@ function openPayload(job: AcceptedJob, keyring: Keyring, integrationId: string):
   return { job: { ...job, payload: plain.data }, sealing: { keys, binding: bindingOf(job, 'assistant_to_client', integrationId) } };
 }
 
-function fail(outcome: { readonly error: CodedError }): Verdict {
+function fail(outcome: { readonly error: CodedError }): IntakeVerdict {
   return { kind: 'fail', outcome };
 }

@@ -28,15 +28,15 @@ import { pluginJobStage } from '../../machines/reasoning/plugin-job.js';
 import { inClear, jobError } from '../../protocol/job-errors.js';
 import type { JobResultBody } from '../../protocol/index.js';
 import type { Reasoner } from '../reasoners/reasoner.js';
-import { errorCodeOf, type Backend } from './backend-link.js';
-import { judge, readJobFrame, type IntakeRules } from './intake.js';
+import { errorCodeOf, type BackendLink } from './backend-link.js';
+import { judgeIntake, readJobFrame, type IntakeRules } from './intake.js';
 import { untilAnswered, type Final, type RetryContext } from './retry.js';
 import { runReasoner, type Run } from './run.js';
 
 export interface JobsOptions {
   readonly state: PluginState;
   readonly appender: Appender<PluginEvent>;
-  readonly backend: Backend;
+  readonly backend: BackendLink;
   readonly reasoner: Reasoner;
   readonly rules: IntakeRules;
   readonly clock: Clock;
@@ -146,7 +146,7 @@ export class Jobs {
 
   /** A job received and not finished: failed at once if it may not run, else queued to run. */
   private consider(job_id: string): void {
-    const verdict = judge(this.options.state.jobs.get(job_id)!.context.job, this.options.clock.now(), this.options.rules);
+    const verdict = judgeIntake(this.options.state.jobs.get(job_id)!.context.job, this.options.clock.now(), this.options.rules);
     if (verdict.kind === 'fail') {
       // Judging's words never quote a BYO plaintext (an envelope that does not open says only which check failed): the operator reads why here.
       this.options.logger.warn({ job_id, error: verdict.outcome.error }, 'job not run');

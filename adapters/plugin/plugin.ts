@@ -19,10 +19,10 @@ import { packageFile } from '../../protocol/package-files.js';
 import { evolvePlugin, initialPluginState, type PluginState } from '../../engine/reasoning/plugin-log.js';
 import { pluginStreamOf, type PluginEvent } from '../../machines/reasoning/plugin-job-events.js';
 import { pluginJobStage, type PluginJobStage } from '../../machines/reasoning/plugin-job.js';
-import { Backend } from './backend-link.js';
+import { BackendLink } from './backend-link.js';
 import { Heartbeats } from './heartbeats.js';
 import { Jobs } from './jobs.js';
-import { ResultChecks } from './result-check.js';
+import { ResultCheckCompiler } from './result-check.js';
 import { Rekeys } from './rekeys.js';
 import { forgetClosedJobs } from './retention.js';
 import { Subscription, type StreamState } from './subscription.js';
@@ -92,7 +92,7 @@ const DEFAULT_VERSIONS = (version: number): VersionRange => ({ min: version, max
 export class Plugin {
   private readonly logger: BaseLogger;
   private readonly log: EventLog<PluginEvent>;
-  private readonly backend: Backend;
+  private readonly backend: BackendLink;
   private readonly state: PluginState = initialPluginState();
   private readonly jobs: Jobs;
   private readonly subscription: Subscription;
@@ -120,7 +120,7 @@ export class Plugin {
       schema_versions: options.schemaVersions ?? DEFAULT_VERSIONS(SCHEMA_VERSION),
       envelope_versions: options.envelopeVersions ?? DEFAULT_VERSIONS(ENVELOPE_VERSION),
     };
-    this.backend = new Backend({
+    this.backend = new BackendLink({
       url: options.backendUrl,
       integrationId: options.integrationId,
       relayToken: options.relayToken,
@@ -157,7 +157,7 @@ export class Plugin {
         integrationId: options.integrationId,
         schemaVersions: this.versions.schema_versions,
         envelopeVersions: this.versions.envelope_versions,
-        checks: new ResultChecks(),
+        checks: new ResultCheckCompiler(),
         ...(keys !== undefined ? { keys: typeof keys === 'function' ? keys : () => keys } : {}),
       },
       clock,

@@ -9,14 +9,14 @@ import type { BaseLogger } from 'pino';
 import { z } from 'zod';
 import { PairingError, RekeyRequestBody, type RekeyAnswer, type RekeyRequest } from '../../protocol/index.js';
 import type { Clock } from '../../engine/core/clock.js';
-import type { Backend } from './backend-link.js';
+import type { BackendLink } from './backend-link.js';
 import { untilAnswered } from './retry.js';
 
 /** How long an answer is tried before it is given up (the client gives up too, and asks again). */
 const ANSWER_FOR_MS = 10 * 60_000;
 
 export interface RekeysOptions {
-  readonly backend: Backend;
+  readonly backend: BackendLink;
   readonly clock: Clock;
   readonly random: () => number;
   readonly logger: BaseLogger;

@@ -4,11 +4,11 @@
  */
 import { checkResponseSchema, resultProblems } from '../../protocol/response-schema.js';
 
-export type ResultCheck = (result: unknown) => { ok: true } | { ok: false; message: string };
+export type CompiledResultCheck = (result: unknown) => { ok: true } | { ok: false; message: string };
 
-export class ResultChecks {
+export class ResultCheckCompiler {
   /** The check for `schema`; throws (with Ajv's reason) when it is not a valid JSON Schema. */
-  compile(schema: Record<string, unknown>): ResultCheck {
+  compile(schema: Record<string, unknown>): CompiledResultCheck {
     checkResponseSchema(schema);
     return (result) => {
       const message = resultProblems(schema, result);

@@ -10,12 +10,12 @@ import { ReasonerError, type Reasoner } from '../reasoners/reasoner.js';
 import { CodedError, seal, type JobResultBody } from '../../protocol/index.js';
 import type { AcceptedJob, Sealing } from './intake.js';
 import { jobError } from '../../protocol/job-errors.js';
-import type { ResultCheck } from './result-check.js';
+import type { CompiledResultCheck } from './result-check.js';
 
 export interface Run {
   readonly job: AcceptedJob;
   readonly deadline_at: number;
-  readonly check: ResultCheck;
+  readonly check: CompiledResultCheck;
   /** A BYO job's: the keys its payload was sealed under (its result goes back under the same kid, so it opens across a rotation), and the binding. */
   readonly sealing?: Sealing;
 }

@@ -9,7 +9,7 @@
  */
 import type { BaseLogger } from 'pino';
 import type { Clock } from '../../engine/core/clock.js';
-import type { Backend } from './backend-link.js';
+import type { BackendLink } from './backend-link.js';
 import { BACKOFF, fullJitter } from '../../protocol/backoff.js';
 import { sleep } from './retry.js';
 import { SseParser } from '../../protocol/sse-parser.js';
@@ -30,7 +30,7 @@ type Ending =
   | { readonly kind: 'failed'; readonly status?: number; readonly retryAfterMs?: number };
 
 export interface SubscriptionOptions {
-  readonly backend: Backend;
+  readonly backend: BackendLink;
   readonly clock: Clock;
   readonly random: () => number;
   readonly logger: BaseLogger;

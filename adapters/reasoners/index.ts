@@ -12,7 +12,7 @@ import { openAiReasoner } from './openai.js';
 import type { ProfileLimits } from './profile.js';
 
 export { builtinReasoner, commandReasoner, openAiReasoner };
-export { conformingResult, resultProblems } from './result.js';
+export { conformingResult, reasonerResultProblems } from './result.js';
 
 export const REASONER_NAMES = ['builtin', 'openai', 'command'] as const;
 export type ReasonerName = (typeof REASONER_NAMES)[number];

@@ -15,7 +15,7 @@ import { chatBody, errorDetail, plainAnswer, streamedAnswer, type ChatAnswer, ty
 import { jobEnd, type JobEnd } from './deadline.js';
 import type { ProfileLimits } from './profile.js';
 import { INSTRUCTIONS } from './prompt.js';
-import { clip, resultProblems } from './result.js';
+import { clip, reasonerResultProblems } from './result.js';
 
 export interface OpenAiReasonerOptions {
   /** e.g. `http://127.0.0.1:11434/v1` (Ollama); `/chat/completions` is added to its path. */
@@ -89,7 +89,7 @@ export function openAiReasoner(options: OpenAiReasonerOptions): Reasoner {
     } catch (error) {
       return { problems: `the answer is not JSON (${(error as Error).message})` };
     }
-    const problems = resultProblems(request.response_schema, result);
+    const problems = reasonerResultProblems(request.response_schema, result);
     return problems === undefined ? { result } : { problems };
   }
 

@@ -4,7 +4,7 @@ import { ENVELOPE_VERSION, SCHEMA_VERSION, type CapabilityProfile } from '../../
 export type ProfileLimits = CapabilityProfile['limits'];
 
 /** What a profile says when the plugin does not say otherwise: one job at a time, payloads up to 1 MiB (the relay's body limit, PROTOCOL.md 1.10). */
-export const DEFAULT_LIMITS: ProfileLimits = { max_concurrent_jobs: 1, max_payload_bytes: 1_048_576 };
+export const DEFAULT_PROFILE_LIMITS: ProfileLimits = { max_concurrent_jobs: 1, max_payload_bytes: 1_048_576 };
 
 export const SKILLS: CapabilityProfile['skills'] = [
   { name: 'live_analysis', description: 'insights from the newest part of a live call transcript' },
@@ -17,7 +17,7 @@ export interface ProfileOptions {
   readonly limits?: ProfileLimits;
 }
 
-export function capabilityProfile({ providerKind, models, limits = DEFAULT_LIMITS }: ProfileOptions): CapabilityProfile {
+export function capabilityProfile({ providerKind, models, limits = DEFAULT_PROFILE_LIMITS }: ProfileOptions): CapabilityProfile {
   return {
     profile_version: 1,
     provider_kind: providerKind,

@@ -10,7 +10,7 @@ import { ReasonerError } from './reasoner.js';
  * Why `value` is not a result that follows `schema`; `undefined` when it is one. A schema that does not
  * compile is `invalid_response_schema`; one beyond the bounds, or with a pattern RE2 does not run, `unsupported_response_schema`.
  */
-export function resultProblems(schema: Record<string, unknown>, value: unknown): string | undefined {
+export function reasonerResultProblems(schema: Record<string, unknown>, value: unknown): string | undefined {
   try {
     return problemsOf(schema, value);
   } catch (error) {
@@ -21,7 +21,7 @@ export function resultProblems(schema: Record<string, unknown>, value: unknown):
 
 /** `value` as the job's result, or `invalid_result` saying why not. */
 export function conformingResult(schema: Record<string, unknown>, value: unknown): Record<string, unknown> {
-  const problems = resultProblems(schema, value);
+  const problems = reasonerResultProblems(schema, value);
   if (problems !== undefined) throw new ReasonerError('invalid_result', `the result does not follow the job's response_schema: ${clip(problems, 1_500)}`);
   return value as Record<string, unknown>;
 }

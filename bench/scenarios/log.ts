@@ -8,7 +8,7 @@
 import { rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
-import { DEFAULT_LIMITS } from '../../engine/chat/config.js';
+import { DEFAULT_SESSION_LIMITS } from '../../engine/chat/config.js';
 import { ChatProjection } from '../../engine/chat/projection.js';
 import { streamOf, type DomainEvent } from '../../machines/chat/events.js';
 import { EventLog } from '../../storage/event-log.js';
@@ -22,7 +22,7 @@ export interface LogOptions {
 
 /** A supply of a host's events: turns of a few sessions, each decided and folded as the engine would. */
 function* hostEvents(): Generator<DomainEvent> {
-  const projection = new ChatProjection(DEFAULT_LIMITS);
+  const projection = new ChatProjection(DEFAULT_SESSION_LIMITS);
   let at = Date.UTC(2026, 0, 1);
   for (let turn = 0; ; turn += 1) {
     const session_id = `s${turn % 16}`;

@@ -16,7 +16,7 @@ import { rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { createAssistantHost } from '../../adapters/host/host.js';
-import { DEFAULT_LIMITS } from '../../engine/chat/config.js';
+import { DEFAULT_SESSION_LIMITS } from '../../engine/chat/config.js';
 import { ChatProjection } from '../../engine/chat/projection.js';
 import type { SessionCommand } from '../../machines/chat/commands.js';
 import { streamOf, type DomainEvent } from '../../machines/chat/events.js';
@@ -37,10 +37,10 @@ const EPOCH = 'benchepoch01';
 /** Writes a host log of at least `size` events, each turn decided and folded as the engine would. */
 export async function writeLog(path: string, size: number, sessions: number): Promise<number> {
   const log = EventLog.open<DomainEvent>({ path, streamOf });
-  const projection = new ChatProjection(DEFAULT_LIMITS);
+  const projection = new ChatProjection(DEFAULT_SESSION_LIMITS);
   let at = Date.UTC(2026, 0, 1);
   // A host's log begins with its start, as every log a host writes does.
-  await log.append({ type: 'host.started', epoch: EPOCH, form: 'A', limits: DEFAULT_LIMITS, at });
+  await log.append({ type: 'host.started', epoch: EPOCH, form: 'A', limits: DEFAULT_SESSION_LIMITS, at });
   let written = 1;
   const run = (command: SessionCommand, batch: DomainEvent[]) => {
     const { events } = projection.decide(command, 'A');

@@ -3,7 +3,7 @@
  * task is durably logged; everything the agent says goes through the sink, which resolves once the reply
  * is in the log (and so on its way to the client).
  */
-import type { MemoryEntry } from '../../machines/chat/session.js';
+import type { MemoryEntry } from '../../machines/chat/task-session.js';
 
 export type { MemoryEntry };
 

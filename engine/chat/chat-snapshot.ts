@@ -7,13 +7,13 @@
 import isEqual from 'fast-deep-equal';
 import { conversationMachine } from '../../machines/chat/conversation.js';
 import { deliveryMachine } from '../../machines/chat/delivery.js';
-import { sessionMachine, type SessionLimits } from '../../machines/chat/session.js';
+import { taskSessionMachine, type SessionLimits } from '../../machines/chat/task-session.js';
 import { taskMachine } from '../../machines/chat/task.js';
 import type { ChatProjection, ChatState } from './projection.js';
 import type { SnapshotCodec } from '../core/snapshots.js';
 import { decodeState, encodeInParts, type Encoded } from '../core/state-codec.js';
 
-const MACHINES = { task: taskMachine, session: sessionMachine, conversation: conversationMachine, delivery: deliveryMachine };
+const MACHINES = { task: taskMachine, session: taskSessionMachine, conversation: conversationMachine, delivery: deliveryMachine };
 
 /** Bumped when what a snapshot holds changes shape: an older one is then refolded from the log. */
 const FORMAT = 1;

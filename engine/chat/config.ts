@@ -1,7 +1,7 @@
 /** The engine's configuration: what an embedder may set, and the defaults, which are the spec's numbers. */
 import { LIMITS } from '../../protocol/index.js';
 import type { DeliveryAbandoned, Form } from '../../machines/chat/events.js';
-import type { SessionLimits } from '../../machines/chat/session.js';
+import type { SessionLimits } from '../../machines/chat/task-session.js';
 import type { Agent, Turn } from './agent.js';
 import type { CallbackTransport } from './callback.js';
 import { randomIds, systemClock, type Clock, type IdSource } from '../core/clock.js';
@@ -9,7 +9,7 @@ import { DEFAULT_RETENTION_MS } from '../core/retention.js';
 import { SNAPSHOT_EVERY_EVENTS } from '../core/snapshots.js';
 import type { FailureContext } from '../core/failures.js';
 
-export interface EngineConfig {
+export interface ChatEngineConfig {
   readonly agent: Agent;
   /** Where callback deliveries go out (Form B, and Form A tasks with a callback block). */
   readonly transport: CallbackTransport;
@@ -43,7 +43,7 @@ export interface EngineConfig {
 
 export const DEFAULT_SESSION_IDLE_TTL_MS = 24 * 60 * 60 * 1000;
 
-export const DEFAULT_LIMITS: SessionLimits = {
+export const DEFAULT_SESSION_LIMITS: SessionLimits = {
   maxReplies: LIMITS.backlogMinReplies,
   maxBytes: LIMITS.backlogMinBytes,
   ledgerMaxTasks: LIMITS.ledgerMaxTasks,
@@ -73,7 +73,7 @@ export interface Settings {
   readonly onDeliveryAbandoned: (event: DeliveryAbandoned) => void;
 }
 
-export function settingsOf(config: EngineConfig): Settings {
+export function settingsOf(config: ChatEngineConfig): Settings {
   return {
     agent: config.agent,
     transport: config.transport,
@@ -84,7 +84,7 @@ export function settingsOf(config: EngineConfig): Settings {
     keepaliveMs: config.keepaliveMs ?? LIMITS.keepaliveMs,
     maxReaders: config.maxReadersPerSession ?? LIMITS.maxReadersPerSession,
     readerMaxQueuedBytes: config.readerMaxQueuedBytes ?? LIMITS.readerMaxQueuedBytes,
-    limits: { ...DEFAULT_LIMITS, ...config.limits },
+    limits: { ...DEFAULT_SESSION_LIMITS, ...config.limits },
     snapshotEveryEvents: config.snapshotEveryEvents ?? SNAPSHOT_EVERY_EVENTS,
     retentionMs: config.retentionMs ?? DEFAULT_RETENTION_MS,
     onFatal: config.onFatal ?? crash,

@@ -13,7 +13,7 @@ import { AfterCommit } from '../core/after-commit.js';
 import { AgentRuns } from './agent-runs.js';
 import { Appender } from '../core/append.js';
 import type { CommandPort } from './command-port.js';
-import { settingsOf, type EngineConfig, type Settings } from './config.js';
+import { settingsOf, type ChatEngineConfig, type Settings } from './config.js';
 import { HostClosingError, inBackground } from '../core/failures.js';
 import { IdleDeadlines } from './idle.js';
 import { OutboxPump } from './outbox-pump.js';
@@ -27,13 +27,13 @@ import { SnapshotWriter, restoreSnapshot, type SnapshotCodec } from '../core/sna
 import type { SubscriberTransport } from '../core/subscription-actor.js';
 import type { DeliveryStats, SessionView } from './view.js';
 
-export type { EngineConfig } from './config.js';
+export type { ChatEngineConfig } from './config.js';
 export type { SubscribeResult } from './readers.js';
 export { HostClosingError } from '../core/failures.js';
 
 export type IncomingResult = 'accepted' | 'duplicate' | 'session_ended' | 'callback_required';
 
-export class Engine implements CommandPort {
+export class ChatEngine implements CommandPort {
   readonly epoch: string;
   readonly form: Form;
   private closed = false;
@@ -49,7 +49,7 @@ export class Engine implements CommandPort {
   private readonly snapshotCodec: SnapshotCodec<ChatState>;
   private readonly retention: Retention;
 
-  private constructor(log: EventLog<DomainEvent>, config: EngineConfig) {
+  private constructor(log: EventLog<DomainEvent>, config: ChatEngineConfig) {
     const settings = (this.settings = settingsOf(config));
     this.epoch = settings.ids.token();
     this.form = settings.form;
@@ -81,8 +81,8 @@ export class Engine implements CommandPort {
   }
 
   /** Folds the log (from its newest good snapshot on), starts a new epoch, and recovers what a crash left in flight. */
-  static async start(log: EventLog<DomainEvent>, config: EngineConfig): Promise<Engine> {
-    const engine = new Engine(log, config);
+  static async start(log: EventLog<DomainEvent>, config: ChatEngineConfig): Promise<ChatEngine> {
+    const engine = new ChatEngine(log, config);
     const restored = restoreSnapshot(log, engine.snapshotCodec, engine.report);
     if (restored !== undefined) engine.projection.restore(restored.state);
     for (const { event } of log.read(restored?.position)) engine.projection.apply(event);

@@ -7,7 +7,7 @@
 import type { Outcome, SessionCommand } from '../../machines/chat/commands.js';
 import { commandSession } from '../../machines/chat/commands.js';
 import { conversationDecider } from '../../machines/chat/conversation-decider.js';
-import { isConversationEnded, type ConversationContext, type ConversationSnapshot } from '../../machines/chat/conversation.js';
+import { isConversationEnded, type HostConversationContext, type ConversationSnapshot } from '../../machines/chat/conversation.js';
 import type { Decision } from '../../machines/core/decider.js';
 import {
   isDeliveryEvent,
@@ -16,34 +16,34 @@ import {
   type DomainEvent,
   type Form,
   type MessageReceived,
-  type SessionEvent,
+  type TaskSessionEvent,
   type TaskStarted,
 } from '../../machines/chat/events.js';
 import { emptyOutbox, outboxDecider, type Outbox, type OutboxCommand, type OutboxEvent, type OutboxOutcome } from '../../machines/chat/outbox.js';
-import { sessionDecider } from '../../machines/chat/session-decider.js';
-import { isEnded, type SessionContext, type SessionLimits, type SessionSnapshot } from '../../machines/chat/session.js';
-import { conversationView, sessionView, type DeliveryStats, type SessionView } from './view.js';
+import { taskSessionDecider } from '../../machines/chat/task-session-decider.js';
+import { isTaskSessionEnded, type TaskSessionContext, type SessionLimits, type TaskSessionSnapshot } from '../../machines/chat/task-session.js';
+import { conversationView, taskSessionView, type DeliveryStats, type SessionView } from './view.js';
 import type { ReaderView } from '../core/subscription-actor.js';
 
 /** Everything the chat projection holds: what a snapshot stores (state-codec.ts encodes it). */
 export interface ChatState {
-  readonly sessions: ReadonlyMap<string, SessionSnapshot>;
+  readonly sessions: ReadonlyMap<string, TaskSessionSnapshot>;
   readonly conversations: ReadonlyMap<string, ConversationSnapshot>;
   readonly outboxes: ReadonlyMap<string, Outbox>;
 }
 
 export class ChatProjection {
   /** Form A sessions. */
-  private readonly sessions = new Map<string, SessionSnapshot>();
+  private readonly sessions = new Map<string, TaskSessionSnapshot>();
   /** Form B conversations. A session_id is in one of the two maps, never both. */
   private readonly conversations = new Map<string, ConversationSnapshot>();
   /** Callback deliveries per session, for both forms. */
   private readonly outboxes = new Map<string, Outbox>();
-  private readonly formA: ReturnType<typeof sessionDecider>;
+  private readonly formA: ReturnType<typeof taskSessionDecider>;
   private readonly formB: ReturnType<typeof conversationDecider>;
 
   constructor(limits: SessionLimits) {
-    this.formA = sessionDecider(limits);
+    this.formA = taskSessionDecider(limits);
     this.formB = conversationDecider(limits);
   }
 
@@ -102,7 +102,7 @@ export class ChatProjection {
     }
   }
 
-  private foldSession(event: SessionEvent): void {
+  private foldSession(event: TaskSessionEvent): void {
     const next = this.formA.evolve(this.sessions.get(event.session_id), event);
     if (next !== undefined) this.sessions.set(event.session_id, next);
   }
@@ -139,7 +139,7 @@ export class ChatProjection {
     return outboxDecider.decide(command, this.outbox(sessionId));
   }
 
-  taskSession(sessionId: string): SessionSnapshot | undefined {
+  taskSession(sessionId: string): TaskSessionSnapshot | undefined {
     return this.sessions.get(sessionId);
   }
 
@@ -148,13 +148,13 @@ export class ChatProjection {
   }
 
   /** What both forms' contexts say alike (memory, prelude, activity), for a session the log opened. */
-  context(sessionId: string): SessionContext | ConversationContext | undefined {
+  context(sessionId: string): TaskSessionContext | HostConversationContext | undefined {
     return (this.sessions.get(sessionId) ?? this.conversations.get(sessionId))?.context;
   }
 
   isEnded(sessionId: string): boolean {
     const session = this.sessions.get(sessionId);
-    if (session !== undefined) return isEnded(session);
+    if (session !== undefined) return isTaskSessionEnded(session);
     const conversation = this.conversations.get(sessionId);
     return conversation !== undefined && isConversationEnded(conversation);
   }
@@ -176,7 +176,7 @@ export class ChatProjection {
   view(sessionId: string, readers: readonly ReaderView[]): SessionView | undefined {
     const outbox = this.outbox(sessionId);
     const session = this.sessions.get(sessionId);
-    if (session !== undefined) return sessionView(session, readers, outbox);
+    if (session !== undefined) return taskSessionView(session, readers, outbox);
     const conversation = this.conversations.get(sessionId);
     return conversation === undefined ? undefined : conversationView(conversation, outbox);
   }
@@ -214,8 +214,8 @@ export class ChatProjection {
  * memory cannot say (an ended session keeps no replies; a reply not yet committed may have evicted one
  * that is). The log holds only what is committed.
  */
-export function replayableSession(limits: SessionLimits, events: Iterable<DomainEvent>): SessionSnapshot | undefined {
-  const decider = sessionDecider(limits);
+export function replayableSession(limits: SessionLimits, events: Iterable<DomainEvent>): TaskSessionSnapshot | undefined {
+  const decider = taskSessionDecider(limits);
   let session = decider.initialState;
   for (const event of events) {
     switch (event.type) {

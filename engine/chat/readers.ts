@@ -8,7 +8,7 @@
 import { formatEventId, progressFrame, replyBytes, resyncFrame, terminalFrame, type EventId, type ResyncFrame } from '../../protocol/index.js';
 import { resume } from '../../machines/chat/backlog.js';
 import { isHostEvent, type DomainEvent } from '../../machines/chat/events.js';
-import { isEnded, type SessionSnapshot } from '../../machines/chat/session.js';
+import { isTaskSessionEnded, type TaskSessionSnapshot } from '../../machines/chat/task-session.js';
 import type { Frame } from '../../machines/core/subscription.js';
 import type { AfterCommitHandler } from '../core/after-commit.js';
 import type { Clock } from '../core/clock.js';
@@ -41,7 +41,7 @@ export class Readers implements AfterCommitHandler<DomainEvent> {
     private readonly projection: ChatProjection,
     private readonly settings: ReaderSettings,
     /** The session as its committed events leave it, before any end: folded from the log. */
-    private readonly fromLog: (sessionId: string) => SessionSnapshot | undefined,
+    private readonly fromLog: (sessionId: string) => TaskSessionSnapshot | undefined,
   ) {}
 
   /** Live readers of a session, as each one's subscription stands. */
@@ -75,7 +75,7 @@ export class Readers implements AfterCommitHandler<DomainEvent> {
     }
     const current = this.projection.taskSession(sessionId);
     // An ended session keeps no replies in memory; either way the log is read only when there is a cursor to resume.
-    const session = current !== undefined && cursor !== undefined && (replyPending || isEnded(current)) ? this.fromLog(sessionId) : current;
+    const session = current !== undefined && cursor !== undefined && (replyPending || isTaskSessionEnded(current)) ? this.fromLog(sessionId) : current;
     const plan = resume(session?.context.backlog, cursor);
     const { replay } = plan;
     const ended = closing || (this.projection.isEnded(sessionId) && !endPending);
@@ -105,14 +105,14 @@ export class Readers implements AfterCommitHandler<DomainEvent> {
       case 'task.progressed': {
         if (event.delivery !== undefined) return;
         const data = JSON.stringify(event.reply);
-        this.queue(event.session_id, { kind: 'progress', task_id: event.task_id, text: progressFrame(data), bytes: replyBytes(data) });
+        this.queue(event.session_id, { kind: 'progress', subject: event.task_id, text: progressFrame(data), bytes: replyBytes(data) });
         return;
       }
       case 'task.settled': {
         if (event.delivery !== undefined) return;
         const generation = this.projection.taskSession(event.session_id)!.context.backlog.generation;
         const id = formatEventId({ epoch: event.epoch, generation, seq: event.seq });
-        this.queue(event.session_id, { kind: 'terminal', task_id: event.task_id, text: terminalFrame(id, event.data), bytes: replyBytes(event.data) });
+        this.queue(event.session_id, { kind: 'terminal', subject: event.task_id, text: terminalFrame(id, event.data), bytes: replyBytes(event.data) });
         return;
       }
       case 'session.ended':

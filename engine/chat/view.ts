@@ -2,7 +2,7 @@
 import { formatEventId } from '../../protocol/index.js';
 import { isConversationEnded, type ConversationSnapshot } from '../../machines/chat/conversation.js';
 import type { Outbox } from '../../machines/chat/outbox.js';
-import { isEnded, pendingInOrder, type SessionSnapshot } from '../../machines/chat/session.js';
+import { isTaskSessionEnded, pendingInOrder, type TaskSessionSnapshot } from '../../machines/chat/task-session.js';
 import { newest, windowToArray } from '../../machines/core/window.js';
 import type { ReaderView } from '../core/subscription-actor.js';
 
@@ -72,12 +72,12 @@ function commonView(context: Lifetime, ended: boolean, outbox: Outbox): CommonVi
 }
 
 
-export function sessionView(session: SessionSnapshot, readers: readonly ReaderView[], outbox: Outbox): TaskSessionView {
+export function taskSessionView(session: TaskSessionSnapshot, readers: readonly ReaderView[], outbox: Outbox): TaskSessionView {
   const { context } = session;
   const { backlog } = context;
   const lastSpan = newest(backlog.spans);
   return {
-    ...commonView(context, isEnded(session), outbox),
+    ...commonView(context, isTaskSessionEnded(session), outbox),
     form: 'A',
     generation: backlog.generation,
     pending_task_ids: pendingInOrder(session).map((task) => task.context.task_id),

@@ -28,7 +28,7 @@ export interface SubscriberTransport {
   onClose(listener: () => void): void;
 }
 
-export interface SubscriptionOptions {
+export interface SubscriptionActorOptions {
   readonly keepaliveMs: number;
   readonly maxQueuedBytes: number;
 }
@@ -41,7 +41,7 @@ export class SubscriptionActor {
   constructor(
     private readonly transport: SubscriberTransport,
     private readonly clock: Clock,
-    options: SubscriptionOptions,
+    options: SubscriptionActorOptions,
     private readonly onClosed: (actor: SubscriptionActor) => void,
   ) {
     this.snapshot = initialSubscription({ ...options, at: clock.now() });

@@ -7,7 +7,7 @@ import type { Quotas } from '../../machines/reasoning/quotas.js';
 import type { PairingLimits, PairingPolicy } from './pairing-limits.js';
 import type { ResultChecker } from './result-check.js';
 
-export interface BackendConfig {
+export interface ReasoningEngineConfig {
   /** How long a delivered job waits for its plugin to say it runs it, and how long a running job's lease lasts between heartbeats. Default 90 s: three heartbeats. */
   readonly leaseMs?: number;
   /** The heartbeat interval plugins are told (30 s, 2.3); three missed show an integration offline. */

@@ -25,7 +25,7 @@ import { inBackground, type FailureContext } from '../core/failures.js';
 import { DEFAULT_RETENTION_MS, Retention } from '../core/retention.js';
 import type { SubscriberTransport, SubscriptionActor } from '../core/subscription-actor.js';
 import type { BackendLog } from './backend-log.js';
-import { DEFAULT_KEEPALIVE_MS, DEFAULT_LEASE_MS, DEFAULT_MAX_JOB_BYTES, HEARTBEAT_INTERVAL_MS, type BackendConfig } from './config.js';
+import { DEFAULT_KEEPALIVE_MS, DEFAULT_LEASE_MS, DEFAULT_MAX_JOB_BYTES, HEARTBEAT_INTERVAL_MS, type ReasoningEngineConfig } from './config.js';
 import { JobFollowers, type RenderJob } from './followers.js';
 import { HeldStreams } from './held-streams.js';
 import { Integrations } from './integrations.js';
@@ -49,7 +49,7 @@ export interface IntegrationRead {
   readonly profile: ProbedProfile | undefined;
 }
 
-export class Backend {
+export class ReasoningEngine {
   readonly epoch: string;
   private readonly clock: Clock;
   /** The limits in force: the engine's own, and the followers the edge counts. */
@@ -74,7 +74,7 @@ export class Backend {
   private readonly report: (error: unknown, context: FailureContext) => void;
   private closed = false;
 
-  private constructor(seams: BackendSeams, config: BackendConfig) {
+  private constructor(seams: BackendSeams, config: ReasoningEngineConfig) {
     ({ log: this.log, pubsub: this.pubsub, clock: this.clock, report: this.report } = seams);
     const leaseMs = config.leaseMs ?? DEFAULT_LEASE_MS;
     this.quotas = quotasOf(config.quotas ?? {}, config.heartbeatIntervalMs ?? HEARTBEAT_INTERVAL_MS);
@@ -153,8 +153,8 @@ export class Backend {
   }
 
   /** Folds the log (from its newest good snapshot on), starts a new epoch, and re-arms every open job's deadline and lease from it. */
-  static async start(seams: BackendSeams, config: BackendConfig = {}): Promise<Backend> {
-    const backend = new Backend(seams, config);
+  static async start(seams: BackendSeams, config: ReasoningEngineConfig = {}): Promise<ReasoningEngine> {
+    const backend = new ReasoningEngine(seams, config);
     await backend.log.start({
       codec: backendSnapshotCodec(backend.projection),
       fold: (event) => backend.fold(event),

@@ -71,5 +71,5 @@ export class JobFollowers {
 
 function send(actor: SubscriptionActor, render: RenderJob, { job, version }: StoredJob): void {
   const data = render(job);
-  actor.push([{ kind: isSettled(job) ? 'terminal' : 'progress', task_id: job.context.job_id, text: terminalFrame(String(version), data), bytes: Buffer.byteLength(data) }]);
+  actor.push([{ kind: isSettled(job) ? 'terminal' : 'progress', subject: job.context.job_id, text: terminalFrame(String(version), data), bytes: Buffer.byteLength(data) }]);
 }

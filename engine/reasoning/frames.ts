@@ -24,7 +24,7 @@ export function envelopeOf(job: JobSnapshot): ReasoningJob {
 /** A job frame is terminal in the stream's terms: it is never coalesced or dropped, only queued. */
 export function frameOf(job: JobSnapshot, seq: number): Frame {
   const data = JSON.stringify(envelopeOf(job));
-  return { kind: 'terminal', task_id: job.context.job_id, text: terminalFrame(String(seq), data), bytes: Buffer.byteLength(data) };
+  return { kind: 'terminal', subject: job.context.job_id, text: terminalFrame(String(seq), data), bytes: Buffer.byteLength(data) };
 }
 
 /** Tells a stream that a second one took its place (PROTOCOL.md 6). */
@@ -37,5 +37,5 @@ export const RECONNECT_FRAME = `event: reconnect\ndata: {"type":"reconnect"}\n\n
 export function rekeyFrame(rekey: Rekey): Frame {
   const data = JSON.stringify({ rekey_id: rekey.rekey_id, kid: rekey.kid, client_key: rekey.client_key, mac: rekey.mac });
   const text = `event: rekey\ndata: ${data}\n\n`;
-  return { kind: 'terminal', task_id: `rekey:${rekey.rekey_id}`, text, bytes: text.length };
+  return { kind: 'terminal', subject: `rekey:${rekey.rekey_id}`, text, bytes: text.length };
 }

@@ -114,7 +114,7 @@ export class JobStreams {
     const previous = this.streams.get(integrationId);
     if (previous === undefined) return;
     // Its plugin must not reconnect at once.
-    previous.actor.push([{ kind: 'resync', task_id: '', text: SUPERSEDED_FRAME, bytes: SUPERSEDED_FRAME.length }]);
+    previous.actor.push([{ kind: 'resync', subject: '', text: SUPERSEDED_FRAME, bytes: SUPERSEDED_FRAME.length }]);
     previous.actor.close('superseded');
   }
 
@@ -131,7 +131,7 @@ export class JobStreams {
   /** The node drains: each stream is told to reconnect (to another node), after what it was sent, and ends. */
   closeAll(): void {
     for (const { actor } of [...this.streams.values()]) {
-      actor.push([{ kind: 'resync', task_id: '', text: RECONNECT_FRAME, bytes: RECONNECT_FRAME.length }]);
+      actor.push([{ kind: 'resync', subject: '', text: RECONNECT_FRAME, bytes: RECONNECT_FRAME.length }]);
       actor.close('host_closing');
     }
   }

@@ -9,12 +9,12 @@
  */
 import { evolveDelivery, type DeliverySnapshot } from '../../machines/chat/delivery.js';
 import { isDeliveryEvent, isHostEvent, type DomainEvent, type DomainEventType, type HostStarted } from '../../machines/chat/events.js';
-import type { SessionLimits, TaskSnapshot } from '../../machines/chat/session.js';
+import type { SessionLimits, TaskSnapshot } from '../../machines/chat/task-session.js';
 import { dotPath } from '../../machines/core/state-value.js';
 import { stepper } from '../../machines/core/step.js';
 import { taskMachine } from '../../machines/chat/task.js';
 import type { LogRecord, StoredEvent } from '../../storage/event-log.js';
-import { DEFAULT_LIMITS } from '../chat/config.js';
+import { DEFAULT_SESSION_LIMITS } from '../chat/config.js';
 import { ChatProjection, type ChatState } from '../chat/projection.js';
 import { TouchedEncoder } from './encoder.js';
 import { hostWords } from './words.js';
@@ -46,7 +46,7 @@ const task = stepper(taskMachine);
 
 /** The bounds a host folds its sessions with: those its start logged (the defaults, for a log older than that). */
 export function hostLimits(started: LogRecord | undefined): SessionLimits {
-  return { ...DEFAULT_LIMITS, ...(started as HostStarted | undefined)?.limits };
+  return { ...DEFAULT_SESSION_LIMITS, ...(started as HostStarted | undefined)?.limits };
 }
 
 function taskOf(event: DomainEvent): string | undefined {

@@ -3,7 +3,7 @@
  * under the session limits of its last start (what a start of that process folded with), and `--verify`
  * of it. What `replay`, the inspector, the tests' check of every suite's logs and the bench share.
  */
-import type { SessionLimits } from '../../machines/chat/session.js';
+import type { SessionLimits } from '../../machines/chat/task-session.js';
 import type { LogView } from '../../storage/log-reader.js';
 import { BackendFold } from './backend.js';
 import { HostFold, hostLimits } from './host.js';

@@ -7,7 +7,7 @@
  * position is checked against it too.
  */
 import isEqual from 'fast-deep-equal';
-import type { SessionLimits } from '../../machines/chat/session.js';
+import type { SessionLimits } from '../../machines/chat/task-session.js';
 import type { LogRecord, StoredEvent, StoredSnapshot } from '../../storage/event-log.js';
 import { encodeState, type Encoded } from '../core/state-codec.js';
 import { entityKey, type Fold, type Step } from './timeline.js';

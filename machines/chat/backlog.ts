@@ -26,7 +26,7 @@ export interface EpochSpan {
   readonly firstSeq: number;
 }
 
-export interface Retention {
+export interface BacklogLimits {
   readonly maxReplies: number;
   readonly maxBytes: number;
   readonly ledgerMaxTasks: number;
@@ -71,7 +71,7 @@ function remember(ledger: Window<EvictedTask>, floor: number, evicted: RetainedR
 }
 
 /** Appends the next terminal reply (its seq must be lastSeq + 1) and evicts past the bounds. */
-export function retain(backlog: Backlog, epoch: string, reply: RetainedReply, retention: Retention): Backlog {
+export function retain(backlog: Backlog, epoch: string, reply: RetainedReply, retention: BacklogLimits): Backlog {
   if (reply.seq !== backlog.lastSeq + 1) {
     throw new Error(`backlog seq ${reply.seq} does not follow ${backlog.lastSeq}`);
   }

@@ -11,7 +11,7 @@ import {
   evolveConversation,
   initialConversation,
   isConversationEnded,
-  type ConversationContext,
+  type HostConversationContext,
   type ConversationLimits,
   type ConversationSnapshot,
 } from './conversation.js';
@@ -25,7 +25,7 @@ export type ConversationState = ConversationSnapshot | undefined;
 export type ConversationDecision = Decision<ConversationEvent, Outcome>;
 
 /** Queues a reply as the conversation's next delivery (`n` counts them). A reply over the size cap is replaced. */
-function queue(context: ConversationContext, n: number, reply: ReplyBody, cause: ReplyCause, at: number): ReplyQueued {
+function queue(context: HostConversationContext, n: number, reply: ReplyBody, cause: ReplyCause, at: number): ReplyQueued {
   const { session_id, callback } = context;
   // Every conversation has a callback: its first message could not be accepted without one.
   if (callback === undefined) throw new TypeError(`conversation ${session_id} has no callback`);
@@ -36,7 +36,7 @@ function queue(context: ConversationContext, n: number, reply: ReplyBody, cause:
 }
 
 /** How a reply reads in Form B: `typing` is scoped to its user message (2.5); Insights get one sentence. */
-function shape(context: ConversationContext, reply: ReplyBody): ReplyBody {
+function shape(context: HostConversationContext, reply: ReplyBody): ReplyBody {
   const scoped =
     reply.status === 'typing' && reply.user_message_id === undefined && context.running.has(reply.task_id)
       ? { ...reply, user_message_id: reply.task_id }

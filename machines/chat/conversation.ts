@@ -24,7 +24,7 @@ import { emptyWindow, type Window } from '../core/window.js';
 
 export interface ConversationLimits extends MemoryLimits, TaskIdLimits {}
 
-export interface ConversationContext {
+export interface HostConversationContext {
   readonly session_id: string;
   readonly openedAt: number;
   /** Last logged activity; the idle deadline is this plus the host's idle TTL. */
@@ -46,7 +46,7 @@ export interface ConversationContext {
   readonly limits: ConversationLimits;
 }
 
-function received(context: ConversationContext, event: MessageReceived): Partial<ConversationContext> {
+function received(context: HostConversationContext, event: MessageReceived): Partial<HostConversationContext> {
   return {
     callback: event.callback ?? context.callback,
     prelude: event.system_prelude ?? context.prelude,
@@ -57,7 +57,7 @@ function received(context: ConversationContext, event: MessageReceived): Partial
   };
 }
 
-function queued(context: ConversationContext, event: ReplyQueued): Partial<ConversationContext> {
+function queued(context: HostConversationContext, event: ReplyQueued): Partial<HostConversationContext> {
   const { reply } = event;
   return {
     deliveries: event.delivery.n,
@@ -68,14 +68,14 @@ function queued(context: ConversationContext, event: ReplyQueued): Partial<Conve
   };
 }
 
-function finished(context: ConversationContext, event: TurnFinished): Partial<ConversationContext> {
+function finished(context: HostConversationContext, event: TurnFinished): Partial<HostConversationContext> {
   const running = new Set(context.running);
   running.delete(event.task_id);
   return { running };
 }
 
 /** An ended conversation only answers "ended": what fed the agent, the duplicate check and its callback go (queued replies keep their own). */
-function ended(event: SessionEnded): Partial<ConversationContext> {
+function ended(event: SessionEnded): Partial<HostConversationContext> {
   return {
     endedAt: event.at,
     endReason: event.reason,
@@ -89,7 +89,7 @@ function ended(event: SessionEnded): Partial<ConversationContext> {
   };
 }
 
-function initialContext(opened: SessionOpened, limits: ConversationLimits): ConversationContext {
+function initialContext(opened: SessionOpened, limits: ConversationLimits): HostConversationContext {
   return {
     session_id: opened.session_id,
     openedAt: opened.at,
@@ -114,7 +114,7 @@ const SCRATCH = initialContext(
 
 export const conversationMachine = setup({
   types: {
-    context: {} as ConversationContext,
+    context: {} as HostConversationContext,
     input: {} as { opened: SessionOpened; limits: ConversationLimits },
     events: {} as Exclude<ConversationEvent, SessionOpened>,
   },

@@ -137,14 +137,14 @@ export type DeliveryCommand =
   | { readonly type: 'supersede'; readonly by: number; readonly at: number };
 
 /** What an outcome means for the delivery: done, worth another attempt, or never going to work. */
-export type Verdict =
+export type DeliveryVerdict =
   | { readonly kind: 'succeeded'; readonly status: number; readonly sessionEnded: boolean }
   | { readonly kind: 'retry'; readonly outcome: string; readonly retryAfterMs: number | undefined }
   | { readonly kind: 'permanent'; readonly outcome: string };
 
 const RETRY_STATUSES = new Set([408, 425, 429]);
 
-export function judge(outcome: Exclude<CallbackOutcome, { kind: 'aborted' }>): Verdict {
+export function judgeDelivery(outcome: Exclude<CallbackOutcome, { kind: 'aborted' }>): DeliveryVerdict {
   switch (outcome.kind) {
     case 'answered': {
       const { status } = outcome;
@@ -187,7 +187,7 @@ export function decideDelivery(command: DeliveryCommand, snapshot: DeliverySnaps
         : [];
     case 'outcome': {
       if (snapshot.value !== 'attempting' || command.outcome.kind === 'aborted') return [];
-      const verdict = judge(command.outcome);
+      const verdict = judgeDelivery(command.outcome);
       if (verdict.kind === 'succeeded') return [{ type: 'delivery.succeeded', session_id, n, attempt: attempts, status: verdict.status, at }];
       if (verdict.kind === 'permanent') {
         return [{ type: 'delivery.abandoned', session_id, n, attempts, reason: 'permanent', outcome: verdict.outcome, at }];

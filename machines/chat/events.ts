@@ -221,7 +221,7 @@ export interface DeliverySuperseded {
 export type DeliveryEvent = DeliveryAttempted | DeliveryFailed | DeliverySucceeded | DeliveryAbandoned | DeliveryInterrupted | DeliverySuperseded;
 
 /** Events of a Form A session (the session statechart folds these). */
-export type SessionEvent = SessionOpened | TaskStarted | TaskProgressed | TaskSettled | ReplyDropped | SessionEnded;
+export type TaskSessionEvent = SessionOpened | TaskStarted | TaskProgressed | TaskSettled | ReplyDropped | SessionEnded;
 /** Events of a Form B conversation (the conversation statechart folds these). */
 export type ConversationEvent = SessionOpened | MessageReceived | ReplyQueued | TurnFinished | ReplyDropped | SessionEnded;
 /**
@@ -239,7 +239,7 @@ export interface SessionsForgotten {
 /** Events of the host as a whole, in no session's stream. */
 export type HostEvent = HostStarted | SessionsForgotten;
 
-export type DomainEvent = HostEvent | SessionEvent | ConversationEvent | DeliveryEvent;
+export type DomainEvent = HostEvent | TaskSessionEvent | ConversationEvent | DeliveryEvent;
 export type DomainEventType = DomainEvent['type'];
 
 /** The log's stream of an event: its session, or '' for host-wide events. */

@@ -1,6 +1,6 @@
 /** What a session keeps at most: its backlog, its memory and the task ids it remembers (each limit is its own module's). */
-import type { Retention } from './backlog.js';
+import type { BacklogLimits } from './backlog.js';
 import type { MemoryLimits } from './memory.js';
 import type { TaskIdLimits } from './task-ids.js';
 
-export interface SessionLimits extends Retention, MemoryLimits, TaskIdLimits {}
+export interface SessionLimits extends BacklogLimits, MemoryLimits, TaskIdLimits {}

@@ -28,7 +28,7 @@ import { stepper } from './step.js';
 
 export interface Frame {
   readonly kind: 'terminal' | 'progress' | 'resync';
-  readonly task_id: string;
+  readonly subject: string;
   /** The SSE text of the frame. */
   readonly text: string;
   readonly bytes: number;
@@ -67,13 +67,13 @@ export interface SubscriptionInput {
 /** Queues a frame for a blocked socket: progress is coalesced by task_id so it can never crowd out a terminal reply. */
 export function coalesce(queue: readonly Frame[], frame: Frame): Frame[] {
   if (frame.kind === 'progress') {
-    const i = queue.findIndex((f) => f.kind === 'progress' && f.task_id === frame.task_id);
+    const i = queue.findIndex((f) => f.kind === 'progress' && f.subject === frame.subject);
     if (i >= 0) return queue.map((f, j) => (j === i ? frame : f));
     return [...queue, frame];
   }
   if (frame.kind === 'terminal') {
     // Progress for a task that has now settled is stale.
-    return [...queue.filter((f) => !(f.kind === 'progress' && f.task_id === frame.task_id)), frame];
+    return [...queue.filter((f) => !(f.kind === 'progress' && f.subject === frame.subject)), frame];
   }
   return [...queue, frame];
 }

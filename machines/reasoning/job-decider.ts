@@ -44,7 +44,7 @@ export type JobOutcome =
   | 'unknown'
   | 'unchanged';
 
-export type JobState = JobSnapshot | undefined;
+export type JobDeciderState = JobSnapshot | undefined;
 type JobDecision = Decision<JobEvent, JobOutcome>;
 
 const nothing = (outcome: JobOutcome): JobDecision => ({ events: [], outcome });
@@ -61,7 +61,7 @@ function sameCreate(job: JobSnapshot, command: Extract<JobCommand, { type: 'crea
   );
 }
 
-function decide(command: JobCommand, job: JobState): JobDecision {
+function decide(command: JobCommand, job: JobDeciderState): JobDecision {
   const { job_id, at } = command;
   if (command.type === 'create') {
     if (job !== undefined) return nothing(sameCreate(job, command) ? 'duplicate' : 'conflict');
@@ -112,7 +112,7 @@ function decide(command: JobCommand, job: JobState): JobDecision {
   }
 }
 
-export const jobDecider: Decider<JobState, JobCommand, JobEvent, JobOutcome> = openedBy({
+export const jobDecider: Decider<JobDeciderState, JobCommand, JobEvent, JobOutcome> = openedBy({
   name: 'reasoning job',
   idOf: (event) => jobKey(event.integration_id, event.job_id),
   decide,

@@ -4,7 +4,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import { afterEach, describe, expect, it } from 'vitest';
-import type { Backend } from '../../engine/reasoning/engine.js';
+import type { ReasoningEngine } from '../../engine/reasoning/engine.js';
 import type { BackendRelayConfig } from '../../adapters/backend/seams.js';
 import type { NewIntegration } from '../../engine/reasoning/integrations.js';
 import { IntegrationView, ReasoningJob, toBase64Url } from '../../protocol/index.js';
@@ -18,7 +18,7 @@ interface Running {
   readonly url: string;
   readonly db: string;
   readonly integration: NewIntegration;
-  readonly backend: Backend;
+  readonly backend: ReasoningEngine;
 }
 
 const stops: Array<() => Promise<void>> = [];

@@ -8,7 +8,7 @@ import { rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { backendSeams } from '../../adapters/backend/seams.js';
-import { Backend } from '../../engine/reasoning/engine.js';
+import { ReasoningEngine } from '../../engine/reasoning/engine.js';
 import type { NewIntegration } from '../../engine/reasoning/integrations.js';
 import { LocalPubSub, type ChannelNotice, type NoticeHandler, type PubSub } from '../../engine/reasoning/pubsub.js';
 import { backendStreamOf, type BackendEvent } from '../../machines/reasoning/backend-events.js';
@@ -28,7 +28,7 @@ afterEach(async () => {
 });
 
 interface Started {
-  readonly backend: Backend;
+  readonly backend: ReasoningEngine;
   readonly clock: SimulatedClock;
   readonly dir: string;
   stop(): Promise<void>;
@@ -36,7 +36,7 @@ interface Started {
 
 async function start(dir = tempDir(), clock = new SimulatedClock(), pubsub?: PubSub): Promise<Started> {
   const log = EventLog.open<BackendEvent>({ path: join(dir, 'backend.db'), streamOf: backendStreamOf });
-  const backend = await Backend.start(backendSeams(log, { clock, ...(pubsub === undefined ? {} : { pubsub }) }), { leaseMs: 90_000 });
+  const backend = await ReasoningEngine.start(backendSeams(log, { clock, ...(pubsub === undefined ? {} : { pubsub }) }), { leaseMs: 90_000 });
   let stopped = false;
   const stop = async () => {
     if (stopped) return;
@@ -63,7 +63,7 @@ function jobFrames(socket: FakeSocket): Array<[string, ReasoningJob]> {
 const settle = () => new Promise((resolve) => setImmediate(resolve));
 
 /** An integration with its stream open and one job (10 min deadline) sent on it. */
-async function streamingJob(backend: Backend) {
+async function streamingJob(backend: ReasoningEngine) {
   const { integration_id } = await integrationOf(backend);
   const socket = new FakeSocket();
   await backend.openStream(integration_id, undefined, () => socket);
@@ -73,7 +73,7 @@ async function streamingJob(backend: Backend) {
   return { integration_id, socket, body };
 }
 
-async function integrationOf(backend: Backend): Promise<NewIntegration> {
+async function integrationOf(backend: ReasoningEngine): Promise<NewIntegration> {
   const created = await backend.integrations.create('assistant-relay');
   if ('refused' in created) throw new Error(created.refused.message);
   return created;
@@ -211,7 +211,7 @@ describe('backend: the capability profile', () => {
     const dir = tempDir();
     const first = await start(dir);
     const { integration_id } = await integrationOf(first.backend);
-    const profileOf = async (backend: Backend) => (await backend.committedIntegration(integration_id))?.profile;
+    const profileOf = async (backend: ReasoningEngine) => (await backend.committedIntegration(integration_id))?.profile;
     expect(await profileOf(first.backend)).toBeUndefined();
 
     const plain = probe();
@@ -439,7 +439,7 @@ describe('backend: the stream', () => {
 
 describe('backend: heartbeats', () => {
   const beat = heartbeatOf;
-  const stateOf = (backend: Backend, id: string) => backend.integrations.integration(id)!.value;
+  const stateOf = (backend: ReasoningEngine, id: string) => backend.integrations.integration(id)!.value;
 
   it('an integration is online after one heartbeat, offline after three missed, and online again after one', async () => {
     const { backend, clock } = await start();

@@ -3,7 +3,7 @@ import { rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { FailureContext } from '../../engine/core/failures.js';
-import { Engine } from '../../engine/chat/engine.js';
+import { ChatEngine } from '../../engine/chat/engine.js';
 import { isUrgent, streamOf, type DomainEvent } from '../../machines/chat/events.js';
 import { EventLog } from '../../storage/event-log.js';
 import { SimulatedClock } from '../support/clock.js';
@@ -23,7 +23,7 @@ describe('failures in after-commit actions', () => {
     const dir = tempDir();
     const log = EventLog.open<DomainEvent>({ path: join(dir, 'relay.db'), streamOf, urgent: isUrgent });
     const reported: Array<[string, FailureContext]> = [];
-    const engine = await Engine.start(log, {
+    const engine = await ChatEngine.start(log, {
       agent: { name: 'echo', respond: async (turn, reply) => reply.message(turn.text) },
       transport: { post: async () => ({ kind: 'aborted' }) },
       clock: new SimulatedClock(),

@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { afterEach, describe, expect, it } from 'vitest';
 import { backendSeams } from '../../adapters/backend/seams.js';
-import { Backend } from '../../engine/reasoning/engine.js';
+import { ReasoningEngine } from '../../engine/reasoning/engine.js';
 import { RETENTION_CHECK_MS } from '../../engine/core/retention.js';
 import { backendStreamOf, type BackendEvent } from '../../machines/reasoning/backend-events.js';
 import { jobState } from '../../machines/reasoning/job.js';
@@ -51,10 +51,10 @@ afterEach(async () => {
   for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
 });
 
-async function start(path: string, clock: SimulatedClock, reports: string[]): Promise<{ backend: Backend; stop: () => Promise<void> }> {
+async function start(path: string, clock: SimulatedClock, reports: string[]): Promise<{ backend: ReasoningEngine; stop: () => Promise<void> }> {
   const log = EventLog.open<BackendEvent>({ path, streamOf: backendStreamOf });
   const seams = backendSeams(log, { clock, onError: (error, context) => reports.push(`${context.what}: ${String(error)}`) });
-  const backend = await Backend.start(seams, { retentionMs: 7 * DAY });
+  const backend = await ReasoningEngine.start(seams, { retentionMs: 7 * DAY });
   // Both closes are idempotent: a test may stop it before the cleanup does.
   const stop = () => backend.close().then(() => log.close());
   cleanups.push(stop);

@@ -1,6 +1,6 @@
 /** The chat projection driven by events alone: no log, no clock, no I/O. */
 import { describe, expect, it } from 'vitest';
-import { DEFAULT_LIMITS } from '../../engine/chat/config.js';
+import { DEFAULT_SESSION_LIMITS } from '../../engine/chat/config.js';
 import { ChatProjection } from '../../engine/chat/projection.js';
 import type { DomainEvent } from '../../machines/chat/events.js';
 
@@ -21,7 +21,7 @@ const EVENTS: DomainEvent[] = [
 ];
 
 function project(events: readonly DomainEvent[]): ChatProjection {
-  const projection = new ChatProjection(DEFAULT_LIMITS);
+  const projection = new ChatProjection(DEFAULT_SESSION_LIMITS);
   for (const event of events) projection.apply(event);
   return projection;
 }

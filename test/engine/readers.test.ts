@@ -6,10 +6,10 @@
 import { rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { Engine } from '../../engine/chat/engine.js';
+import { ChatEngine } from '../../engine/chat/engine.js';
 import type { TaskSessionView } from '../../engine/chat/view.js';
 import { isUrgent, streamOf, type DomainEvent } from '../../machines/chat/events.js';
-import type { SessionLimits } from '../../machines/chat/session.js';
+import type { SessionLimits } from '../../machines/chat/task-session.js';
 import { parseEventId } from '../../protocol/index.js';
 import { EventLog } from '../../storage/event-log.js';
 import { SimulatedClock } from '../support/clock.js';
@@ -21,10 +21,10 @@ afterEach(async () => {
   for (const cleanup of cleanups.splice(0)) await cleanup();
 });
 
-async function engine(limits: Partial<SessionLimits> = {}): Promise<Engine> {
+async function engine(limits: Partial<SessionLimits> = {}): Promise<ChatEngine> {
   const dir = tempDir();
   const log = EventLog.open<DomainEvent>({ path: join(dir, 'relay.db'), streamOf, urgent: isUrgent });
-  const started = await Engine.start(log, {
+  const started = await ChatEngine.start(log, {
     // The test answers for the agent.
     agent: { name: 'silent', respond: () => new Promise(() => {}) },
     transport: { post: async () => ({ kind: 'aborted' }) },

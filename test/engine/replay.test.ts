@@ -5,7 +5,7 @@ import { HostFold, hostLimits } from '../../engine/replay/host.js';
 import { PluginFold } from '../../engine/replay/plugin.js';
 import { ReplayError, timelines, type Fold, type Step } from '../../engine/replay/timeline.js';
 import { verify } from '../../engine/replay/verify.js';
-import { DEFAULT_LIMITS } from '../../engine/chat/config.js';
+import { DEFAULT_SESSION_LIMITS } from '../../engine/chat/config.js';
 import { encodeState } from '../../engine/core/state-codec.js';
 import type { BackendEvent } from '../../machines/reasoning/backend-events.js';
 import type { DomainEvent } from '../../machines/chat/events.js';
@@ -50,7 +50,7 @@ function stored<E extends LogRecord>(events: readonly E[], from = 1): StoredEven
   return events.map((event, i) => ({ position: from + i, event }));
 }
 
-function fold(events: readonly StoredEvent<LogRecord>[], into: Fold<unknown> = new HostFold(DEFAULT_LIMITS)): Step[] {
+function fold(events: readonly StoredEvent<LogRecord>[], into: Fold<unknown> = new HostFold(DEFAULT_SESSION_LIMITS)): Step[] {
   return events.map((event) => into.step(event));
 }
 
@@ -123,20 +123,20 @@ describe('host log replay', () => {
   });
 
   it('folds with the limits of the start it is given, and the defaults for a start that logged none', () => {
-    const limits = { ...DEFAULT_LIMITS, memoryMaxEntries: 3 };
+    const limits = { ...DEFAULT_SESSION_LIMITS, memoryMaxEntries: 3 };
     expect(hostLimits({ type: 'host.started', epoch: 'e', form: 'A', limits, at: 1 } as LogRecord)).toEqual(limits);
-    expect(hostLimits(HOST[0])).toEqual(DEFAULT_LIMITS);
-    expect(hostLimits(undefined)).toEqual(DEFAULT_LIMITS);
+    expect(hostLimits(HOST[0])).toEqual(DEFAULT_SESSION_LIMITS);
+    expect(hostLimits(undefined)).toEqual(DEFAULT_SESSION_LIMITS);
   });
 
   it('goes on from a stored state and its position, and refuses an event at or before that position', () => {
-    const first = new HostFold(DEFAULT_LIMITS);
+    const first = new HostFold(DEFAULT_SESSION_LIMITS);
     fold(stored(HOST).slice(0, 10), first);
     const start = { state: first.state(), position: 10 };
-    const resumed = new HostFold(DEFAULT_LIMITS, start);
+    const resumed = new HostFold(DEFAULT_SESSION_LIMITS, start);
     const rest = fold(stored(HOST).slice(10), resumed);
     expect(rest).toEqual(fold(stored(HOST)).slice(10));
-    expect(() => new HostFold(DEFAULT_LIMITS, start).step(stored(HOST)[9]!)).toThrow('event #10 (message.received) comes before the fold\'s start, #10');
+    expect(() => new HostFold(DEFAULT_SESSION_LIMITS, start).step(stored(HOST)[9]!)).toThrow('event #10 (message.received) comes before the fold\'s start, #10');
   });
 
   it('says retention forgot a session, as the last state of its timeline', () => {
@@ -144,7 +144,7 @@ describe('host log replay', () => {
     const all = timelines(fold(stored(forgetting)));
     expect(all.get('session::b')?.entries.at(-1)).toEqual({ position: 21, at: 25, type: 'sessions.forgotten', state: 'forgotten' });
     expect(all.get('session::gone-before')?.entity).toEqual({ kind: 'session', id: 'gone-before' });
-    expect(verify(() => new HostFold(DEFAULT_LIMITS), stored(forgetting))).toEqual({ events: forgetting.length });
+    expect(verify(() => new HostFold(DEFAULT_SESSION_LIMITS), stored(forgetting))).toEqual({ events: forgetting.length });
   });
 
   it('names the event it cannot fold: an unknown type, or a fact its statecharts cannot take', () => {
@@ -273,7 +273,7 @@ describe('plugin log replay', () => {
 
 describe('verify', () => {
   it('finds two folds of a log equal after every event', () => {
-    expect(verify(() => new HostFold(DEFAULT_LIMITS), stored(HOST))).toEqual({ events: HOST.length });
+    expect(verify(() => new HostFold(DEFAULT_SESSION_LIMITS), stored(HOST))).toEqual({ events: HOST.length });
     expect(verify(() => new BackendFold(), stored(BACKEND))).toEqual({ events: BACKEND.length });
   });
 
@@ -281,7 +281,7 @@ describe('verify', () => {
   function drifting(change: (stored: StoredEvent<LogRecord>) => StoredEvent<LogRecord>): () => Fold<unknown> {
     let folds = 0;
     return () => {
-      const inner = new HostFold(DEFAULT_LIMITS);
+      const inner = new HostFold(DEFAULT_SESSION_LIMITS);
       const second = folds++ === 1;
       return { step: (event) => inner.step(second ? change(event) : event), touched: () => inner.touched(), state: () => inner.state() };
     };
@@ -314,7 +314,7 @@ describe('verify', () => {
   it('names the last event when the folds end in different states that no event touched', () => {
     let folds = 0;
     const apart = (): Fold<unknown> => {
-      const inner = new HostFold(DEFAULT_LIMITS);
+      const inner = new HostFold(DEFAULT_SESSION_LIMITS);
       const which = folds++;
       return { step: (event) => inner.step(event), touched: () => inner.touched(), state: () => ({ ...inner.state(), which }) };
     };
@@ -322,7 +322,7 @@ describe('verify', () => {
   });
 
   it('checks a stored snapshot against the fold at its position, and names one that differs', () => {
-    const atThree = new HostFold(DEFAULT_LIMITS);
+    const atThree = new HostFold(DEFAULT_SESSION_LIMITS);
     fold(stored(HOST).slice(0, 3), atThree);
     const expected = JSON.stringify(encodeState(atThree.state()));
     const seen: string[] = [];
@@ -333,9 +333,9 @@ describe('verify', () => {
         return JSON.stringify(folded) === expected ? undefined : 'session a differs';
       },
     });
-    expect(verify(() => new HostFold(DEFAULT_LIMITS), stored(HOST), [snapshot(3)])).toEqual({ events: HOST.length });
+    expect(verify(() => new HostFold(DEFAULT_SESSION_LIMITS), stored(HOST), [snapshot(3)])).toEqual({ events: HOST.length });
     expect(seen).toEqual([expected]);
-    expect(verify(() => new HostFold(DEFAULT_LIMITS), stored(HOST), [snapshot(3), snapshot(5)])).toEqual({
+    expect(verify(() => new HostFold(DEFAULT_SESSION_LIMITS), stored(HOST), [snapshot(3), snapshot(5)])).toEqual({
       events: 5,
       difference: { position: 5, type: 'task.settled', what: 'the snapshot stored at #5 differs from the fold: session a differs' },
     });

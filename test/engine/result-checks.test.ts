@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { ResultChecks } from '../../adapters/backend/result-checks.js';
 import { backendSeams } from '../../adapters/backend/seams.js';
-import { Backend } from '../../engine/reasoning/engine.js';
+import { ReasoningEngine } from '../../engine/reasoning/engine.js';
 import type { ResultCheck, ResultChecker, ResultVerdict } from '../../engine/reasoning/result-check.js';
 import { backendStreamOf, type BackendEvent } from '../../machines/reasoning/backend-events.js';
 import { jobState } from '../../machines/reasoning/job.js';
@@ -91,7 +91,7 @@ describe("the engine's seam: a plain result's verdict", () => {
     const dir = tempDir();
     const db = join(dir, 'backend.db');
     const log = EventLog.open<BackendEvent>({ path: db, streamOf: backendStreamOf });
-    const backend = await Backend.start(backendSeams(log, { clock: new SimulatedClock() }), { resultChecker: checker });
+    const backend = await ReasoningEngine.start(backendSeams(log, { clock: new SimulatedClock() }), { resultChecker: checker });
     cleanups.push(async () => {
       await backend.close();
       await log.close();

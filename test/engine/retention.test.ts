@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { afterEach, expect, it } from 'vitest';
 import { ChatProjection } from '../../engine/chat/projection.js';
-import { DEFAULT_LIMITS } from '../../engine/chat/config.js';
+import { DEFAULT_SESSION_LIMITS } from '../../engine/chat/config.js';
 import { RETENTION_CHECK_MS } from '../../engine/core/retention.js';
 import { encodeState } from '../../engine/core/state-codec.js';
 import { isHostEvent, streamOf, type DomainEvent } from '../../machines/chat/events.js';
@@ -29,7 +29,7 @@ const DAY = 24 * 60 * 60 * 1000;
 /** The events of the log, and the fold of them from nothing (snapshots aside). */
 function foldOf(db: string): { events: DomainEvent[]; state: string } {
   const events = readEvents(db) as unknown as DomainEvent[];
-  const projection = new ChatProjection(DEFAULT_LIMITS);
+  const projection = new ChatProjection(DEFAULT_SESSION_LIMITS);
   for (const event of events) projection.apply(event);
   return { events, state: JSON.stringify(encodeState(projection.state())) };
 }

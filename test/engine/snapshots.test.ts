@@ -6,7 +6,7 @@
 import Database from 'better-sqlite3';
 import { afterEach, describe, expect, it } from 'vitest';
 import { chatSnapshotCodec } from '../../engine/chat/chat-snapshot.js';
-import { DEFAULT_LIMITS } from '../../engine/chat/config.js';
+import { DEFAULT_SESSION_LIMITS } from '../../engine/chat/config.js';
 import { ChatProjection } from '../../engine/chat/projection.js';
 import { encodeInParts, encodeState } from '../../engine/core/state-codec.js';
 import type { DomainEvent } from '../../machines/chat/events.js';
@@ -64,7 +64,7 @@ describe('the snapshot text', () => {
       sessions: new Map<string, unknown>([['b', { z: 1, a: [1, 2], m: new Map([['k', new Set(['x'])]]) }], ['a', { undefinedLeftOut: undefined, n: null }]]),
       empty: new Map(),
     };
-    const head = { format: 1, kind: 'host', limits: DEFAULT_LIMITS };
+    const head = { format: 1, kind: 'host', limits: DEFAULT_SESSION_LIMITS };
     expect([...encodeInParts(head, maps)].join('')).toBe(JSON.stringify({ ...head, state: encodeState(maps) }));
     expect([...encodeInParts({}, {})].join('')).toBe(JSON.stringify({ state: encodeState({}) }));
   });
@@ -83,11 +83,11 @@ describe('snapshots of the fold', () => {
     expect(snapshots).toHaveLength(2);
     // The clean close took the newest, after the last event.
     expect(snapshots[0]!.position).toBe(events.length);
-    const whole = new ChatProjection(DEFAULT_LIMITS);
+    const whole = new ChatProjection(DEFAULT_SESSION_LIMITS);
     for (const event of events) whole.apply(event);
     for (const snapshot of snapshots) {
-      const resumed = new ChatProjection(DEFAULT_LIMITS);
-      resumed.restore(chatSnapshotCodec(resumed, DEFAULT_LIMITS).decode(snapshot.data));
+      const resumed = new ChatProjection(DEFAULT_SESSION_LIMITS);
+      resumed.restore(chatSnapshotCodec(resumed, DEFAULT_SESSION_LIMITS).decode(snapshot.data));
       for (const event of events.slice(snapshot.position)) resumed.apply(event);
       expect(encoded(resumed)).toBe(encoded(whole));
     }

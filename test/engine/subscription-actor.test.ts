@@ -35,10 +35,10 @@ describe('subscription actor', () => {
     const actor = new SubscriptionActor(socket, new SimulatedClock(), { keepaliveMs: 60_000, maxQueuedBytes: 1 << 20 }, () => {});
     actor.open('');
     socket.full = true;
-    actor.push([{ kind: 'terminal', task_id: 'a', text: 'A', bytes: 1 }]);
+    actor.push([{ kind: 'terminal', subject: 'a', text: 'A', bytes: 1 }]);
     expect(actor.state.value).toEqual({ live: 'blocked' });
-    actor.push([{ kind: 'terminal', task_id: 'b', text: 'B', bytes: 1 }]);
-    actor.push([{ kind: 'terminal', task_id: 'c', text: 'C', bytes: 1 }]);
+    actor.push([{ kind: 'terminal', subject: 'b', text: 'B', bytes: 1 }]);
+    actor.push([{ kind: 'terminal', subject: 'c', text: 'C', bytes: 1 }]);
     expect(socket.written).toEqual([': open\n\n', 'A']);
     socket.full = false;
     socket.drained();

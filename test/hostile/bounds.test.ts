@@ -8,7 +8,7 @@
 import { randomUUID } from 'node:crypto';
 import { afterEach, describe, expect, it } from 'vitest';
 import { RETENTION_CHECK_MS } from '../../engine/core/retention.js';
-import type { BackendConfig } from '../../engine/reasoning/config.js';
+import type { ReasoningEngineConfig } from '../../engine/reasoning/config.js';
 import { heartbeatOf, serveBackend, type ServedBackend } from '../support/backend.js';
 import { SimulatedClock } from '../support/clock.js';
 import { request, type JsonResponse } from '../support/http.js';
@@ -24,7 +24,7 @@ afterEach(async () => {
   for (const close of closing.splice(0).reverse()) await close();
 });
 
-async function serve(config: Omit<BackendConfig, 'clock'> = {}, options: { readonly pairing?: 'ticket' } = {}) {
+async function serve(config: Omit<ReasoningEngineConfig, 'clock'> = {}, options: { readonly pairing?: 'ticket' } = {}) {
   const clock = new SimulatedClock();
   const served = await serveBackend({ config: { clock, ...config }, operatorToken: OPERATOR, ...options });
   closing.push(() => served.stop());

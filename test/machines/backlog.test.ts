@@ -6,7 +6,7 @@ import {
   retain,
   type Backlog,
   type RetainedReply,
-  type Retention,
+  type BacklogLimits,
 } from '../../machines/chat/backlog.js';
 import { windowToArray } from '../../machines/core/window.js';
 
@@ -14,14 +14,14 @@ const KiB = 1024;
 const MiB = 1024 * KiB;
 
 /** Part 8: at least 64 terminal replies or 1 MiB, whichever runs out first. */
-const SPEC: Retention = { maxReplies: 64, maxBytes: MiB, ledgerMaxTasks: 1024, maxSpans: 64 };
+const SPEC: BacklogLimits = { maxReplies: 64, maxBytes: MiB, ledgerMaxTasks: 1024, maxSpans: 64 };
 
 function reply(seq: number, bytes = 1, epoch = 'e1', generation = 'g1'): RetainedReply {
   return { seq, id: `${epoch}:${generation}:${seq}`, task_id: `t${seq}`, data: `{"n":${seq}}`, bytes };
 }
 
 /** Retains seqs lastSeq+1 .. lastSeq+count, each of `bytes`, all in `epoch`. */
-function retainMany(backlog: Backlog, count: number, retention: Retention, bytes = 1, epoch = 'e1'): Backlog {
+function retainMany(backlog: Backlog, count: number, retention: BacklogLimits, bytes = 1, epoch = 'e1'): Backlog {
   let b = backlog;
   for (let i = 0; i < count; i += 1) b = retain(b, epoch, reply(b.lastSeq + 1, bytes, epoch, b.generation), retention);
   return b;
@@ -96,7 +96,7 @@ describe('retain: the newest reply always stays', () => {
 });
 
 describe('retain: the evicted-task ledger', () => {
-  const tiny: Retention = { maxReplies: 1, maxBytes: MiB, ledgerMaxTasks: 3, maxSpans: 64 };
+  const tiny: BacklogLimits = { maxReplies: 1, maxBytes: MiB, ledgerMaxTasks: 3, maxSpans: 64 };
 
   it.each([
     { retained: 1, ledger: [], ledgerSeqs: [], floor: 0 },
@@ -121,7 +121,7 @@ describe('retain: the evicted-task ledger', () => {
 
 describe('retain: epoch spans', () => {
   const epochs = ['e1', 'e1', 'e2', 'e2', 'e2', 'e3'];
-  const build = (retention: Retention) =>
+  const build = (retention: BacklogLimits) =>
     epochs.reduce((b, epoch) => retain(b, epoch, reply(b.lastSeq + 1, 1, epoch), retention), emptyBacklog('g1'));
 
   it.each([
@@ -213,7 +213,7 @@ describe('issuedCursor', () => {
 
 describe('resume', () => {
   // Keeps 3 replies and 4 ledgered ids: after 10, replies 8-10, ledger t4-t7, ledgerFloor 3.
-  const small: Retention = { maxReplies: 3, maxBytes: MiB, ledgerMaxTasks: 4, maxSpans: 64 };
+  const small: BacklogLimits = { maxReplies: 3, maxBytes: MiB, ledgerMaxTasks: 4, maxSpans: 64 };
   const ten = retainMany(emptyBacklog('g1'), 10, small);
 
   it('the fixture is what the table assumes', () => {

@@ -3,7 +3,7 @@ import {
   backoffMs,
   decideDelivery,
   evolveDelivery,
-  judge,
+  judgeDelivery,
   initialDelivery,
   type CallbackOutcome,
   type DeliverySnapshot,
@@ -48,7 +48,7 @@ describe('judge: what an answer means (4.3 rule 5)', () => {
     [408, 'retry'], [425, 'retry'], [429, 'retry'], [500, 'retry'], [502, 'retry'], [503, 'retry'], [599, 'retry'],
     [301, 'permanent'], [302, 'permanent'], [307, 'permanent'], [400, 'permanent'], [401, 'permanent'], [404, 'permanent'], [410, 'permanent'],
   ] as const)('status %i -> %s', (status, kind) => {
-    expect(judge(answered(status) as Exclude<CallbackOutcome, { kind: 'aborted' }>).kind).toBe(kind);
+    expect(judgeDelivery(answered(status) as Exclude<CallbackOutcome, { kind: 'aborted' }>).kind).toBe(kind);
   });
 
   it.each<[CallbackOutcome, string]>([
@@ -56,7 +56,7 @@ describe('judge: what an answer means (4.3 rule 5)', () => {
     [{ kind: 'connection_failed', code: 'ECONNREFUSED' }, 'retry'],
     [{ kind: 'refused', reason: 'private_address' }, 'permanent'],
   ])('%o -> %s', (outcome, kind) => {
-    expect(judge(outcome as Exclude<CallbackOutcome, { kind: 'aborted' }>).kind).toBe(kind);
+    expect(judgeDelivery(outcome as Exclude<CallbackOutcome, { kind: 'aborted' }>).kind).toBe(kind);
   });
 });
 

@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { REPLY_ERRORS, type IncomingEvent, type ProgressReply, type ReplyBody, type TerminalReply } from '../../protocol/index.js';
 import { commandSession, type Outcome, type SessionCommand } from '../../machines/chat/commands.js';
-import type { SessionEvent, TaskSettled } from '../../machines/chat/events.js';
-import { isEnded } from '../../machines/chat/session.js';
+import type { TaskSessionEvent, TaskSettled } from '../../machines/chat/events.js';
+import { isTaskSessionEnded } from '../../machines/chat/task-session.js';
 import { windowToArray } from '../../machines/core/window.js';
 import { deciderSpecification } from '../support/decider.js';
 import { Harness, LIMITS_SPEC, decider, fold } from './session-fixtures.js';
@@ -217,7 +217,7 @@ describe('session decider: end, expire, interrupt', () => {
         { type: 'session.ended', session_id: S, reason: 'agent', at: 900 },
       ], 'ended');
     // Ended, it keeps the ids it issued; its replies are read from the log on a reconnect.
-    expect([isEnded(h.session!), h.pendingIds, h.context.backlog.lastSeq, h.context.endReason]).toEqual([true, [], 4, 'agent']);
+    expect([isTaskSessionEnded(h.session!), h.pendingIds, h.context.backlog.lastSeq, h.context.endReason]).toEqual([true, [], 4, 'agent']);
   });
 
   it("'end' settles in start order even when task ids look like array indices", () => {
@@ -253,7 +253,7 @@ describe('session decider: end, expire, interrupt', () => {
     const h = withTasks(['t1'], 1);
     expect(h.context.lastActivityAt).toBe(100);
     h.when(expire(at, 1_000)).then(ends ? [{ type: 'session.ended', session_id: S, reason: 'idle', at }] : [], outcome);
-    expect(isEnded(h.session!)).toBe(ends);
+    expect(isTaskSessionEnded(h.session!)).toBe(ends);
   });
 
   it("'expire' settles what is still pending before ending idle", () => {
@@ -343,7 +343,7 @@ describe('session decider + evolve: determinism', () => {
     }
     h.run(interrupt(500, 'e2'));
     h.run(end(600));
-    const events: readonly SessionEvent[] = h.log;
+    const events: readonly TaskSessionEvent[] = h.log;
     const a = fold(events, { ...LIMITS_SPEC, maxReplies: 4, ledgerMaxTasks: 3, memoryMaxEntries: 5 })!;
     const b = fold(events, { ...LIMITS_SPEC, maxReplies: 4, ledgerMaxTasks: 3, memoryMaxEntries: 5 })!;
     expect(a.value).toBe('ended');

@@ -1,9 +1,9 @@
 /** Shared by the session and decider tests: limits, a fold over logged events, and a decide-then-fold loop. */
 import { foldEvents, type Decision } from '../../machines/core/decider.js';
 import type { Outcome, SessionCommand } from '../../machines/chat/commands.js';
-import type { SessionEvent } from '../../machines/chat/events.js';
-import { sessionDecider, type SessionState } from '../../machines/chat/session-decider.js';
-import type { SessionLimits, SessionSnapshot } from '../../machines/chat/session.js';
+import type { TaskSessionEvent } from '../../machines/chat/events.js';
+import { taskSessionDecider, type TaskSessionState } from '../../machines/chat/task-session-decider.js';
+import type { SessionLimits, TaskSessionSnapshot } from '../../machines/chat/task-session.js';
 import { windowToArray } from '../../machines/core/window.js';
 import { deciderSpecification, type Then } from '../support/decider.js';
 
@@ -17,11 +17,11 @@ export const LIMITS_SPEC: SessionLimits = {
   taskIdWindow: 1024,
 };
 
-export const decider = sessionDecider(LIMITS_SPEC);
+export const decider = taskSessionDecider(LIMITS_SPEC);
 
 /** Folds logged events as the engine does, with the decider's own `evolve`. */
-export function fold(events: readonly SessionEvent[], limits: SessionLimits = LIMITS_SPEC, from?: SessionSnapshot): SessionState {
-  return foldEvents(sessionDecider(limits), events, from);
+export function fold(events: readonly TaskSessionEvent[], limits: SessionLimits = LIMITS_SPEC, from?: TaskSessionSnapshot): TaskSessionState {
+  return foldEvents(taskSessionDecider(limits), events, from);
 }
 
 /**
@@ -30,20 +30,20 @@ export function fold(events: readonly SessionEvent[], limits: SessionLimits = LI
  * what a command decides is logged in turn.
  */
 export class Harness {
-  session: SessionState;
-  readonly log: SessionEvent[] = [];
-  private readonly decider: ReturnType<typeof sessionDecider>;
+  session: TaskSessionState;
+  readonly log: TaskSessionEvent[] = [];
+  private readonly decider: ReturnType<typeof taskSessionDecider>;
 
   constructor(limits: SessionLimits = LIMITS_SPEC) {
-    this.decider = sessionDecider(limits);
+    this.decider = taskSessionDecider(limits);
     this.session = this.decider.initialState;
   }
 
-  run(command: SessionCommand): Decision<SessionEvent, Outcome> {
+  run(command: SessionCommand): Decision<TaskSessionEvent, Outcome> {
     return this.when(command).decision;
   }
 
-  when(command: SessionCommand): Then<SessionEvent, Outcome> {
+  when(command: SessionCommand): Then<TaskSessionEvent, Outcome> {
     const then = deciderSpecification(this.decider).given(this.log).when(command);
     this.session = foldEvents(this.decider, then.decision.events, this.session);
     this.log.push(...then.decision.events);

@@ -1,15 +1,15 @@
 import { describe, expect, it } from 'vitest';
 import type { TerminalReply } from '../../protocol/index.js';
 import { emptyBacklog } from '../../machines/chat/backlog.js';
-import type { SessionEvent, SessionOpened, TaskSettled } from '../../machines/chat/events.js';
-import { evolveSession, isEnded, initialSession, pendingInOrder, type SessionLimits } from '../../machines/chat/session.js';
+import type { TaskSessionEvent, SessionOpened, TaskSettled } from '../../machines/chat/events.js';
+import { evolveTaskSession, isTaskSessionEnded, initialTaskSession, pendingInOrder, type SessionLimits } from '../../machines/chat/task-session.js';
 import { emptyWindow, windowToArray } from '../../machines/core/window.js';
 import { LIMITS_SPEC, fold } from './session-fixtures.js';
 
 const S = 's1';
 const opened: SessionOpened = { type: 'session.opened', session_id: S, generation: 'g1', form: 'A', at: 1_000 };
 
-const started = (task_id: string, text: string, at: number, system_prelude?: string): SessionEvent => ({
+const started = (task_id: string, text: string, at: number, system_prelude?: string): TaskSessionEvent => ({
   type: 'task.started',
   session_id: S,
   task_id,
@@ -17,7 +17,7 @@ const started = (task_id: string, text: string, at: number, system_prelude?: str
   ...(system_prelude === undefined ? {} : { system_prelude }),
   at,
 });
-const progressed = (task_id: string, at: number): SessionEvent => ({
+const progressed = (task_id: string, at: number): TaskSessionEvent => ({
   type: 'task.progressed',
   session_id: S,
   task_id,
@@ -36,10 +36,10 @@ const settled = (task_id: string, seq: number, reply: TerminalReply, at: number,
   cause: 'agent',
   at,
 });
-const dropped = (task_id: string, at: number): SessionEvent => ({ type: 'reply.dropped', session_id: S, task_id, status: 'message', reason: 'task_settled', at });
-const ended = (at: number): SessionEvent => ({ type: 'session.ended', session_id: S, reason: 'host', at });
+const dropped = (task_id: string, at: number): TaskSessionEvent => ({ type: 'reply.dropped', session_id: S, task_id, status: 'message', reason: 'task_settled', at });
+const ended = (at: number): TaskSessionEvent => ({ type: 'session.ended', session_id: S, reason: 'host', at });
 
-function summary(events: readonly SessionEvent[], limits: SessionLimits = LIMITS_SPEC) {
+function summary(events: readonly TaskSessionEvent[], limits: SessionLimits = LIMITS_SPEC) {
   const s = fold([opened, ...events], limits)!;
   return {
     value: s.value,
@@ -51,9 +51,9 @@ function summary(events: readonly SessionEvent[], limits: SessionLimits = LIMITS
 
 describe('initialSession', () => {
   it('session.opened -> open with an empty backlog of that generation', () => {
-    const s = initialSession(opened, LIMITS_SPEC);
+    const s = initialTaskSession(opened, LIMITS_SPEC);
     expect(s.value).toBe('open');
-    expect(isEnded(s)).toBe(false);
+    expect(isTaskSessionEnded(s)).toBe(false);
     expect(s.context).toStrictEqual({
       session_id: S,
       openedAt: 1_000,
@@ -74,7 +74,7 @@ describe('initialSession', () => {
 });
 
 describe('evolveSession: the session table', () => {
-  it.each<{ name: string; events: SessionEvent[]; expected: ReturnType<typeof summary> }>([
+  it.each<{ name: string; events: TaskSessionEvent[]; expected: ReturnType<typeof summary> }>([
     { name: 'task.started', events: [started('t1', 'hi', 1_010)], expected: { value: 'open', pending: ['t1'], lastActivityAt: 1_010, backlog: [] } },
     {
       name: 'two task.started',
@@ -138,7 +138,7 @@ describe('evolveSession: the session table', () => {
 
   it('session.ended records when and why', () => {
     const s = fold([opened, ended(1_040)])!;
-    expect(isEnded(s)).toBe(true);
+    expect(isTaskSessionEnded(s)).toBe(true);
     expect([s.context.endedAt, s.context.endReason, s.context.lastActivityAt]).toEqual([1_040, 'host', 1_040]);
   });
 
@@ -166,14 +166,14 @@ describe('evolveSession: the session table', () => {
 
   it('reply.dropped changes nothing', () => {
     const before = fold([opened, started('t1', 'hi', 1_010)])!;
-    const after = evolveSession(before, { type: 'reply.dropped', session_id: S, task_id: 'x', status: 'message', reason: 'task_unknown', at: 1_099 });
+    const after = evolveTaskSession(before, { type: 'reply.dropped', session_id: S, task_id: 'x', status: 'message', reason: 'task_unknown', at: 1_099 });
     expect(after.value).toBe('open');
     expect(after.context).toStrictEqual(before.context);
   });
 });
 
 describe('evolveSession: memory', () => {
-  const memory = (events: readonly SessionEvent[], limits: SessionLimits = LIMITS_SPEC) =>
+  const memory = (events: readonly TaskSessionEvent[], limits: SessionLimits = LIMITS_SPEC) =>
     windowToArray(fold([opened, ...events], limits)!.context.memory);
 
   it.each<{ status: string; reply: TerminalReply; assistant: boolean }>([
@@ -223,9 +223,9 @@ describe('evolveSession: memory', () => {
 });
 
 describe('evolveSession: system_prelude is standing context', () => {
-  const prelude = (events: readonly SessionEvent[]) => fold([opened, ...events])!.context.prelude;
+  const prelude = (events: readonly TaskSessionEvent[]) => fold([opened, ...events])!.context.prelude;
 
-  it.each<{ name: string; events: SessionEvent[]; expected: string | undefined }>([
+  it.each<{ name: string; events: TaskSessionEvent[]; expected: string | undefined }>([
     { name: 'no prelude sent', events: [started('t1', 'a', 1_010)], expected: undefined },
     { name: 'sent on the first task', events: [started('t1', 'a', 1_010, 'coach briefly')], expected: 'coach briefly' },
     {
@@ -250,7 +250,7 @@ describe('evolveSession: system_prelude is standing context', () => {
 
 describe('evolveSession: determinism', () => {
   it('folding the same events twice gives deep-equal sessions', () => {
-    const events: SessionEvent[] = [opened];
+    const events: TaskSessionEvent[] = [opened];
     for (let i = 1; i <= 80; i += 1) {
       events.push(started(`t${i}`, `q${i}`, 1_000 + 10 * i, i === 1 ? 'p' : undefined));
       if (i % 3 === 0) events.push(progressed(`t${i}`, 1_001 + 10 * i));

@@ -17,12 +17,12 @@ import { pairingMachine } from '../../machines/reasoning/pairing.js';
 import { pluginJobMachine } from '../../machines/reasoning/plugin-job.js';
 import { clientSubscriptionMachine } from '../../machines/client/client-subscription.js';
 import { clientTaskMachine } from '../../machines/client/client-task.js';
-import { sessionMachine } from '../../machines/chat/session.js';
+import { taskSessionMachine } from '../../machines/chat/task-session.js';
 import { subscriptionMachine } from '../../machines/core/subscription.js';
 import { taskMachine } from '../../machines/chat/task.js';
 
 const MACHINES: ReadonlyArray<[string, AnyStateMachine]> = [
-  ['session', sessionMachine],
+  ['session', taskSessionMachine],
   ['conversation', conversationMachine],
   ['task', taskMachine],
   ['delivery', deliveryMachine],

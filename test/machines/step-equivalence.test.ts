@@ -20,7 +20,7 @@ import { pairingMachine } from '../../machines/reasoning/pairing.js';
 import { pluginJobMachine } from '../../machines/reasoning/plugin-job.js';
 import { clientSubscriptionMachine } from '../../machines/client/client-subscription.js';
 import { clientTaskMachine } from '../../machines/client/client-task.js';
-import { sessionMachine, type SessionSnapshot } from '../../machines/chat/session.js';
+import { taskSessionMachine, type TaskSessionSnapshot } from '../../machines/chat/task-session.js';
 import { subscriptionMachine } from '../../machines/core/subscription.js';
 import { taskMachine } from '../../machines/chat/task.js';
 import { windowToArray, type Window } from '../../machines/core/window.js';
@@ -49,17 +49,17 @@ const cb = { url: 'http://127.0.0.1:9/cb', token: 'k' };
 const CASES: readonly Case[] = [
   {
     name: 'session',
-    machine: sessionMachine,
+    machine: taskSessionMachine,
     input: { opened: { type: 'session.opened', session_id: S, generation: 'g', form: 'A', at: 1 }, limits: { ...LIMITS_SPEC, maxReplies: 2, ledgerMaxTasks: 2, taskIdWindow: 2 } },
     events: [
       () => ({ type: 'task.started', session_id: S, task_id: 't1', text: 'a', system_prelude: 'p', at: 2 }),
       () => ({ type: 'task.started', session_id: S, task_id: 't2', text: 'b', callback: cb, at: 3 }),
       () => ({ type: 'task.progressed', session_id: S, task_id: 't1', reply: { session_id: S, task_id: 't1', status: 'typing', label: 'x' }, at: 4 }),
-      (s: SessionSnapshot) => {
+      (s: TaskSessionSnapshot) => {
         const seq = s.context.backlog.lastSeq + 1;
         return { type: 'task.settled', session_id: S, task_id: 't1', reply: reply('t1'), cause: 'agent', epoch: 'e', seq, data: JSON.stringify(reply('t1')), at: 5 };
       },
-      (s: SessionSnapshot) => ({
+      (s: TaskSessionSnapshot) => ({
         type: 'task.settled', session_id: S, task_id: 't2', reply: reply('t2'), cause: 'agent', delivery: { n: s.context.deliveries + 1, task_id: 't2' }, at: 6,
       }),
       () => ({ type: 'reply.dropped', session_id: S, task_id: 't9', status: 'message', reason: 'task_unknown', at: 7 }),

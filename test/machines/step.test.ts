@@ -71,8 +71,8 @@ describe('stepper', () => {
     const events: SubscriptionEvent[] = [
       { type: 'open', replay: 'id: e:g:1\ndata: {}\n\n', at: 1 },
       { type: 'blocked', buffered: 10, at: 2 },
-      { type: 'frames', frames: [{ kind: 'progress', task_id: 'a', text: 'P', bytes: 1 }], at: 3 },
-      { type: 'frames', frames: [{ kind: 'terminal', task_id: 'a', text: 'T', bytes: 1 }], at: 4 },
+      { type: 'frames', frames: [{ kind: 'progress', subject: 'a', text: 'P', bytes: 1 }], at: 3 },
+      { type: 'frames', frames: [{ kind: 'terminal', subject: 'a', text: 'T', bytes: 1 }], at: 4 },
       { type: 'drained', at: 5 },
       { type: 'tick', at: 30_000 },
       { type: 'close', reason: 'host_closing', at: 30_001 },

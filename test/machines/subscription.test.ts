@@ -12,9 +12,9 @@ const KEEPALIVE = 20_000;
 const MAX_QUEUED = 100;
 
 /** Frames of 10 bytes by default; the text names them so a flush reads as the list of what went out. */
-const progress = (task_id: string, n: number, bytes = 10): Frame => ({ kind: 'progress', task_id, text: `[p ${task_id}${n}]`, bytes });
-const terminal = (task_id: string, bytes = 10): Frame => ({ kind: 'terminal', task_id, text: `[T ${task_id}]`, bytes });
-const resync = (bytes = 10): Frame => ({ kind: 'resync', task_id: '', text: '[resync]', bytes });
+const progress = (task_id: string, n: number, bytes = 10): Frame => ({ kind: 'progress', subject: task_id, text: `[p ${task_id}${n}]`, bytes });
+const terminal = (task_id: string, bytes = 10): Frame => ({ kind: 'terminal', subject: task_id, text: `[T ${task_id}]`, bytes });
+const resync = (bytes = 10): Frame => ({ kind: 'resync', subject: '', text: '[resync]', bytes });
 
 type Action = { type: string; params?: unknown };
 const bare = (actions: readonly { type: string; params?: unknown }[]): Action[] =>

@@ -6,8 +6,8 @@
  * its state.
  */
 import { afterAll, beforeAll, expect } from 'vitest';
-import type { SessionEvent } from '../../machines/chat/events.js';
-import { sessionMachine } from '../../machines/chat/session.js';
+import type { TaskSessionEvent } from '../../machines/chat/events.js';
+import { taskSessionMachine } from '../../machines/chat/task-session.js';
 import { startHost, TOKEN, type TestHost } from '../support/host.js';
 import { post } from '../support/http.js';
 import { waitFor } from '../support/wait.js';
@@ -52,8 +52,8 @@ async function pending(session: Session): Promise<string> {
 
 const sinkOf = (session: Session, task: string) => agent.reply(session.id, task);
 
-describeModel<Session, SessionEvent>('session', {
-  machine: sessionMachine,
+describeModel<Session, TaskSessionEvent>('session', {
+  machine: taskSessionMachine,
   input: { opened: { type: 'session.opened', ...S, generation: 'g', form: 'A', at: 1 }, limits: { maxReplies: 64, maxBytes: 1 << 20, ledgerMaxTasks: 1024, maxSpans: 64, memoryMaxEntries: 200, memoryMaxChars: 1 << 20, taskIdWindow: 1024 } },
   events: [
     { type: 'task.started', ...S, task_id: 't', text: 'a', at: 2 },
@@ -61,7 +61,7 @@ describeModel<Session, SessionEvent>('session', {
     { type: 'task.settled', ...S, task_id: 't', reply: { ...S, task_id: 't', status: 'completed' }, cause: 'agent', epoch: 'e', seq: 1, data: '{}', at: 4 },
     { type: 'reply.dropped', ...S, task_id: 't', status: 'message', reason: 'task_unknown', at: 5 },
     { type: 'session.ended', ...S, reason: 'host', at: 6 },
-  ] as SessionEvent[],
+  ] as TaskSessionEvent[],
   // The first message opens the session (and starts a task, which the later steps may use).
   async start() {
     const session: Session = { id: `model-${(sessions += 1)}`, tasks: [], settled: new Set(), seen: new Map() };

@@ -85,8 +85,8 @@ describeModel<Subject, SubscriptionEvent>('subscription', {
   input: { keepaliveMs: 1_000, maxQueuedBytes: 1_000, at: 0 },
   events: [
     { type: 'open', replay: '', at: 1 },
-    { type: 'frames', frames: [{ kind: 'progress', task_id: 'p', text: 'p', bytes: 10 }], at: 2 },
-    { type: 'frames', frames: [{ kind: 'terminal', task_id: 't', text: 't', bytes: 5_000 }], at: 2 },
+    { type: 'frames', frames: [{ kind: 'progress', subject: 'p', text: 'p', bytes: 10 }], at: 2 },
+    { type: 'frames', frames: [{ kind: 'terminal', subject: 't', text: 't', bytes: 5_000 }], at: 2 },
     { type: 'blocked', buffered: 100, at: 2 },
     { type: 'drained', at: 3 },
     { type: 'tick', at: 1e9 },

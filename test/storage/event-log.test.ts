@@ -11,7 +11,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { EventLogLockedError, EventLogPermissionsError, SchemaMismatchError } from '../../storage/errors.js';
 import { EventLog, type LogRecord } from '../../storage/event-log.js';
 import { EARLY_COMMITS_PER_TURN } from '../../storage/group-commit.js';
-import { SCHEMA_VERSION } from '../../storage/log-file.js';
+import { LOG_SCHEMA_VERSION } from '../../storage/log-file.js';
 import { STREAM_INDEX_LAG } from '../../storage/stream-index.js';
 import { AppendChild, killChildren } from '../support/child.js';
 import { tempDir } from '../support/host.js';
@@ -71,7 +71,7 @@ describe('opening a file', () => {
     await open().close();
     const db = raw(path, true);
     expect(db.pragma('application_id', { simple: true })).toBe(0x41524c59);
-    expect(db.pragma('user_version', { simple: true })).toBe(SCHEMA_VERSION);
+    expect(db.pragma('user_version', { simple: true })).toBe(LOG_SCHEMA_VERSION);
     expect(db.pragma('journal_mode', { simple: true })).toBe('wal');
     db.close();
   });
@@ -86,12 +86,12 @@ describe('opening a file', () => {
   it('refuses a file with another schema version, and leaves it as it was', async () => {
     await open().close();
     const db = raw();
-    db.pragma(`user_version = ${SCHEMA_VERSION + 1}`);
+    db.pragma(`user_version = ${LOG_SCHEMA_VERSION + 1}`);
     db.close();
-    expect(refusal()).toMatchObject({ code: 'event_log_schema_mismatch', message: expect.stringMatching(`schema version ${SCHEMA_VERSION + 1}`) });
+    expect(refusal()).toMatchObject({ code: 'event_log_schema_mismatch', message: expect.stringMatching(`schema version ${LOG_SCHEMA_VERSION + 1}`) });
     expect(refusal()).toBeInstanceOf(SchemaMismatchError);
     const check = raw(path, true);
-    expect(check.pragma('user_version', { simple: true })).toBe(SCHEMA_VERSION + 1);
+    expect(check.pragma('user_version', { simple: true })).toBe(LOG_SCHEMA_VERSION + 1);
     check.close();
   });
 

@@ -14,7 +14,7 @@ import { startBalancer } from './balancer.js';
 import { CLUSTER_NAMESPACE, NATS_URL, REDIS_URL } from './brokers.js';
 import { POSTGRES_URL, testSchema } from './postgres.js';
 import { verifyLogFile } from './verify-log.js';
-import type { Backend } from '../../engine/reasoning/engine.js';
+import type { ReasoningEngine } from '../../engine/reasoning/engine.js';
 import type { BackendRelayConfig } from '../../adapters/backend/seams.js';
 import { PURPOSES, type Heartbeat, type JobPurpose } from '../../protocol/index.js';
 import { tempDir } from './host.js';
@@ -26,7 +26,7 @@ export interface ServedBackend {
   /** The SQLite log; for a cluster, `{postgres url}#{schema}` (`countBackendEvents` reads either). */
   readonly db: string;
   /** The engine (of the first node, in a cluster). */
-  readonly backend: Backend;
+  readonly backend: ReasoningEngine;
   /** A cluster's broker and its namespace. */
   readonly broker?: { readonly url: string; readonly namespace: string };
   /** Stops it as a backend stops (late requests get 503); the folder stays unless `remove`. */

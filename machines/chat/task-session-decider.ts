@@ -6,16 +6,16 @@
 import { LIMITS, callbackBody, isInsightsSession, replyBytes, type TerminalReply } from '../../protocol/index.js';
 import { arrival, hostError, type Outcome, type SessionCommand } from './commands.js';
 import { openedBy, type Decider, type Decision } from '../core/decider.js';
-import { isSessionOpened, type EndReason, type SessionEvent, type SettleCause, type TaskSettled } from './events.js';
+import { isSessionOpened, type EndReason, type TaskSessionEvent, type SettleCause, type TaskSettled } from './events.js';
 import { asInsight } from './insights.js';
-import { evolveSession, initialSession, isEnded, pendingInOrder, type SessionLimits, type SessionSnapshot } from './session.js';
+import { evolveTaskSession, initialTaskSession, isTaskSessionEnded, pendingInOrder, type SessionLimits, type TaskSessionSnapshot } from './task-session.js';
 import { knowsTaskId } from './task-ids.js';
 import type { TaskContext } from './task.js';
 
 /** A session as the decider sees it: not opened yet, or its snapshot. */
-export type SessionState = SessionSnapshot | undefined;
+export type TaskSessionState = TaskSessionSnapshot | undefined;
 
-export type SessionDecision = Decision<SessionEvent, Outcome>;
+export type TaskSessionDecision = Decision<TaskSessionEvent, Outcome>;
 
 /**
  * Settles a task. On the stream the reply takes the next seq; for a task with a callback it is queued as
@@ -34,12 +34,12 @@ function settle(session_id: string, task: TaskContext, next: number, reply: Term
 }
 
 /** The number a task's terminal reply takes: its seq on the stream, or its delivery number. */
-function nextFor(session: SessionSnapshot, task: TaskContext): number {
+function nextFor(session: TaskSessionSnapshot, task: TaskContext): number {
   return task.callback === undefined ? session.context.backlog.lastSeq + 1 : session.context.deliveries + 1;
 }
 
 /** Settles every pending task with a host-made errored reply, in task start order. */
-function settleAllPending(session: SessionSnapshot, code: 'interrupted' | 'session_ended', epoch: string, at: number): TaskSettled[] {
+function settleAllPending(session: TaskSessionSnapshot, code: 'interrupted' | 'session_ended', epoch: string, at: number): TaskSettled[] {
   const { session_id, backlog, deliveries } = session.context;
   let seq = backlog.lastSeq;
   let n = deliveries;
@@ -48,34 +48,34 @@ function settleAllPending(session: SessionSnapshot, code: 'interrupted' | 'sessi
   );
 }
 
-function endSession(session: SessionSnapshot, reason: EndReason, epoch: string, at: number): SessionEvent[] {
+function endSession(session: TaskSessionSnapshot, reason: EndReason, epoch: string, at: number): TaskSessionEvent[] {
   return [...settleAllPending(session, 'session_ended', epoch, at), { type: 'session.ended', session_id: session.context.session_id, reason, at }];
 }
 
 /** A pending task is always known; a settled one while it is among the newest task ids. */
-function knowsTask(session: SessionSnapshot, taskId: string): boolean {
+function knowsTask(session: TaskSessionSnapshot, taskId: string): boolean {
   return session.context.pending.has(taskId) || knowsTaskId(session.context.taskIds, taskId);
 }
 
-const UNCHANGED: SessionDecision = { events: [], outcome: 'unchanged' };
+const UNCHANGED: TaskSessionDecision = { events: [], outcome: 'unchanged' };
 
-function decide(command: SessionCommand, session: SessionState): SessionDecision {
+function decide(command: SessionCommand, session: TaskSessionState): TaskSessionDecision {
   switch (command.type) {
     case 'incoming': {
-      if (session !== undefined && isEnded(session)) return { events: [], outcome: 'session_ended' };
+      if (session !== undefined && isTaskSessionEnded(session)) return { events: [], outcome: 'session_ended' };
       if (session !== undefined && knowsTask(session, command.event.task_id)) return { events: [], outcome: 'duplicate' };
       const { opened, message } = arrival(command, session === undefined ? { opens: 'A' } : { latest: session.context.callback, form: 'A' });
-      const started: SessionEvent = { type: 'task.started', ...message };
+      const started: TaskSessionEvent = { type: 'task.started', ...message };
       return { events: opened === undefined ? [started] : [opened, started], outcome: 'accepted' };
     }
     case 'reply': {
       const { session_id, task_id, at } = command;
-      const dropped = (reason: 'task_settled' | 'task_unknown' | 'session_ended'): SessionDecision => ({
+      const dropped = (reason: 'task_settled' | 'task_unknown' | 'session_ended'): TaskSessionDecision => ({
         events: [{ type: 'reply.dropped', session_id, task_id, status: command.reply.status, reason, at }],
         outcome: 'dropped',
       });
       if (session === undefined) return dropped('task_unknown');
-      if (isEnded(session)) return dropped('session_ended');
+      if (isTaskSessionEnded(session)) return dropped('session_ended');
       const task = session.context.pending.get(task_id)?.context;
       if (task === undefined) return dropped(knowsTask(session, task_id) ? 'task_settled' : 'task_unknown');
       const reply = isInsightsSession(session_id) ? asInsight(command.reply) : command.reply;
@@ -88,18 +88,18 @@ function decide(command: SessionCommand, session: SessionState): SessionDecision
     }
     case 'finish': {
       // A run that ends with its task still pending settles it: no task is left pending forever.
-      const task = session === undefined || isEnded(session) ? undefined : session.context.pending.get(command.task_id)?.context;
+      const task = session === undefined || isTaskSessionEnded(session) ? undefined : session.context.pending.get(command.task_id)?.context;
       if (session === undefined || task === undefined) return UNCHANGED;
       const { session_id } = session.context;
       const reply = hostError(session_id, task.task_id, 'agent_error');
       return { events: [settle(session_id, task, nextFor(session, task), reply, 'agent_error', command.epoch, command.at)], outcome: 'settled' };
     }
     case 'end': {
-      if (session === undefined || isEnded(session)) return UNCHANGED;
+      if (session === undefined || isTaskSessionEnded(session)) return UNCHANGED;
       return { events: endSession(session, command.reason, command.epoch, command.at), outcome: 'ended' };
     }
     case 'expire': {
-      if (session === undefined || isEnded(session)) return UNCHANGED;
+      if (session === undefined || isTaskSessionEnded(session)) return UNCHANGED;
       if (command.at < session.context.lastActivityAt + command.idleTtlMs) return UNCHANGED;
       return { events: endSession(session, 'idle', command.epoch, command.at), outcome: 'ended' };
     }
@@ -111,13 +111,13 @@ function decide(command: SessionCommand, session: SessionState): SessionDecision
   }
 }
 
-export function sessionDecider(limits: SessionLimits): Decider<SessionState, SessionCommand, SessionEvent, Outcome> {
+export function taskSessionDecider(limits: SessionLimits): Decider<TaskSessionState, SessionCommand, TaskSessionEvent, Outcome> {
   return openedBy({
     name: 'Form A session',
     idOf: (event) => event.session_id,
     decide,
     opens: isSessionOpened,
-    open: (opened) => initialSession(opened, limits),
-    step: evolveSession,
+    open: (opened) => initialTaskSession(opened, limits),
+    step: evolveTaskSession,
   });
 }

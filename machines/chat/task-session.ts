@@ -15,7 +15,7 @@
 import { replyBytes, type CallbackBlock } from '../../protocol/index.js';
 import { assign, setup, type SnapshotFrom } from 'xstate';
 import { compactBacklog, emptyBacklog, retain, type Backlog } from './backlog.js';
-import type { EndReason, SessionEnded, SessionEvent, SessionOpened, TaskProgressed, TaskSettled, TaskStarted } from './events.js';
+import type { EndReason, SessionEnded, TaskSessionEvent, SessionOpened, TaskProgressed, TaskSettled, TaskStarted } from './events.js';
 import { stepper } from '../core/step.js';
 import { remember, type MemoryEntry } from './memory.js';
 import type { SessionLimits } from './session-limits.js';
@@ -27,7 +27,7 @@ export type { MemoryEntry, SessionLimits };
 
 export type TaskSnapshot = SnapshotFrom<typeof taskMachine>;
 
-export interface SessionContext {
+export interface TaskSessionContext {
   readonly session_id: string;
   readonly openedAt: number;
   /** Last logged activity; the idle deadline is this plus the host's idle TTL. */
@@ -69,7 +69,7 @@ function withoutTask(pending: ReadonlyMap<string, TaskSnapshot>, taskId: string)
   return left;
 }
 
-function started(context: SessionContext, event: TaskStarted): Partial<SessionContext> {
+function started(context: TaskSessionContext, event: TaskStarted): Partial<TaskSessionContext> {
   const callback = event.callback ?? (event.same_callback ? context.callback : undefined);
   const { memory, memoryChars } = remember(context, { role: 'user', task_id: event.task_id, text: event.text, at: event.at }, context.limits);
   return {
@@ -84,14 +84,14 @@ function started(context: SessionContext, event: TaskStarted): Partial<SessionCo
 }
 
 /** Progress is the task table's self-loop (pending stays pending): only activity moves, and a callback task's progress is queued. */
-function progressed(event: TaskProgressed): Partial<SessionContext> {
+function progressed(event: TaskProgressed): Partial<TaskSessionContext> {
   return event.delivery === undefined ? { lastActivityAt: event.at } : { lastActivityAt: event.at, deliveries: event.delivery.n };
 }
 
-function settled(context: SessionContext, event: TaskSettled): Partial<SessionContext> {
+function settled(context: TaskSessionContext, event: TaskSettled): Partial<TaskSessionContext> {
   const pending = withoutTask(context.pending, event.task_id);
   // Built field by field: a fold settles a task every few events, and spreading partial objects costs more.
-  const update: { -readonly [K in keyof SessionContext]?: SessionContext[K] } = { pending, lastActivityAt: event.at };
+  const update: { -readonly [K in keyof TaskSessionContext]?: TaskSessionContext[K] } = { pending, lastActivityAt: event.at };
   if (event.delivery === undefined) {
     const retained = { seq: event.seq, id: `${event.epoch}:${context.backlog.generation}:${event.seq}`, task_id: event.task_id, data: event.data, bytes: replyBytes(event.data) };
     update.backlog = retain(context.backlog, event.epoch, retained, context.limits);
@@ -108,7 +108,7 @@ function settled(context: SessionContext, event: TaskSettled): Partial<SessionCo
  * An ended session answers "ended", and a reconnect replays its last replies from the log: in memory it
  * keeps only the ids it issued. What fed the agent, the duplicate check and the retained replies go.
  */
-function ended(context: SessionContext, event: SessionEnded): Partial<SessionContext> {
+function ended(context: TaskSessionContext, event: SessionEnded): Partial<TaskSessionContext> {
   return {
     backlog: compactBacklog(context.backlog),
     callback: undefined,
@@ -122,7 +122,7 @@ function ended(context: SessionContext, event: SessionEnded): Partial<SessionCon
   };
 }
 
-function initialContext(opened: SessionOpened, limits: SessionLimits): SessionContext {
+function initialContext(opened: SessionOpened, limits: SessionLimits): TaskSessionContext {
   return {
     session_id: opened.session_id,
     openedAt: opened.at,
@@ -146,11 +146,11 @@ const SCRATCH = initialContext(
   { maxReplies: 0, maxBytes: 0, ledgerMaxTasks: 0, maxSpans: 0, memoryMaxEntries: 0, memoryMaxChars: 0, taskIdWindow: 0 },
 );
 
-export const sessionMachine = setup({
+export const taskSessionMachine = setup({
   types: {
-    context: {} as SessionContext,
+    context: {} as TaskSessionContext,
     input: {} as { opened: SessionOpened; limits: SessionLimits },
-    events: {} as Exclude<SessionEvent, SessionOpened>,
+    events: {} as Exclude<TaskSessionEvent, SessionOpened>,
   },
   actions: {
     startTask: assign(({ context }, event: TaskStarted) => started(context, event)),
@@ -181,24 +181,24 @@ export const sessionMachine = setup({
   },
 });
 
-export type SessionSnapshot = SnapshotFrom<typeof sessionMachine>;
+export type TaskSessionSnapshot = SnapshotFrom<typeof taskSessionMachine>;
 
-const session = stepper(sessionMachine);
+const session = stepper(taskSessionMachine);
 
-export function initialSession(opened: SessionOpened, limits: SessionLimits): SessionSnapshot {
+export function initialTaskSession(opened: SessionOpened, limits: SessionLimits): TaskSessionSnapshot {
   return session.initial({ opened, limits })[0];
 }
 
 /** Folds one logged event into the session. */
-export function evolveSession(snapshot: SessionSnapshot, event: Exclude<SessionEvent, SessionOpened>): SessionSnapshot {
+export function evolveTaskSession(snapshot: TaskSessionSnapshot, event: Exclude<TaskSessionEvent, SessionOpened>): TaskSessionSnapshot {
   return session.next(snapshot, event)[0];
 }
 
 /** The session's pending tasks in the order they started. */
-export function pendingInOrder(session: SessionSnapshot): TaskSnapshot[] {
+export function pendingInOrder(session: TaskSessionSnapshot): TaskSnapshot[] {
   return [...session.context.pending.values()];
 }
 
-export function isEnded(session: SessionSnapshot): boolean {
+export function isTaskSessionEnded(session: TaskSessionSnapshot): boolean {
   return session.value === 'ended';
 }
