@@ -29,7 +29,7 @@ function lineOf(entry: Exclude<ConversationEntry, { kind: 'user' }>): string {
 }
 
 /** Resolves once the conversation has the assistant's answer (or an error) to the message `taskId`. */
-export function untilAnswered(client: FormBClient, session: string, taskId: string): Promise<void> {
+export function conversationAnswered(client: FormBClient, session: string, taskId: string): Promise<void> {
   const store = client.conversation(session);
   const answered = () =>
     store.getSnapshot().context.entries.some((entry) => entry.task_id === taskId && (entry.kind === 'assistant' || entry.kind === 'error'));

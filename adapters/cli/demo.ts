@@ -30,7 +30,7 @@ import type { Reasoner } from '../reasoners/reasoner.js';
 import { SAMPLE_CALL, playCall, readTranscript, summarizeCall, summaryLines } from './call.js';
 import { followTask, textOf } from './chat.js';
 import { integrationClient } from './client.js';
-import { showConversation, untilAnswered } from './demo-conversation.js';
+import { showConversation, conversationAnswered } from './demo-conversation.js';
 import { DEMO_LOG_BYTES, filesIn, reasonerNote, whereToLook, type Files, type Urls } from './demo-notes.js';
 import { pair } from './demo-pairing.js';
 import { parseDuration, readFlags } from './flags.js';
@@ -238,7 +238,7 @@ async function tour({ files, lines, paceMs, token, reasoner, logger, timeline: t
   for (const text of ['Book a 30-minute check-in with Daniel for next Tuesday', '/deny']) {
     t.say('chat B', `you: ${text}`);
     const taskId = await formB.send(desk, text);
-    await t.step('chat B', 'the reply', untilAnswered(formB, desk, taskId));
+    await t.step('chat B', 'the reply', conversationAnswered(formB, desk, taskId));
   }
 
   const { job, summary } = await t.step(

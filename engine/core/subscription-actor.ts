@@ -2,7 +2,7 @@
  * Runs one subscription statechart against a real connection: feeds it frames, full-socket reports and
  * keep-alive ticks, and carries out the writes, ends and destroys it decides.
  */
-import { initialSubscription, queuedBytes, subscription, type Frame, type SubscriptionEvent, type SubscriptionSnapshot } from '../../machines/core/subscription.js';
+import { initialSubscription, queuedBytes, subscription, type CloseCause, type Frame, type SubscriptionEvent, type SubscriptionSnapshot } from '../../machines/core/subscription.js';
 import { dotPath } from '../../machines/core/state-value.js';
 import type { Clock, TimerHandle } from './clock.js';
 
@@ -68,7 +68,7 @@ export class SubscriptionActor {
     this.send({ type: 'frames', frames, at: this.clock.now() });
   }
 
-  close(reason: 'session_ended' | 'host_closing' | 'superseded'): void {
+  close(reason: CloseCause): void {
     this.send({ type: 'close', reason, at: this.clock.now() });
   }
 

@@ -125,7 +125,7 @@ export class JobStreams {
 
   /** Ends the integration's stream, if it has one: the integration was revoked. */
   end(integrationId: string): void {
-    this.streams.get(integrationId)?.actor.close('session_ended');
+    this.streams.get(integrationId)?.actor.close('revoked');
   }
 
   /** The node drains: each stream is told to reconnect (to another node), after what it was sent, and ends. */

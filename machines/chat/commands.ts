@@ -1,6 +1,6 @@
 /**
  * What can be asked of a session, in either form, and what an answer can be. The Form A decider
- * (session-decider.ts) and the Form B one (conversation-decider.ts) take the same commands, so the engine
+ * (task-session-decider.ts) and the Form B one (conversation-decider.ts) take the same commands, so the engine
  * routes a command by the session's form alone.
  */
 import { REPLY_ERRORS, type CallbackBlock, type ErroredReply, type IncomingEvent, type ReplyBody } from '../../protocol/index.js';

@@ -1,6 +1,6 @@
 /**
- * The session decider (Form A): what a command means for one session, as events. Its state is the session
- * statechart's snapshot, or `undefined` for a session the log has not opened; `evolve` is the statechart's
+ * The task session decider (Form A): what a command means for one session, as events. Its state is the task
+ * session statechart's snapshot, or `undefined` for a session the log has not opened; `evolve` is the statechart's
  * pure transition. The commands are shared with the Form B decider (conversation-decider.ts).
  */
 import { LIMITS, callbackBody, isInsightsSession, replyBytes, type TerminalReply } from '../../protocol/index.js';

@@ -1,7 +1,8 @@
 /**
- * The session lifecycle (3.1 rules 1-3, 4.2): one conversation keyed by session_id, open until the host,
+ * A task session, Form A's session (3.1 rules 1-3, 4.2): its tasks, keyed by session_id, open until the host,
  * the agent or idleness ends it; ended sessions are remembered so later messages are ignored (4.2 rule 1).
- * The statechart is the `evolve` half of the session decider: it folds logged events, never decides.
+ * (Form B's session is a conversation: conversation.ts.) The statechart is the `evolve` half of the task
+ * session decider: it folds logged events, never decides.
  *
  * | State | Event            | Next  | Effect on context                                                 |
  * |-------|------------------|-------|-------------------------------------------------------------------|

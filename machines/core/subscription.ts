@@ -15,7 +15,7 @@
  * | live.blocked  | frames        | closed        | more than maxQueuedBytes queued: slow reader, disconnect  |
  * | live.blocked  | drained       | live.flowing  | write the queue (a full socket reports `blocked` again)   |
  * | live.*        | close         | closed        | nothing queued: end (the socket flushes what it holds)    |
- * | live.*        | close         | closing       | session ended: what is queued still goes out, then end    |
+ * | live.*        | close         | closing       | ended (session, revocation): the queue goes, then end     |
  * | live.blocked  | close         | closed        | host closing: destroy; the reader resumes from its cursor |
  * | closing       | frames        | closing       | queue them behind what is already queued                  |
  * | closing       | drained       | closed        | write the queue, then end                                 |
@@ -28,14 +28,21 @@ import { stepper } from './step.js';
 
 export interface Frame {
   readonly kind: 'terminal' | 'progress' | 'resync';
+  /** What the frame is about: a task's id on a reply stream, a job's on a job stream. Queued progress is coalesced by it. */
   readonly subject: string;
   /** The SSE text of the frame. */
   readonly text: string;
   readonly bytes: number;
 }
 
-/** `superseded`: a second stream took the first one's place (the backend's one live stream per integration). */
-export type CloseReason = 'client_gone' | 'slow_reader' | 'session_ended' | 'host_closing' | 'superseded';
+/**
+ * Why the stream's owner ends it: what it follows ended (`session_ended`: a reply stream's session;
+ * `revoked`: a job stream's integration), the host closes, or `superseded`: a second stream took the first
+ * one's place (the backend's one live stream per integration).
+ */
+export type CloseCause = 'session_ended' | 'revoked' | 'host_closing' | 'superseded';
+
+export type CloseReason = 'client_gone' | 'slow_reader' | CloseCause;
 
 export interface SubscriptionContext {
   readonly keepaliveMs: number;
@@ -55,7 +62,7 @@ export type SubscriptionEvent =
   | { type: 'blocked'; buffered: number; at: number }
   | { type: 'drained'; at: number }
   | { type: 'tick'; at: number }
-  | { type: 'close'; reason: 'session_ended' | 'host_closing' | 'superseded'; at: number }
+  | { type: 'close'; reason: CloseCause; at: number }
   | { type: 'disconnected'; at: number };
 
 export interface SubscriptionInput {
@@ -64,7 +71,7 @@ export interface SubscriptionInput {
   readonly at: number;
 }
 
-/** Queues a frame for a blocked socket: progress is coalesced by task_id so it can never crowd out a terminal reply. */
+/** Queues a frame for a blocked socket: progress is coalesced by subject so it can never crowd out a terminal reply. */
 export function coalesce(queue: readonly Frame[], frame: Frame): Frame[] {
   if (frame.kind === 'progress') {
     const i = queue.findIndex((f) => f.kind === 'progress' && f.subject === frame.subject);

@@ -8,7 +8,7 @@
 import type { JobResultBody } from '../../protocol/index.js';
 import { inClear, jobError } from '../../protocol/job-errors.js';
 import { nothing, type Decider, type Decision } from '../core/decider.js';
-import type { CloseReason, PluginJobEvent } from './plugin-job-events.js';
+import type { PluginJobCloseReason, PluginJobEvent } from './plugin-job-events.js';
 import { evolvePluginJob, initialPluginJob, pluginJobStage, type PluginJobSnapshot } from './plugin-job.js';
 
 /** A job retention forgot: only its id is kept, until its deadline, so that it is never run twice. */
@@ -56,7 +56,7 @@ export type PluginJobOutcome =
 type PluginJobDecision = Decision<PluginJobEvent, PluginJobOutcome>;
 
 /** Why nothing more is owed, from the backend's answer. */
-function reasonOf(answer: BackendAnswer): CloseReason {
+function reasonOf(answer: BackendAnswer): PluginJobCloseReason {
   if (answer.kind === 'gave_up') return 'gave_up';
   return answer.status === 200 ? 'posted' : answer.status === 409 ? 'settled' : 'rejected';
 }

@@ -37,7 +37,7 @@ export interface PluginJobFinished extends PluginJobFact {
 }
 
 /** Why nothing more is owed for a job (`PluginJobClosed`). */
-export type CloseReason = 'posted' | 'settled' | 'gave_up' | 'rejected';
+export type PluginJobCloseReason = 'posted' | 'settled' | 'gave_up' | 'rejected';
 
 /**
  * Nothing more is owed for the job: `posted` (the backend took the outcome), `settled` (it ended otherwise:
@@ -46,7 +46,7 @@ export type CloseReason = 'posted' | 'settled' | 'gave_up' | 'rejected';
  */
 export interface PluginJobClosed extends PluginJobFact {
   readonly type: 'plugin.job_closed';
-  readonly reason: CloseReason;
+  readonly reason: PluginJobCloseReason;
   /** The backend's answer, when there was one. */
   readonly status?: number;
 }

@@ -20,7 +20,7 @@
 import { assign, setup, type SnapshotFrom } from 'xstate';
 import type { JobResultBody } from '../../protocol/index.js';
 import { stepper } from '../core/step.js';
-import { deadlineOf, type CloseReason, type PluginJobClosed, type PluginJobEvent, type PluginJobFinished, type PluginJobReceived } from './plugin-job-events.js';
+import { deadlineOf, type PluginJobCloseReason, type PluginJobClosed, type PluginJobEvent, type PluginJobFinished, type PluginJobReceived } from './plugin-job-events.js';
 
 export interface PluginJobContext {
   readonly job_id: string;
@@ -31,7 +31,7 @@ export interface PluginJobContext {
   /** The outcome to post, once finished. */
   readonly outcome: JobResultBody | undefined;
   readonly closed_at: number | undefined;
-  readonly reason: CloseReason | undefined;
+  readonly reason: PluginJobCloseReason | undefined;
 }
 
 function initialContext(received: PluginJobReceived): PluginJobContext {

@@ -370,6 +370,16 @@ describe('backend: a restart with jobs out', () => {
 });
 
 describe('backend: the stream', () => {
+  it("revoking an integration ends its open stream, in the reasoning channel's words", async () => {
+    const { backend } = await start();
+    const { integration_id } = await integrationOf(backend);
+    const socket = new FakeSocket();
+    const actor = await backend.openStream(integration_id, undefined, () => socket);
+    await backend.integrations.revoke(integration_id);
+    await settle();
+    expect([socket.ended, actor !== undefined && 'state' in actor ? actor.state.context.closeReason : actor]).toEqual([true, 'revoked']);
+  });
+
   it('sends a job created before any stream once one opens', async () => {
     const { backend } = await start();
     const { integration_id } = await integrationOf(backend);

@@ -22,7 +22,7 @@ import { subscriptionMachine } from '../../machines/core/subscription.js';
 import { taskMachine } from '../../machines/chat/task.js';
 
 const MACHINES: ReadonlyArray<[string, AnyStateMachine]> = [
-  ['session', taskSessionMachine],
+  ['task-session', taskSessionMachine],
   ['conversation', conversationMachine],
   ['task', taskMachine],
   ['delivery', deliveryMachine],

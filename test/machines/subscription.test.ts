@@ -3,6 +3,7 @@ import {
   coalesce,
   queuedBytes,
   subscription,
+  type CloseCause,
   type Frame,
   type SubscriptionEvent,
   type SubscriptionSnapshot,
@@ -34,7 +35,7 @@ const frame = (f: Frame, at = 1_002): SubscriptionEvent => ({ type: 'frames', fr
 const batch = (frames: Frame[], at = 1_002): SubscriptionEvent => ({ type: 'frames', frames, at });
 const drained = (at = 2_000): SubscriptionEvent => ({ type: 'drained', at });
 const tick = (at: number): SubscriptionEvent => ({ type: 'tick', at });
-const close = (reason: 'session_ended' | 'host_closing', at = 3_000): SubscriptionEvent => ({ type: 'close', reason, at });
+const close = (reason: CloseCause, at = 3_000): SubscriptionEvent => ({ type: 'close', reason, at });
 const disconnected = (at = 4_000): SubscriptionEvent => ({ type: 'disconnected', at });
 
 /** Opened at 1000, the replay taken: flowing. */
@@ -231,6 +232,7 @@ describe('subscription: close', () => {
   it.each([
     { state: 'live.flowing', reason: 'session_ended' as const, from: () => flowing() },
     { state: 'live.flowing', reason: 'host_closing' as const, from: () => flowing() },
+    { state: 'live.flowing', reason: 'revoked' as const, from: () => flowing() },
     { state: 'live.blocked', reason: 'session_ended' as const, from: () => blocked() },
   ])('$state + close($reason) with nothing queued -> end, closed', ({ reason, from }) => {
     const [s, actions] = run([close(reason)], from());
