@@ -7,7 +7,14 @@ export { TaskFailed, type TaskHandle } from './adapters/client/task.js';
 export type { ClientTransition, FormAClientOptions } from './adapters/client/form-a-options.js';
 export type { Clock } from './adapters/client/clock.js';
 export { BackendClient, BackendError } from './adapters/client/backend-client.js';
-export { PairingFailed, pairAsAssistant, pairAsClient, type ConfirmSas, type Paired, type PairingOptions } from './adapters/client/pairing.js';
+export {
+  PairingFailed,
+  pairAsAssistant,
+  pairAsClient,
+  type ConfirmSas,
+  type Paired,
+  type PairingOptions,
+} from './adapters/client/pairing.js';
 export { rotateKeys } from './adapters/client/rekey.js';
 export { JobsClient, type CreateJob } from './adapters/client/jobs.js';
 export { JobCheckError } from './adapters/client/job-checks.js';
@@ -17,5 +24,21 @@ export { clientTaskState, type ClientTaskSnapshot, type ClientTaskState } from '
 export type { ClientSubscriptionSnapshot } from './machines/client/client-subscription.js';
 export * from './protocol/byo/index.js';
 export * from './protocol/wire.js';
-export { checkResponseSchema, resultProblems, ResponseSchemaError, RESPONSE_SCHEMA_LIMITS, type ResponseSchemaErrorCode } from './protocol/response-schema.js';
-export { JobView, JobCreateBody, IntegrationView, OPEN_JOB_STATES, PURPOSES, ENVELOPE_VERSION, SCHEMA_VERSION, type JobPurpose, type JobState } from './protocol/reasoning.js';
+export {
+  checkResponseSchema,
+  resultProblems,
+  ResponseSchemaError,
+  RESPONSE_SCHEMA_LIMITS,
+  type ResponseSchemaErrorCode,
+} from './protocol/response-schema.js';
+export {
+  JobView,
+  JobCreateBody,
+  IntegrationView,
+  OPEN_JOB_STATES,
+  PURPOSES,
+  ENVELOPE_VERSION,
+  SCHEMA_VERSION,
+  type JobPurpose,
+  type JobState,
+} from './protocol/reasoning.js';

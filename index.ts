@@ -6,9 +6,31 @@ export type { InspectOption } from './adapters/inspector/process.js';
 export type { StatelyInspector } from './adapters/inspector/stately.js';
 export { Plugin, startPlugin, type PluginOptions, type PluginStatus } from './adapters/plugin/index.js';
 export { builtinReasoner, commandReasoner, openAiReasoner } from './adapters/reasoners/index.js';
-export { PairingFailed, pairAsAssistant, pairAsClient, type ConfirmSas, type Paired, type PairingOptions } from './adapters/client/pairing.js';
-export { FormBClient, type ConversationContext, type ConversationEntry, type ConversationStore, type FormBClientOptions } from './adapters/client/form-b.js';
-export { AssistantKeys, AssistantKeysFile, ClientKeysFile, KeysFileError, keyringOfFile, readKeysFile, storedKeys, writeKeysFile } from './storage/keys-file.js';
+export {
+  PairingFailed,
+  pairAsAssistant,
+  pairAsClient,
+  type ConfirmSas,
+  type Paired,
+  type PairingOptions,
+} from './adapters/client/pairing.js';
+export {
+  FormBClient,
+  type ConversationContext,
+  type ConversationEntry,
+  type ConversationStore,
+  type FormBClientOptions,
+} from './adapters/client/form-b.js';
+export {
+  AssistantKeys,
+  AssistantKeysFile,
+  ClientKeysFile,
+  KeysFileError,
+  keyringOfFile,
+  readKeysFile,
+  storedKeys,
+  writeKeysFile,
+} from './storage/keys-file.js';
 export { ReasonerError, type Reasoner, type ReasoningRequest } from './adapters/reasoners/reasoner.js';
 export { approvalsAgent, echoAgent, scriptAgent, insightsAgent, BUILTIN_AGENTS, type BuiltinAgentName } from './adapters/agents/index.js';
 export type { Agent, ReplySink, Turn, MemoryEntry } from './engine/chat/agent.js';

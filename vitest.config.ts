@@ -18,8 +18,22 @@ export default defineConfig({
     maxWorkers: 2,
     projects: [
       { extends: true, test: { name: 'one node', include: ['test/**/*.test.ts'] } },
-      { extends: true, test: { name: 'three nodes, NATS', include: CLUSTER_SUITES, env: { ASSISTANT_RELAY_TEST_BACKEND: 'cluster', ASSISTANT_RELAY_TEST_BROKER: 'nats' } } },
-      { extends: true, test: { name: 'three nodes, Redis', include: CLUSTER_SUITES, env: { ASSISTANT_RELAY_TEST_BACKEND: 'cluster', ASSISTANT_RELAY_TEST_BROKER: 'redis' } } },
+      {
+        extends: true,
+        test: {
+          name: 'three nodes, NATS',
+          include: CLUSTER_SUITES,
+          env: { ASSISTANT_RELAY_TEST_BACKEND: 'cluster', ASSISTANT_RELAY_TEST_BROKER: 'nats' },
+        },
+      },
+      {
+        extends: true,
+        test: {
+          name: 'three nodes, Redis',
+          include: CLUSTER_SUITES,
+          env: { ASSISTANT_RELAY_TEST_BACKEND: 'cluster', ASSISTANT_RELAY_TEST_BROKER: 'redis' },
+        },
+      },
     ],
   },
 });

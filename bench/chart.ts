@@ -65,7 +65,9 @@ export function barChart(chart: Chart): string {
       } else {
         const width = Math.max(1, scale(bar.value));
         rows.push(`<rect x="${LABEL}" y="${y}" width="${width.toFixed(1)}" height="${BAR}" fill="${colour(bar.label)}"/>`);
-        rows.push(`<text x="${(LABEL + width + 4).toFixed(1)}" y="${y + BAR - 4}" class="value">${escape(`${formatValue(bar.value)} ${chart.unit}${bar.note === undefined ? '' : ` (${bar.note})`}`)}</text>`);
+        rows.push(
+          `<text x="${(LABEL + width + 4).toFixed(1)}" y="${y + BAR - 4}" class="value">${escape(`${formatValue(bar.value)} ${chart.unit}${bar.note === undefined ? '' : ` (${bar.note})`}`)}</text>`,
+        );
       }
       y += BAR + GAP;
     }

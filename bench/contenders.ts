@@ -27,7 +27,8 @@ export interface Server {
   /** Its idle stream, when it has one: a `(base, index) => Promise<close>` export. */
   readonly idle?: ClientRef;
   /** How a client that was away gets what it missed (the resume scenario), or why it cannot. */
-  readonly resume: { readonly kind: 'client'; readonly client: ClientRef; readonly note?: string } | { readonly kind: 'cannot'; readonly why: string };
+  readonly resume:
+    { readonly kind: 'client'; readonly client: ClientRef; readonly note?: string } | { readonly kind: 'cannot'; readonly why: string };
 }
 
 export interface Contender {
@@ -39,7 +40,8 @@ export interface Contender {
   readonly label: string;
 }
 
-const versionOf = (pkg: string) => (JSON.parse(readFileSync(join(ROOT, 'node_modules', pkg, 'package.json'), 'utf8')) as { version: string }).version;
+const versionOf = (pkg: string) =>
+  (JSON.parse(readFileSync(join(ROOT, 'node_modules', pkg, 'package.json'), 'utf8')) as { version: string }).version;
 const ownVersion = () => (JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { version: string }).version;
 
 /** Extra node flags for our servers, e.g. BENCH_NODE_ARGS="--cpu-prof --cpu-prof-dir=/tmp/prof" (a profile is written at their SIGTERM). */
@@ -49,9 +51,33 @@ const relay = (name: string, title: string, db: (scratch: string) => string): Se
   name,
   title,
   version: `assistant-relay ${ownVersion()}`,
-  args: (scratch) => [...NODE_ARGS, CLI, 'serve', '--host', '127.0.0.1', '--port', '0', '--db', db(scratch), '--token', TOKEN, '--agent', 'echo', '--log-level', 'silent', '--max-streams', '25000', '--connection-idle-timeout', '60s'],
+  args: (scratch) => [
+    ...NODE_ARGS,
+    CLI,
+    'serve',
+    '--host',
+    '127.0.0.1',
+    '--port',
+    '0',
+    '--db',
+    db(scratch),
+    '--token',
+    TOKEN,
+    '--agent',
+    'echo',
+    '--log-level',
+    'silent',
+    '--max-streams',
+    '25000',
+    '--connection-idle-timeout',
+    '60s',
+  ],
   idle: { module: 'clients/form-a.js', name: 'openIdleStream' },
-  resume: { kind: 'client', client: { module: 'clients/form-a.js', name: 'awayAndBack' }, note: 'the backlog keeps the newest 64 replies (1 MiB); older ones are named in the resync frame' },
+  resume: {
+    kind: 'client',
+    client: { module: 'clients/form-a.js', name: 'awayAndBack' },
+    note: 'the backlog keeps the newest 64 replies (1 MiB); older ones are named in the resync frame',
+  },
 });
 
 export const SERVERS = {
@@ -120,7 +146,11 @@ export function scratchDir(): string {
 }
 
 export async function start(server: Server, scratch: string): Promise<Running> {
-  const child = await startServer(server.name, server.args(scratch), { cwd: scratch, stderrPath: join(scratch, `${server.name}.stderr.log`), timeoutMs: 30_000 });
+  const child = await startServer(server.name, server.args(scratch), {
+    cwd: scratch,
+    stderrPath: join(scratch, `${server.name}.stderr.log`),
+    timeoutMs: 30_000,
+  });
   return { server, child, base: child.url.origin };
 }
 

@@ -51,8 +51,7 @@ function where(frame: CallFrame): string {
   if (path.startsWith(root) && existsSync(`${path}.map`)) {
     if (!maps.has(path)) maps.set(path, new SourceMap(JSON.parse(readFileSync(`${path}.map`, 'utf8'))));
     const entry = maps.get(path)?.findEntry(frame.lineNumber, frame.columnNumber) as
-      | { originalSource?: string; originalLine?: number }
-      | undefined;
+      { originalSource?: string; originalLine?: number } | undefined;
     if (entry?.originalSource !== undefined && entry.originalLine !== undefined) {
       const source = entry.originalSource;
       path = source.startsWith('file://') ? fileURLToPath(source) : resolve(dirname(path), source);

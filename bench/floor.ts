@@ -21,7 +21,8 @@ if (values.token === undefined || values.token === '') {
 // The same constant-time check as the relay's, so both pay the same per-request crypto.
 const digest = (text: string) => createHash('sha256').update(text).digest();
 const expected = digest(values.token);
-const authorized = (header: string | undefined) => header !== undefined && header.startsWith('Bearer ') && timingSafeEqual(digest(header.slice(7)), expected);
+const authorized = (header: string | undefined) =>
+  header !== undefined && header.startsWith('Bearer ') && timingSafeEqual(digest(header.slice(7)), expected);
 
 interface Session {
   readonly readers: Set<ServerResponse>;
@@ -43,7 +44,11 @@ function answer(response: ServerResponse, status: number, body: unknown): void {
 
 function stream(request: IncomingMessage, response: ServerResponse, sessionId: string): void {
   response.socket?.setNoDelay(true);
-  response.writeHead(200, { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache, no-transform', connection: 'keep-alive' });
+  response.writeHead(200, {
+    'content-type': 'text/event-stream; charset=utf-8',
+    'cache-control': 'no-cache, no-transform',
+    connection: 'keep-alive',
+  });
   response.write(': open\n\n');
   const { readers } = sessionOf(sessionId);
   readers.add(response);
@@ -83,7 +88,8 @@ const server = createServer((request, response) => {
   const url = new URL(request.url ?? '/', 'http://floor');
   if (request.method === 'GET' && url.pathname === '/v1/events') {
     const sessionId = url.searchParams.get('session_id');
-    if (sessionId === null || sessionId === '') answer(response, 400, { error: { code: 'missing_session_id', message: 'session_id is required' } });
+    if (sessionId === null || sessionId === '')
+      answer(response, 400, { error: { code: 'missing_session_id', message: 'session_id is required' } });
     else stream(request, response, sessionId);
   } else if (request.method === 'POST' && url.pathname === '/v1/incoming') incoming(request, response);
   else answer(response, 404, { error: { code: 'not_found', message: 'no such route' } });

@@ -59,7 +59,8 @@ export function startServer(
 /** SIGTERM, then SIGKILL if it has not exited within `graceMs`. Resolves with how it ended. */
 export function stopServer(server: Pick<ServerChild, 'child'>, graceMs: number): Promise<string> {
   const { child } = server;
-  if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve(`already exited (${child.exitCode ?? child.signalCode})`);
+  if (child.exitCode !== null || child.signalCode !== null)
+    return Promise.resolve(`already exited (${child.exitCode ?? child.signalCode})`);
   return new Promise((resolve) => {
     const timer = setTimeout(() => {
       child.kill('SIGKILL');

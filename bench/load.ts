@@ -40,13 +40,16 @@ const idle: Array<() => void> = [];
 /** Opens in waves, so that a thousand sessions do not all knock at once. */
 async function inWaves<T>(count: number, open: (index: number) => Promise<T>): Promise<T[]> {
   const opened: T[] = [];
-  for (let from = 0; from < count; from += 100) opened.push(...(await Promise.all(Array.from({ length: Math.min(100, count - from) }, (_, i) => open(from + i)))));
+  for (let from = 0; from < count; from += 100)
+    opened.push(...(await Promise.all(Array.from({ length: Math.min(100, count - from) }, (_, i) => open(from + i)))));
   return opened;
 }
 
 function withTimeout<T>(work: Promise<T>, what: string): Promise<T> {
   let timer: NodeJS.Timeout | undefined;
-  const late = new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(`${what} unfinished after ${TURN_TIMEOUT_MS} ms`)), TURN_TIMEOUT_MS)));
+  const late = new Promise<never>(
+    (_, reject) => (timer = setTimeout(() => reject(new Error(`${what} unfinished after ${TURN_TIMEOUT_MS} ms`)), TURN_TIMEOUT_MS)),
+  );
   return Promise.race([work, late]).finally(() => clearTimeout(timer));
 }
 

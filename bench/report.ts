@@ -21,11 +21,15 @@ const PEERS = ['mcp', 'a2a'];
 
 const samplesAt = (results: BenchResults, sessions: number) => results.turns.find((each) => each.sessions === sessions)?.samples ?? [];
 const ok = (sample: TurnsSample | undefined) => (sample !== undefined && sample.failed === undefined ? sample : undefined);
-const minimalOf = (samples: readonly TurnsSample[], server: string) => ok(samples.find((each) => each.contender.server.name === server && each.contender.client === 'minimal'));
+const minimalOf = (samples: readonly TurnsSample[], server: string) =>
+  ok(samples.find((each) => each.contender.server.name === server && each.contender.client === 'minimal'));
 /** A peer's server at its best: whichever of its clients drove it faster. */
 const bestOf = (samples: readonly TurnsSample[], server: string) =>
-  samples.filter((each) => each.contender.server.name === server && each.failed === undefined).sort((a, b) => b.turnsPerSecond.median - a.turnsPerSecond.median)[0];
-const ratio = (a: number | undefined, b: number | undefined) => (a === undefined || b === undefined || !Number.isFinite(a) || !Number.isFinite(b) || b === 0 ? undefined : a / b);
+  samples
+    .filter((each) => each.contender.server.name === server && each.failed === undefined)
+    .sort((a, b) => b.turnsPerSecond.median - a.turnsPerSecond.median)[0];
+const ratio = (a: number | undefined, b: number | undefined) =>
+  a === undefined || b === undefined || !Number.isFinite(a) || !Number.isFinite(b) || b === 0 ? undefined : a / b;
 const x = (value: number | undefined) => (value === undefined ? 'n/a' : `${value.toFixed(2)}x`);
 
 export function targets(results: BenchResults): Target[] {
@@ -34,14 +38,29 @@ export function targets(results: BenchResults): Target[] {
   const floor100 = minimalOf(at100, FLOOR);
   const list: Target[] = [];
   const throughput = ratio(ours100?.turnsPerSecond.median, floor100?.turnsPerSecond.median);
-  list.push({ what: 'Throughput at 100 sessions, against the floor', goal: '≥ 0.6x', measured: x(throughput), met: throughput === undefined ? undefined : throughput >= 0.6 });
+  list.push({
+    what: 'Throughput at 100 sessions, against the floor',
+    goal: '≥ 0.6x',
+    measured: x(throughput),
+    met: throughput === undefined ? undefined : throughput >= 0.6,
+  });
   for (const peer of PEERS) {
     const best = bestOf(at100, peer);
     const against = ratio(ours100?.turnsPerSecond.median, best?.turnsPerSecond.median);
-    list.push({ what: `Throughput at 100 sessions, against ${best?.contender.server.title ?? peer}'s server`, goal: '≥ 4x', measured: x(against), met: against === undefined ? undefined : against >= 4 });
+    list.push({
+      what: `Throughput at 100 sessions, against ${best?.contender.server.title ?? peer}'s server`,
+      goal: '≥ 4x',
+      measured: x(against),
+      met: against === undefined ? undefined : against >= 4,
+    });
   }
   const cpu = ratio(ours100?.serverCpuUs, floor100?.serverCpuUs);
-  list.push({ what: 'Server CPU per turn at 100 sessions, against the floor', goal: '≤ 2x', measured: x(cpu), met: cpu === undefined ? undefined : cpu <= 2 });
+  list.push({
+    what: 'Server CPU per turn at 100 sessions, against the floor',
+    goal: '≤ 2x',
+    measured: x(cpu),
+    met: cpu === undefined ? undefined : cpu <= 2,
+  });
   const levels = results.turns.map((each) => each.sessions).filter((sessions) => sessions >= 10);
   const cpuAt = (sessions: number) => minimalOf(samplesAt(results, sessions), OURS)?.serverCpuUs;
   const [fewest, most] = levels.length < 2 ? [undefined, undefined] : [Math.min(...levels), Math.max(...levels)];
@@ -54,12 +73,27 @@ export function targets(results: BenchResults): Target[] {
   });
   const at1 = samplesAt(results, 1);
   const p50 = ratio(minimalOf(at1, OURS)?.p50Ms, minimalOf(at1, FLOOR)?.p50Ms);
-  list.push({ what: 'Sequential turn p50, against the floor', goal: '≤ 1.6x', measured: x(p50), met: p50 === undefined ? undefined : p50 <= 1.6 });
+  list.push({
+    what: 'Sequential turn p50, against the floor',
+    goal: '≤ 1.6x',
+    measured: x(p50),
+    met: p50 === undefined ? undefined : p50 <= 1.6,
+  });
   const idle = results.idle.find((row) => row.server === OURS)?.kibPerStream;
-  list.push({ what: 'Resident memory per idle stream', goal: '≤ 16 KiB', measured: idle === undefined ? 'n/a' : `${idle.toFixed(1)} KiB`, met: idle === undefined ? undefined : idle <= 16 });
+  list.push({
+    what: 'Resident memory per idle stream',
+    goal: '≤ 16 KiB',
+    measured: idle === undefined ? 'n/a' : `${idle.toFixed(1)} KiB`,
+    met: idle === undefined ? undefined : idle <= 16,
+  });
   // The bench writes whole turns, so the largest log holds a few events past 10^6.
   const restart = results.restart.find((row) => row.events >= 1_000_000 && row.snapshots)?.toServeMs.median;
-  list.push({ what: 'Restart on a 10^6-event log, with snapshots', goal: '< 2 s', measured: restart === undefined ? 'n/a' : `${(restart / 1000).toFixed(2)} s`, met: restart === undefined ? undefined : restart < 2_000 });
+  list.push({
+    what: 'Restart on a 10^6-event log, with snapshots',
+    goal: '< 2 s',
+    measured: restart === undefined ? 'n/a' : `${(restart / 1000).toFixed(2)} s`,
+    met: restart === undefined ? undefined : restart < 2_000,
+  });
   return list;
 }
 
@@ -74,17 +108,23 @@ export function losses(results: BenchResults): string[] {
     for (const peer of PEERS) {
       const best = bestOf(samples, peer);
       if (best !== undefined && best.turnsPerSecond.median > ours.turnsPerSecond.median) {
-        said.push(`At ${sessions} session${sessions > 1 ? 's' : ''}, ${best.contender.label} did ${formatValue(best.turnsPerSecond.median)} turns/s, ours ${formatValue(ours.turnsPerSecond.median)}.`);
+        said.push(
+          `At ${sessions} session${sessions > 1 ? 's' : ''}, ${best.contender.label} did ${formatValue(best.turnsPerSecond.median)} turns/s, ours ${formatValue(ours.turnsPerSecond.median)}.`,
+        );
       }
       if (best !== undefined && best.serverCpuUs < ours.serverCpuUs) {
-        said.push(`At ${sessions} session${sessions > 1 ? 's' : ''}, ${best.contender.server.title}'s server spent ${formatValue(best.serverCpuUs)} µs of CPU a turn, ours ${formatValue(ours.serverCpuUs)}.`);
+        said.push(
+          `At ${sessions} session${sessions > 1 ? 's' : ''}, ${best.contender.server.title}'s server spent ${formatValue(best.serverCpuUs)} µs of CPU a turn, ours ${formatValue(ours.serverCpuUs)}.`,
+        );
       }
     }
   }
   const idleOurs = results.idle.find((row) => row.server === OURS)?.kibPerStream;
   for (const row of results.idle) {
     if (PEERS.includes(row.server) && row.kibPerStream !== undefined && idleOurs !== undefined && row.kibPerStream < idleOurs) {
-      said.push(`An idle stream costs ${row.server.toUpperCase()}'s server ${row.kibPerStream.toFixed(1)} KiB, ours ${idleOurs.toFixed(1)} KiB.`);
+      said.push(
+        `An idle stream costs ${row.server.toUpperCase()}'s server ${row.kibPerStream.toFixed(1)} KiB, ours ${idleOurs.toFixed(1)} KiB.`,
+      );
     }
   }
   return said.length > 0 ? said : ['Nowhere in this run.'];
@@ -92,10 +132,16 @@ export function losses(results: BenchResults): string[] {
 
 const range = (value: Spread, digits = 0) => `${formatValue(value.median)} (${value.min.toFixed(digits)}–${value.max.toFixed(digits)})`;
 const ms = (value: number) => (Number.isFinite(value) ? value.toFixed(2) : 'n/a');
-const serverNames = (results: BenchResults) => new Map(results.turns.flatMap((each) => each.samples.map((sample) => [sample.contender.server.name, sample.contender.server.title] as const)));
+const serverNames = (results: BenchResults) =>
+  new Map(
+    results.turns.flatMap((each) => each.samples.map((sample) => [sample.contender.server.name, sample.contender.server.title] as const)),
+  );
 
 function turnsTable(samples: readonly TurnsSample[], floor: TurnsSample | undefined): string[] {
-  const lines = ['| contender | turns/s, median (min–max) | vs floor | p50 ms | p99 ms | server CPU µs/turn | generator CPU |', '|---|---|---|---|---|---|---|'];
+  const lines = [
+    '| contender | turns/s, median (min–max) | vs floor | p50 ms | p99 ms | server CPU µs/turn | generator CPU |',
+    '|---|---|---|---|---|---|---|',
+  ];
   for (const sample of samples) {
     if (sample.failed !== undefined) {
       lines.push(`| ${sample.contender.label} | **failed**: ${sample.failed.replace(/\|/g, '\\|').slice(0, 200)} | | | | | |`);
@@ -119,11 +165,19 @@ export function markdown(results: BenchResults, diary = ''): string {
     '',
   );
   out.push('| machine | |', '|---|---|');
-  out.push(`| CPU | ${machine.cpu}, ${machine.cores} cores |`, `| memory | ${machine.memoryGiB.toFixed(1)} GiB |`, `| OS | ${machine.os} |`, `| Node | ${machine.node} |`);
+  out.push(
+    `| CPU | ${machine.cpu}, ${machine.cores} cores |`,
+    `| memory | ${machine.memoryGiB.toFixed(1)} GiB |`,
+    `| OS | ${machine.os} |`,
+    `| Node | ${machine.node} |`,
+  );
   out.push(`| contenders | ${machine.versions.join('; ')} |`, '');
 
   out.push('## Targets (issue 14)', '', '| target | goal | measured | |', '|---|---|---|---|');
-  for (const target of targets(results)) out.push(`| ${target.what} | ${target.goal} | ${target.measured} | ${target.met === undefined ? 'not measured' : target.met ? 'met' : '**missed**'} |`);
+  for (const target of targets(results))
+    out.push(
+      `| ${target.what} | ${target.goal} | ${target.measured} | ${target.met === undefined ? 'not measured' : target.met ? 'met' : '**missed**'} |`,
+    );
   out.push('', '### Where assistant-relay loses', '', ...losses(results).map((loss) => `- ${loss}`), '');
   if (results.failures.length > 0) out.push('Scenarios that failed:', '', ...results.failures.map((failure) => `- ${failure}`), '');
 
@@ -141,17 +195,35 @@ export function markdown(results: BenchResults, diary = ''): string {
   out.push('![server CPU per turn](bench/results/cpu.svg)', '');
 
   const titles = serverNames(results);
-  out.push('## Resume', '', 'A client away while turns were answered, then back with the newest id it read: the time from opening the stream again to having read all it will get, and the bytes sent.', '');
-  out.push('| server | away for | catch-up ms, median (min–max) | bytes | replies replayed | named missed | lost without a word | note |', '|---|---|---|---|---|---|---|---|');
+  out.push(
+    '## Resume',
+    '',
+    'A client away while turns were answered, then back with the newest id it read: the time from opening the stream again to having read all it will get, and the bytes sent.',
+    '',
+  );
+  out.push(
+    '| server | away for | catch-up ms, median (min–max) | bytes | replies replayed | named missed | lost without a word | note |',
+    '|---|---|---|---|---|---|---|---|',
+  );
   for (const row of results.resume) {
     const lost = row.lost === undefined ? 'n/a' : row.lost > 0 ? `**${row.lost}**` : '0';
-    out.push(`| ${titles.get(row.server) ?? row.server} | ${row.away} turns | ${row.catchUpMs === undefined ? 'n/a' : range(row.catchUpMs, 1)} | ${row.bytes?.toLocaleString('en-US') ?? 'n/a'} | ${row.replayed ?? 'n/a'} | ${row.missed ?? 'n/a'} | ${lost} | ${row.note ?? ''} |`);
+    out.push(
+      `| ${titles.get(row.server) ?? row.server} | ${row.away} turns | ${row.catchUpMs === undefined ? 'n/a' : range(row.catchUpMs, 1)} | ${row.bytes?.toLocaleString('en-US') ?? 'n/a'} | ${row.replayed ?? 'n/a'} | ${row.missed ?? 'n/a'} | ${lost} | ${row.note ?? ''} |`,
+    );
   }
   out.push('', '![resume](bench/results/resume.svg)', '');
 
-  out.push('## Idle streams', '', 'Resident memory a server grows by per open, idle stream (RSS after opening them, less RSS before, over the count).', '');
+  out.push(
+    '## Idle streams',
+    '',
+    'Resident memory a server grows by per open, idle stream (RSS after opening them, less RSS before, over the count).',
+    '',
+  );
   out.push('| server | streams | KiB per stream | note |', '|---|---|---|---|');
-  for (const row of results.idle) out.push(`| ${titles.get(row.server) ?? row.server} | ${row.streams.toLocaleString('en-US')} | ${row.kibPerStream === undefined ? 'n/a' : row.kibPerStream.toFixed(1)} | ${row.note ?? ''} |`);
+  for (const row of results.idle)
+    out.push(
+      `| ${titles.get(row.server) ?? row.server} | ${row.streams.toLocaleString('en-US')} | ${row.kibPerStream === undefined ? 'n/a' : row.kibPerStream.toFixed(1)} | ${row.note ?? ''} |`,
+    );
   out.push('', '![idle streams](bench/results/idle.svg)', '');
 
   out.push(
@@ -161,10 +233,18 @@ export function markdown(results: BenchResults, diary = ''): string {
     '',
   );
   out.push('| events | snapshots | start, ms, median (min–max) | replay fold, events/s |', '|---|---|---|---|');
-  for (const row of results.restart) out.push(`| ${row.events.toLocaleString('en-US')} | ${row.snapshots ? 'yes' : 'no, folding the whole log'} | ${range(row.toServeMs)} | ${range(row.replayPerSecond)} |`);
+  for (const row of results.restart)
+    out.push(
+      `| ${row.events.toLocaleString('en-US')} | ${row.snapshots ? 'yes' : 'no, folding the whole log'} | ${range(row.toServeMs)} | ${range(row.replayPerSecond)} |`,
+    );
   out.push('', '![restart](bench/results/restart.svg)', '');
 
-  out.push('## The log', '', 'Events appended to the SQLite event log a second, one a commit and many a commit (a durable file, `synchronous=NORMAL`, WAL).', '');
+  out.push(
+    '## The log',
+    '',
+    'Events appended to the SQLite event log a second, one a commit and many a commit (a durable file, `synchronous=NORMAL`, WAL).',
+    '',
+  );
   out.push('| mode | events/s, median (min–max) |', '|---|---|');
   for (const row of results.log) out.push(`| ${row.mode} | ${range(row.eventsPerSecond)} |`);
   out.push('', '![log appends](bench/results/log.svg)', '');
@@ -176,7 +256,8 @@ export function markdown(results: BenchResults, diary = ''): string {
     '',
   );
   out.push('| backend | concurrent jobs | jobs/s, median (min–max) | p50 ms | p99 ms |', '|---|---|---|---|---|');
-  for (const row of results.jobs) out.push(`| ${row.setup ?? 'embedded'} | ${row.concurrency} | ${range(row.jobsPerSecond)} | ${ms(row.p50Ms)} | ${ms(row.p99Ms)} |`);
+  for (const row of results.jobs)
+    out.push(`| ${row.setup ?? 'embedded'} | ${row.concurrency} | ${range(row.jobsPerSecond)} | ${ms(row.p50Ms)} | ${ms(row.p99Ms)} |`);
   out.push('', '![jobs](bench/results/jobs.svg)', '');
   if (results.hostile !== undefined) out.push(...hostileSection(results.hostile));
   if (diary !== '') out.push(diary.trimEnd(), '');
@@ -184,7 +265,8 @@ export function markdown(results: BenchResults, diary = ''): string {
 }
 
 /** The quiet tenant's p99 in a phase against the phase with no attack. */
-const againstQuiet = (rows: readonly HostileRow[], row: HostileRow) => ratio(row.quiet.p99Ms, rows.find((each) => each.attack === 'none')?.quiet.p99Ms);
+const againstQuiet = (rows: readonly HostileRow[], row: HostileRow) =>
+  ratio(row.quiet.p99Ms, rows.find((each) => each.attack === 'none')?.quiet.p99Ms);
 const cell = (text: string) => text.replace(/\|/g, '\\|');
 
 function hostileSection(rows: readonly HostileRow[]): string[] {
@@ -203,13 +285,17 @@ function hostileSection(rows: readonly HostileRow[]): string[] {
       .sort(([, a], [, b]) => b - a)
       .map(([answer, count]) => `${answer} ×${count.toLocaleString('en-US')}`)
       .join(', ');
-    const errors = row.quiet.errors === 0 ? '0' : `**${row.quiet.errors}**${row.quiet.firstError === undefined ? '' : `: ${cell(row.quiet.firstError.slice(0, 100))}`}`;
+    const errors =
+      row.quiet.errors === 0
+        ? '0'
+        : `**${row.quiet.errors}**${row.quiet.firstError === undefined ? '' : `: ${cell(row.quiet.firstError.slice(0, 100))}`}`;
     out.push(
       `| \`${row.attack}\` | ${row.quiet.completed} | ${ms(row.quiet.p50Ms)} | ${ms(row.quiet.p99Ms)} | ${row.attack === 'none' ? '(the baseline)' : x(againstQuiet(rows, row))} | ${errors} | ${cell(got) || 'nothing'} | ${row.bystander} | ${row.rssMiB.toFixed(0)} | ${row.logMiB.toFixed(1)} | ${row.events.toLocaleString('en-US')} (+${row.eventsAdded.toLocaleString('en-US')}) |`,
     );
   }
   const worst = rows.filter((row) => row.attack !== 'none').sort((a, b) => (againstQuiet(rows, b) ?? 0) - (againstQuiet(rows, a) ?? 0))[0];
-  if (worst !== undefined) out.push('', `The quiet tenant's p99 suffered most under \`${worst.attack}\`: ${x(againstQuiet(rows, worst))} its p99 with no attack.`);
+  if (worst !== undefined)
+    out.push('', `The quiet tenant's p99 suffered most under \`${worst.attack}\`: ${x(againstQuiet(rows, worst))} its p99 with no attack.`);
   out.push('', '![hostile tenants](bench/results/hostile.svg)', '');
   return out;
 }
@@ -219,23 +305,50 @@ export function charts(results: BenchResults): Record<string, string> {
   const turnsGroups = (pick: (sample: TurnsSample) => number): BarGroup[] =>
     results.turns.map(({ sessions, samples }) => ({
       label: `${sessions} session${sessions > 1 ? 's' : ''}`,
-      bars: samples.map((sample) => (sample.failed === undefined ? { label: sample.contender.label, value: pick(sample) } : { label: sample.contender.label, value: undefined, note: 'failed' })),
+      bars: samples.map((sample) =>
+        sample.failed === undefined
+          ? { label: sample.contender.label, value: pick(sample) }
+          : { label: sample.contender.label, value: undefined, note: 'failed' },
+      ),
     }));
   return {
-    'turns.svg': barChart({ title: 'Echo turns per second (median of rounds)', unit: 'turns/s', groups: turnsGroups((sample) => sample.turnsPerSecond.median) }),
-    'cpu.svg': barChart({ title: "Server CPU per turn (the server process's own time)", unit: 'µs', groups: turnsGroups((sample) => sample.serverCpuUs) }),
+    'turns.svg': barChart({
+      title: 'Echo turns per second (median of rounds)',
+      unit: 'turns/s',
+      groups: turnsGroups((sample) => sample.turnsPerSecond.median),
+    }),
+    'cpu.svg': barChart({
+      title: "Server CPU per turn (the server process's own time)",
+      unit: 'µs',
+      groups: turnsGroups((sample) => sample.serverCpuUs),
+    }),
     'resume.svg': barChart({
       title: 'Catching up after being away',
       unit: 'ms',
       groups: [...new Set(results.resume.map((row) => row.away))].map((away) => ({
         label: `away for ${away} turns`,
-        bars: results.resume.filter((row) => row.away === away).map((row) => ({ label: titles.get(row.server) ?? row.server, value: row.catchUpMs?.median, ...(row.catchUpMs === undefined ? { note: row.note ?? 'no figure' } : {}) })),
+        bars: results.resume
+          .filter((row) => row.away === away)
+          .map((row) => ({
+            label: titles.get(row.server) ?? row.server,
+            value: row.catchUpMs?.median,
+            ...(row.catchUpMs === undefined ? { note: row.note ?? 'no figure' } : {}),
+          })),
       })),
     }),
     'idle.svg': barChart({
       title: 'Resident memory per idle stream',
       unit: 'KiB',
-      groups: [{ label: 'per open stream', bars: results.idle.map((row) => ({ label: `${titles.get(row.server) ?? row.server} (${row.streams.toLocaleString('en-US')})`, value: row.kibPerStream, ...(row.kibPerStream === undefined ? { note: row.note ?? 'no figure' } : {}) })) }],
+      groups: [
+        {
+          label: 'per open stream',
+          bars: results.idle.map((row) => ({
+            label: `${titles.get(row.server) ?? row.server} (${row.streams.toLocaleString('en-US')})`,
+            value: row.kibPerStream,
+            ...(row.kibPerStream === undefined ? { note: row.note ?? 'no figure' } : {}),
+          })),
+        },
+      ],
     }),
     'restart.svg': barChart({
       title: 'Restart: time to serve',
@@ -243,16 +356,24 @@ export function charts(results: BenchResults): Record<string, string> {
       log: true,
       groups: [...new Set(results.restart.map((row) => row.events))].map((events) => ({
         label: `${events.toLocaleString('en-US')} events`,
-        bars: results.restart.filter((row) => row.events === events).map((row) => ({ label: row.snapshots ? 'with snapshots' : 'folding the whole log', value: row.toServeMs.median })),
+        bars: results.restart
+          .filter((row) => row.events === events)
+          .map((row) => ({ label: row.snapshots ? 'with snapshots' : 'folding the whole log', value: row.toServeMs.median })),
       })),
     }),
-    'log.svg': barChart({ title: 'Event log appends', unit: 'events/s', groups: [{ label: 'SQLite, WAL', bars: results.log.map((row) => ({ label: row.mode, value: row.eventsPerSecond.median })) }] }),
+    'log.svg': barChart({
+      title: 'Event log appends',
+      unit: 'events/s',
+      groups: [{ label: 'SQLite, WAL', bars: results.log.map((row) => ({ label: row.mode, value: row.eventsPerSecond.median })) }],
+    }),
     'jobs.svg': barChart({
       title: 'Reasoning jobs per second (backend → plugin → result)',
       unit: 'jobs/s',
       groups: [...new Set(results.jobs.map((row) => row.concurrency))].map((concurrency) => ({
         label: `${concurrency} concurrent`,
-        bars: results.jobs.filter((row) => row.concurrency === concurrency).map((row) => ({ label: row.setup ?? 'embedded', value: row.jobsPerSecond.median })),
+        bars: results.jobs
+          .filter((row) => row.concurrency === concurrency)
+          .map((row) => ({ label: row.setup ?? 'embedded', value: row.jobsPerSecond.median })),
       })),
     }),
     ...(results.hostile === undefined
@@ -265,7 +386,11 @@ export function charts(results: BenchResults): Record<string, string> {
             groups: [
               {
                 label: 'quiet tenant, p99',
-                bars: results.hostile.map((row) => (Number.isFinite(row.quiet.p99Ms) ? { label: row.attack, value: row.quiet.p99Ms } : { label: row.attack, value: undefined, note: 'no job completed' })),
+                bars: results.hostile.map((row) =>
+                  Number.isFinite(row.quiet.p99Ms)
+                    ? { label: row.attack, value: row.quiet.p99Ms }
+                    : { label: row.attack, value: undefined, note: 'no job completed' },
+                ),
               },
             ],
           }),

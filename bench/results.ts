@@ -83,7 +83,13 @@ export interface HostileRow {
   /** How long the phase ran, attack and quiet tenant together, in seconds. */
   readonly seconds: number;
   /** The quiet tenant's jobs: completed, their latency (create to completed view), and those that failed (a refusal, a timeout). */
-  readonly quiet: { readonly completed: number; readonly p50Ms: number; readonly p99Ms: number; readonly errors: number; readonly firstError?: string };
+  readonly quiet: {
+    readonly completed: number;
+    readonly p50Ms: number;
+    readonly p99Ms: number;
+    readonly errors: number;
+    readonly firstError?: string;
+  };
   /** What the attacker's requests were answered: `step status` → count (`create 201`, `join 429`, `result EPIPE`). */
   readonly attacker: Readonly<Record<string, number>>;
   /** A pairing started, joined and aborted from another source address after the attack: each step's status. */

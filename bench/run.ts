@@ -31,11 +31,21 @@ const SCENARIOS = ['turns', 'resume', 'idle', 'restart', 'log', 'jobs', 'hostile
 type Scenario = (typeof SCENARIOS)[number];
 
 const { values } = parseArgs({
-  options: { quick: { type: 'boolean' }, only: { type: 'string' }, contenders: { type: 'string' }, sessions: { type: 'string' }, out: { type: 'string' }, report: { type: 'boolean' }, help: { type: 'boolean', short: 'h' } },
+  options: {
+    quick: { type: 'boolean' },
+    only: { type: 'string' },
+    contenders: { type: 'string' },
+    sessions: { type: 'string' },
+    out: { type: 'string' },
+    report: { type: 'boolean' },
+    help: { type: 'boolean', short: 'h' },
+  },
   strict: true,
 });
 if (values.help) {
-  console.log('usage: npm run bench -- [--quick] [--only turns,resume,idle,restart,log,jobs,hostile] [--contenders relay,floor,…] [--sessions 1,100] [--out DIR] [--report]');
+  console.log(
+    'usage: npm run bench -- [--quick] [--only turns,resume,idle,restart,log,jobs,hostile] [--contenders relay,floor,…] [--sessions 1,100] [--out DIR] [--report]',
+  );
   console.log('  --report   write BENCHMARKS.md and the charts again from bench/results/results.json (under --out), measuring nothing');
   process.exit(0);
 }
@@ -63,7 +73,10 @@ for (const name of only) {
   }
 }
 /** `--contenders relay,floor`: only these servers (by name), e.g. while profiling one against the floor. */
-const contenders = values.contenders === undefined ? CONTENDERS : CONTENDERS.filter((contender) => values.contenders!.split(',').includes(contender.server.name));
+const contenders =
+  values.contenders === undefined
+    ? CONTENDERS
+    : CONTENDERS.filter((contender) => values.contenders!.split(',').includes(contender.server.name));
 const partial = quick || values.only !== undefined || values.contenders !== undefined || values.sessions !== undefined;
 // Only a whole run replaces the repository's BENCHMARKS.md; a quick or partial one goes to a temporary folder.
 const out = values.out ?? (partial ? mkdtempSync(join(tmpdir(), 'assistant-relay-bench-')) : ROOT);
@@ -145,14 +158,27 @@ const logRows = await step<LogRow[]>('log', () => logAppends(PLAN.log), []);
 const jobsRows = await step<JobsRow[]>('jobs', () => jobs(PLAN.jobs), []);
 const hostileRows = await step<HostileRow[]>('hostile', () => hostile(PLAN.hostile), []);
 
-const results: BenchResults = { machine, turns: turnsResults, resume: resumeRows, idle: idleRows, restart: restartRows, log: logRows, jobs: jobsRows, hostile: hostileRows, failures };
+const results: BenchResults = {
+  machine,
+  turns: turnsResults,
+  resume: resumeRows,
+  idle: idleRows,
+  restart: restartRows,
+  log: logRows,
+  jobs: jobsRows,
+  hostile: hostileRows,
+  failures,
+};
 write(out, results);
 // A profiling run keeps its servers' files (the profiles are written there); any other leaves nothing behind.
 if (NODE_ARGS.length === 0) rmSync(scratch, { recursive: true, force: true });
 else console.log(`bench: the servers' files, profiles included, are in ${scratch}`);
 
 console.log(`\nwrote ${join(out, 'BENCHMARKS.md')} and ${join(out, 'bench/results/')}\n`);
-for (const target of targets(results)) console.log(`${target.met === undefined ? '  ·' : target.met ? '  ✓' : '  ✗'} ${target.what}: ${target.measured} (goal ${target.goal})`);
-const oursFailed = turnsResults.some(({ samples }) => samples.some((sample) => sample.contender.server.name.startsWith('relay') && sample.failed !== undefined));
+for (const target of targets(results))
+  console.log(`${target.met === undefined ? '  ·' : target.met ? '  ✓' : '  ✗'} ${target.what}: ${target.measured} (goal ${target.goal})`);
+const oursFailed = turnsResults.some(({ samples }) =>
+  samples.some((sample) => sample.contender.server.name.startsWith('relay') && sample.failed !== undefined),
+);
 if (failures.length > 0 || oursFailed) process.exit(1);
 process.exit(0);

@@ -11,7 +11,11 @@ export const BACKOFF = {
 } as const;
 
 /** The wait before attempt `failures + 1`, after `failures` failures in a row (1 or more). */
-export function fullJitter(failures: number, random: () => number, bounds: { readonly baseMs: number; readonly capMs: number } = BACKOFF): number {
+export function fullJitter(
+  failures: number,
+  random: () => number,
+  bounds: { readonly baseMs: number; readonly capMs: number } = BACKOFF,
+): number {
   const ceiling = Math.min(bounds.capMs, bounds.baseMs * 2 ** Math.min(failures - 1, 30));
   return Math.floor(random() * ceiling);
 }

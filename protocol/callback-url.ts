@@ -41,12 +41,10 @@ export type Addresses = readonly [string, ...string[]];
 
 /** What must be dialled: the checked addresses themselves, or an allowlisted name to resolve and judge. */
 export type ConnectPlan =
-  | { readonly kind: 'pinned'; readonly addresses: Addresses }
-  | { readonly kind: 'resolve'; readonly hostname: string };
+  { readonly kind: 'pinned'; readonly addresses: Addresses } | { readonly kind: 'resolve'; readonly hostname: string };
 
 export type CallbackUrlVerdict =
-  | CallbackRefusal
-  | { readonly kind: 'accepted'; readonly target: CallbackTarget; readonly connect: ConnectPlan };
+  CallbackRefusal | { readonly kind: 'accepted'; readonly target: CallbackTarget; readonly connect: ConnectPlan };
 
 /** An accepted URL with the addresses to dial, in order. */
 export interface CallbackConnectable {
@@ -92,7 +90,9 @@ export function checkCallbackUrl(text: string, allowlist: readonly string[], loo
     return { kind: 'accepted', target, connect: { kind: 'pinned', addresses: [dialAddress(ip)] } };
   }
   if (url.hostname === 'localhost') {
-    const refusal = allowlist.includes(url.origin) ? undefined : refuseLoopback(loopback, portOf(url), `${url.origin} is a loopback address`);
+    const refusal = allowlist.includes(url.origin)
+      ? undefined
+      : refuseLoopback(loopback, portOf(url), `${url.origin} is a loopback address`);
     return refusal ?? { kind: 'accepted', target, connect: { kind: 'pinned', addresses: LOCALHOST } };
   }
   if (!allowlist.includes(url.origin)) {
@@ -167,8 +167,12 @@ function refuse(reason: CallbackRefusalReason, message: string): CallbackRefusal
 /** The refusal of a loopback address on `port` that no allowlist entry names, if `loopback` does not allow it. */
 function refuseLoopback(loopback: LoopbackPorts, port: number, subject: string): CallbackRefusal | undefined {
   if (loopback === 'any' || inPortRanges(loopback, port)) return undefined;
-  if (loopback.length === 0) return refuse('loopback_off', `${subject}, and this host allows no loopback callbacks (only allowlisted origins)`);
-  return refuse('loopback_port', `${subject} on port ${port}, and this host allows loopback callbacks on ports ${formatPortRanges(loopback)} only`);
+  if (loopback.length === 0)
+    return refuse('loopback_off', `${subject}, and this host allows no loopback callbacks (only allowlisted origins)`);
+  return refuse(
+    'loopback_port',
+    `${subject} on port ${port}, and this host allows loopback callbacks on ports ${formatPortRanges(loopback)} only`,
+  );
 }
 
 /** The port a URL connects to: its own, or its scheme's default (WHATWG leaves `port` empty then). */

@@ -7,15 +7,7 @@
 import { isIP } from 'node:net';
 import ipaddr from 'ipaddr.js';
 
-export type AddressClass =
-  | 'loopback'
-  | 'unspecified'
-  | 'private'
-  | 'link_local'
-  | 'metadata'
-  | 'multicast'
-  | 'reserved'
-  | 'public';
+export type AddressClass = 'loopback' | 'unspecified' | 'private' | 'link_local' | 'metadata' | 'multicast' | 'reserved' | 'public';
 
 /** How a refusal names the class: "10.0.0.1 is a private address". */
 export const ADDRESS_CLASSES: Readonly<Record<AddressClass, string>> = {

@@ -82,5 +82,8 @@ export function schemaFiles(): SchemaFile[] {
     [`purposes/${purpose}.payload`, PURPOSES[purpose].payload],
     [`purposes/${purpose}.result`, PURPOSES[purpose].result],
   ]);
-  return [...BODIES, ...purposes].map(([name, schema]) => ({ file: `${name}.json`, text: `${JSON.stringify(jsonSchemaOf(schema), null, 2)}\n` }));
+  return [...BODIES, ...purposes].map(([name, schema]) => ({
+    file: `${name}.json`,
+    text: `${JSON.stringify(jsonSchemaOf(schema), null, 2)}\n`,
+  }));
 }

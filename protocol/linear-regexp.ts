@@ -34,7 +34,10 @@ class LinearRegExp implements RegExpLike {
   test(input: string): boolean {
     if (check !== undefined) {
       check.work -= (input.length + 1) * this.instructions;
-      if (check.work < 0) throw new PatternWorkExceeded(`checking the result against the schema's patterns would examine more than ${RESPONSE_SCHEMA_LIMITS.patternWork} characters × instructions`);
+      if (check.work < 0)
+        throw new PatternWorkExceeded(
+          `checking the result against the schema's patterns would examine more than ${RESPONSE_SCHEMA_LIMITS.patternWork} characters × instructions`,
+        );
       check.ran.add(this);
     }
     this.compiled ??= RE2JS.compile(this.source);
@@ -56,7 +59,8 @@ class LinearRegExp implements RegExpLike {
 export const linearRegExp: RegExpEngine = Object.assign(
   (pattern: string): RegExpLike => {
     const { maxPatternLength, maxPatternInstructions } = RESPONSE_SCHEMA_LIMITS;
-    if (pattern.length > maxPatternLength) throw new UnsupportedPattern(`a pattern is ${pattern.length} characters, more than ${maxPatternLength}`);
+    if (pattern.length > maxPatternLength)
+      throw new UnsupportedPattern(`a pattern is ${pattern.length} characters, more than ${maxPatternLength}`);
     // Not ECMA-262 at all: the schema is no schema, as Ajv's own engine would have found. Parsed, never run.
     new RegExp(pattern, 'u');
     // RE2 would read a named backreference as the letters `k<name>`.
@@ -68,7 +72,10 @@ export const linearRegExp: RegExpEngine = Object.assign(
       throw new UnsupportedPattern(`RE2 does not run the pattern ${quoted(pattern)}: ${(error as Error).message}`, { cause: error });
     }
     const instructions = compiled.programSize();
-    if (instructions > maxPatternInstructions) throw new UnsupportedPattern(`the pattern ${quoted(pattern)} compiles to ${instructions} RE2 instructions, more than ${maxPatternInstructions}`);
+    if (instructions > maxPatternInstructions)
+      throw new UnsupportedPattern(
+        `the pattern ${quoted(pattern)} compiles to ${instructions} RE2 instructions, more than ${maxPatternInstructions}`,
+      );
     return new LinearRegExp(pattern, instructions, compiled);
   },
   // What Ajv's standalone code would call; no code of ours is generated standalone.

@@ -26,7 +26,12 @@ export type PairingStartBody = z.infer<typeof PairingStartBody>;
 
 /** The operator issues a pairing ticket (`POST /api/v1/admin/pairing-tickets`), valid for `ttl_ms`: 1 minute to 7 days, a day unless said. */
 export const PairingTicketBody = z.strictObject({
-  ttl_ms: z.number().int().min(60_000).max(7 * 86_400_000).default(86_400_000),
+  ttl_ms: z
+    .number()
+    .int()
+    .min(60_000)
+    .max(7 * 86_400_000)
+    .default(86_400_000),
 });
 
 /** The ticket, shown this once: one pairing may start with it before `expires_at`. */
@@ -71,7 +76,17 @@ export type ClientConfirmAnswer = z.infer<typeof ClientConfirmAnswer>;
 export const AssistantConfirmAnswer = z.object({ integration_id: z.uuid(), relay_token: z.string() });
 export type AssistantConfirmAnswer = z.infer<typeof AssistantConfirmAnswer>;
 
-export const PairingStateName = z.enum(['started', 'joined', 'committed', 'client_key_sent', 'revealed', 'client_confirmed', 'completed', 'aborted', 'expired']);
+export const PairingStateName = z.enum([
+  'started',
+  'joined',
+  'committed',
+  'client_key_sent',
+  'revealed',
+  'client_confirmed',
+  'completed',
+  'aborted',
+  'expired',
+]);
 
 /** `GET /api/v1/pairings/{id}` with either side's pairing token: every message so far. */
 export const PairingView = z.object({
@@ -104,7 +119,10 @@ export const RekeyRequestBody = z.strictObject({
 /** The plugin answers it (`POST …/integrations/{id}/rekeys/{rekey_id}`, RELAY_TOKEN). */
 export const RekeyAnswerBody = z.strictObject({ assistant_key: Bytes32, mac: Bytes32 });
 
-export const RekeyPath = z.object({ id: z.string().refine(isUuid, fails('invalid_integration_id')), rekey_id: z.string().refine(isUuid, fails('rekey_not_found')) });
+export const RekeyPath = z.object({
+  id: z.string().refine(isUuid, fails('invalid_integration_id')),
+  rekey_id: z.string().refine(isUuid, fails('rekey_not_found')),
+});
 
 /** A rotation as the client reads it (`GET …/rekeys/{rekey_id}`), and as the plugin's stream carries it (`event: rekey`, without the answer). */
 export const RekeyView = RekeyRequestBody.extend({

@@ -31,7 +31,9 @@ export type VersionRanges = z.infer<typeof VersionRanges>;
 export const ProviderDescriptor = z
   .object({
     /** The value jobs and heartbeats carry in `provider_kind`. */
-    provider_kind: z.string().regex(/^[a-z][a-z0-9-]{0,99}$/, { message: 'provider_kind is 1 to 100 of a-z, 0-9 and -, starting with a letter' }),
+    provider_kind: z
+      .string()
+      .regex(/^[a-z][a-z0-9-]{0,99}$/, { message: 'provider_kind is 1 to 100 of a-z, 0-9 and -, starting with a letter' }),
     display_name: z.string().min(1).max(100),
     /** `coming_soon`: listed, so that a client can show it, and refused wherever it would be used. */
     status: z.enum(['available', 'coming_soon']),
@@ -42,9 +44,12 @@ export const ProviderDescriptor = z
     ...VersionRanges.shape,
   })
   .strict()
-  .refine((provider) => provider.status === 'coming_soon' || (provider.install_commands.length > 0 && provider.pairing_instructions.length > 0), {
-    message: 'an available provider has at least one install command and one pairing step',
-  });
+  .refine(
+    (provider) => provider.status === 'coming_soon' || (provider.install_commands.length > 0 && provider.pairing_instructions.length > 0),
+    {
+      message: 'an available provider has at least one install command and one pairing step',
+    },
+  );
 export type ProviderDescriptor = z.infer<typeof ProviderDescriptor>;
 
 export const ProviderRegistry = z
@@ -57,7 +62,11 @@ export const ProviderRegistry = z
   .superRefine(({ providers }, context) => {
     providers.forEach(({ provider_kind }, index) => {
       if (providers.findIndex((other) => other.provider_kind === provider_kind) < index) {
-        context.addIssue({ code: 'custom', path: ['providers', index, 'provider_kind'], message: `provider_kind "${provider_kind}" is listed twice` });
+        context.addIssue({
+          code: 'custom',
+          path: ['providers', index, 'provider_kind'],
+          message: `provider_kind "${provider_kind}" is listed twice`,
+        });
       }
     });
   });
@@ -142,7 +151,10 @@ export function admitsPlugin(
   return refuse(
     'unsupported_version',
     misses
-      .map((field) => `the plugin handles ${field} ${formatRange(heartbeat[field])}, provider ${provider.provider_kind} allows ${formatRange(provider[field])}: they do not overlap`)
+      .map(
+        (field) =>
+          `the plugin handles ${field} ${formatRange(heartbeat[field])}, provider ${provider.provider_kind} allows ${formatRange(provider[field])}: they do not overlap`,
+      )
       .join('; '),
   );
 }
@@ -156,7 +168,9 @@ export function handlesJob(
   if (misses.length === 0) return { ok: true };
   return refuse(
     'unsupported_version',
-    misses.map(([version, range]) => `the job's ${version} ${job[version]} is outside the ${formatRange(plugin[range])} this plugin handles`).join('; '),
+    misses
+      .map(([version, range]) => `the job's ${version} ${job[version]} is outside the ${formatRange(plugin[range])} this plugin handles`)
+      .join('; '),
   );
 }
 

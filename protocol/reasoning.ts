@@ -17,7 +17,6 @@ export const JobId = z.string().refine(isUuid, { message: 'job_id must be a UUID
 export const JobPurpose = z.enum(['live_analysis', 'session_summary', 'capability_probe']);
 export type JobPurpose = z.infer<typeof JobPurpose>;
 
-
 /** How deep a payload, result or schema may nest: far past any real one, far short of a stack overflow. */
 export const MAX_JSON_DEPTH = 64;
 
@@ -213,7 +212,6 @@ export function jsonSchemaOf(schema: z.ZodType): Record<string, unknown> {
 }
 
 // ---- the backend's edge: what its routes read besides bodies (a failure message is the catalogue code) ----
-
 
 /** `…/integrations/{id}/…`. */
 export const IntegrationPath = z.object({ id: z.string().refine(isUuid, fails('invalid_integration_id')) });

@@ -48,9 +48,17 @@ function compile(schema: Record<string, unknown>): ValidateFunction {
     valid = meta.validateSchema(schema) as boolean;
   } catch (error) {
     // A `$schema` naming another dialect.
-    throw new ResponseSchemaError('invalid_response_schema', `the response_schema is not a JSON Schema (draft 2020-12): ${(error as Error).message}`, { cause: error });
+    throw new ResponseSchemaError(
+      'invalid_response_schema',
+      `the response_schema is not a JSON Schema (draft 2020-12): ${(error as Error).message}`,
+      { cause: error },
+    );
   }
-  if (!valid) throw new ResponseSchemaError('invalid_response_schema', `the response_schema is not a JSON Schema (draft 2020-12): ${meta.errorsText(meta.errors, { dataVar: 'response_schema' })}`);
+  if (!valid)
+    throw new ResponseSchemaError(
+      'invalid_response_schema',
+      `the response_schema is not a JSON Schema (draft 2020-12): ${meta.errorsText(meta.errors, { dataVar: 'response_schema' })}`,
+    );
   // `addUsedSchema: false`: the schema's `$id` is no key of anything, and resolves nothing elsewhere.
   const ajv = new Ajv2020({ ...OPTIONS, meta: false, validateSchema: false, addUsedSchema: false, code: { regExp: linearRegExp } });
   addFormats.default(ajv);
@@ -60,7 +68,9 @@ function compile(schema: Record<string, unknown>): ValidateFunction {
     return ajv.compile(schema);
   } catch (error) {
     if (error instanceof UnsupportedPattern) throw new ResponseSchemaError('unsupported_response_schema', error.message, { cause: error });
-    throw new ResponseSchemaError('invalid_response_schema', `the response_schema does not compile: ${(error as Error).message}`, { cause: error });
+    throw new ResponseSchemaError('invalid_response_schema', `the response_schema does not compile: ${(error as Error).message}`, {
+      cause: error,
+    });
   }
 }
 
@@ -107,7 +117,11 @@ function uniqueItems(wanted: boolean, items: unknown[]): boolean {
     const key = canonical(item);
     const i = seen.get(key);
     if (i !== undefined) {
-      const error: Partial<ErrorObject> = { keyword: 'uniqueItems', message: `must NOT have duplicate items (items ## ${j} and ${i} are identical)`, params: { i, j } };
+      const error: Partial<ErrorObject> = {
+        keyword: 'uniqueItems',
+        message: `must NOT have duplicate items (items ## ${j} and ${i} are identical)`,
+        params: { i, j },
+      };
       uniqueItems.errors = [error];
       return false;
     }
@@ -121,7 +135,9 @@ uniqueItems.errors = [] as Array<Partial<ErrorObject>>;
 function canonical(value: unknown): string {
   if (Array.isArray(value)) return `[${value.map(canonical).join(',')}]`;
   if (value !== null && typeof value === 'object') {
-    const members = Object.keys(value).sort().map((name) => `${JSON.stringify(name)}:${canonical((value as Record<string, unknown>)[name])}`);
+    const members = Object.keys(value)
+      .sort()
+      .map((name) => `${JSON.stringify(name)}:${canonical((value as Record<string, unknown>)[name])}`);
     return `{${members.join(',')}}`;
   }
   return JSON.stringify(value);

@@ -74,18 +74,22 @@ class Expansion {
     if (depth > maxDepth) throw new OverBound(`the response_schema nests deeper than ${maxDepth} levels, its references written out`);
     const entries: Array<[string, unknown]> = Array.isArray(value) ? value.map((item) => ['', item]) : Object.entries(value);
     this.members += entries.length;
-    if (this.members > maxMembers) throw new OverBound(`the response_schema has more than ${maxMembers} members, its references written out`);
+    if (this.members > maxMembers)
+      throw new OverBound(`the response_schema has more than ${maxMembers} members, its references written out`);
     for (const [key, child] of entries) this.visit(child, depth + 1, isSchema && !DATA_KEYWORDS.has(key));
     if (isSchema && !Array.isArray(value)) this.keywords(value as Record<string, unknown>, depth);
   }
 
   private keywords(schema: Record<string, unknown>, depth: number): void {
-    if (typeof schema.$dynamicRef === 'string' || typeof schema.$recursiveRef === 'string') throw new OverBound('the response_schema uses $dynamicRef or $recursiveRef: only $ref to a JSON Pointer of its own (#/…) is taken');
+    if (typeof schema.$dynamicRef === 'string' || typeof schema.$recursiveRef === 'string')
+      throw new OverBound('the response_schema uses $dynamicRef or $recursiveRef: only $ref to a JSON Pointer of its own (#/…) is taken');
     // A nested $id would move the base that the references inside it resolve against.
-    if (typeof schema.$id === 'string' && schema !== this.root) throw new OverBound('the response_schema has an $id below its root: one schema resource only');
+    if (typeof schema.$id === 'string' && schema !== this.root)
+      throw new OverBound('the response_schema has an $id below its root: one schema resource only');
     if (typeof schema.pattern === 'string') this.pattern(schema.pattern);
     const named = schema.patternProperties;
-    if (named !== null && typeof named === 'object' && !Array.isArray(named)) for (const pattern of Object.keys(named)) this.pattern(pattern);
+    if (named !== null && typeof named === 'object' && !Array.isArray(named))
+      for (const pattern of Object.keys(named)) this.pattern(pattern);
     if (typeof schema.$ref === 'string') this.follow(schema.$ref, depth);
   }
 
@@ -100,7 +104,10 @@ class Expansion {
     const target = this.resolve(ref);
     // A reference Ajv cannot resolve either: it refuses the schema as not one.
     if (target === undefined) return;
-    if (this.following.has(target)) throw new OverBound(`the response_schema's $ref ${JSON.stringify(ref.slice(0, 100))} leads back to where it is used: recursive schemas are not taken`);
+    if (this.following.has(target))
+      throw new OverBound(
+        `the response_schema's $ref ${JSON.stringify(ref.slice(0, 100))} leads back to where it is used: recursive schemas are not taken`,
+      );
     this.following.add(target);
     this.visit(target, depth, true);
     this.following.delete(target);
@@ -108,7 +115,8 @@ class Expansion {
 
   private resolve(ref: string): unknown {
     if (ref === '#') return this.root;
-    if (!ref.startsWith('#/')) throw new OverBound(`the response_schema's $ref ${JSON.stringify(ref.slice(0, 100))} is not a JSON Pointer of its own (#/…)`);
+    if (!ref.startsWith('#/'))
+      throw new OverBound(`the response_schema's $ref ${JSON.stringify(ref.slice(0, 100))} is not a JSON Pointer of its own (#/…)`);
     let at: unknown = this.root;
     for (const token of ref.slice(2).split('/')) {
       let name: string;

@@ -3,9 +3,7 @@ import { z } from 'zod';
 import { fails, type HttpErrorCode } from './errors.js';
 import { isSessionId, isTaskId, parseEventId } from './ids.js';
 
-export const SessionId = z
-  .string()
-  .refine(isSessionId, { message: 'session_id must be 1 to 256 characters with no control characters' });
+export const SessionId = z.string().refine(isSessionId, { message: 'session_id must be 1 to 256 characters with no control characters' });
 
 export const TaskId = z
   .string()
@@ -15,7 +13,11 @@ export const TaskId = z
 export const CallbackBlock = z.object({
   url: z.string().min(1).max(2048),
   // Sent as a header value: visible ASCII only, so no token can break or smuggle a header.
-  token: z.string().min(1).max(4096).regex(/^[\x21-\x7e]+$/, { message: 'callback.token must be visible ASCII characters' }),
+  token: z
+    .string()
+    .min(1)
+    .max(4096)
+    .regex(/^[\x21-\x7e]+$/, { message: 'callback.token must be visible ASCII characters' }),
 });
 export type CallbackBlock = z.infer<typeof CallbackBlock>;
 

@@ -103,7 +103,9 @@ export class EventLog<E extends LogRecord> {
 
   /** Every stored event after `position` (default: all of them), oldest first. */
   *read(after = 0): IterableIterator<StoredEvent<E>> {
-    const rows = this.db.prepare('SELECT position, data FROM events WHERE position > ? ORDER BY position').iterate(after) as IterableIterator<{
+    const rows = this.db
+      .prepare('SELECT position, data FROM events WHERE position > ? ORDER BY position')
+      .iterate(after) as IterableIterator<{
       position: number;
       data: string;
     }>;
@@ -113,7 +115,9 @@ export class EventLog<E extends LogRecord> {
   /** The position of the newest committed event of `stream`; 0 if it has none. */
   lastPositionOf(stream: string): number {
     this.index.upTo(this.last);
-    return (this.db.prepare('SELECT coalesce(max(position), 0) AS last FROM stream_positions WHERE stream = ?').get(stream) as { last: number }).last;
+    return (
+      this.db.prepare('SELECT coalesce(max(position), 0) AS last FROM stream_positions WHERE stream = ?').get(stream) as { last: number }
+    ).last;
   }
 
   /** The position of the newest committed event; 0 for an empty log. */
@@ -139,7 +143,9 @@ export class EventLog<E extends LogRecord> {
     if (this.closed) throw new EventLogClosedError();
     if (position > this.last) throw new RangeError(`position ${position} is past the newest event (${this.last})`);
     this.index.upTo(this.last);
-    const remove = this.db.prepare('DELETE FROM events WHERE position IN (SELECT position FROM stream_positions WHERE stream = ? AND position < ?)');
+    const remove = this.db.prepare(
+      'DELETE FROM events WHERE position IN (SELECT position FROM stream_positions WHERE stream = ? AND position < ?)',
+    );
     const unindex = this.db.prepare('DELETE FROM stream_positions WHERE stream = ? AND position < ?');
     return this.db.transaction(() => {
       this.db.exec('DROP TRIGGER events_append_only_delete');
@@ -164,7 +170,11 @@ export class EventLog<E extends LogRecord> {
   /** The stored events of one stream (one session), oldest first. */
   *readStream(stream: string): IterableIterator<StoredEvent<E>> {
     this.index.upTo(this.last);
-    const rows = this.db.prepare('SELECT e.position, e.data FROM stream_positions s JOIN events e ON e.position = s.position WHERE s.stream = ? ORDER BY s.position').iterate(stream) as IterableIterator<{
+    const rows = this.db
+      .prepare(
+        'SELECT e.position, e.data FROM stream_positions s JOIN events e ON e.position = s.position WHERE s.stream = ? ORDER BY s.position',
+      )
+      .iterate(stream) as IterableIterator<{
       position: number;
       data: string;
     }>;

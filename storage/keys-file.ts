@@ -8,7 +8,16 @@ import { randomUUID } from 'node:crypto';
 import { readFileSync, renameSync, rmSync } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
 import { z } from 'zod';
-import { answerRekey, fromBase64Url, keyringOf, toBase64Url, type Keyring, type RekeyAnswer, type RekeyRequest, type SessionKeys } from '../protocol/index.js';
+import {
+  answerRekey,
+  fromBase64Url,
+  keyringOf,
+  toBase64Url,
+  type Keyring,
+  type RekeyAnswer,
+  type RekeyRequest,
+  type SessionKeys,
+} from '../protocol/index.js';
 import { createPrivateFile, exposure, makePrivateFolder } from './private-files.js';
 
 const Key32 = z.string().refine((text) => fromBase64Url(text, { bytes: 32 }) !== undefined, 'a 32-byte key in base64url');
@@ -47,12 +56,25 @@ export type AssistantKeysFile = z.infer<typeof AssistantKeysFile>;
 export class KeysFileError extends Error {}
 
 export function storedKeys(keys: SessionKeys, at: number): z.infer<typeof StoredKeys> {
-  return { kid: keys.kid, client_to_assistant: toBase64Url(keys.client_to_assistant), assistant_to_client: toBase64Url(keys.assistant_to_client), confirm: toBase64Url(keys.confirm), created_at: at };
+  return {
+    kid: keys.kid,
+    client_to_assistant: toBase64Url(keys.client_to_assistant),
+    assistant_to_client: toBase64Url(keys.assistant_to_client),
+    confirm: toBase64Url(keys.confirm),
+    created_at: at,
+  };
 }
 
 export function keyringOfFile(file: ClientKeysFile | AssistantKeysFile): Keyring {
   const bytes = (text: string) => fromBase64Url(text, { bytes: 32 })!;
-  return keyringOf(file.keys.map((key) => ({ kid: key.kid, client_to_assistant: bytes(key.client_to_assistant), assistant_to_client: bytes(key.assistant_to_client), confirm: bytes(key.confirm) })));
+  return keyringOf(
+    file.keys.map((key) => ({
+      kid: key.kid,
+      client_to_assistant: bytes(key.client_to_assistant),
+      assistant_to_client: bytes(key.assistant_to_client),
+      confirm: bytes(key.confirm),
+    })),
+  );
 }
 
 /** Reads a keys file of that kind; refused when others may read it, or when it is not one. */
@@ -73,7 +95,10 @@ export function readKeysFile<S extends typeof ClientKeysFile | typeof AssistantK
     throw new KeysFileError(`${path} is not JSON`);
   }
   const parsed = schema.safeParse(json);
-  if (!parsed.success) throw new KeysFileError(`${path} is not ${schema === ClientKeysFile ? "a client's" : "an assistant's"} keys file: ${z.prettifyError(parsed.error)}`);
+  if (!parsed.success)
+    throw new KeysFileError(
+      `${path} is not ${schema === ClientKeysFile ? "a client's" : "an assistant's"} keys file: ${z.prettifyError(parsed.error)}`,
+    );
   return parsed.data as z.infer<S>;
 }
 
@@ -111,7 +136,13 @@ export class AssistantKeys {
     const done = this.file.keys.find((key) => key.rekey?.rekey_id === request.rekey_id)?.rekey;
     if (done !== undefined) return { assistant_key: done.assistant_key, mac: done.mac };
     const { answer, keys } = answerRekey(this.file.integration_id, this.keyringNow, request);
-    this.file = { ...this.file, keys: [{ ...storedKeys(keys, this.clock()), rekey: { rekey_id: request.rekey_id, ...answer } }, ...this.file.keys].slice(0, KEPT_KEY_SETS) };
+    this.file = {
+      ...this.file,
+      keys: [{ ...storedKeys(keys, this.clock()), rekey: { rekey_id: request.rekey_id, ...answer } }, ...this.file.keys].slice(
+        0,
+        KEPT_KEY_SETS,
+      ),
+    };
     writeKeysFile(this.path, this.file);
     this.keyringNow = keyringOfFile(this.file);
     return answer;

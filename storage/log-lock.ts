@@ -43,7 +43,8 @@ export class LogLock {
       lock.exec('BEGIN IMMEDIATE');
     } catch (error) {
       lock.close();
-      if (error instanceof Database.SqliteError && error.code === 'SQLITE_BUSY') throw new EventLogLockedError(logPath, readHolder(holderPath));
+      if (error instanceof Database.SqliteError && error.code === 'SQLITE_BUSY')
+        throw new EventLogLockedError(logPath, readHolder(holderPath));
       throw error;
     }
     const holder: LockHolder = { pid: process.pid, host: hostname(), since: new Date().toISOString() };

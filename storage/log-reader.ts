@@ -127,11 +127,13 @@ export class LogReader {
       applicationId = db.pragma('application_id', { simple: true }) as number;
       version = db.pragma('user_version', { simple: true }) as number;
     } catch (error) {
-      if (error instanceof Database.SqliteError && error.code === 'SQLITE_NOTADB') throw new SchemaMismatchError(`${path} is not an assistant-relay event log`);
+      if (error instanceof Database.SqliteError && error.code === 'SQLITE_NOTADB')
+        throw new SchemaMismatchError(`${path} is not an assistant-relay event log`);
       throw error;
     }
     if (applicationId !== APPLICATION_ID) throw new SchemaMismatchError(`${path} is not an assistant-relay event log`);
-    if (version !== LOG_SCHEMA_VERSION) throw new SchemaMismatchError(`${path} has event log schema version ${version}; this build reads version ${LOG_SCHEMA_VERSION}`);
+    if (version !== LOG_SCHEMA_VERSION)
+      throw new SchemaMismatchError(`${path} has event log schema version ${version}; this build reads version ${LOG_SCHEMA_VERSION}`);
   }
 
   /**
@@ -152,18 +154,27 @@ export class LogReader {
     const { db } = this;
     const after = bounds.afterPosition ?? 0;
     const last = (db.prepare('SELECT coalesce(max(position), 0) AS p FROM events').get() as { p: number }).p;
-    const later = bounds.untilAt === undefined ? undefined : (db.prepare('SELECT min(position) AS p FROM events WHERE at > ?').get(bounds.untilAt) as { p: number | null }).p;
+    const later =
+      bounds.untilAt === undefined
+        ? undefined
+        : (db.prepare('SELECT min(position) AS p FROM events WHERE at > ?').get(bounds.untilAt) as { p: number | null }).p;
     const end = Math.min(last, bounds.untilPosition ?? last, later === undefined || later === null ? last : later - 1);
     const first = db.prepare('SELECT type FROM events ORDER BY position LIMIT 1').get() as { type: string } | undefined;
 
     // Rows as arrays, a page at a time: a replay reads every event, and an object per row, or a call into
     // SQLite per row (as `iterate` makes), costs more than its parse.
-    const rows = db.prepare(`SELECT position, type, at, data FROM events WHERE position > ? AND position <= ? ORDER BY position LIMIT ${PAGE}`).raw();
+    const rows = db
+      .prepare(`SELECT position, type, at, data FROM events WHERE position > ? AND position <= ? ORDER BY position LIMIT ${PAGE}`)
+      .raw();
     // A stream's events: those the stream index has, and the short tail after it (a log made before the index: all a scan).
     const indexedTo = streamIndexedTo(db);
     const streamRows =
       indexedTo === 0
-        ? db.prepare(`SELECT position, type, at, data FROM events WHERE stream = @stream AND position > @after AND position <= @end ORDER BY position LIMIT ${PAGE}`).raw()
+        ? db
+            .prepare(
+              `SELECT position, type, at, data FROM events WHERE stream = @stream AND position > @after AND position <= @end ORDER BY position LIMIT ${PAGE}`,
+            )
+            .raw()
         : db
             .prepare(
               `SELECT position, type, at, data FROM events WHERE position IN (SELECT position FROM stream_positions WHERE stream = @stream AND position > @after AND position <= @end)
@@ -179,7 +190,7 @@ export class LogReader {
       },
       end,
       *events(stream) {
-        for (let from = after; ; ) {
+        for (let from = after; ;) {
           const page = (stream === undefined ? rows.all(from, end) : streamRows.all({ stream, after: from, end })) as RawRow[];
           for (let i = 0; i < page.length; i++) yield parse(page[i]!);
           if (page.length < PAGE) return;
@@ -187,11 +198,17 @@ export class LogReader {
         }
       },
       *streams() {
-        const found = db.prepare('SELECT stream FROM events WHERE position > ? AND position <= ? GROUP BY stream ORDER BY min(position)').pluck().iterate(after, end);
+        const found = db
+          .prepare('SELECT stream FROM events WHERE position > ? AND position <= ? GROUP BY stream ORDER BY min(position)')
+          .pluck()
+          .iterate(after, end);
         yield* found as IterableIterator<string>;
       },
       last(type) {
-        const row = db.prepare('SELECT position, type, at, data FROM events WHERE type = ? AND position <= ? ORDER BY position DESC LIMIT 1').raw().get(type, end) as RawRow | undefined;
+        const row = db
+          .prepare('SELECT position, type, at, data FROM events WHERE type = ? AND position <= ? ORDER BY position DESC LIMIT 1')
+          .raw()
+          .get(type, end) as RawRow | undefined;
         return row === undefined ? undefined : parse(row);
       },
       snapshots: () =>

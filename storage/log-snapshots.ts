@@ -40,7 +40,9 @@ export function readSnapshots(db: Database.Database): StoredSnapshot[] {
   const exists = db.prepare("SELECT 1 FROM sqlite_schema WHERE type = 'table' AND name = 'snapshots'").get();
   if (exists === undefined) return [];
   const rows = db
-    .prepare('SELECT s.position, s.at, s.event_digest, s.digest, e.data AS event FROM snapshots s LEFT JOIN events e ON e.position = s.position ORDER BY s.position DESC')
+    .prepare(
+      'SELECT s.position, s.at, s.event_digest, s.digest, e.data AS event FROM snapshots s LEFT JOIN events e ON e.position = s.position ORDER BY s.position DESC',
+    )
     .all() as Array<{ position: number; at: number; event_digest: string; digest: string; event: string | null }>;
   const text = db.prepare('SELECT data FROM snapshots WHERE position = ?').pluck();
   return rows.map((row) => {
@@ -66,7 +68,15 @@ export function writeSnapshot(db: Database.Database, position: number, data: str
   const row = db.prepare('SELECT data FROM events WHERE position = ?').get(position) as { data: string } | undefined;
   if (row === undefined) throw new RangeError(`no event at position ${position} to snapshot after`);
   db.transaction(() => {
-    db.prepare('INSERT OR REPLACE INTO snapshots (position, at, event_digest, digest, data) VALUES (?, ?, ?, ?, ?)').run(position, at, sha256(row.data), sha256(data), data);
-    db.prepare('DELETE FROM snapshots WHERE position NOT IN (SELECT position FROM snapshots ORDER BY position DESC LIMIT ?)').run(KEPT_SNAPSHOTS);
+    db.prepare('INSERT OR REPLACE INTO snapshots (position, at, event_digest, digest, data) VALUES (?, ?, ?, ?, ?)').run(
+      position,
+      at,
+      sha256(row.data),
+      sha256(data),
+      data,
+    );
+    db.prepare('DELETE FROM snapshots WHERE position NOT IN (SELECT position FROM snapshots ORDER BY position DESC LIMIT ?)').run(
+      KEPT_SNAPSHOTS,
+    );
   })();
 }

@@ -36,7 +36,9 @@ export class StreamIndex {
   private readonly indexTail: (last: number) => void;
 
   constructor(private readonly db: Database.Database) {
-    const tail = db.prepare('INSERT OR IGNORE INTO stream_positions (stream, position) SELECT stream, position FROM events WHERE position > ? ORDER BY stream, position');
+    const tail = db.prepare(
+      'INSERT OR IGNORE INTO stream_positions (stream, position) SELECT stream, position FROM events WHERE position > ? ORDER BY stream, position',
+    );
     const indexedTo = db.prepare('UPDATE stream_positions_to SET position = ? WHERE one = 1');
     this.indexTail = (last) => {
       tail.run(this.indexedTo);

@@ -74,7 +74,10 @@ export function readModuleGraph(srcDir: string): ModuleGraph {
 export function purposeOf(text: string): string | undefined {
   const header = /^(?:#![^\n]*\n)?\s*\/\*\*([\s\S]*?)\*\//.exec(text);
   if (header === null) return undefined;
-  const prose = header[1]!.replace(/^\s*\* ?/gm, '').replace(/\s+/g, ' ').trim();
+  const prose = header[1]!
+    .replace(/^\s*\* ?/gm, '')
+    .replace(/\s+/g, ' ')
+    .trim();
   // A sentence ends at a full stop before a space and a capital or a backtick, not inside `a.b` or "e.g. x".
   const end = /\.(?= [A-Z`(])/.exec(prose);
   return end === null ? prose : prose.slice(0, end.index + 1);
@@ -145,7 +148,11 @@ export function engineDiagram(graph: ModuleGraph): string {
   const lines = ['flowchart TD'];
   for (const folder of [...new Set(engine.map(folderOf))]) {
     const inFolder = engine.filter((m) => folderOf(m) === folder);
-    lines.push(`  subgraph ${folder === '.' ? 'engine' : folder}`, ...inFolder.map((m) => `    ${id(m)}["${m.split('/').pop()}"]`), '  end');
+    lines.push(
+      `  subgraph ${folder === '.' ? 'engine' : folder}`,
+      ...inFolder.map((m) => `    ${id(m)}["${m.split('/').pop()}"]`),
+      '  end',
+    );
   }
   const edges = new Set<string>();
   for (const [from, to] of graph.imports) {
@@ -164,7 +171,9 @@ export function moduleList(graph: ModuleGraph): string {
   return [...folders]
     .map(([folder, modules]) => {
       const rows = modules.map((m) => `| [\`${m.split('/').pop()}\`](../${m}.ts) | ${(graph.purposes?.[m] ?? '').replace(/\|/g, '\\|')} |`);
-      return [`### ${folder === '.' ? 'the package root' : folder + '/'}`, '', '| module | what it is |', '|---|---|', ...rows, ''].join('\n');
+      return [`### ${folder === '.' ? 'the package root' : folder + '/'}`, '', '| module | what it is |', '|---|---|', ...rows, ''].join(
+        '\n',
+      );
     })
     .join('\n');
 }
@@ -198,7 +207,7 @@ export function withModuleSection(markdown: string, graph: ModuleGraph): string 
     '```mermaid',
     layerDiagram(graph) + '```',
     '',
-    'The engine\'s modules (arrows into protocol/ and machines/, which nearly all of them use, are left out):',
+    "The engine's modules (arrows into protocol/ and machines/, which nearly all of them use, are left out):",
     '',
     '```mermaid',
     engineDiagram(graph) + '```',

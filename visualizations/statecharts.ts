@@ -35,8 +35,20 @@ export interface StatechartFile {
 }
 
 export const STATECHARTS: readonly Statechart[] = [
-  { name: 'task', source: 'machines/chat/task.ts', title: 'Task', summary: 'one Form A task, pending until its first terminal reply', machine: taskMachine },
-  { name: 'session', source: 'machines/chat/task-session.ts', title: 'Session', summary: 'one Form A session, open until the host, the agent or idleness ends it', machine: taskSessionMachine },
+  {
+    name: 'task',
+    source: 'machines/chat/task.ts',
+    title: 'Task',
+    summary: 'one Form A task, pending until its first terminal reply',
+    machine: taskMachine,
+  },
+  {
+    name: 'session',
+    source: 'machines/chat/task-session.ts',
+    title: 'Session',
+    summary: 'one Form A session, open until the host, the agent or idleness ends it',
+    machine: taskSessionMachine,
+  },
   {
     name: 'subscription',
     source: 'machines/core/subscription.ts',
@@ -44,7 +56,13 @@ export const STATECHARTS: readonly Statechart[] = [
     summary: 'one `GET /v1/events` connection: the replay, then live frames, queued while the socket is full',
     machine: subscriptionMachine,
   },
-  { name: 'conversation', source: 'machines/chat/conversation.ts', title: 'Conversation (Form B)', summary: 'one Form B conversation: append-only, no task states', machine: conversationMachine },
+  {
+    name: 'conversation',
+    source: 'machines/chat/conversation.ts',
+    title: 'Conversation (Form B)',
+    summary: 'one Form B conversation: append-only, no task states',
+    machine: conversationMachine,
+  },
   {
     name: 'delivery',
     source: 'machines/chat/delivery.ts',

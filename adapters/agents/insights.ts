@@ -29,7 +29,11 @@ export function insightsAgent(reasoner: Reasoner, chat: Agent): Agent {
         .reason({
           job_id: turn.task_id,
           purpose: 'live_analysis',
-          payload: { session_id: turn.session_id, transcript: transcriptOf(turn), ...(turn.system_prelude === undefined ? {} : { context: turn.system_prelude }) },
+          payload: {
+            session_id: turn.session_id,
+            transcript: transcriptOf(turn),
+            ...(turn.system_prelude === undefined ? {} : { context: turn.system_prelude }),
+          },
           response_schema: RESULT_SCHEMA,
           deadline_at,
           signal,
@@ -39,7 +43,9 @@ export function insightsAgent(reasoner: Reasoner, chat: Agent): Agent {
       // What was said before is in memory as the host cut it (one sentence, maybe ending in …): a prefix.
       const said = turn.memory.filter((entry) => entry.role === 'assistant').map((entry) => entry.text.replace(/…$/, ''));
       const fresh = (text: string) => !said.some((earlier) => earlier !== 'none' && text.startsWith(earlier));
-      const best = parsed.success ? [...parsed.data.insights].sort((a, b) => b.confidence - a.confidence).find((insight) => fresh(insight.text)) : undefined;
+      const best = parsed.success
+        ? [...parsed.data.insights].sort((a, b) => b.confidence - a.confidence).find((insight) => fresh(insight.text))
+        : undefined;
       // The host cuts a message to one sentence on insights: sessions (PROTOCOL.md 3b.14).
       await reply.message(best?.text ?? 'none');
     },

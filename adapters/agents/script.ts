@@ -12,11 +12,23 @@ const Step = z.union([
   z.strictObject({ typing: z.string() }),
   z.strictObject({ tool_call: z.string() }),
   z.strictObject({ message: z.string() }),
-  z.strictObject({ message_bytes: z.number().int().min(0).max(16 * 1024 * 1024) }),
+  z.strictObject({
+    message_bytes: z
+      .number()
+      .int()
+      .min(0)
+      .max(16 * 1024 * 1024),
+  }),
   z.strictObject({ completed: z.literal(true) }),
   z.strictObject({ silent: z.literal(true) }),
   z.strictObject({ errored: z.strictObject({ code: z.string().min(1), message: z.string() }) }),
-  z.strictObject({ sleep: z.number().int().min(0).max(24 * 60 * 60 * 1000) }),
+  z.strictObject({
+    sleep: z
+      .number()
+      .int()
+      .min(0)
+      .max(24 * 60 * 60 * 1000),
+  }),
   z.strictObject({ end_session: z.literal(true) }),
 ]);
 export type ScriptStep = z.infer<typeof Step>;

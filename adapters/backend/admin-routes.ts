@@ -4,7 +4,14 @@
  * against its digest before the body is read; a backend started without one has no admin routes at all.
  */
 import type { FastifyPluginAsync } from 'fastify';
-import { IntegrationCreateBody, IntegrationPath, PairingTicketBody, TokenRolePath, bearerToken, matchesDigest } from '../../protocol/index.js';
+import {
+  IntegrationCreateBody,
+  IntegrationPath,
+  PairingTicketBody,
+  TokenRolePath,
+  bearerToken,
+  matchesDigest,
+} from '../../protocol/index.js';
 import type { ReasoningEngine } from '../../engine/reasoning/engine.js';
 import { sendError } from '../http/errors.js';
 import type { ZodTypeProvider } from '../http/validation.js';
@@ -13,7 +20,10 @@ import { integrationView } from './view.js';
 
 const BASE = '/api/v1/admin/integrations';
 
-export const adminRoutes: FastifyPluginAsync<{ readonly backend: ReasoningEngine; readonly operatorTokenDigest: string }> = async (scope, { backend, operatorTokenDigest }) => {
+export const adminRoutes: FastifyPluginAsync<{ readonly backend: ReasoningEngine; readonly operatorTokenDigest: string }> = async (
+  scope,
+  { backend, operatorTokenDigest },
+) => {
   scope.addHook('onRequest', async (request, reply) => {
     const token = bearerToken(request.headers.authorization);
     if (token === undefined || !matchesDigest(token, operatorTokenDigest)) {

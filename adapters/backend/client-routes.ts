@@ -30,15 +30,19 @@ export const clientRoutes: FastifyPluginAsync<{ readonly backend: ReasoningEngin
     return read === undefined ? sendError(reply, 'unauthorized') : integrationView(read);
   });
 
-  app.post(`${BASE}/jobs`, { bodyLimit: jobBodyLimit(backend.maxJobBytes), schema: { params: IntegrationPath, body: JobCreateBody } }, async (request, reply) => {
-    const answer = await backend.createJob(request.params.id, request.body);
-    if (answer.outcome === 'over_quota') return sendOverQuota(reply, answer.quota);
-    if (answer.outcome === 'invalid' && 'code' in answer) return sendError(reply, answer.code, answer.message);
-    if (answer.outcome === 'conflict') return sendError(reply, 'job_conflict');
-    if (answer.job === undefined) return sendError(reply, 'unauthorized');
-    // A retried create answers the job as it stands now.
-    return reply.code(answer.outcome === 'created' ? 201 : 200).send(jobView(answer.job));
-  });
+  app.post(
+    `${BASE}/jobs`,
+    { bodyLimit: jobBodyLimit(backend.maxJobBytes), schema: { params: IntegrationPath, body: JobCreateBody } },
+    async (request, reply) => {
+      const answer = await backend.createJob(request.params.id, request.body);
+      if (answer.outcome === 'over_quota') return sendOverQuota(reply, answer.quota);
+      if (answer.outcome === 'invalid' && 'code' in answer) return sendError(reply, answer.code, answer.message);
+      if (answer.outcome === 'conflict') return sendError(reply, 'job_conflict');
+      if (answer.job === undefined) return sendError(reply, 'unauthorized');
+      // A retried create answers the job as it stands now.
+      return reply.code(answer.outcome === 'created' ? 201 : 200).send(jobView(answer.job));
+    },
+  );
 
   app.get(`${BASE}/jobs/:job_id`, { schema: { params: JobPath } }, async (request, reply) => {
     const job = await backend.committedJob(request.params.id, request.params.job_id);
@@ -46,14 +50,26 @@ export const clientRoutes: FastifyPluginAsync<{ readonly backend: ReasoningEngin
   });
 
   // No HEAD twin: a HEAD answer can carry no stream.
-  app.get(`${BASE}/jobs/:job_id/events`, { exposeHeadRoute: false, schema: { params: JobPath, headers: JobStreamHeaders } }, async (request, reply) => {
-    const job = await backend.committedJob(request.params.id, request.params.job_id);
-    if (job === undefined) return sendError(reply, 'job_not_found');
-    const slot = followers.take(reply.raw, request.params.id);
-    if (slot !== 'taken') return sendError(reply, slot === 'full' ? 'too_many_node_followers' : 'too_many_followers', undefined, { 'retry-after': String(STREAMS_RETRY_AFTER_SECONDS) });
-    backend.follow(job, request.headers['last-event-id'], () => streamTransport(reply), (changed) => JSON.stringify(jobView(changed)));
-    return reply;
-  });
+  app.get(
+    `${BASE}/jobs/:job_id/events`,
+    { exposeHeadRoute: false, schema: { params: JobPath, headers: JobStreamHeaders } },
+    async (request, reply) => {
+      const job = await backend.committedJob(request.params.id, request.params.job_id);
+      if (job === undefined) return sendError(reply, 'job_not_found');
+      const slot = followers.take(reply.raw, request.params.id);
+      if (slot !== 'taken')
+        return sendError(reply, slot === 'full' ? 'too_many_node_followers' : 'too_many_followers', undefined, {
+          'retry-after': String(STREAMS_RETRY_AFTER_SECONDS),
+        });
+      backend.follow(
+        job,
+        request.headers['last-event-id'],
+        () => streamTransport(reply),
+        (changed) => JSON.stringify(jobView(changed)),
+      );
+      return reply;
+    },
+  );
 
   app.post(`${BASE}/jobs/:job_id/cancel`, { schema: { params: JobPath } }, async (request, reply) => {
     const answer = await backend.cancel(request.params.id, request.params.job_id);

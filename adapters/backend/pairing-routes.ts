@@ -35,7 +35,11 @@ export function sendRefusal(reply: FastifyReply, { refused, message, retryAfterS
 }
 
 /** How a step's outcome reads on the wire; `render` answers a step taken. */
-function answerStep(reply: FastifyReply, answer: PairingAnswer, render: (answer: PairingAnswer) => unknown = ({ pairing }) => pairingView(pairing!)) {
+function answerStep(
+  reply: FastifyReply,
+  answer: PairingAnswer,
+  render: (answer: PairingAnswer) => unknown = ({ pairing }) => pairingView(pairing!),
+) {
   switch (answer.outcome) {
     case 'unknown':
       return sendError(reply, 'pairing_not_found');
@@ -56,13 +60,22 @@ export const pairingRoutes: FastifyPluginAsync<{ readonly backend: ReasoningEngi
   const { pairings } = backend;
 
   /** The side the request's pairing token is of, if it is of one allowed here; else the answer is sent. */
-  const sideOf = (request: { readonly params: { readonly id: string }; readonly headers: FastifyRequest['headers'] }, reply: FastifyReply, allowed: readonly PairingRole[]): PairingRole | undefined => {
+  const sideOf = (
+    request: { readonly params: { readonly id: string }; readonly headers: FastifyRequest['headers'] },
+    reply: FastifyReply,
+    allowed: readonly PairingRole[],
+  ): PairingRole | undefined => {
     const token = bearerToken(request.headers.authorization);
     const role = token === undefined ? undefined : pairings.roleOf(request.params.id, token);
     if (role !== undefined && allowed.includes(role)) return role;
-    void sendError(reply, 'unauthorized', role === undefined ? undefined : `this message is the ${role === 'client' ? 'assistant' : 'client'}'s to send`, {
-      'www-authenticate': 'Bearer realm="assistant-relay"',
-    });
+    void sendError(
+      reply,
+      'unauthorized',
+      role === undefined ? undefined : `this message is the ${role === 'client' ? 'assistant' : 'client'}'s to send`,
+      {
+        'www-authenticate': 'Bearer realm="assistant-relay"',
+      },
+    );
     return undefined;
   };
 
@@ -70,7 +83,9 @@ export const pairingRoutes: FastifyPluginAsync<{ readonly backend: ReasoningEngi
     const started = await pairings.start(request.body, sourceOf(request.ip));
     if ('refused' in started) return sendRefusal(reply, started);
     const { context } = started.pairing;
-    return reply.code(201).send({ pairing_id: context.pairing_id, handle: context.handle, pairing_token: started.token, expires_at: iso(context.expires_at) });
+    return reply
+      .code(201)
+      .send({ pairing_id: context.pairing_id, handle: context.handle, pairing_token: started.token, expires_at: iso(context.expires_at) });
   });
 
   app.post(`${BASE}/join`, { schema: { body: PairingJoinBody } }, async (request, reply) => {
@@ -78,7 +93,14 @@ export const pairingRoutes: FastifyPluginAsync<{ readonly backend: ReasoningEngi
     if ('refused' in joined) return sendRefusal(reply, joined);
     return answerStep(reply, joined, ({ pairing, token }) => {
       const c = pairing!.context;
-      return { pairing_id: c.pairing_id, provider_kind: c.provider_kind, schema_version: c.schema_version, envelope_version: c.envelope_version, pairing_token: token, expires_at: iso(c.expires_at) };
+      return {
+        pairing_id: c.pairing_id,
+        provider_kind: c.provider_kind,
+        schema_version: c.schema_version,
+        envelope_version: c.envelope_version,
+        pairing_token: token,
+        expires_at: iso(c.expires_at),
+      };
     });
   });
 
@@ -106,7 +128,9 @@ export const pairingRoutes: FastifyPluginAsync<{ readonly backend: ReasoningEngi
 
   app.post(`${BASE}/:id/client-confirm`, { schema: { ...params, body: ConfirmBody } }, async (request, reply) => {
     if (sideOf(request, reply, ['client']) === undefined) return reply;
-    return answerStep(reply, await pairings.confirmClient(request.params.id, request.body.confirmation), ({ token }) => ({ client_token: token }));
+    return answerStep(reply, await pairings.confirmClient(request.params.id, request.body.confirmation), ({ token }) => ({
+      client_token: token,
+    }));
   });
 
   app.post(`${BASE}/:id/assistant-confirm`, { schema: { ...params, body: ConfirmBody } }, async (request, reply) => {

@@ -41,15 +41,19 @@ export const pluginRoutes: FastifyPluginAsync<{ readonly backend: ReasoningEngin
   const app = scope.withTypeProvider<ZodTypeProvider>();
 
   // No HEAD twin: a HEAD answer can carry no stream.
-  app.get(`${BASE}/stream`, { exposeHeadRoute: false, schema: { params: IntegrationPath, headers: JobStreamHeaders } }, async (request, reply) => {
-    // A refused plugin takes no jobs (6c.5): its heartbeats go on, and the first one admitted opens the way.
-    const refusal = backend.refusalOf(request.params.id);
-    if (refusal !== undefined) return sendError(reply, 'plugin_refused', refusal.message);
-    const opened = await backend.openStream(request.params.id, request.headers['last-event-id'], () => streamTransport(reply));
-    // Authenticated a moment ago: only a revocation in between leaves no stream.
-    if (opened === undefined) return sendError(reply, 'unauthorized');
-    return 'over' in opened ? sendOverQuota(reply, opened) : reply;
-  });
+  app.get(
+    `${BASE}/stream`,
+    { exposeHeadRoute: false, schema: { params: IntegrationPath, headers: JobStreamHeaders } },
+    async (request, reply) => {
+      // A refused plugin takes no jobs (6c.5): its heartbeats go on, and the first one admitted opens the way.
+      const refusal = backend.refusalOf(request.params.id);
+      if (refusal !== undefined) return sendError(reply, 'plugin_refused', refusal.message);
+      const opened = await backend.openStream(request.params.id, request.headers['last-event-id'], () => streamTransport(reply));
+      // Authenticated a moment ago: only a revocation in between leaves no stream.
+      if (opened === undefined) return sendError(reply, 'unauthorized');
+      return 'over' in opened ? sendOverQuota(reply, opened) : reply;
+    },
+  );
 
   app.post(`${BASE}/heartbeat`, { schema: { params: IntegrationPath, body: Heartbeat } }, async (request, reply) => {
     const answer = await backend.integrations.heartbeat(request.params.id, request.body);
@@ -63,10 +67,14 @@ export const pluginRoutes: FastifyPluginAsync<{ readonly backend: ReasoningEngin
     return answerJob(reply, answer);
   });
 
-  app.post(`${BASE}/jobs/:job_id/result`, { bodyLimit: jobBodyLimit(backend.maxJobBytes), schema: { params: JobPath, body: JobResultBody } }, async (request, reply) => {
-    // A result of a job taken before a refusal is still taken: the refusal stops new jobs, not finished ones.
-    return answerJob(reply, await backend.result(request.params.id, request.params.job_id, request.body));
-  });
+  app.post(
+    `${BASE}/jobs/:job_id/result`,
+    { bodyLimit: jobBodyLimit(backend.maxJobBytes), schema: { params: JobPath, body: JobResultBody } },
+    async (request, reply) => {
+      // A result of a job taken before a refusal is still taken: the refusal stops new jobs, not finished ones.
+      return answerJob(reply, await backend.result(request.params.id, request.params.job_id, request.body));
+    },
+  );
 
   app.post(`${BASE}/rekeys/:rekey_id`, { schema: { params: RekeyPath, body: RekeyAnswerBody } }, async (request, reply) => {
     const outcome = await backend.integrations.answerRekey(request.params.id, request.params.rekey_id, request.body);

@@ -97,24 +97,43 @@ export interface RelayHealth {
   readonly epoch: string;
   /** This node: whether it drains, and how far it has folded the log. */
   readonly node: { readonly draining: boolean; readonly position: number };
-  readonly store: { readonly kind: 'sqlite' } | { readonly kind: 'postgres'; readonly reachable: boolean; readonly head?: number; readonly error?: string };
+  readonly store:
+    | { readonly kind: 'sqlite' }
+    | { readonly kind: 'postgres'; readonly reachable: boolean; readonly head?: number; readonly error?: string };
   readonly broker?: { readonly kind: 'nats' | 'redis'; readonly connected: boolean };
 }
 
 /** The backend's log that `db` or `store` names: an SQLite file, or PostgreSQL (its schema migrated). */
-export async function openBackendStore(where: Pick<BackendRelayOptions, 'db' | 'store'>, onIdleError?: (error: unknown) => void): Promise<BackendStore> {
+export async function openBackendStore(
+  where: Pick<BackendRelayOptions, 'db' | 'store'>,
+  onIdleError?: (error: unknown) => void,
+): Promise<BackendStore> {
   if (where.store === undefined) return EventLog.open<BackendEvent>({ path: where.db!, streamOf: backendStreamOf });
-  return PgEventLog.open<BackendEvent>({ schema: DEFAULT_SCHEMA, ...where.store, streamOf: backendStreamOf, ...(onIdleError === undefined ? {} : { onIdleError }) });
+  return PgEventLog.open<BackendEvent>({
+    schema: DEFAULT_SCHEMA,
+    ...where.store,
+    streamOf: backendStreamOf,
+    ...(onIdleError === undefined ? {} : { onIdleError }),
+  });
 }
 
 export async function createBackendRelay(options: BackendRelayOptions): Promise<BackendRelay> {
-  if ((options.db === undefined) === (options.store === undefined)) throw new TypeError('a backend relay takes either db (SQLite, one node) or store (PostgreSQL, shared)');
-  if (options.broker !== undefined && options.store === undefined) throw new TypeError('broker carries news between nodes that share a store: give store too');
-  if (options.store !== undefined && (options.inspect || options.statelyInspector !== undefined)) throw new TypeError('inspect and statelyInspector read an SQLite log file: they take db, not store');
-  const inspection = { db: options.db ?? '', inspect: options.inspect, statelyInspector: options.statelyInspector, token: options.operatorToken };
+  if ((options.db === undefined) === (options.store === undefined))
+    throw new TypeError('a backend relay takes either db (SQLite, one node) or store (PostgreSQL, shared)');
+  if (options.broker !== undefined && options.store === undefined)
+    throw new TypeError('broker carries news between nodes that share a store: give store too');
+  if (options.store !== undefined && (options.inspect || options.statelyInspector !== undefined))
+    throw new TypeError('inspect and statelyInspector read an SQLite log file: they take db, not store');
+  const inspection = {
+    db: options.db ?? '',
+    inspect: options.inspect,
+    statelyInspector: options.statelyInspector,
+    token: options.operatorToken,
+  };
   checkInspection(inspection);
   const logger = options.logger;
-  const report = (error: unknown, what: string) => (logger === undefined ? process.emitWarning(`assistant-relay backend: ${what}: ${String(error)}`) : logger.warn({ err: error }, what));
+  const report = (error: unknown, what: string) =>
+    logger === undefined ? process.emitWarning(`assistant-relay backend: ${what}: ${String(error)}`) : logger.warn({ err: error }, what);
   const log = await openBackendStore(options, (error) => report(error, 'a PostgreSQL connection was lost'));
   let broker: BrokerPubSub | undefined;
   let backend: ReasoningEngine;
@@ -122,7 +141,9 @@ export async function createBackendRelay(options: BackendRelayOptions): Promise<
   try {
     if (options.broker !== undefined) broker = await connectBroker({ ...options.broker, report });
     const config: BackendRelayConfig = {
-      ...(logger === undefined ? {} : { onError: (error: unknown, { what }: { what: string }) => logger.error({ err: error }, `${what} failed`) }),
+      ...(logger === undefined
+        ? {}
+        : { onError: (error: unknown, { what }: { what: string }) => logger.error({ err: error }, `${what} failed`) }),
       resultChecker: checks,
       ...options.config,
       ...(options.pairing === undefined ? {} : { pairing: options.pairing }),
@@ -143,7 +164,13 @@ export async function createBackendRelay(options: BackendRelayOptions): Promise<
       const head = await log.head();
       return { ok: !draining, epoch: backend.epoch, node, store: { kind: 'postgres', reachable: true, head }, ...brokerHealth };
     } catch (error) {
-      return { ok: false, epoch: backend.epoch, node, store: { kind: 'postgres', reachable: false, error: (error as Error).message }, ...brokerHealth };
+      return {
+        ok: false,
+        epoch: backend.epoch,
+        node,
+        store: { kind: 'postgres', reachable: false, error: (error as Error).message },
+        ...brokerHealth,
+      };
     }
   };
   let server: FastifyInstance | undefined;

@@ -54,7 +54,8 @@ export class ResultChecks implements ResultChecker {
     const { timeoutMs, workers, maxQueued, inlineWork } = this.limits;
     if (!(timeoutMs >= 1)) throw new RangeError('resultChecks.timeoutMs must be at least 1');
     if (!Number.isSafeInteger(workers) || workers < 1) throw new RangeError('resultChecks.workers must be a whole number, at least 1');
-    if (!Number.isSafeInteger(maxQueued) || maxQueued < 0) throw new RangeError('resultChecks.maxQueued must be a whole number, at least 0');
+    if (!Number.isSafeInteger(maxQueued) || maxQueued < 0)
+      throw new RangeError('resultChecks.maxQueued must be a whole number, at least 0');
     if (!(inlineWork >= 0)) throw new RangeError('resultChecks.inlineWork must not be negative');
     const file = workerFile();
     this.threads = Array.from({ length: workers }, () => new CheckingThread(file, timeoutMs));
@@ -63,7 +64,8 @@ export class ResultChecks implements ResultChecker {
   check(check: ResultCheck): ResultVerdict | Promise<ResultVerdict> {
     if (checkWork(check.schema, check.bytes) <= this.limits.inlineWork) return inlineResultChecker.check(check);
     if (this.holders.has(check.integrationId)) return this.busy('this integration has a costly result check under way');
-    if (this.holders.size >= this.limits.workers + this.limits.maxQueued) return this.busy('the backend has the most costly result checks under way and waiting it takes');
+    if (this.holders.size >= this.limits.workers + this.limits.maxQueued)
+      return this.busy('the backend has the most costly result checks under way and waiting it takes');
     this.holders.add(check.integrationId);
     const verdict = new Promise<ResultVerdict>((resolve, reject) => this.waiting.push({ check, resolve, reject }));
     this.pump();
@@ -86,7 +88,10 @@ export class ResultChecks implements ResultChecker {
     for (const thread of this.threads) {
       if (thread.busy || this.waiting.length === 0) continue;
       const task = this.waiting.shift()!;
-      thread.run(task.check).then(task.resolve, task.reject).finally(() => this.pump());
+      thread
+        .run(task.check)
+        .then(task.resolve, task.reject)
+        .finally(() => this.pump());
     }
   }
 }
@@ -115,7 +120,10 @@ class CheckingThread {
         const budget = setTimeout(() => {
           done();
           this.replace();
-          resolve({ outcome: 'too_costly', message: `checking the result against the job's response_schema took longer than the ${this.timeoutMs} ms this backend gives one check` });
+          resolve({
+            outcome: 'too_costly',
+            message: `checking the result against the job's response_schema took longer than the ${this.timeoutMs} ms this backend gives one check`,
+          });
         }, this.timeoutMs);
         const answered = (message: CheckerMessage) => {
           done();

@@ -52,7 +52,12 @@ export function backendSeams(store: BackendStore, config: BackendRelayConfig = {
     if (broker !== undefined) {
       throw new Error('a broker carries the channel between nodes that share a PostgreSQL log: this backend has its own');
     }
-    const onFatal = config.onFatal ?? ((error) => process.nextTick(() => { throw error; }));
+    const onFatal =
+      config.onFatal ??
+      ((error) =>
+        process.nextTick(() => {
+          throw error;
+        }));
     return {
       ...common,
       log: new LocalBackendLog(store, { clock, onFatal, report, ...snapshots }),

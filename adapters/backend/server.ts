@@ -43,7 +43,8 @@ export async function buildBackendServer(backend: ReasoningEngine, options: Back
     await scope.register(pluginRoutes, { backend });
     await scope.register(clientRoutes, { backend });
     await scope.register(pairingRoutes, { backend });
-    if (options.operatorTokenDigest !== undefined) await scope.register(adminRoutes, { backend, operatorTokenDigest: options.operatorTokenDigest });
+    if (options.operatorTokenDigest !== undefined)
+      await scope.register(adminRoutes, { backend, operatorTokenDigest: options.operatorTokenDigest });
   });
   return app;
 }

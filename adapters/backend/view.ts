@@ -47,14 +47,17 @@ export function integrationView({ integration, profile: probed }: IntegrationRea
             ...(seen.refused === undefined ? {} : { refused: seen.refused }),
           },
         }),
-    ...(probed === undefined ? {} : { capability_profile: probed.profile, capability_probe: { job_id: probed.job_id, completed_at: iso(probed.completed_at) } }),
+    ...(probed === undefined
+      ? {}
+      : { capability_profile: probed.profile, capability_probe: { job_id: probed.job_id, completed_at: iso(probed.completed_at) } }),
   };
 }
 
 /** A pairing: its step, and every message of either side so far (public values only). */
 export function pairingView(pairing: PairingSnapshot): PairingView {
   const c = pairing.context;
-  const optional = <K extends string>(key: K, value: string | undefined) => (value === undefined ? {} : ({ [key]: value } as Record<K, string>));
+  const optional = <K extends string>(key: K, value: string | undefined) =>
+    value === undefined ? {} : ({ [key]: value } as Record<K, string>);
   return {
     pairing_id: c.pairing_id,
     provider_kind: c.provider_kind,

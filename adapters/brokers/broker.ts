@@ -36,7 +36,8 @@ export abstract class BrokerPubSub implements PubSub {
 
   constructor(options: BrokerOptions) {
     this.namespace = options.namespace ?? DEFAULT_NAMESPACE;
-    if (!NAMESPACE.test(this.namespace)) throw new RangeError(`a broker namespace must match ${NAMESPACE}: ${JSON.stringify(this.namespace)}`);
+    if (!NAMESPACE.test(this.namespace))
+      throw new RangeError(`a broker namespace must match ${NAMESPACE}: ${JSON.stringify(this.namespace)}`);
     this.report = options.report ?? ((error, what) => process.emitWarning(`assistant-relay broker: ${what}: ${String(error)}`));
     this.local = new LocalPubSub((error, topic) => this.report(error, `a subscriber of ${topic}`));
   }

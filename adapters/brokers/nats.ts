@@ -5,7 +5,17 @@
  * reconnect, so an outage of a node's connection or of the server loses no notice kept meanwhile.
  */
 import { connect, type NatsConnection } from '@nats-io/transport-node';
-import { DeliverPolicy, DiscardPolicy, StorageType, jetstream, jetstreamManager, type ConsumerMessages, type JetStreamClient, type StreamAPI, type StreamConfig } from '@nats-io/jetstream';
+import {
+  DeliverPolicy,
+  DiscardPolicy,
+  StorageType,
+  jetstream,
+  jetstreamManager,
+  type ConsumerMessages,
+  type JetStreamClient,
+  type StreamAPI,
+  type StreamConfig,
+} from '@nats-io/jetstream';
 import { BrokerPubSub, delay, type BrokerHealth, type BrokerOptions } from './broker.js';
 
 /** How long the stream keeps a notice: long enough for a consumer to come back after a blip. */
@@ -81,7 +91,13 @@ export class NatsPubSub extends BrokerPubSub {
 
   private async ensureStream(): Promise<void> {
     const manager = await jetstreamManager(this.connection);
-    await ensureStream(manager.streams, { name: this.stream, subjects: [`${this.namespace}.assistant_channel.>`], storage: StorageType.File, max_age: KEEP_NS, discard: DiscardPolicy.Old });
+    await ensureStream(manager.streams, {
+      name: this.stream,
+      subjects: [`${this.namespace}.assistant_channel.>`],
+      storage: StorageType.File,
+      max_age: KEEP_NS,
+      discard: DiscardPolicy.Old,
+    });
   }
 
   /** An ordered consumer of the stream from its end. */

@@ -26,7 +26,8 @@ export class RedisPubSub extends BrokerPubSub {
     // A publish while Redis is away fails at once (reported), rather than queueing without bound.
     this.publisher = new Redis(url, { ...common, enableOfflineQueue: false, maxRetriesPerRequest: 1 });
     this.reader = new Redis(url, { ...common, maxRetriesPerRequest: null });
-    for (const connection of [this.publisher, this.reader]) connection.on('error', (error: unknown) => this.failed(error, 'the Redis connection'));
+    for (const connection of [this.publisher, this.reader])
+      connection.on('error', (error: unknown) => this.failed(error, 'the Redis connection'));
     // After a reconnect the stream may be a new one (a Redis that restarted empty): read on from its end.
     this.reader.on('ready', () => (this.last = undefined));
   }

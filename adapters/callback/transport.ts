@@ -33,7 +33,9 @@ export function httpCallbackTransport(options: HttpCallbackTransportOptions): Ca
   // TLS's `ca` replaces the default roots: added to them instead, so public receivers stay trusted too.
   // One context for every attempt: building it parses every root certificate.
   const secureContext =
-    options.ca === undefined ? undefined : createSecureContext({ ca: [...rootCertificates, ...(Array.isArray(options.ca) ? options.ca : [options.ca])] });
+    options.ca === undefined
+      ? undefined
+      : createSecureContext({ ca: [...rootCertificates, ...(Array.isArray(options.ca) ? options.ca : [options.ca])] });
   return {
     async post(request) {
       if (request.signal.aborted) return { kind: 'aborted' };
@@ -112,7 +114,12 @@ function pinnedConnector(addresses: Addresses, { signal, secureContext }: Attemp
       const to = { host: address, port: Number(port) || (tls ? 443 : 80) };
       // SNI carries names only; for an IP-literal URL the certificate is checked against the address.
       const socket = tls
-        ? connectTls({ ...to, ALPNProtocols: ['http/1.1'], ...(isIP(hostname) ? {} : { servername: hostname }), ...(secureContext ? { secureContext } : {}) })
+        ? connectTls({
+            ...to,
+            ALPNProtocols: ['http/1.1'],
+            ...(isIP(hostname) ? {} : { servername: hostname }),
+            ...(secureContext ? { secureContext } : {}),
+          })
         : connectTcp(to);
       const settle = () => {
         signal.removeEventListener('abort', abandon);
@@ -135,7 +142,6 @@ function pinnedConnector(addresses: Addresses, { signal, secureContext }: Attemp
     attempt(addresses);
   };
 }
-
 
 /** `{ok: true, ignored: true, reason: "session_ended"}` with those literal values (4.2, rules for POST /v1/incoming). */
 function isSessionEnded(text: string | undefined): boolean {

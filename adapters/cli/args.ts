@@ -98,7 +98,6 @@ const FLAGS = {
 
 type Flag = keyof typeof FLAGS;
 
-
 /** Connection time limits are meant in seconds; an hour is already far past any use, and far below Node's timer range. */
 const CONNECTION_LIMIT_MAX_MS = 3_600_000;
 
@@ -143,7 +142,10 @@ export function parseServeArgs(argv: readonly string[], env: NodeJS.ProcessEnv):
   const headersTimeoutMs = optionalDuration('headers-timeout', CONNECTION_LIMIT_MAX_MS);
   const requestTimeoutMs = optionalDuration('request-timeout', CONNECTION_LIMIT_MAX_MS);
   try {
-    httpLimits({ ...(headersTimeoutMs !== undefined ? { headersTimeoutMs } : {}), ...(requestTimeoutMs !== undefined ? { requestTimeoutMs } : {}) });
+    httpLimits({
+      ...(headersTimeoutMs !== undefined ? { headersTimeoutMs } : {}),
+      ...(requestTimeoutMs !== undefined ? { requestTimeoutMs } : {}),
+    });
   } catch {
     // The one rule between the limits, checked here to say it in flags rather than fail at start.
     throw new UsageError('--headers-timeout must not be longer than --request-timeout');

@@ -104,7 +104,12 @@ const FLAGS = {
   'result-check-timeout': { type: 'string' },
   'log-level': { type: 'string' },
 } as const;
-const INTEGRATION_FLAGS = { db: { type: 'string' }, store: { type: 'string' }, schema: { type: 'string' }, provider: { type: 'string' } } as const;
+const INTEGRATION_FLAGS = {
+  db: { type: 'string' },
+  store: { type: 'string' },
+  schema: { type: 'string' },
+  provider: { type: 'string' },
+} as const;
 const DEFAULT_DB = 'data/backend.db';
 
 export async function backendCommand(argv: readonly string[], env: NodeJS.ProcessEnv): Promise<void> {
@@ -133,11 +138,33 @@ export async function backendCommand(argv: readonly string[], env: NodeJS.Proces
   const trustProxy = parseProxies('trust-proxy', get('trust-proxy'));
   const checkTimeout = get('result-check-timeout');
   const resultChecks = checkTimeout === undefined ? {} : { timeoutMs: parseDuration('result-check-timeout', checkTimeout, 60_000) };
-  const relay = await createBackendRelay({ ...where.options, corsOrigins, logger, config, pairing, trustProxy, resultChecks, ...(operatorToken === undefined ? {} : { operatorToken }) });
+  const relay = await createBackendRelay({
+    ...where.options,
+    corsOrigins,
+    logger,
+    config,
+    pairing,
+    trustProxy,
+    resultChecks,
+    ...(operatorToken === undefined ? {} : { operatorToken }),
+  });
   const url = await relay.listen({ host: get('host') ?? '127.0.0.1', port: integer('port', get('port') ?? '8788', 0, 65535) });
-  logger.info({ url, ...where.said, epoch: relay.epoch, admin_routes: operatorToken !== undefined, cors_origins: corsOrigins, pairing, trust_proxy: trustProxy }, 'serving');
+  logger.info(
+    {
+      url,
+      ...where.said,
+      epoch: relay.epoch,
+      admin_routes: operatorToken !== undefined,
+      cors_origins: corsOrigins,
+      pairing,
+      trust_proxy: trustProxy,
+    },
+    'serving',
+  );
   if (pairing === 'ticket' && operatorToken === undefined && where.options.store === undefined) {
-    logger.warn('--pairing ticket without --token-file: no ticket can be issued, so no pairing can start (give --token-file, or --pairing open)');
+    logger.warn(
+      '--pairing ticket without --token-file: no ticket can be issued, so no pairing can start (give --token-file, or --pairing open)',
+    );
   }
   runUntilSignalled(logger, { listening: url }, () => relay.close());
 }
@@ -145,7 +172,16 @@ export async function backendCommand(argv: readonly string[], env: NodeJS.Proces
 /** The quotas the flags set (PROTOCOL.md 6e.18 to 6e.21); the others keep their defaults. */
 export function quotaFlags(
   get: (
-    name: 'max-open-jobs' | 'max-followers' | 'max-node-followers' | 'status-interval' | 'max-rekeys-per-hour' | 'rekey-replace-after' | 'max-jobs-per-minute' | 'max-settled-jobs' | 'max-stream-opens-per-minute',
+    name:
+      | 'max-open-jobs'
+      | 'max-followers'
+      | 'max-node-followers'
+      | 'status-interval'
+      | 'max-rekeys-per-hour'
+      | 'rekey-replace-after'
+      | 'max-jobs-per-minute'
+      | 'max-settled-jobs'
+      | 'max-stream-opens-per-minute',
   ) => string | undefined,
 ): Partial<Quotas> {
   const count = (flag: Parameters<typeof get>[0], key: keyof Quotas, max: number) => {
@@ -171,20 +207,26 @@ export function quotaFlags(
 }
 
 /** The log the flags name, and what the `serving` line says of it (never a password). */
-function whereOf(get: (name: keyof typeof FLAGS) => string | undefined): { options: Pick<BackendRelayOptions, 'db' | 'store' | 'broker'>; said: Record<string, unknown> } {
+function whereOf(get: (name: keyof typeof FLAGS) => string | undefined): {
+  options: Pick<BackendRelayOptions, 'db' | 'store' | 'broker'>;
+  said: Record<string, unknown>;
+} {
   const store = get('store');
   const pubsub = get('pubsub');
   if (store === undefined) {
-    for (const flag of ['pubsub', 'schema', 'namespace', 'pool', 'store-timeout', 'store-queue'] as const) if (get(flag) !== undefined) throw new UsageError(`--${flag} goes with --store`);
+    for (const flag of ['pubsub', 'schema', 'namespace', 'pool', 'store-timeout', 'store-queue'] as const)
+      if (get(flag) !== undefined) throw new UsageError(`--${flag} goes with --store`);
     const db = get('db') ?? DEFAULT_DB;
     return { options: { db }, said: { db } };
   }
   if (get('db') !== undefined) throw new UsageError('--db and --store name two logs: give one');
   const storeUrl = urlOf('store', store, ['postgres:', 'postgresql:']);
   const schema = get('schema') ?? DEFAULT_SCHEMA;
-  if (!SCHEMA_NAME.test(schema)) throw new UsageError(`--schema must be lowercase letters, digits and _ (at most 63), not ${JSON.stringify(schema)}`);
+  if (!SCHEMA_NAME.test(schema))
+    throw new UsageError(`--schema must be lowercase letters, digits and _ (at most 63), not ${JSON.stringify(schema)}`);
   const namespace = get('namespace') ?? DEFAULT_NAMESPACE;
-  if (!NAMESPACE.test(namespace)) throw new UsageError(`--namespace must be letters, digits, _ and - (at most 64), not ${JSON.stringify(namespace)}`);
+  if (!NAMESPACE.test(namespace))
+    throw new UsageError(`--namespace must be letters, digits, _ and - (at most 64), not ${JSON.stringify(namespace)}`);
   const pool = get('pool');
   const timeout = get('store-timeout');
   const brokerUrl = pubsub === undefined ? undefined : urlOf('pubsub', pubsub, BROKER_SCHEMES);
@@ -197,7 +239,14 @@ function whereOf(get: (name: keyof typeof FLAGS) => string | undefined): { optio
     },
     ...(brokerUrl === undefined ? {} : { broker: { url: brokerUrl.href, namespace } }),
   };
-  return { options, said: { store: withoutPassword(storeUrl), schema, ...(brokerUrl === undefined ? {} : { pubsub: withoutPassword(brokerUrl), namespace }) } };
+  return {
+    options,
+    said: {
+      store: withoutPassword(storeUrl),
+      schema,
+      ...(brokerUrl === undefined ? {} : { pubsub: withoutPassword(brokerUrl), namespace }),
+    },
+  };
 }
 
 function urlOf(flag: string, text: string, schemes: readonly string[]): URL {
@@ -207,7 +256,8 @@ function urlOf(flag: string, text: string, schemes: readonly string[]): URL {
   } catch {
     throw new UsageError(`--${flag} must be a URL (${schemes.map((s) => `${s}//`).join(' or ')}…), not ${JSON.stringify(text)}`);
   }
-  if (!schemes.includes(url.protocol)) throw new UsageError(`--${flag} must start ${schemes.map((s) => `${s}//`).join(' or ')}, not ${url.protocol}//`);
+  if (!schemes.includes(url.protocol))
+    throw new UsageError(`--${flag} must start ${schemes.map((s) => `${s}//`).join(' or ')}, not ${url.protocol}//`);
   return url;
 }
 

@@ -45,7 +45,10 @@ export const SAMPLE_CALL = fileURLToPath(packageFile('samples/sales-call.txt', i
 /** A transcript's lines, one `Speaker: text` each; blank lines are left out. */
 export function readTranscript(file: string): string[] {
   try {
-    return readFileSync(file, 'utf8').split('\n').map((line) => line.trim()).filter(Boolean);
+    return readFileSync(file, 'utf8')
+      .split('\n')
+      .map((line) => line.trim())
+      .filter(Boolean);
   } catch (error) {
     throw new UsageError(`--transcript ${file}: ${(error as Error).message}`);
   }
@@ -86,13 +89,22 @@ export async function playCall(
 export type CallSummary = z.infer<typeof PURPOSES.session_summary.result>;
 
 /** Asks for the call's summary as a job (BYO when `jobs` holds keys) and follows it to its end; `onState` sees each state once. */
-export async function summarizeCall(jobs: JobsClient, session: string, lines: readonly string[], onState: (view: JobView) => void): Promise<{ readonly job: JobView; readonly summary: CallSummary }> {
+export async function summarizeCall(
+  jobs: JobsClient,
+  session: string,
+  lines: readonly string[],
+  onState: (view: JobView) => void,
+): Promise<{ readonly job: JobView; readonly summary: CallSummary }> {
   let state: JobView['state'] | undefined;
   const changed = (view: JobView) => {
     if (view.state !== state) onState(view);
     state = view.state;
   };
-  const created = await jobs.create({ purpose: 'session_summary', payload: { session_id: session, transcript: lines.map(transcriptLine) }, deadline_ms: 60_000 });
+  const created = await jobs.create({
+    purpose: 'session_summary',
+    payload: { session_id: session, transcript: lines.map(transcriptLine) },
+    deadline_ms: 60_000,
+  });
   changed(created);
   const done = await jobs.follow(created, changed);
   if (done.state !== 'completed') throw new Error(`the summary job ended ${done.state}${done.error ? `: ${done.error.code}` : ''}`);
@@ -117,7 +129,8 @@ export function callCommand(argv: readonly string[], env: NodeJS.ProcessEnv): Pr
     const paceMs = parseDuration('pace', flags('pace') ?? '300ms');
     const session = flags('session') ?? `call-${crypto.randomUUID().slice(0, 8)}`;
     const json = flags('json') === true;
-    const show = (kind: string, fields: Record<string, unknown>, text: string) => process.stdout.write(json ? `${JSON.stringify({ kind, session, ...fields })}\n` : `${text}\n`);
+    const show = (kind: string, fields: Record<string, unknown>, text: string) =>
+      process.stdout.write(json ? `${JSON.stringify({ kind, session, ...fields })}\n` : `${text}\n`);
 
     const client = new FormAClient({ url, token });
     await playCall(client, session, lines, {
@@ -130,8 +143,14 @@ export function callCommand(argv: readonly string[], env: NodeJS.ProcessEnv): Pr
     const keysFile = flags('keys');
     if (keysFile === undefined) return;
     const keys = keysFileFlag(keysFile, ClientKeysFile);
-    const jobs = new JobsClient(integrationClient(keys.backend, keys.integration_id, keys.client_token), keys.integration_id, keyringOfFile(keys));
-    const { summary } = await summarizeCall(jobs, session, lines, (view) => show('job', { job_id: view.job_id, state: view.state }, `  (summary: ${view.state})`));
+    const jobs = new JobsClient(
+      integrationClient(keys.backend, keys.integration_id, keys.client_token),
+      keys.integration_id,
+      keyringOfFile(keys),
+    );
+    const { summary } = await summarizeCall(jobs, session, lines, (view) =>
+      show('job', { job_id: view.job_id, state: view.state }, `  (summary: ${view.state})`),
+    );
     show('summary', summary, summaryLines(summary).join('\n'));
   });
 }

@@ -20,7 +20,12 @@ export const CHAT_USAGE = `usage: assistant-relay chat --url URL --token-file FI
 Type a line and press Enter; Ctrl-D ends the chat once the replies still due have come.
 Each flag may also be set as ASSISTANT_RELAY_<FLAG>.`;
 
-const FLAGS = { url: { type: 'string' }, 'token-file': { type: 'string' }, session: { type: 'string' }, json: { type: 'boolean' } } as const;
+const FLAGS = {
+  url: { type: 'string' },
+  'token-file': { type: 'string' },
+  session: { type: 'string' },
+  json: { type: 'boolean' },
+} as const;
 
 export async function chatCommand(argv: readonly string[], env: NodeJS.ProcessEnv): Promise<void> {
   const flags = readFlags(argv, FLAGS, env);
@@ -112,7 +117,11 @@ export async function followTask(task: TaskHandle, show: Show): Promise<void> {
     else show('reply', { task_id: task.task_id, status: reply.status });
   } catch (error) {
     const failed = error instanceof TaskFailed ? error : undefined;
-    show('error', { task_id: task.task_id, code: failed?.kind === 'lost' ? 'lost' : (failed?.reason ?? 'failed'), message: (error as Error).message });
+    show('error', {
+      task_id: task.task_id,
+      code: failed?.kind === 'lost' ? 'lost' : (failed?.reason ?? 'failed'),
+      message: (error as Error).message,
+    });
   }
 }
 

@@ -37,7 +37,11 @@ export function credentialsFromFlags(flag: (name: keyof typeof CLIENT_FLAGS) => 
   const given = (['integration', 'client-token-file'] as const).filter((name) => flag(name) !== undefined);
   if (given.length > 0) throw new UsageError(`--keys names the integration and its token: leave out --${given.join(' and --')}`);
   const file = keysFileFlag(keysFile, ClientKeysFile);
-  return { client: integrationClient(flag('backend') ?? file.backend, file.integration_id, file.client_token), integrationId: file.integration_id, keys: keyringOfFile(file) };
+  return {
+    client: integrationClient(flag('backend') ?? file.backend, file.integration_id, file.client_token),
+    integrationId: file.integration_id,
+    keys: keyringOfFile(file),
+  };
 }
 
 /** The keys file a `--keys` flag names; one that cannot be used is a usage error that says why. */

@@ -206,7 +206,10 @@ async function tour({ files, lines, paceMs, token, reasoner, logger, timeline: t
 
   const formA = new FormAClient({ url: hostAUrl, token });
   parts.push({ close: async () => formA.close() });
-  t.say('call', `plays ${lines.length} lines into insights:${call}, each ${paceMs} ms after the one before is answered; insights come back as the call goes`);
+  t.say(
+    'call',
+    `plays ${lines.length} lines into insights:${call}, each ${paceMs} ms after the one before is answered; insights come back as the call goes`,
+  );
   for (const note of reasonerNote(reasoner)) t.say('call', note);
   const insights = await t.step(
     'call',

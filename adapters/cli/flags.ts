@@ -21,7 +21,11 @@ type FlagValue<T> = T extends { readonly type: 'boolean' } ? boolean : string;
  * The flags of `argv` (no positionals), each falling back to its environment variable; a boolean flag is set
  * from the environment by `1` or `true`.
  */
-export function readFlags<S extends FlagSpec>(argv: readonly string[], spec: S, env: NodeJS.ProcessEnv): <F extends keyof S & string>(flag: F) => FlagValue<S[F]> | undefined {
+export function readFlags<S extends FlagSpec>(
+  argv: readonly string[],
+  spec: S,
+  env: NodeJS.ProcessEnv,
+): <F extends keyof S & string>(flag: F) => FlagValue<S[F]> | undefined {
   let values: Record<string, string | boolean | undefined>;
   try {
     ({ values } = parseArgs({ args: [...argv], options: spec, strict: true, allowPositionals: false }));
@@ -30,7 +34,8 @@ export function readFlags<S extends FlagSpec>(argv: readonly string[], spec: S, 
   }
   return <F extends keyof S & string>(flag: F) => {
     const fromEnv = env[`ASSISTANT_RELAY_${flag.toUpperCase().replaceAll('-', '_')}`];
-    if (spec[flag]!.type === 'boolean') return (values[flag] ?? (fromEnv === undefined ? undefined : fromEnv === '1' || fromEnv === 'true')) as FlagValue<S[F]> | undefined;
+    if (spec[flag]!.type === 'boolean')
+      return (values[flag] ?? (fromEnv === undefined ? undefined : fromEnv === '1' || fromEnv === 'true')) as FlagValue<S[F]> | undefined;
     return (values[flag] ?? fromEnv) as FlagValue<S[F]> | undefined;
   };
 }
@@ -79,7 +84,12 @@ export function parseOrigins(flag: string, text: string | undefined): string[] {
   return text.split(',').map((entry) => {
     const value = entry.trim();
     const url = URL.canParse(value) ? new URL(value) : undefined;
-    if (url === undefined || !/^https?:$/.test(url.protocol) || url.origin === 'null' || value.replace(/\/$/, '').toLowerCase() !== url.origin.toLowerCase()) {
+    if (
+      url === undefined ||
+      !/^https?:$/.test(url.protocol) ||
+      url.origin === 'null' ||
+      value.replace(/\/$/, '').toLowerCase() !== url.origin.toLowerCase()
+    ) {
       throw new UsageError(`--${flag}: ${JSON.stringify(value)} is not an origin such as https://app.example or http://localhost:5173`);
     }
     return url.origin;
@@ -103,6 +113,7 @@ export function parseProxies(flag: string, text: string | undefined): string[] {
 
 /** A base URL flag (`--backend`, `--url`), without its trailing slashes; only http and https. */
 export function baseUrlFlag(flag: string, value: string): string {
-  if (!URL.canParse(value) || !/^https?:$/.test(new URL(value).protocol)) throw new UsageError(`--${flag} must be an http or https URL, not ${JSON.stringify(value)}`);
+  if (!URL.canParse(value) || !/^https?:$/.test(new URL(value).protocol))
+    throw new UsageError(`--${flag} must be an http or https URL, not ${JSON.stringify(value)}`);
   return value.replace(/\/+$/, '');
 }

@@ -50,12 +50,19 @@ export async function inspectCommand(argv: readonly string[], env: NodeJS.Proces
   const host = get('host') ?? '127.0.0.1';
   const port = integer('port', get('port') ?? String(INSPECTOR_PORT), 0, 65535);
   const tokenFile = get('token-file');
-  if (tokenFile === undefined && !isLoopback(host)) throw new UsageError(`--host ${host} is not a loopback address: give --token-file, whose token the inspector then asks for`);
+  if (tokenFile === undefined && !isLoopback(host))
+    throw new UsageError(`--host ${host} is not a loopback address: give --token-file, whose token the inspector then asks for`);
   const logger = jsonLogger(logLevelOf(get('log-level')));
   const token = tokenFile === undefined ? undefined : readTokenFile(tokenFile, { create: true });
   const model = await openModel(db);
   try {
-    const inspector = await startInspectorServer(model, { host, port, epoch: randomIds.token(), logger, ...(token === undefined ? {} : { token }) });
+    const inspector = await startInspectorServer(model, {
+      host,
+      port,
+      epoch: randomIds.token(),
+      logger,
+      ...(token === undefined ? {} : { token }),
+    });
     logger.info({ url: inspector.url, db, log: model.kind ?? null, events: model.end }, 'inspecting');
     runUntilSignalled(logger, { inspecting: inspector.url, db }, async () => {
       await inspector.close();

@@ -48,7 +48,8 @@ export function jobCommand(argv: readonly string[], env: NodeJS.ProcessEnv): Pro
 
 async function runJobCommand(argv: readonly string[], env: NodeJS.ProcessEnv): Promise<void> {
   const [verb, ...rest] = argv;
-  if (verb !== 'create' && verb !== 'show' && verb !== 'cancel') throw new UsageError(`job takes create, show or cancel, not ${JSON.stringify(verb ?? '')}`);
+  if (verb !== 'create' && verb !== 'show' && verb !== 'cancel')
+    throw new UsageError(`job takes create, show or cancel, not ${JSON.stringify(verb ?? '')}`);
   const flags = readFlags(rest, FLAGS, env);
   const required = (flag: 'purpose' | 'job') => requiredFlag(flags, flag);
   const { client, integrationId, keys } = credentialsFromFlags(flags);

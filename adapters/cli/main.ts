@@ -137,7 +137,10 @@ main(process.argv.slice(2)).catch((error: unknown) => {
   // Same shape as the logger's lines (pino, level 60 = fatal): stderr stays JSON lines.
   // `code`, where the error has one (the event log's own, or the system's), is what a supervisor matches on.
   const code = (error as { code?: unknown } | null)?.code;
-  const err = error instanceof Error ? { type: error.name, ...(code !== undefined ? { code } : {}), message: error.message, stack: error.stack } : { message: String(error) };
+  const err =
+    error instanceof Error
+      ? { type: error.name, ...(code !== undefined ? { code } : {}), message: error.message, stack: error.stack }
+      : { message: String(error) };
   process.stderr.write(`${JSON.stringify({ level: 60, time: Date.now(), name: 'assistant-relay', err, msg: 'failed to start' })}\n`);
   process.exit(1);
 });

@@ -63,6 +63,8 @@ export function pairCommand(argv: readonly string[], env: NodeJS.ProcessEnv): Pr
       keys: [storedKeys(paired.keys, Date.now())],
     });
     say(`Paired: integration ${paired.integration_id}; keys in ${keysFile}`);
-    process.stdout.write(`${JSON.stringify({ paired: true, integration_id: paired.integration_id, provider_kind: paired.provider_kind, sas: paired.sas, keys: keysFile })}\n`);
+    process.stdout.write(
+      `${JSON.stringify({ paired: true, integration_id: paired.integration_id, provider_kind: paired.provider_kind, sas: paired.sas, keys: keysFile })}\n`,
+    );
   });
 }

@@ -25,7 +25,10 @@ export function pairingTicketCommand(argv: readonly string[], env: NodeJS.Proces
   if (ttlMs !== undefined && ttlMs < 60_000) throw new UsageError('--ttl must be at least 1m');
   return runClientCommand('backend pairing-ticket', async () => {
     const admin = new BackendClient(`${backend}/api/v1/admin`, token);
-    const issued = await admin.call(PairingTicketAnswer, '/pairing-tickets', { method: 'POST', body: ttlMs === undefined ? {} : { ttl_ms: ttlMs } });
+    const issued = await admin.call(PairingTicketAnswer, '/pairing-tickets', {
+      method: 'POST',
+      body: ttlMs === undefined ? {} : { ttl_ms: ttlMs },
+    });
     process.stdout.write(`${JSON.stringify(issued)}\n`);
   });
 }

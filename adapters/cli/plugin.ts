@@ -81,7 +81,8 @@ async function standingOf(get: ReturnType<typeof readFlags<typeof FLAGS>>): Prom
     };
   }
   const given = (['integration', 'relay-token-file', 'provider'] as const).filter((flag) => get(flag) !== undefined);
-  if (given.length > 0) throw new UsageError(`--keys names the integration, its token and its provider: leave out --${given.join(' and --')}`);
+  if (given.length > 0)
+    throw new UsageError(`--keys names the integration, its token and its provider: leave out --${given.join(' and --')}`);
   let sas: string | undefined;
   const code = get('pairing-code');
   if (code === undefined && get('yes') !== undefined) throw new UsageError('--yes goes with --pairing-code');
@@ -100,7 +101,14 @@ async function standingOf(get: ReturnType<typeof readFlags<typeof FLAGS>>): Prom
     sas = paired.sas;
   }
   const file = keysFileFlag(keysFile, AssistantKeysFile);
-  return { backendUrl: get('backend') ?? file.backend, integrationId: file.integration_id, relayToken: file.relay_token, providerKind: file.provider_kind, keys: new AssistantKeys(keysFile, file), sas };
+  return {
+    backendUrl: get('backend') ?? file.backend,
+    integrationId: file.integration_id,
+    relayToken: file.relay_token,
+    providerKind: file.provider_kind,
+    keys: new AssistantKeys(keysFile, file),
+    sas,
+  };
 }
 
 export async function pluginCommand(argv: readonly string[], env: NodeJS.ProcessEnv): Promise<void> {
@@ -124,5 +132,15 @@ export async function pluginCommand(argv: readonly string[], env: NodeJS.Process
     ...(keys === undefined ? {} : { keys: keys.keyring, rotate: keys.rotate }),
   });
   logger.info({ backend: backendUrl, integration: integrationId, reasoner: reasoner.name, byo: keys !== undefined }, 'plugin started');
-  runUntilSignalled(logger, { plugin: 'started', integration: integrationId, reasoner: reasoner.name, byo: keys !== undefined, ...(sas === undefined ? {} : { sas }) }, () => plugin.stop());
+  runUntilSignalled(
+    logger,
+    {
+      plugin: 'started',
+      integration: integrationId,
+      reasoner: reasoner.name,
+      byo: keys !== undefined,
+      ...(sas === undefined ? {} : { sas }),
+    },
+    () => plugin.stop(),
+  );
 }

@@ -54,25 +54,35 @@ interface ReplayOptions {
 /** `--at`: epoch milliseconds, or an ISO 8601 date and time. */
 function timeFlag(text: string): number {
   const at = /^\d+$/.test(text) ? Number(text) : /^\d{4}-\d{2}-\d{2}/.test(text) ? Date.parse(text) : Number.NaN;
-  if (!Number.isSafeInteger(at)) throw new UsageError(`--at must be an ISO 8601 time (2025-06-01T12:00:00Z) or epoch milliseconds, not ${JSON.stringify(text)}`);
+  if (!Number.isSafeInteger(at))
+    throw new UsageError(`--at must be an ISO 8601 time (2025-06-01T12:00:00Z) or epoch milliseconds, not ${JSON.stringify(text)}`);
   return at;
 }
 
 function optionsOf(flag: ReturnType<typeof readFlags<typeof FLAGS>>): ReplayOptions {
   const [session, job, until, at] = [flag('session'), flag('job'), flag('until'), flag('at')];
   if (session === '' || job === '') throw new UsageError(`--${session === '' ? 'session' : 'job'} must name one`);
-  if (session !== undefined && job !== undefined) throw new UsageError('--session and --job: give one (a host log has sessions, a backend log jobs)');
+  if (session !== undefined && job !== undefined)
+    throw new UsageError('--session and --job: give one (a host log has sessions, a backend log jobs)');
   if (until !== undefined && at !== undefined) throw new UsageError('--until and --at both say where to stop: give one');
   const options = {
     db: requiredFlag(flag, 'db'),
-    bounds: { ...(until === undefined ? {} : { untilPosition: integer('until', until, 1, Number.MAX_SAFE_INTEGER) }), ...(at === undefined ? {} : { untilAt: timeFlag(at) }) },
+    bounds: {
+      ...(until === undefined ? {} : { untilPosition: integer('until', until, 1, Number.MAX_SAFE_INTEGER) }),
+      ...(at === undefined ? {} : { untilAt: timeFlag(at) }),
+    },
     session,
     job,
     json: flag('json') === true,
     verify: flag('verify') === true,
   };
-  const whole = [session === undefined ? undefined : '--session', job === undefined ? undefined : '--job', options.json ? '--json' : undefined].filter((name) => name !== undefined);
-  if (options.verify && whole.length > 0) throw new UsageError(`--verify folds the whole log and prints one line: leave out ${whole.join(' and ')}`);
+  const whole = [
+    session === undefined ? undefined : '--session',
+    job === undefined ? undefined : '--job',
+    options.json ? '--json' : undefined,
+  ].filter((name) => name !== undefined);
+  if (options.verify && whole.length > 0)
+    throw new UsageError(`--verify folds the whole log and prints one line: leave out ${whole.join(' and ')}`);
   return options;
 }
 
@@ -90,8 +100,10 @@ function openLog(path: string): LogReader {
 function checkedFolds(view: LogView, options: ReplayOptions): (() => Fold<unknown>) | undefined {
   const kind = view.kind;
   if (kind === 'unknown') throw new Error(`${options.db} begins with an event that no host's, backend's or plugin's log begins with`);
-  if (options.session !== undefined && (kind === 'backend' || kind === 'plugin')) throw new UsageError(`--session names a session of a host's log; ${options.db} is a ${kind}'s (--job names a job)`);
-  if (options.job !== undefined && kind === 'host') throw new UsageError(`--job names a job of a backend's or a plugin's log; ${options.db} is a host's (--session names a session)`);
+  if (options.session !== undefined && (kind === 'backend' || kind === 'plugin'))
+    throw new UsageError(`--session names a session of a host's log; ${options.db} is a ${kind}'s (--job names a job)`);
+  if (options.job !== undefined && kind === 'host')
+    throw new UsageError(`--job names a job of a backend's or a plugin's log; ${options.db} is a host's (--session names a session)`);
   return foldsOf(view)?.fold;
 }
 
@@ -125,7 +137,11 @@ function* steps(fold: Fold<unknown>, events: Iterable<StoredEvent<LogRecord>>): 
 function chosenStreams(view: LogView, options: ReplayOptions): string[] | undefined {
   if (options.session !== undefined) {
     // A host's log keeps each session in a stream of its own, and what is the host's in ''.
-    const session = resolveId('session', options.session, [...view.streams()].filter((stream) => stream !== ''));
+    const session = resolveId(
+      'session',
+      options.session,
+      [...view.streams()].filter((stream) => stream !== ''),
+    );
     return session === undefined ? [] : [session];
   }
   if (options.job === undefined) return undefined;
@@ -148,7 +164,9 @@ async function replay(view: LogView, options: ReplayOptions, out: Lines): Promis
   if (newFold === undefined) return options.json ? undefined : out.line(`${options.db}: no events`);
   const chosen = chosenStreams(view, options);
   if (chosen?.length === 0) {
-    throw new Error(`${options.db} has no ${options.session === undefined ? `job ${options.job}` : `session ${options.session}`} through event #${view.end}`);
+    throw new Error(
+      `${options.db} has no ${options.session === undefined ? `job ${options.job}` : `session ${options.session}`} through event #${view.end}`,
+    );
   }
   if (options.json) return await replayJson(newFold(), chosen === undefined ? view.events() : eventsOf(view, chosen), out);
   out.line(`${view.kind} log ${options.db}: ${view.count} events through #${view.end}`);

@@ -22,7 +22,9 @@ export function sasConfirmation(yes: boolean, other: string): ConfirmSas {
     };
   }
   if (process.stdin.isTTY !== true) {
-    throw new UsageError(`a person must confirm that both sides show the same short authentication string, and stdin is not a terminal: run this on one, or pass --yes to skip the check`);
+    throw new UsageError(
+      `a person must confirm that both sides show the same short authentication string, and stdin is not a terminal: run this on one, or pass --yes to skip the check`,
+    );
   }
   return async (sas, pairingEnded) => {
     const terminal = createInterface({ input: process.stdin, output: process.stderr });
@@ -31,7 +33,9 @@ export function sasConfirmation(yes: boolean, other: string): ConfirmSas {
     terminal.on('SIGINT', () => gone.abort());
     terminal.on('close', () => gone.abort());
     try {
-      const answer = await terminal.question(`Short authentication string: ${sas}\nDoes ${other} show ${sas} too? [y/N] `, { signal: AbortSignal.any([pairingEnded, gone.signal]) });
+      const answer = await terminal.question(`Short authentication string: ${sas}\nDoes ${other} show ${sas} too? [y/N] `, {
+        signal: AbortSignal.any([pairingEnded, gone.signal]),
+      });
       return /^\s*y(es)?\s*$/i.test(answer);
     } catch {
       return false;

@@ -21,7 +21,10 @@ export async function serveCommand(argv: readonly string[], env: NodeJS.ProcessE
   const host = await createAssistantHost({
     db: options.db,
     token,
-    agent: options.insights === 'builtin' ? insightsAgent(builtinReasoner({ providerKind: 'assistant-relay' }), BUILTIN_AGENTS[options.agent]) : options.agent,
+    agent:
+      options.insights === 'builtin'
+        ? insightsAgent(builtinReasoner({ providerKind: 'assistant-relay' }), BUILTIN_AGENTS[options.agent])
+        : options.agent,
     form: options.form,
     callbackAllowlist: options.callbackAllowlist,
     corsOrigins: options.corsOrigins,
@@ -40,6 +43,20 @@ export async function serveCommand(argv: readonly string[], env: NodeJS.ProcessE
     onFatal: exitOnFatal(logger),
   });
   const url = await host.listen({ host: options.host, port: options.port });
-  logger.info({ url, db: options.db, agent: options.agent, insights: options.insights, form: options.form, callback_allowlist: options.callbackAllowlist, callback_loopback: options.callbackLoopback, callback_loopback_ports: options.callbackLoopbackPorts, cors_origins: options.corsOrigins, epoch: host.epoch }, 'serving');
+  logger.info(
+    {
+      url,
+      db: options.db,
+      agent: options.agent,
+      insights: options.insights,
+      form: options.form,
+      callback_allowlist: options.callbackAllowlist,
+      callback_loopback: options.callbackLoopback,
+      callback_loopback_ports: options.callbackLoopbackPorts,
+      cors_origins: options.corsOrigins,
+      epoch: host.epoch,
+    },
+    'serving',
+  );
   runUntilSignalled(logger, { listening: url }, () => host.close());
 }

@@ -20,7 +20,10 @@ export function jsonLogger(level: LogLevel, file?: string, runBytes?: number): L
     {
       name: 'assistant-relay',
       level,
-      redact: { paths: ['req.headers.authorization', 'token', '*.token', 'callback.token', 'relay_token', 'client_token'], censor: '[redacted]' },
+      redact: {
+        paths: ['req.headers.authorization', 'token', '*.token', 'callback.token', 'relay_token', 'client_token'],
+        censor: '[redacted]',
+      },
     },
     file === undefined
       ? pino.destination({ fd: 2, sync: false })
@@ -45,7 +48,10 @@ function boundedRunLog(file: string, maxBytes: number): { write(line: string): v
       written += Buffer.byteLength(line);
       if (written <= maxBytes) return void writeSync(fd, line);
       full = true;
-      writeSync(fd, `${JSON.stringify({ level: 40, time: Date.now(), msg: `this run's log reached its bound of ${maxBytes} bytes: later lines are left out` })}\n`);
+      writeSync(
+        fd,
+        `${JSON.stringify({ level: 40, time: Date.now(), msg: `this run's log reached its bound of ${maxBytes} bytes: later lines are left out` })}\n`,
+      );
     },
   };
 }

@@ -31,11 +31,14 @@ export class DemoTimeline {
     const started = performance.now();
     let timer: ReturnType<typeof setInterval> | undefined;
     const stuck = new Promise<never>((_, reject) => {
-      timer = setInterval(() => {
-        const waited = performance.now() - started;
-        if (waited >= limitMs) reject(new Error(`${who}: ${what} did not happen within ${Math.round(limitMs / 1000)} s`));
-        else this.say(who, `(still waiting: ${what}, ${Math.round(waited / 1000)} s)`);
-      }, Math.min(everyMs, limitMs));
+      timer = setInterval(
+        () => {
+          const waited = performance.now() - started;
+          if (waited >= limitMs) reject(new Error(`${who}: ${what} did not happen within ${Math.round(limitMs / 1000)} s`));
+          else this.say(who, `(still waiting: ${what}, ${Math.round(waited / 1000)} s)`);
+        },
+        Math.min(everyMs, limitMs),
+      );
     });
     try {
       return await Promise.race([work, stuck]);

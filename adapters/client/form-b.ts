@@ -36,7 +36,11 @@ function conversationStore() {
   return createStore({
     context: { entries: [], typing: undefined, ended: false } as ConversationContext,
     on: {
-      append: (context, event: { entry: ConversationEntry }) => ({ ...context, entries: [...context.entries, event.entry], typing: event.entry.kind === 'tool_call' ? context.typing : undefined }),
+      append: (context, event: { entry: ConversationEntry }) => ({
+        ...context,
+        entries: [...context.entries, event.entry],
+        typing: event.entry.kind === 'tool_call' ? context.typing : undefined,
+      }),
       typing: (context, event: { label: string; until: number }) => ({ ...context, typing: { label: event.label, until: event.until } }),
       stopTyping: (context) => ({ ...context, typing: undefined }),
       end: (context) => ({ ...context, ended: true, typing: undefined }),
@@ -138,9 +142,11 @@ export class FormBClient {
     };
     const presented = Buffer.from(request.headers.authorization ?? '');
     const expected = Buffer.from(`Bearer ${this.callbackToken}`);
-    if (presented.length !== expected.length || !timingSafeEqual(presented, expected)) return answer(401, { error: { code: 'unauthorized', message: 'wrong callback token' } });
+    if (presented.length !== expected.length || !timingSafeEqual(presented, expected))
+      return answer(401, { error: { code: 'unauthorized', message: 'wrong callback token' } });
     const match = /^\/assistant\/tasks\/([^/]+)$/.exec(request.url ?? '');
-    if (request.method !== 'POST' || match === null || !UUID.test(match[1]!)) return answer(404, { error: { code: 'not_found', message: 'no such callback path' } });
+    if (request.method !== 'POST' || match === null || !UUID.test(match[1]!))
+      return answer(404, { error: { code: 'not_found', message: 'no such callback path' } });
     const taskId = match[1]!;
     let text = '';
     for await (const chunk of request) text += chunk;

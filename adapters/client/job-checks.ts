@@ -37,7 +37,14 @@ const FIXED = ['job_id', 'integration_id', 'purpose', 'byo', 'deadline_at', 'cre
 
 /** What a view of `known` may never change afterwards. */
 export function knownFrom(view: JobView): KnownJob {
-  return { job_id: view.job_id, integration_id: view.integration_id, purpose: view.purpose, byo: view.byo, deadline_at: view.deadline_at, created_at: view.created_at };
+  return {
+    job_id: view.job_id,
+    integration_id: view.integration_id,
+    purpose: view.purpose,
+    byo: view.byo,
+    deadline_at: view.deadline_at,
+    created_at: view.created_at,
+  };
 }
 
 /** The response_schema a job of `purpose` is created with by this client (sent explicitly, so that its digest is what the client sent). */
@@ -46,7 +53,10 @@ export function responseSchemaOf(purpose: JobPurpose): Record<string, unknown> {
 }
 
 /** What a BYO job's envelope in `direction` is bound to, as the client created it. */
-export function bindingOf(job: Required<Pick<KnownJob, 'job_id' | 'integration_id' | 'purpose' | 'deadline_at'>>, direction: EnvelopeBinding['direction']): EnvelopeBinding {
+export function bindingOf(
+  job: Required<Pick<KnownJob, 'job_id' | 'integration_id' | 'purpose' | 'deadline_at'>>,
+  direction: EnvelopeBinding['direction'],
+): EnvelopeBinding {
   return {
     direction,
     integration_id: job.integration_id,
@@ -63,16 +73,25 @@ export function bindingOf(job: Required<Pick<KnownJob, 'job_id' | 'integration_i
 export function checkedView(view: JobView, known: KnownJob, keys: Keyring | undefined): JobView {
   for (const field of FIXED) {
     if (known[field] === undefined || view[field] === known[field]) continue;
-    if (field === 'byo' && !view.byo) throw new JobCheckError('byo_downgrade', 'the backend shows a job created sealed as plain (byo false)');
-    throw new JobCheckError('view_mismatch', `the backend's view has ${field} ${JSON.stringify(view[field])}, not ${JSON.stringify(known[field])}`);
+    if (field === 'byo' && !view.byo)
+      throw new JobCheckError('byo_downgrade', 'the backend shows a job created sealed as plain (byo false)');
+    throw new JobCheckError(
+      'view_mismatch',
+      `the backend's view has ${field} ${JSON.stringify(view[field])}, not ${JSON.stringify(known[field])}`,
+    );
   }
   // A client paired with the assistant has only sealed jobs (PROTOCOL.md 7.13): a plain one is the backend's.
-  if (keys !== undefined && !view.byo) throw new JobCheckError('byo_downgrade', 'the backend shows a plain job to a client that holds a pairing\'s keys');
+  if (keys !== undefined && !view.byo)
+    throw new JobCheckError('byo_downgrade', "the backend shows a plain job to a client that holds a pairing's keys");
   if (!view.byo || view.result === undefined) return view;
   if (keys === undefined) throw new JobCheckError('keys_required');
-  if (!ByoEnvelope.safeParse(view.result).success) throw new JobCheckError('byo_downgrade', 'the result of a sealed job is not a BYO envelope');
+  if (!ByoEnvelope.safeParse(view.result).success)
+    throw new JobCheckError('byo_downgrade', 'the result of a sealed job is not a BYO envelope');
   // Unknown fields are the view's, checked above where known; a lie there makes the envelope fail to open.
-  const binding = bindingOf({ job_id: known.job_id, integration_id: known.integration_id, purpose: view.purpose, deadline_at: view.deadline_at }, 'assistant_to_client');
+  const binding = bindingOf(
+    { job_id: known.job_id, integration_id: known.integration_id, purpose: view.purpose, deadline_at: view.deadline_at },
+    'assistant_to_client',
+  );
   let result: unknown;
   try {
     result = open(keys.keyOf, binding, view.result);
@@ -81,6 +100,7 @@ export function checkedView(view: JobView, known: KnownJob, keys: Keyring | unde
     throw error;
   }
   const problems = resultProblems(binding.response_schema, result);
-  if (problems !== undefined) throw new JobCheckError('result_nonconforming', `the job's result does not follow its response_schema: ${problems}`);
+  if (problems !== undefined)
+    throw new JobCheckError('result_nonconforming', `the job's result does not follow its response_schema: ${problems}`);
   return { ...view, result: result as Record<string, unknown> };
 }

@@ -9,8 +9,23 @@
  */
 import type { z } from 'zod';
 // Modules of protocol/, never its index: the index also holds Node-only ones, and this file runs in a browser.
-import { AssistantPairing, ClientPairing, PairingError, SECRET_LENGTH, crockfordRandom, formatCode, parseCode, type SessionKeys } from '../../protocol/byo/index.js';
-import { AssistantConfirmAnswer, ClientConfirmAnswer, PairingJoinAnswer, PairingStartAnswer, PairingView } from '../../protocol/pairing-wire.js';
+import {
+  AssistantPairing,
+  ClientPairing,
+  PairingError,
+  SECRET_LENGTH,
+  crockfordRandom,
+  formatCode,
+  parseCode,
+  type SessionKeys,
+} from '../../protocol/byo/index.js';
+import {
+  AssistantConfirmAnswer,
+  ClientConfirmAnswer,
+  PairingJoinAnswer,
+  PairingStartAnswer,
+  PairingView,
+} from '../../protocol/pairing-wire.js';
 import { ENVELOPE_VERSION, SCHEMA_VERSION } from '../../protocol/reasoning.js';
 import { BackendClient, BackendError } from './backend-client.js';
 import { clientClock, pause, type Clock } from './clock.js';
@@ -56,8 +71,10 @@ export class PairingFailed extends Error {
 
 /** A pairing that ended before this side was done fails the side: aborted (by whom, why) or expired. */
 function failIfEnded(view: PairingView): void {
-  if (view.state === 'aborted') throw new PairingFailed('pairing_aborted', `the ${view.aborted!.by}'s side aborted the pairing: ${view.aborted!.reason}`);
-  if (view.state === 'expired' || view.state === 'completed') throw new PairingFailed('pairing_ended', `the pairing ${view.state === 'expired' ? 'expired' : 'ended'} before this side was done`);
+  if (view.state === 'aborted')
+    throw new PairingFailed('pairing_aborted', `the ${view.aborted!.by}'s side aborted the pairing: ${view.aborted!.reason}`);
+  if (view.state === 'expired' || view.state === 'completed')
+    throw new PairingFailed('pairing_ended', `the pairing ${view.state === 'expired' ? 'expired' : 'ended'} before this side was done`);
 }
 
 /** One side's session with the backend for one pairing. */
@@ -72,7 +89,8 @@ class Exchange {
       return await this.client.call(schema, `/${step}`, { method: 'POST', body });
     } catch (error) {
       // The pairing ended before this message came: say how, as a wait would have.
-      if (error instanceof BackendError && error.code === 'pairing_ended') failIfEnded(await this.client.call(PairingView, '', { method: 'GET' }));
+      if (error instanceof BackendError && error.code === 'pairing_ended')
+        failIfEnded(await this.client.call(PairingView, '', { method: 'GET' }));
       throw error;
     }
   }
@@ -134,11 +152,18 @@ class Exchange {
  * and the keys. The client token comes before the assistant's confirmation, and is void if the pairing
  * ends without it: it is handed back only once the pairing has completed.
  */
-export async function pairAsClient(options: PairingOptions & { readonly providerKind: string; readonly onCode: (code: string) => void; readonly ticket?: string }): Promise<Paired> {
+export async function pairAsClient(
+  options: PairingOptions & { readonly providerKind: string; readonly onCode: (code: string) => void; readonly ticket?: string },
+): Promise<Paired> {
   const pairings = new BackendClient(`${options.backend}/api/v1/pairings`, undefined, options.clock ?? clientClock);
   const started = await pairings.call(PairingStartAnswer, '', {
     method: 'POST',
-    body: { provider_kind: options.providerKind, schema_version: SCHEMA_VERSION, envelope_version: ENVELOPE_VERSION, ...(options.ticket === undefined ? {} : { ticket: options.ticket }) },
+    body: {
+      provider_kind: options.providerKind,
+      schema_version: SCHEMA_VERSION,
+      envelope_version: ENVELOPE_VERSION,
+      ...(options.ticket === undefined ? {} : { ticket: options.ticket }),
+    },
   });
   const secret = crockfordRandom(SECRET_LENGTH);
   options.onCode(formatCode({ handle: started.handle, secret }));
@@ -150,10 +175,13 @@ export async function pairAsClient(options: PairingOptions & { readonly provider
   const { sas, confirmation } = await exchange.checked(() => side.reveal(revealed.assistant_key!, revealed.nonce!));
   await exchange.confirmedBy(options.confirmSas, sas, 'client');
   const { client_token } = await exchange.post(ClientConfirmAnswer, 'client-confirm', { confirmation });
-  const completed = await exchange.until((view) => view.state === 'completed').catch((error: unknown) => {
-    if (error instanceof PairingFailed && error.code === 'pairing_ended') throw new PairingFailed('pairing_ended', 'the pairing expired before the assistant confirmed');
-    throw error;
-  });
+  const completed = await exchange
+    .until((view) => view.state === 'completed')
+    .catch((error: unknown) => {
+      if (error instanceof PairingFailed && error.code === 'pairing_ended')
+        throw new PairingFailed('pairing_ended', 'the pairing expired before the assistant confirmed');
+      throw error;
+    });
   // Completed at the backend, but a confirmation that does not match means someone in the middle: these keys are not used.
   const keys = await exchange.checked(() => side.finish(completed.assistant_confirmation!));
   return { integration_id: completed.integration_id!, provider_kind: completed.provider_kind, token: client_token, keys, sas };
@@ -162,11 +190,15 @@ export async function pairAsClient(options: PairingOptions & { readonly provider
 /** The assistant's side: joins with the code a person gave it, and pairs once the person has confirmed the short authentication string. */
 export async function pairAsAssistant(options: PairingOptions & { readonly code: string }): Promise<Paired> {
   const code = parseCode(options.code);
-  if (code === undefined) throw new PairingFailed('invalid_code', 'a pairing code is 20 characters of Crockford base32, e.g. 7K3QD-M4X9P-ZR2T6-VHW8N');
+  if (code === undefined)
+    throw new PairingFailed('invalid_code', 'a pairing code is 20 characters of Crockford base32, e.g. 7K3QD-M4X9P-ZR2T6-VHW8N');
   const pairings = new BackendClient(`${options.backend}/api/v1/pairings`, undefined, options.clock ?? clientClock);
   const joined = await pairings.call(PairingJoinAnswer, '/join', { method: 'POST', body: { handle: code.handle } });
   const exchange = new Exchange(pairings.at(`/${joined.pairing_id}`, joined.pairing_token), options.pollMs ?? 250);
-  const side = new AssistantPairing(joined.pairing_id, code.secret, { schema_version: joined.schema_version, envelope_version: joined.envelope_version });
+  const side = new AssistantPairing(joined.pairing_id, code.secret, {
+    schema_version: joined.schema_version,
+    envelope_version: joined.envelope_version,
+  });
   await exchange.post(PairingView, 'commit', { commitment: side.commitment() });
   const keyed = await exchange.until((view) => view.client_key !== undefined);
   const revealed = await exchange.checked(() => side.reveal(keyed.client_key!));

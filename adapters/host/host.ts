@@ -117,7 +117,6 @@ export interface ReasoningChannelOptions {
   readonly rotate?: PluginOptions['rotate'];
 }
 
-
 export interface AssistantHost {
   /** This process's epoch: the first part of every event id it issues. */
   readonly epoch: string;

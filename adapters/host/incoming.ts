@@ -6,7 +6,10 @@ import type { CallbackPolicy } from '../callback/policy.js';
 import { sendError } from '../http/errors.js';
 import type { ZodTypeProvider } from '../http/validation.js';
 
-export const incomingPlugin: FastifyPluginAsync<{ readonly engine: ChatEngine; readonly callbacks: CallbackPolicy }> = async (app, { engine, callbacks }) => {
+export const incomingPlugin: FastifyPluginAsync<{ readonly engine: ChatEngine; readonly callbacks: CallbackPolicy }> = async (
+  app,
+  { engine, callbacks },
+) => {
   app.withTypeProvider<ZodTypeProvider>().post('/v1/incoming', { schema: { body: IncomingEvent } }, async (request, reply) => {
     const event = request.body;
     // Which form a session follows is the engine's state, not the request's shape: no schema can say it.

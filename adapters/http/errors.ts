@@ -62,7 +62,8 @@ function failureOf(error: FastifyError, request: FastifyRequest): Failure {
   if (error instanceof EdgeError) return error.failure;
   if (error instanceof SchemaError) return schemaFailure(error, request);
   if (error instanceof HostClosingError) return { code: error.code };
-  if (error instanceof EventLogError && error.code === 'event_log_unreachable') return { code: 'store_unavailable', headers: { 'retry-after': STORE_RETRY_AFTER_S } };
+  if (error instanceof EventLogError && error.code === 'event_log_unreachable')
+    return { code: 'store_unavailable', headers: { 'retry-after': STORE_RETRY_AFTER_S } };
   const known = FRAMEWORK_FAILURES[error.code];
   if (known !== undefined) return known;
   if (error instanceof SyntaxError) return { code: 'invalid_json' };
@@ -78,7 +79,8 @@ export function answerError(error: FastifyError, request: FastifyRequest, reply:
   if (code === 'internal_error') request.log.error({ err: error }, 'request failed');
   else if (code === 'store_unavailable') request.log.warn({ err: error }, 'the store cannot be reached');
   // Refused before its body has all arrived (too large, say): the client reads the answer while it sends the rest.
-  if (!request.raw.complete) return answerBeforeBody(request, reply, HTTP_ERRORS[code].status, JSON.stringify(errorBody(code, message)), headers ?? {});
+  if (!request.raw.complete)
+    return answerBeforeBody(request, reply, HTTP_ERRORS[code].status, JSON.stringify(errorBody(code, message)), headers ?? {});
   return sendError(reply, code, message, headers);
 }
 

@@ -47,7 +47,9 @@ class SseTransport implements SubscriberTransport {
 /** Takes the raw response over from fastify and exposes it as the engine's transport. */
 export function streamTransport(reply: FastifyReply): SubscriberTransport {
   // Headers the hooks set on the reply (CORS's among them) would be lost once it is hijacked: carried over.
-  const set = Object.fromEntries(Object.entries(reply.getHeaders()).filter((entry): entry is [string, string | number | string[]] => entry[1] !== undefined));
+  const set = Object.fromEntries(
+    Object.entries(reply.getHeaders()).filter((entry): entry is [string, string | number | string[]] => entry[1] !== undefined),
+  );
   reply.hijack();
   const res = reply.raw;
   res.socket?.setNoDelay(true);

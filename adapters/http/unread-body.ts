@@ -16,12 +16,23 @@ export const UNREAD_BODY = {
 } as const;
 
 /** Sends `status` and `body` (JSON text) now; ends the answer, and so the connection, once the body is read. */
-export function answerBeforeBody(request: FastifyRequest, reply: FastifyReply, status: number, body: string, headers: Record<string, string>): FastifyReply {
+export function answerBeforeBody(
+  request: FastifyRequest,
+  reply: FastifyReply,
+  status: number,
+  body: string,
+  headers: Record<string, string>,
+): FastifyReply {
   reply.hijack();
   const response = reply.raw;
   // What hooks set (CORS, say) goes out too.
-  for (const [name, value] of Object.entries({ ...reply.getHeaders(), ...headers })) if (value !== undefined) response.setHeader(name, value);
-  response.writeHead(status, { 'content-type': 'application/json; charset=utf-8', 'content-length': Buffer.byteLength(body), connection: 'close' });
+  for (const [name, value] of Object.entries({ ...reply.getHeaders(), ...headers }))
+    if (value !== undefined) response.setHeader(name, value);
+  response.writeHead(status, {
+    'content-type': 'application/json; charset=utf-8',
+    'content-length': Buffer.byteLength(body),
+    connection: 'close',
+  });
   response.write(body);
   const incoming = request.raw;
   let left: number = UNREAD_BODY.maxBytes;

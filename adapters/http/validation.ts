@@ -25,10 +25,12 @@ export class SchemaError extends Error {
   }
 }
 
-const compile: FastifySchemaCompiler<z.ZodType> = ({ schema, httpPart }) => (data) => {
-  const result = schema.safeParse(data);
-  return result.success ? { value: result.data } : { error: new SchemaError(httpPart, schema, result.error) };
-};
+const compile: FastifySchemaCompiler<z.ZodType> =
+  ({ schema, httpPart }) =>
+  (data) => {
+    const result = schema.safeParse(data);
+    return result.success ? { value: result.data } : { error: new SchemaError(httpPart, schema, result.error) };
+  };
 
 export const validationPlugin = fp(
   async (app) => {

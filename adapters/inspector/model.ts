@@ -92,7 +92,10 @@ export class InspectorModel {
 
   /** Opens the log at `path` and folds it; throws as `LogReader.open` does for a file that is not a log. */
   static async open(path: string, options: InspectorModelOptions = {}): Promise<InspectorModel> {
-    const model = new InspectorModel(LogReader.open(path), options.onError ?? ((error) => process.emitWarning(error instanceof Error ? error : String(error))));
+    const model = new InspectorModel(
+      LogReader.open(path),
+      options.onError ?? ((error) => process.emitWarning(error instanceof Error ? error : String(error))),
+    );
     await model.refresh();
     return model;
   }

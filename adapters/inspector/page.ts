@@ -45,7 +45,6 @@ const BODY = `
 </main>
 `;
 
-
 /** The page's Content-Security-Policy: its own script only (by hash), its own API only, nothing from elsewhere. */
 export const PAGE_CSP = [
   "default-src 'none'",

@@ -37,7 +37,8 @@ function addressOf(inspect: InspectOption | undefined): string {
 /** Refuses, before anything opens, what cannot be inspected. */
 export function checkInspection(options: InspectionOptions): void {
   if (!options.inspect && options.statelyInspector === undefined) return;
-  if (options.db === ':memory:') throw new TypeError('inspect and statelyInspector read the event log from its file: give db a path, not :memory:');
+  if (options.db === ':memory:')
+    throw new TypeError('inspect and statelyInspector read the event log from its file: give db a path, not :memory:');
   const host = addressOf(options.inspect);
   if (options.inspect && !isLoopback(host) && options.token === undefined) {
     throw new TypeError(`inspect on ${host}, not a loopback address, needs the process's token (a backend relay's operatorToken)`);
@@ -45,10 +46,15 @@ export function checkInspection(options: InspectionOptions): void {
 }
 
 /** Starts what the options ask for (nothing: `undefined`); `checkInspection` has passed. */
-export async function startInspection(options: InspectionOptions & { readonly epoch: string; readonly logger?: FastifyBaseLogger }): Promise<Inspection | undefined> {
+export async function startInspection(
+  options: InspectionOptions & { readonly epoch: string; readonly logger?: FastifyBaseLogger },
+): Promise<Inspection | undefined> {
   const { inspect, statelyInspector, logger } = options;
   if (!inspect && statelyInspector === undefined) return undefined;
-  const model = await InspectorModel.open(options.db, logger === undefined ? {} : { onError: (error) => logger.error({ err: error }, 'reporting to the Stately inspector failed') });
+  const model = await InspectorModel.open(
+    options.db,
+    logger === undefined ? {} : { onError: (error) => logger.error({ err: error }, 'reporting to the Stately inspector failed') },
+  );
   const stopReporting = statelyInspector === undefined ? undefined : reportToStately(model, statelyInspector);
   let server: InspectorServer | undefined;
   try {

@@ -29,7 +29,13 @@ export const inspectorApi: FastifyPluginAsync<InspectorApiOptions> = async (app,
 
   app.get('/entities', async () => {
     await model.refresh();
-    return { log: model.kind ?? null, db: model.path, end: model.end, ...(model.fault === undefined ? {} : { fault: model.fault }), entities: model.entities() };
+    return {
+      log: model.kind ?? null,
+      db: model.path,
+      end: model.end,
+      ...(model.fault === undefined ? {} : { fault: model.fault }),
+      entities: model.entities(),
+    };
   });
 
   app.get<{ Params: { key: string } }>('/entities/:key', async (request, reply) => {

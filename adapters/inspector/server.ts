@@ -74,10 +74,17 @@ export async function startInspectorServer(model: InspectorModel, options: Inspe
     if (token === undefined) {
       app.addHook('onRequest', async (request, reply) => {
         const named = hostnameOf(request.headers.host);
-        if (named === undefined || !isLoopback(named)) return sendError(reply, 'invalid_request', 'the Host header must name a loopback address: this inspector answers only there');
+        if (named === undefined || !isLoopback(named))
+          return sendError(reply, 'invalid_request', 'the Host header must name a loopback address: this inspector answers only there');
       });
     }
-    app.get('/', (_request, reply) => reply.type('text/html; charset=utf-8').header('content-security-policy', PAGE_CSP).header('cache-control', 'no-store').send(INSPECTOR_PAGE));
+    app.get('/', (_request, reply) =>
+      reply
+        .type('text/html; charset=utf-8')
+        .header('content-security-policy', PAGE_CSP)
+        .header('cache-control', 'no-store')
+        .send(INSPECTOR_PAGE),
+    );
     await app.register(
       async (api) => {
         if (token !== undefined) await api.register(authPlugin, { token });

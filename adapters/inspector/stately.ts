@@ -40,7 +40,10 @@ export function reportToStately(model: InspectorModel, inspector: StatelyInspect
   const actors = new Map<string, Reported>();
 
   const snapshotOf = (state: EntityState, before: Snapshot | undefined): Snapshot => {
-    const context = { ...(state.status === undefined ? {} : { status: state.status }), ...(state.cause === undefined ? {} : { cause: state.cause }) };
+    const context = {
+      ...(state.status === undefined ? {} : { status: state.status }),
+      ...(state.cause === undefined ? {} : { cause: state.cause }),
+    };
     // Retention forgot it: it stops where it was.
     if (state.state === 'forgotten') return { ...before, status: 'stopped', context };
     return { status: 'active', value: stateValueOf(state.state), context };
@@ -51,7 +54,12 @@ export function reportToStately(model: InspectorModel, inspector: StatelyInspect
     const known = actors.get(key);
     if (known !== undefined) return known;
     // A task's or a delivery's parent is its session; a job's, its integration.
-    const parentKey = entity.session_id !== undefined ? entityKey({ kind: 'session', id: entity.session_id }) : entity.integration_id !== undefined ? entityKey({ kind: 'integration', id: entity.integration_id }) : undefined;
+    const parentKey =
+      entity.session_id !== undefined
+        ? entityKey({ kind: 'session', id: entity.session_id })
+        : entity.integration_id !== undefined
+          ? entityKey({ kind: 'integration', id: entity.integration_id })
+          : undefined;
     const parent = parentKey === undefined ? undefined : actors.get(parentKey);
     const snapshot = snapshotOf(state, undefined);
     const reported: Reported = {

@@ -38,7 +38,8 @@ export class BackendLink {
   private readonly ownDispatcher: boolean;
 
   constructor(private readonly options: BackendOptions) {
-    if (!URL.canParse(options.url) || !/^https?:$/.test(new URL(options.url).protocol)) throw new TypeError(`the backend URL must be an http or https URL: ${options.url}`);
+    if (!URL.canParse(options.url) || !/^https?:$/.test(new URL(options.url).protocol))
+      throw new TypeError(`the backend URL must be an http or https URL: ${options.url}`);
     if (options.integrationId.length === 0) throw new TypeError('the integration id must not be empty');
     this.base = `${options.url.replace(/\/+$/, '')}/api/v1/assistant/integrations/${encodeURIComponent(options.integrationId)}`;
     this.ownDispatcher = options.dispatcher === undefined;

@@ -51,10 +51,17 @@ export class Heartbeats {
 
   /** The last heartbeat, after `stop()`: the plugin is stopping. Best effort: what the backend answers changes nothing here. */
   async farewell(): Promise<void> {
-    const answer = await this.options.backend.heartbeat({ ...this.options.body(), status: 'stopped', running_job_ids: [] }, AbortSignal.timeout(FAREWELL_MS));
-    if (answer.kind === 'answered' && answer.status === 200) return this.options.logger.debug('the last heartbeat (stopped) answered: the backend shows this plugin offline');
+    const answer = await this.options.backend.heartbeat(
+      { ...this.options.body(), status: 'stopped', running_job_ids: [] },
+      AbortSignal.timeout(FAREWELL_MS),
+    );
+    if (answer.kind === 'answered' && answer.status === 200)
+      return this.options.logger.debug('the last heartbeat (stopped) answered: the backend shows this plugin offline');
     const why = answer.kind === 'unreachable' ? { err: answer.error } : { status: answer.status, body: answer.body };
-    this.options.logger.info(why, 'the last heartbeat (stopped) was not taken: the backend shows this plugin offline after three intervals');
+    this.options.logger.info(
+      why,
+      'the last heartbeat (stopped) was not taken: the backend shows this plugin offline after three intervals',
+    );
   }
 
   private beat(): Promise<void> {
@@ -75,17 +82,26 @@ export class Heartbeats {
       return;
     }
     if (answer.status === 429 && answer.retryAfterMs !== undefined) {
-      logger.info({ status: 429, body: answer.body, retry_after_ms: answer.retryAfterMs }, 'heartbeat answered 429: sent again after its Retry-After');
+      logger.info(
+        { status: 429, body: answer.body, retry_after_ms: answer.retryAfterMs },
+        'heartbeat answered 429: sent again after its Retry-After',
+      );
       // Never sooner than a second: a Retry-After of 0 must not make a tight loop.
       this.retryAfterMs = Math.max(1000, answer.retryAfterMs);
       return;
     }
     const parsed = answer.status === 200 ? HeartbeatAnswer.safeParse(answer.body) : undefined;
     if (parsed?.success !== true) {
-      logger[answer.status === 401 || answer.status === 404 ? 'error' : 'warn']({ status: answer.status, body: answer.body }, 'heartbeat refused or answered with something else than a heartbeat answer');
+      logger[answer.status === 401 || answer.status === 404 ? 'error' : 'warn'](
+        { status: answer.status, body: answer.body },
+        'heartbeat refused or answered with something else than a heartbeat answer',
+      );
       return;
     }
-    logger.debug({ interval_s: parsed.data.interval_s, ...(parsed.data.refused === undefined ? {} : { refused: parsed.data.refused }) }, 'heartbeat answered');
+    logger.debug(
+      { interval_s: parsed.data.interval_s, ...(parsed.data.refused === undefined ? {} : { refused: parsed.data.refused }) },
+      'heartbeat answered',
+    );
     this.intervalMs = parsed.data.interval_s * 1000;
     onAnswer(parsed.data);
   }

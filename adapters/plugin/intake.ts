@@ -80,13 +80,18 @@ export type IntakeVerdict =
     }
   | { readonly kind: 'fail'; readonly outcome: { readonly error: CodedError } };
 
-const within = (version: unknown, range: VersionRange) => Number.isInteger(version) && (version as number) >= range.min && (version as number) <= range.max;
+const within = (version: unknown, range: VersionRange) =>
+  Number.isInteger(version) && (version as number) >= range.min && (version as number) <= range.max;
 
 export function judgeIntake(job: Record<string, unknown>, now: number, rules: IntakeRules): IntakeVerdict {
   if (!within(job.schema_version, rules.schemaVersions) || !within(job.envelope_version, rules.envelopeVersions)) {
     const range = (r: VersionRange) => `${r.min}-${r.max}`;
-    return fail(jobError('unsupported_version',
-      `schema_version ${String(job.schema_version)}, envelope_version ${String(job.envelope_version)}; this plugin handles schema versions ${range(rules.schemaVersions)}, envelope versions ${range(rules.envelopeVersions)}`));
+    return fail(
+      jobError(
+        'unsupported_version',
+        `schema_version ${String(job.schema_version)}, envelope_version ${String(job.envelope_version)}; this plugin handles schema versions ${range(rules.schemaVersions)}, envelope versions ${range(rules.envelopeVersions)}`,
+      ),
+    );
   }
   const parsed = AnyVersionJob.safeParse(job);
   if (!parsed.success) return fail(jobError('invalid_job', z.prettifyError(parsed.error).slice(0, 2_000)));
@@ -107,7 +112,8 @@ export function judgeIntake(job: Record<string, unknown>, now: number, rules: In
   try {
     check = rules.checks.compile(parsed.data.response_schema);
   } catch (error) {
-    if (error instanceof ResponseSchemaError && error.code === 'unsupported_response_schema') return fail(jobError(error.code, error.message.slice(0, 2_000)));
+    if (error instanceof ResponseSchemaError && error.code === 'unsupported_response_schema')
+      return fail(jobError(error.code, error.message.slice(0, 2_000)));
     return fail(jobError('invalid_job', `response_schema is not a valid JSON Schema: ${(error as Error).message}`.slice(0, 2_000)));
   }
   return { kind: 'run', ...accepted, deadline_at, check };
@@ -131,7 +137,11 @@ function bindingOf(job: AcceptedJob, direction: Direction, integration_id: strin
  * The job with its payload opened, and the keys that sealed it; or why it does not open. `open`'s words
  * name the check that failed, never the plaintext.
  */
-function openPayload(job: AcceptedJob, keyring: Keyring, integrationId: string): { job: AcceptedJob; sealing: Sealing } | { problem: string } {
+function openPayload(
+  job: AcceptedJob,
+  keyring: Keyring,
+  integrationId: string,
+): { job: AcceptedJob; sealing: Sealing } | { problem: string } {
   let payload: unknown;
   try {
     payload = open((kid) => keyring.keyOf(kid), bindingOf(job, 'client_to_assistant', integrationId), job.payload);

@@ -161,10 +161,12 @@ export class Jobs {
     while (!this.stopping && this.running.size < this.options.maxConcurrentJobs && this.queue.length > 0) {
       const { job_id, run } = this.queue.shift()!;
       this.running.add(job_id);
-      this.background(this.execute(job_id, run).finally(() => {
-        this.running.delete(job_id);
-        this.next();
-      }));
+      this.background(
+        this.execute(job_id, run).finally(() => {
+          this.running.delete(job_id);
+          this.next();
+        }),
+      );
     }
   }
 
@@ -188,7 +190,8 @@ export class Jobs {
     }
     const outcome = await runReasoner(this.options.reasoner, run, clock, this.cutOff.signal);
     if (outcome === 'stopped') return;
-    if ('error' in outcome) logger.warn({ job_id, error: run.sealing === undefined ? outcome.error : inClear(outcome.error).error }, 'job failed');
+    if ('error' in outcome)
+      logger.warn({ job_id, error: run.sealing === undefined ? outcome.error : inClear(outcome.error).error }, 'job failed');
     return this.finish(job_id, outcome);
   }
 
@@ -203,7 +206,10 @@ export class Jobs {
     const outcome = await this.decided({ type: 'posted', job_id, answer: answerOf(answer), at: this.options.clock.now() });
     if (outcome === 'finished') {
       // We check every result before posting it, but not against the backend's size bound (413).
-      this.options.logger.error({ job_id, answer: answer.kind === 'answered' ? answer.body : undefined }, 'the backend refused a result the plugin had checked; reporting the job as failed');
+      this.options.logger.error(
+        { job_id, answer: answer.kind === 'answered' ? answer.body : undefined },
+        'the backend refused a result the plugin had checked; reporting the job as failed',
+      );
       return this.post(job_id);
     }
     if (outcome === 'closed') this.closed(job_id, answer);
@@ -226,7 +232,8 @@ export class Jobs {
     const status = answer.kind === 'answered' ? answer.status : undefined;
     const code = answer.kind === 'answered' ? errorCodeOf(answer.body) : undefined;
     const reason = state.jobs.get(job_id)?.context.reason;
-    if (reason === 'gave_up') logger.error({ job_id }, "the job's deadline passed before the backend could be reached: its outcome is not posted");
+    if (reason === 'gave_up')
+      logger.error({ job_id }, "the job's deadline passed before the backend could be reached: its outcome is not posted");
     else if (reason === 'rejected') logger.error({ job_id, status, code }, "the backend refused the job's POST");
     else if (reason === 'settled') logger.info({ job_id, code }, 'the job ended on the backend otherwise');
   }

@@ -13,7 +13,17 @@ import { Appender } from '../../engine/core/append.js';
 import { systemClock, type Clock } from '../../engine/core/clock.js';
 import type { Reasoner } from '../reasoners/reasoner.js';
 import { DEFAULT_RETENTION_MS, Retention } from '../../engine/core/retention.js';
-import { ENVELOPE_VERSION, SCHEMA_VERSION, type CodedError, type Heartbeat, type HeartbeatAnswer, type Keyring, type RekeyAnswer, type RekeyRequest, type VersionRange } from '../../protocol/index.js';
+import {
+  ENVELOPE_VERSION,
+  SCHEMA_VERSION,
+  type CodedError,
+  type Heartbeat,
+  type HeartbeatAnswer,
+  type Keyring,
+  type RekeyAnswer,
+  type RekeyRequest,
+  type VersionRange,
+} from '../../protocol/index.js';
 import { EventLog } from '../../storage/event-log.js';
 import { packageFile } from '../../protocol/package-files.js';
 import { evolvePlugin, initialPluginState, type PluginState } from '../../engine/reasoning/plugin-log.js';
@@ -115,7 +125,8 @@ export class Plugin {
     const random = options.random ?? Math.random;
     this.logger = options.logger ?? pino({ enabled: false });
     this.maxConcurrentJobs = options.maxConcurrentJobs ?? 4;
-    if (!Number.isSafeInteger(this.maxConcurrentJobs) || this.maxConcurrentJobs < 1) throw new RangeError('maxConcurrentJobs must be a positive integer');
+    if (!Number.isSafeInteger(this.maxConcurrentJobs) || this.maxConcurrentJobs < 1)
+      throw new RangeError('maxConcurrentJobs must be a positive integer');
     this.versions = {
       schema_versions: options.schemaVersions ?? DEFAULT_VERSIONS(SCHEMA_VERSION),
       envelope_versions: options.envelopeVersions ?? DEFAULT_VERSIONS(ENVELOPE_VERSION),
@@ -135,10 +146,12 @@ export class Plugin {
       throw error;
     }
     for (const { event } of this.log.read()) evolvePlugin(this.state, event);
-    const onFatal = options.onFatal ?? ((error: unknown) => {
-      this.logger.fatal({ err: error }, "the plugin's event log failed; stopping");
-      void this.stop();
-    });
+    const onFatal =
+      options.onFatal ??
+      ((error: unknown) => {
+        this.logger.fatal({ err: error }, "the plugin's event log failed; stopping");
+        void this.stop();
+      });
     const keys = options.keys;
     const appender = new Appender(this.log, (event) => evolvePlugin(this.state, event), onFatal);
     this.retention = new Retention({
@@ -165,7 +178,10 @@ export class Plugin {
       logger: this.logger,
       maxConcurrentJobs: this.maxConcurrentJobs,
     });
-    this.rekeys = options.rotate === undefined ? undefined : new Rekeys({ backend: this.backend, clock, random, logger: this.logger, rotate: options.rotate });
+    this.rekeys =
+      options.rotate === undefined
+        ? undefined
+        : new Rekeys({ backend: this.backend, clock, random, logger: this.logger, rotate: options.rotate });
     this.subscription = new Subscription({
       backend: this.backend,
       clock,
@@ -241,13 +257,17 @@ export class Plugin {
       ...this.versions,
       status: this.refused !== undefined ? 'degraded' : this.jobs.running.size >= this.maxConcurrentJobs ? 'busy' : 'ready',
       running_job_ids: this.jobs.started(),
-      reasoner: { name: this.options.reasoner.name, ...(this.options.reasoner.model !== undefined ? { model: this.options.reasoner.model } : {}) },
+      reasoner: {
+        name: this.options.reasoner.name,
+        ...(this.options.reasoner.model !== undefined ? { model: this.options.reasoner.model } : {}),
+      },
     };
   }
 
   private onHeartbeatAnswer(answer: HeartbeatAnswer): void {
     if (answer.refused !== undefined) {
-      if (this.refused === undefined) this.logger.error({ refused: answer.refused }, 'the backend refused this plugin: it takes no jobs until a heartbeat is accepted');
+      if (this.refused === undefined)
+        this.logger.error({ refused: answer.refused }, 'the backend refused this plugin: it takes no jobs until a heartbeat is accepted');
       this.refused = answer.refused;
       this.subscription.pause();
       return;

@@ -34,7 +34,10 @@ export class Rekeys {
     try {
       request = RekeyRequestBody.parse(JSON.parse(data));
     } catch (error) {
-      this.options.logger.warn({ err: error instanceof z.ZodError ? z.prettifyError(error) : String(error) }, 'a rekey frame that is not a rotation request: ignored');
+      this.options.logger.warn(
+        { err: error instanceof z.ZodError ? z.prettifyError(error) : String(error) },
+        'a rekey frame that is not a rotation request: ignored',
+      );
       return;
     }
     const work = this.answer(request).finally(() => this.inFlight.delete(work));
@@ -56,7 +59,11 @@ export class Rekeys {
       logger.warn({ rekey_id: request.rekey_id, code: error.code, reason: error.message }, 'key rotation refused');
       return;
     }
-    const posted = await untilAnswered(() => backend.rekey(request.rekey_id, answer), clock.now() + ANSWER_FOR_MS, { clock, random, stop: this.stopping.signal });
+    const posted = await untilAnswered(() => backend.rekey(request.rekey_id, answer), clock.now() + ANSWER_FOR_MS, {
+      clock,
+      random,
+      stop: this.stopping.signal,
+    });
     logger.info({ rekey_id: request.rekey_id, outcome: posted.kind === 'answered' ? posted.status : posted.kind }, 'key rotation answered');
   }
 }

@@ -48,7 +48,9 @@ export async function runReasoner(reasoner: Reasoner, run: Run, clock: Clock, st
     );
   // A reasoner that ignores its signal does not hold the job past its deadline: the first to settle wins.
   const first = await Promise.race([answered, expired, stopped]);
-  controller.abort(first === 'stopped' ? 'the plugin is stopping' : first === 'expired' ? "the job's deadline passed" : 'the reasoner answered');
+  controller.abort(
+    first === 'stopped' ? 'the plugin is stopping' : first === 'expired' ? "the job's deadline passed" : 'the reasoner answered',
+  );
   if (first === 'stopped') return 'stopped';
   if (first === 'expired') return jobError('deadline_exceeded');
   if ('error' in first) return failureOf(first.error);

@@ -111,12 +111,18 @@ export class Subscription {
     if (ending.kind === 'dropped' && clock.now() - ending.openedAt >= STABLE_STREAM_MS) this.failures = 0;
     this.failures += 1;
     if (ending.kind === 'superseded') {
-      logger.warn({ failures: this.failures }, 'another stream took over this integration: is a second plugin running with the same integration? backing off');
+      logger.warn(
+        { failures: this.failures },
+        'another stream took over this integration: is a second plugin running with the same integration? backing off',
+      );
       return BACKOFF.capMs;
     }
     if (ending.kind === 'failed') {
       const level = ending.status === 401 || ending.status === 404 ? 'error' : 'warn';
-      logger[level]({ status: ending.status, failures: this.failures }, ending.status === undefined ? 'job stream unreachable' : 'job stream refused');
+      logger[level](
+        { status: ending.status, failures: this.failures },
+        ending.status === undefined ? 'job stream unreachable' : 'job stream refused',
+      );
       if (ending.retryAfterMs !== undefined) return ending.retryAfterMs;
     }
     return fullJitter(this.failures, random);
@@ -126,7 +132,8 @@ export class Subscription {
     this.state = 'connecting';
     const answer = await this.options.backend.stream(this.options.cursor(), signal);
     if (answer.kind === 'unreachable') return { kind: 'failed' };
-    if (answer.kind === 'answered') return { kind: 'failed', status: answer.status, ...(answer.retryAfterMs !== undefined ? { retryAfterMs: answer.retryAfterMs } : {}) };
+    if (answer.kind === 'answered')
+      return { kind: 'failed', status: answer.status, ...(answer.retryAfterMs !== undefined ? { retryAfterMs: answer.retryAfterMs } : {}) };
     this.state = 'open';
     this.opened += 1;
     const openedAt = this.options.clock.now();

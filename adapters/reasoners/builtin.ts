@@ -40,7 +40,8 @@ export function builtinReasoner({ providerKind, models = [], limits }: BuiltinRe
         if (end.signal.aborted) throw end.failure();
         return conformingResult(request.response_schema, answers[request.purpose](request.payload));
       } catch (error) {
-        if (error instanceof z.ZodError) throw new ReasonerError('invalid_payload', clip(`the ${request.purpose} payload is malformed: ${z.prettifyError(error)}`, 2_000));
+        if (error instanceof z.ZodError)
+          throw new ReasonerError('invalid_payload', clip(`the ${request.purpose} payload is malformed: ${z.prettifyError(error)}`, 2_000));
         throw error;
       } finally {
         end.dispose();

@@ -91,7 +91,8 @@ export async function streamedAnswer(body: AsyncIterable<Buffer>, maxBytes: numb
     if (text === '[DONE]') return true;
     const json = parseJson(text);
     const failed = ErrorBody.safeParse(json);
-    if (failed.success) throw new ReasonerError('reasoner_error', `the chat server failed mid-answer: ${clip(failed.data.error.message, 500)}`);
+    if (failed.success)
+      throw new ReasonerError('reasoner_error', `the chat server failed mid-answer: ${clip(failed.data.error.message, 500)}`);
     const chunk = Chunk.safeParse(json);
     if (!chunk.success) throw malformed(`a streamed chunk is not one: ${clip(text, 200)}`);
     const delta = chunk.data.choices?.[0]?.delta;

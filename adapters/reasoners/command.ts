@@ -75,7 +75,12 @@ function groupAlive(pgid: number): boolean {
 /** How much of stderr is kept for the error message: its end, where programs say what went wrong. */
 const STDERR_TAIL = 1_000;
 
-export function commandReasoner({ argv, killGraceMs = 2_000, maxOutputBytes = 4 * 1024 * 1024, clock = systemClock }: CommandReasonerOptions): Reasoner {
+export function commandReasoner({
+  argv,
+  killGraceMs = 2_000,
+  maxOutputBytes = 4 * 1024 * 1024,
+  clock = systemClock,
+}: CommandReasonerOptions): Reasoner {
   const [program, ...args] = argv;
   return {
     name: 'command',
@@ -118,7 +123,9 @@ export function commandReasoner({ argv, killGraceMs = 2_000, maxOutputBytes = 4 
           // Only a program that could not start reports here without a later 'close'.
           if (child.pid === undefined) {
             settle(() => {
-              throw new ReasonerError('reasoner_unavailable', `could not start ${program}: ${error.code ?? error.message}`, { cause: error });
+              throw new ReasonerError('reasoner_unavailable', `could not start ${program}: ${error.code ?? error.message}`, {
+                cause: error,
+              });
             });
           }
         });
@@ -135,20 +142,31 @@ export function commandReasoner({ argv, killGraceMs = 2_000, maxOutputBytes = 4 
         // A program that exits without reading its stdin makes this write fail (EPIPE); its exit status tells the rest.
         child.stdin!.on('error', () => {});
         child.stdin!.end(JSON.stringify(promptOf(request)));
-        child.on('close', (code, signal) =>
-          void afterGroup(child.pid!, clock).then(() => settle(() => {
-            if (end.signal.aborted) throw end.failure();
-            if (overflow) throw new ReasonerError('invalid_result', `${program} wrote more than ${maxOutputBytes} bytes to stdout`);
-            const said = stderr.trim() === '' ? '' : `: ${clip(stderr.trim(), STDERR_TAIL)}`;
-            if (code !== 0) throw new ReasonerError('reasoner_error', `${program} ${signal ? `was killed by ${signal}` : `exited with status ${code}`}${said}`);
-            let result: unknown;
-            try {
-              result = JSON.parse(Buffer.concat(stdout).toString('utf8'));
-            } catch (error) {
-              throw new ReasonerError('invalid_result', `${program} did not write one JSON object to stdout: ${(error as Error).message}`);
-            }
-            return conformingResult(request.response_schema, result);
-          })),
+        child.on(
+          'close',
+          (code, signal) =>
+            void afterGroup(child.pid!, clock).then(() =>
+              settle(() => {
+                if (end.signal.aborted) throw end.failure();
+                if (overflow) throw new ReasonerError('invalid_result', `${program} wrote more than ${maxOutputBytes} bytes to stdout`);
+                const said = stderr.trim() === '' ? '' : `: ${clip(stderr.trim(), STDERR_TAIL)}`;
+                if (code !== 0)
+                  throw new ReasonerError(
+                    'reasoner_error',
+                    `${program} ${signal ? `was killed by ${signal}` : `exited with status ${code}`}${said}`,
+                  );
+                let result: unknown;
+                try {
+                  result = JSON.parse(Buffer.concat(stdout).toString('utf8'));
+                } catch (error) {
+                  throw new ReasonerError(
+                    'invalid_result',
+                    `${program} did not write one JSON object to stdout: ${(error as Error).message}`,
+                  );
+                }
+                return conformingResult(request.response_schema, result);
+              }),
+            ),
         );
       });
     },

@@ -30,7 +30,10 @@ export function jobEnd(request: ReasoningRequest, clock: Clock = systemClock): J
     signal: ended.signal,
     failure: () =>
       expired || clock.now() >= request.deadline_at
-        ? new ReasonerError('deadline_exceeded', `the job's deadline (${new Date(request.deadline_at).toISOString()}) passed before the reasoner answered`)
+        ? new ReasonerError(
+            'deadline_exceeded',
+            `the job's deadline (${new Date(request.deadline_at).toISOString()}) passed before the reasoner answered`,
+          )
         : new ReasonerError('interrupted', 'the reasoner was stopped before the job was done'),
     dispose() {
       clock.clearTimeout(timer);

@@ -59,7 +59,8 @@ const Argv = z.array(z.string().min(1)).min(1);
 const HEADER_SAFE = /^[\x21-\x7e]+$/;
 
 export function reasonerFrom(name: string, options: ReasonerOptions, env: NodeJS.ProcessEnv): Reasoner {
-  if (!(REASONER_NAMES as readonly string[]).includes(name)) throw new UsageError(`--reasoner must be one of ${REASONER_NAMES.join(', ')}, not ${JSON.stringify(name)}`);
+  if (!(REASONER_NAMES as readonly string[]).includes(name))
+    throw new UsageError(`--reasoner must be one of ${REASONER_NAMES.join(', ')}, not ${JSON.stringify(name)}`);
   const reasoner = name as ReasonerName;
   const flags = options.flags ?? {};
   for (const flag of Object.keys(flags) as ReasonerFlag[]) {
@@ -81,7 +82,8 @@ export function reasonerFrom(name: string, options: ReasonerOptions, env: NodeJS
 
 function openAiFlags(flags: Partial<Record<ReasonerFlag, string | undefined>>, env: NodeJS.ProcessEnv) {
   const baseUrl = flags['openai-base-url'] ?? env.OPENAI_BASE_URL;
-  if (baseUrl === undefined || baseUrl === '') throw new UsageError('--openai-base-url (or OPENAI_BASE_URL) is required, e.g. http://127.0.0.1:11434/v1 for Ollama');
+  if (baseUrl === undefined || baseUrl === '')
+    throw new UsageError('--openai-base-url (or OPENAI_BASE_URL) is required, e.g. http://127.0.0.1:11434/v1 for Ollama');
   let url: URL;
   try {
     url = new URL(baseUrl);
@@ -89,16 +91,20 @@ function openAiFlags(flags: Partial<Record<ReasonerFlag, string | undefined>>, e
     throw new UsageError(`--openai-base-url must be an absolute URL, not ${JSON.stringify(baseUrl)}`);
   }
   if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new UsageError('--openai-base-url must be http or https');
-  if (url.username !== '' || url.password !== '') throw new UsageError('--openai-base-url must not carry credentials: put the key in OPENAI_API_KEY or --openai-key-env');
+  if (url.username !== '' || url.password !== '')
+    throw new UsageError('--openai-base-url must not carry credentials: put the key in OPENAI_API_KEY or --openai-key-env');
   if (url.search !== '' || url.hash !== '') throw new UsageError('--openai-base-url is a base URL: no query string or fragment');
   const model = flags['openai-model'] ?? env.OPENAI_MODEL;
   if (model === undefined || model === '') throw new UsageError('--openai-model (or OPENAI_MODEL) is required, e.g. llama3.2');
   const keyEnv = flags['openai-key-env'];
-  if (keyEnv !== undefined && !/^[A-Za-z_][A-Za-z0-9_]*$/.test(keyEnv)) throw new UsageError('--openai-key-env must be the name of an environment variable');
+  if (keyEnv !== undefined && !/^[A-Za-z_][A-Za-z0-9_]*$/.test(keyEnv))
+    throw new UsageError('--openai-key-env must be the name of an environment variable');
   const apiKey = env[keyEnv ?? 'OPENAI_API_KEY'];
-  if (keyEnv !== undefined && (apiKey === undefined || apiKey === '')) throw new UsageError(`--openai-key-env names ${keyEnv}, which is not set`);
+  if (keyEnv !== undefined && (apiKey === undefined || apiKey === ''))
+    throw new UsageError(`--openai-key-env names ${keyEnv}, which is not set`);
   // Never echo the key: the message names the variable only.
-  if (apiKey !== undefined && apiKey !== '' && !HEADER_SAFE.test(apiKey)) throw new UsageError(`the API key in ${keyEnv ?? 'OPENAI_API_KEY'} has characters a header cannot carry`);
+  if (apiKey !== undefined && apiKey !== '' && !HEADER_SAFE.test(apiKey))
+    throw new UsageError(`the API key in ${keyEnv ?? 'OPENAI_API_KEY'} has characters a header cannot carry`);
   const stream = flags['openai-stream'] ?? 'off';
   if (stream !== 'on' && stream !== 'off') throw new UsageError('--openai-stream must be on or off');
   return { baseUrl: url.href, model, apiKey: apiKey || undefined, stream: stream === 'on' };
@@ -113,6 +119,7 @@ function commandArgv(text: string | undefined): [string, ...string[]] {
     throw new UsageError('--command must be a JSON array of strings, e.g. \'["python3","reason.py"]\'');
   }
   const parsed = Argv.safeParse(argv);
-  if (!parsed.success) throw new UsageError('--command must be a JSON array of one or more non-empty strings: the program, then its arguments');
+  if (!parsed.success)
+    throw new UsageError('--command must be a JSON array of one or more non-empty strings: the program, then its arguments');
   return parsed.data as [string, ...string[]];
 }

@@ -48,7 +48,11 @@ export function openAiReasoner(options: OpenAiReasonerOptions): Reasoner {
     ...(apiKey ? { authorization: `Bearer ${apiKey}` } : {}),
   };
   // A probe is answered from the configuration, as the builtin answers it, naming the model.
-  const prober = builtinReasoner({ providerKind: options.providerKind, models: [{ id: model }], ...(options.limits ? { limits: options.limits } : {}) });
+  const prober = builtinReasoner({
+    providerKind: options.providerKind,
+    models: [{ id: model }],
+    ...(options.limits ? { limits: options.limits } : {}),
+  });
 
   /** One completion, waiting out rate limits that end before the deadline. */
   async function complete(request: ReasoningRequest, messages: readonly ChatMessage[], end: JobEnd): Promise<ChatAnswer> {
@@ -59,7 +63,11 @@ export function openAiReasoner(options: OpenAiReasonerOptions): Reasoner {
         response = await pool.request({ method: 'POST', path, headers, body, signal: end.signal });
       } catch (error) {
         if (end.signal.aborted) throw error;
-        throw new ReasonerError('reasoner_unavailable', `could not reach the chat server at ${base.origin}: ${(error as { code?: string }).code ?? (error as Error).message}`, { cause: error });
+        throw new ReasonerError(
+          'reasoner_unavailable',
+          `could not reach the chat server at ${base.origin}: ${(error as { code?: string }).code ?? (error as Error).message}`,
+          { cause: error },
+        );
       }
       const { statusCode: status } = response;
       if (status >= 200 && status < 300) {
@@ -73,7 +81,12 @@ export function openAiReasoner(options: OpenAiReasonerOptions): Reasoner {
           await pause(wait, end.signal, clock);
           continue;
         }
-        const why = wait === undefined ? 'without Retry-After' : waits < MAX_WAITS ? `Retry-After ${Math.ceil(wait / 1000)} s, past the job's deadline` : `again after ${MAX_WAITS} waits`;
+        const why =
+          wait === undefined
+            ? 'without Retry-After'
+            : waits < MAX_WAITS
+              ? `Retry-After ${Math.ceil(wait / 1000)} s, past the job's deadline`
+              : `again after ${MAX_WAITS} waits`;
         throw new ReasonerError('reasoner_unavailable', `the chat server answered ${status} ${why}: ${detail}`);
       }
       throw new ReasonerError(status >= 500 ? 'reasoner_unavailable' : 'reasoner_error', `the chat server answered ${status}: ${detail}`);
@@ -106,11 +119,17 @@ export function openAiReasoner(options: OpenAiReasonerOptions): Reasoner {
     if ('result' in verdict) return verdict.result as Record<string, unknown>;
     messages.push(
       { role: 'assistant', content: first.content },
-      { role: 'user', content: `That answer does not follow the schema: ${clip(verdict.problems, 2_000)}. Answer again with only the corrected JSON object.` },
+      {
+        role: 'user',
+        content: `That answer does not follow the schema: ${clip(verdict.problems, 2_000)}. Answer again with only the corrected JSON object.`,
+      },
     );
     const second = judge(request, await complete(request, messages, end));
     if ('result' in second) return second.result as Record<string, unknown>;
-    throw new ReasonerError('invalid_result', `the answer did not follow the job's response_schema, twice: ${clip(second.problems, 1_500)}`);
+    throw new ReasonerError(
+      'invalid_result',
+      `the answer did not follow the job's response_schema, twice: ${clip(second.problems, 1_500)}`,
+    );
   }
 
   return {

@@ -15,8 +15,7 @@ export const INSTRUCTIONS: Record<JobPurpose, string> = {
   session_summary:
     'Summarise a finished call from its transcript and notes: a short summary, the action items (with their owner ' +
     'when the call names one), and the decisions taken. Use only what the transcript says.',
-  capability_probe:
-    'Describe yourself as a capability profile: your skills, the models you run, the tools you can use, and your limits.',
+  capability_probe: 'Describe yourself as a capability profile: your skills, the models you run, the tools you can use, and your limits.',
 };
 
 export interface ReasoningPrompt {

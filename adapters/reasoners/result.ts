@@ -14,7 +14,8 @@ export function reasonerResultProblems(schema: Record<string, unknown>, value: u
   try {
     return problemsOf(schema, value);
   } catch (error) {
-    if (error instanceof ResponseSchemaError) throw new ReasonerError(error.code, `the job's ${error.message.replace(/^the /, '')}`, { cause: error });
+    if (error instanceof ResponseSchemaError)
+      throw new ReasonerError(error.code, `the job's ${error.message.replace(/^the /, '')}`, { cause: error });
     throw error;
   }
 }
@@ -22,7 +23,8 @@ export function reasonerResultProblems(schema: Record<string, unknown>, value: u
 /** `value` as the job's result, or `invalid_result` saying why not. */
 export function conformingResult(schema: Record<string, unknown>, value: unknown): Record<string, unknown> {
   const problems = reasonerResultProblems(schema, value);
-  if (problems !== undefined) throw new ReasonerError('invalid_result', `the result does not follow the job's response_schema: ${clip(problems, 1_500)}`);
+  if (problems !== undefined)
+    throw new ReasonerError('invalid_result', `the result does not follow the job's response_schema: ${clip(problems, 1_500)}`);
   return value as Record<string, unknown>;
 }
 

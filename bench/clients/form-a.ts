@@ -46,30 +46,39 @@ class FormASession implements TurnSession {
       let opened = false;
       const headers: Record<string, string> = { authorization: AUTHORIZATION, accept: 'text/event-stream' };
       if (lastEventId !== undefined) headers['last-event-id'] = lastEventId;
-      const request = http.get({ host: this.url.hostname, port: this.url.port, path: `/v1/events?session_id=${encodeURIComponent(this.sessionId)}`, headers, agent: false }, (response) => {
-        if (response.statusCode !== 200) {
-          response.resume();
-          reject(new Error(`${this.sessionId}: GET /v1/events answered ${response.statusCode}`));
-          return;
-        }
-        response.setEncoding('utf8');
-        response.on('data', (chunk: string) => {
-          this.received += Buffer.byteLength(chunk);
-          this.buffer += chunk;
-          let end: number;
-          while ((end = this.buffer.indexOf('\n\n')) >= 0) {
-            const block = this.buffer.slice(0, end);
-            this.buffer = this.buffer.slice(end + 2);
-            if (block === ': open' && !opened) {
-              opened = true;
-              resolve();
-            }
-            onFrame?.(block);
-            this.frame(block);
+      const request = http.get(
+        {
+          host: this.url.hostname,
+          port: this.url.port,
+          path: `/v1/events?session_id=${encodeURIComponent(this.sessionId)}`,
+          headers,
+          agent: false,
+        },
+        (response) => {
+          if (response.statusCode !== 200) {
+            response.resume();
+            reject(new Error(`${this.sessionId}: GET /v1/events answered ${response.statusCode}`));
+            return;
           }
-        });
-        response.on('close', () => this.fail(new Error(`${this.sessionId}: stream closed by the server`)));
-      });
+          response.setEncoding('utf8');
+          response.on('data', (chunk: string) => {
+            this.received += Buffer.byteLength(chunk);
+            this.buffer += chunk;
+            let end: number;
+            while ((end = this.buffer.indexOf('\n\n')) >= 0) {
+              const block = this.buffer.slice(0, end);
+              this.buffer = this.buffer.slice(end + 2);
+              if (block === ': open' && !opened) {
+                opened = true;
+                resolve();
+              }
+              onFrame?.(block);
+              this.frame(block);
+            }
+          });
+          response.on('close', () => this.fail(new Error(`${this.sessionId}: stream closed by the server`)));
+        },
+      );
       request.on('error', (error) => (opened ? this.fail(error) : reject(error)));
       this.stream = request;
     });
@@ -117,7 +126,12 @@ class FormASession implements TurnSession {
   private settle(pending: Pending): void {
     if (!pending.posted || pending.reply === undefined || this.pending !== pending) return;
     this.pending = undefined;
-    if (pending.reply !== pending.text || pending.progress !== 1) pending.reject(new Error(`${this.sessionId}/${pending.taskId}: reply ${JSON.stringify(pending.reply).slice(0, 100)} after ${pending.progress} progress frames`));
+    if (pending.reply !== pending.text || pending.progress !== 1)
+      pending.reject(
+        new Error(
+          `${this.sessionId}/${pending.taskId}: reply ${JSON.stringify(pending.reply).slice(0, 100)} after ${pending.progress} progress frames`,
+        ),
+      );
     else pending.resolve({ progress: pending.progress, text: pending.reply });
   }
 
@@ -155,7 +169,14 @@ function postIncoming(url: URL, sessionId: string, taskId: string, text: string)
   const body = JSON.stringify({ session_id: sessionId, task_id: taskId, text });
   return new Promise((resolve, reject) => {
     const request = http.request(
-      { agent, host: url.hostname, port: url.port, method: 'POST', path: '/v1/incoming', headers: { authorization: AUTHORIZATION, 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) } },
+      {
+        agent,
+        host: url.hostname,
+        port: url.port,
+        method: 'POST',
+        path: '/v1/incoming',
+        headers: { authorization: AUTHORIZATION, 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) },
+      },
       (response) => {
         let answer = '';
         response.setEncoding('utf8');
@@ -169,7 +190,9 @@ function postIncoming(url: URL, sessionId: string, taskId: string, text: string)
 }
 
 async function pendingTasks(url: URL, sessionId: string): Promise<number> {
-  const response = await fetch(new URL(`/v1/sessions/${encodeURIComponent(sessionId)}`, url), { headers: { authorization: AUTHORIZATION } });
+  const response = await fetch(new URL(`/v1/sessions/${encodeURIComponent(sessionId)}`, url), {
+    headers: { authorization: AUTHORIZATION },
+  });
   return ((await response.json()) as { pending_task_ids: string[] }).pending_task_ids.length;
 }
 

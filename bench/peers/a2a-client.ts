@@ -17,7 +17,13 @@ const RUN = randomUUID().slice(0, 8);
 const IDLE_TEXT = '__idle__';
 
 /** The states that end a stream (as the SDK's server event queue has them), by their wire names. */
-const FINAL_STATES = new Set(['TASK_STATE_COMPLETED', 'TASK_STATE_FAILED', 'TASK_STATE_CANCELED', 'TASK_STATE_REJECTED', 'TASK_STATE_INPUT_REQUIRED']);
+const FINAL_STATES = new Set([
+  'TASK_STATE_COMPLETED',
+  'TASK_STATE_FAILED',
+  'TASK_STATE_CANCELED',
+  'TASK_STATE_REJECTED',
+  'TASK_STATE_INPUT_REQUIRED',
+]);
 
 /** What one turn's stream must hold, fed event by event by either client. */
 class TurnCheck {
@@ -160,7 +166,8 @@ function wireText(parts: readonly { readonly text?: string }[]): string {
 }
 
 function rpcBody(id: number, messageId: string, contextId: string, text: string): string {
-  const message = contextId === '' ? { messageId, role: 'ROLE_USER', parts: [{ text }] } : { messageId, contextId, role: 'ROLE_USER', parts: [{ text }] };
+  const message =
+    contextId === '' ? { messageId, role: 'ROLE_USER', parts: [{ text }] } : { messageId, contextId, role: 'ROLE_USER', parts: [{ text }] };
   return JSON.stringify({ jsonrpc: '2.0', method: 'SendStreamingMessage', params: { message, configuration: {} }, id });
 }
 
@@ -189,7 +196,12 @@ function postSse(url: URL, body: string, onData: (data: string) => void): SseCal
         method: 'POST',
         agent,
         // Without A2A-Version the SDK's server takes a request for v0.3, which it does not serve here.
-        headers: { 'a2a-version': '1.0', 'content-type': 'application/json', accept: 'text/event-stream', 'content-length': Buffer.byteLength(body) },
+        headers: {
+          'a2a-version': '1.0',
+          'content-type': 'application/json',
+          accept: 'text/event-stream',
+          'content-length': Buffer.byteLength(body),
+        },
       },
       (response) => {
         const type = response.headers['content-type'] ?? '';
@@ -223,7 +235,9 @@ function postSse(url: URL, body: string, onData: (data: string) => void): SseCal
             }
           }
         });
-        response.on('end', () => (buffer.trim() === '' ? resolve() : reject(new Error(`stream ended inside an event: ${buffer.slice(0, 200)}`))));
+        response.on('end', () =>
+          buffer.trim() === '' ? resolve() : reject(new Error(`stream ended inside an event: ${buffer.slice(0, 200)}`)),
+        );
         response.on('error', reject);
       },
     );

@@ -71,7 +71,14 @@ class EchoExecutor implements AgentExecutor {
     // The SDK requires a stream to begin with the task (or a lone message).
     bus.publish(
       AgentEvent.task(
-        context.task ?? { id: taskId, contextId, status: status(TaskState.TASK_STATE_SUBMITTED), artifacts: [], history: [userMessage], metadata: undefined },
+        context.task ?? {
+          id: taskId,
+          contextId,
+          status: status(TaskState.TASK_STATE_SUBMITTED),
+          artifacts: [],
+          history: [userMessage],
+          metadata: undefined,
+        },
       ),
     );
     bus.publish(AgentEvent.statusUpdate({ taskId, contextId, status: status(TaskState.TASK_STATE_WORKING), metadata: undefined }));
@@ -84,7 +91,14 @@ class EchoExecutor implements AgentExecutor {
       AgentEvent.artifactUpdate({
         taskId,
         contextId,
-        artifact: { artifactId: 'reply', name: 'reply', description: '', parts: [{ content: { $case: 'text', value: text }, metadata: undefined, filename: '', mediaType: 'text/plain' }], metadata: undefined, extensions: [] },
+        artifact: {
+          artifactId: 'reply',
+          name: 'reply',
+          description: '',
+          parts: [{ content: { $case: 'text', value: text }, metadata: undefined, filename: '', mediaType: 'text/plain' }],
+          metadata: undefined,
+          extensions: [],
+        },
         append: false,
         lastChunk: true,
         metadata: undefined,

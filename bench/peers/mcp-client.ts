@@ -85,7 +85,13 @@ function targetOf(base: string): Target {
 }
 
 /** Sends a request and resolves with the response once its headers arrive; `signal` aborts both request and response. */
-function send(target: Target, method: string, headers: http.OutgoingHttpHeaders, body?: string, signal?: AbortSignal): Promise<http.IncomingMessage> {
+function send(
+  target: Target,
+  method: string,
+  headers: http.OutgoingHttpHeaders,
+  body?: string,
+  signal?: AbortSignal,
+): Promise<http.IncomingMessage> {
   return new Promise((resolve, reject) => {
     const req = http.request({ agent, hostname: target.hostname, port: target.port, path: MCP_PATH, method, headers, signal }, resolve);
     req.on('error', reject);
@@ -302,7 +308,8 @@ function primingId(res: http.IncomingMessage): Promise<string> {
       const block = buffer.slice(0, end);
       const id = block.split('\n').find((line) => line.startsWith('id:'));
       // Settled before the destroy, so the 'close' it brings rejects nothing.
-      if (id === undefined || eventData(block) !== undefined) reject(new Error(`tools/call: expected a priming event first, got ${JSON.stringify(block.slice(0, 200))}`));
+      if (id === undefined || eventData(block) !== undefined)
+        reject(new Error(`tools/call: expected a priming event first, got ${JSON.stringify(block.slice(0, 200))}`));
       else resolve(id.charCodeAt(3) === 32 ? id.slice(4) : id.slice(3));
       res.destroy();
     });
@@ -351,7 +358,13 @@ async function awayAndBackOn(session: Session, away: number): Promise<Resumed> {
     const signal = AbortSignal.timeout(WAIT_MS);
     let res: http.IncomingMessage;
     try {
-      res = await send(session.target, 'GET', { accept: 'text/event-stream', 'last-event-id': turn.cursor, ...sessionHeaders(session) }, undefined, signal);
+      res = await send(
+        session.target,
+        'GET',
+        { accept: 'text/event-stream', 'last-event-id': turn.cursor, ...sessionHeaders(session) },
+        undefined,
+        signal,
+      );
     } catch (error) {
       if (signal.aborted) return { result: false, progress: 0 };
       throw error;

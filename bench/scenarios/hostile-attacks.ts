@@ -58,7 +58,10 @@ class Source {
   /** One request: its status and (small) JSON answer, or the socket error's code; never throws. */
   call(method: string, path: string, token?: string, body?: unknown): Promise<Answer> {
     const payload = body === undefined ? undefined : Buffer.from(JSON.stringify(body));
-    const headers: Record<string, string> = { ...(token === undefined ? {} : { authorization: `Bearer ${token}` }), ...(payload === undefined ? {} : { 'content-type': 'application/json' }) };
+    const headers: Record<string, string> = {
+      ...(token === undefined ? {} : { authorization: `Bearer ${token}` }),
+      ...(payload === undefined ? {} : { 'content-type': 'application/json' }),
+    };
     return new Promise((resolve) => {
       const req = request({ agent: this.agent, host: this.origin.hostname, port: this.origin.port, method, path, headers }, (res) => {
         const chunks: Buffer[] = [];
@@ -87,7 +90,8 @@ class Source {
 
 /** What the attack's requests were answered: `step status` → how many. */
 const answers = new Map<string, number>();
-const tally = (step: string, status: number | string | undefined) => answers.set(`${step} ${status}`, (answers.get(`${step} ${status}`) ?? 0) + 1);
+const tally = (step: string, status: number | string | undefined) =>
+  answers.set(`${step} ${status}`, (answers.get(`${step} ${status}`) ?? 0) + 1);
 
 /** A request of the attack: its answer is counted under `step`. */
 async function attempt(source: Source, step: string, method: string, path: string, token?: string, body?: unknown): Promise<Answer> {
@@ -114,20 +118,37 @@ function tenantPaths(tenant: Integration) {
   const base = `/api/v1/assistant/integrations/${tenant.integration_id}`;
   const createJob = (source: Source, extra: Record<string, unknown> = {}) => {
     const job_id = randomUUID();
-    return attempt(source, 'create', 'POST', `${base}/jobs`, tenant.client_token, { job_id, purpose: 'live_analysis', payload: PAYLOAD, deadline_ms: HOUR_MS, ...extra }).then((answer) => ({ job_id, ...answer }));
+    return attempt(source, 'create', 'POST', `${base}/jobs`, tenant.client_token, {
+      job_id,
+      purpose: 'live_analysis',
+      payload: PAYLOAD,
+      deadline_ms: HOUR_MS,
+      ...extra,
+    }).then((answer) => ({ job_id, ...answer }));
   };
-  const result = (source: Source, job_id: string, result: unknown) => attempt(source, 'result', 'POST', `${base}/jobs/${job_id}/result`, tenant.relay_token, { result });
+  const result = (source: Source, job_id: string, result: unknown) =>
+    attempt(source, 'result', 'POST', `${base}/jobs/${job_id}/result`, tenant.relay_token, { result });
   return { base, createJob, result };
 }
 
 /** A follower stream held open: its request, to be destroyed when the attack ends. */
 function follow(origin: URL, path: string, token: string): Promise<ClientRequest | undefined> {
   return new Promise((resolve) => {
-    const req = request({ agent: false, host: origin.hostname, port: origin.port, path, localAddress: TENANT_ADDRESS, headers: { authorization: `Bearer ${token}` } }, (res) => {
-      tally('follow', res.statusCode);
-      res.resume();
-      resolve(res.statusCode === 200 ? req : undefined);
-    });
+    const req = request(
+      {
+        agent: false,
+        host: origin.hostname,
+        port: origin.port,
+        path,
+        localAddress: TENANT_ADDRESS,
+        headers: { authorization: `Bearer ${token}` },
+      },
+      (res) => {
+        tally('follow', res.statusCode);
+        res.resume();
+        resolve(res.statusCode === 200 ? req : undefined);
+      },
+    );
     req.on('error', (error: NodeJS.ErrnoException) => {
       tally('follow', error.code ?? error.message);
       resolve(undefined);
@@ -151,7 +172,8 @@ async function selfPair(source: Source): Promise<void> {
     ['client-confirm', client, { confirmation: bytes32() }],
     ['assistant-confirm', assistant, { confirmation: bytes32() }],
   ];
-  for (const [step, token, body] of steps) if ((await attempt(source, step, 'POST', `/api/v1/pairings/${pairing_id}/${step}`, token, body)).status !== 200) return;
+  for (const [step, token, body] of steps)
+    if ((await attempt(source, step, 'POST', `/api/v1/pairings/${pairing_id}/${step}`, token, body)).status !== 200) return;
 }
 
 const RUN: Record<Attack, (task: AttackTask, until: number, origin: URL) => Promise<void>> = {
@@ -195,13 +217,23 @@ const RUN: Record<Attack, (task: AttackTask, until: number, origin: URL) => Prom
     const source = new Source(origin, TENANT_ADDRESS);
     const { base } = tenantPaths(task.tenant);
     let flips = 0;
-    await repeat(8, until, 50_000, () => attempt(source, 'heartbeat', 'POST', `${base}/heartbeat`, task.tenant.relay_token, { ...HEARTBEAT, status: flips++ % 2 === 0 ? 'busy' : 'ready' }));
+    await repeat(8, until, 50_000, () =>
+      attempt(source, 'heartbeat', 'POST', `${base}/heartbeat`, task.tenant.relay_token, {
+        ...HEARTBEAT,
+        status: flips++ % 2 === 0 ? 'busy' : 'ready',
+      }),
+    );
   },
   async rekeys(task, until, origin) {
     const source = new Source(origin, TENANT_ADDRESS);
     const { base } = tenantPaths(task.tenant);
     await repeat(8, until, 50_000, () =>
-      attempt(source, 'rekey', 'POST', `${base}/rekeys`, task.tenant.client_token, { rekey_id: randomUUID(), kid: randomBytes(9).toString('base64url'), client_key: bytes32(), mac: bytes32() }),
+      attempt(source, 'rekey', 'POST', `${base}/rekeys`, task.tenant.client_token, {
+        rekey_id: randomUUID(),
+        kid: randomBytes(9).toString('base64url'),
+        client_key: bytes32(),
+        mac: bytes32(),
+      }),
     );
   },
   async 'pairing-churn'(_, until, origin) {
@@ -214,7 +246,9 @@ const RUN: Record<Attack, (task: AttackTask, until: number, origin: URL) => Prom
     };
     await Promise.all([
       repeat(4, until, 20_000, startAndAbort),
-      repeat(2, until, 20_000, () => attempt(source, 'join', 'POST', '/api/v1/pairings/join', undefined, { handle: crockfordRandom(HANDLE_LENGTH) })),
+      repeat(2, until, 20_000, () =>
+        attempt(source, 'join', 'POST', '/api/v1/pairings/join', undefined, { handle: crockfordRandom(HANDLE_LENGTH) }),
+      ),
       repeat(2, until, 2_000, () => selfPair(source)),
     ]);
   },

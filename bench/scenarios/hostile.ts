@@ -20,7 +20,17 @@ import type { HostileRow } from '../results.js';
 import { countIn, createIntegration, oneJob, operatorTokenFile, startPlugin, type Integration, type JobClient } from './jobs.js';
 
 /** Each attack the hostile tenant runs in turn, after a phase with none. */
-export const ATTACKS = ['none', 'redos', 'oversize', 'open-jobs', 'followers', 'heartbeat-flips', 'rekeys', 'pairing-churn', 'pairing-hold'] as const;
+export const ATTACKS = [
+  'none',
+  'redos',
+  'oversize',
+  'open-jobs',
+  'followers',
+  'heartbeat-flips',
+  'rekeys',
+  'pairing-churn',
+  'pairing-hold',
+] as const;
 export type Attack = (typeof ATTACKS)[number];
 
 export interface HostileOptions {
@@ -51,13 +61,15 @@ export type FromAttacker =
 
 const WHAT: Record<Attack, (options: HostileOptions) => string> = {
   none: () => 'no attack',
-  redos: ({ redosLength }) => `ReDoS: jobs whose response_schema has \`pattern: "^(a+)+$"\`, each answered with ${redosLength} \`a\` and a \`!\`, one at a time`,
+  redos: ({ redosLength }) =>
+    `ReDoS: jobs whose response_schema has \`pattern: "^(a+)+$"\`, each answered with ${redosLength} \`a\` and a \`!\`, one at a time`,
   oversize: () => 'jobs of about 3.9 MiB, each answered with a result of about 3.9 MiB, two at a time',
   'open-jobs': () => 'job-create flood: small jobs with a deadline of one hour, eight at a time',
   followers: () => '3,000 follower streams of one job, on one token',
   'heartbeat-flips': () => "heartbeats flipping the plugin's status between ready and busy, eight at a time",
   rekeys: () => 'rekey requests, each a new rotation, eight at a time',
-  'pairing-churn': () => 'from one address: pairings started and aborted, joins with unknown handles, and pairings taken through every step with made-up keys',
+  'pairing-churn': () =>
+    'from one address: pairings started and aborted, joins with unknown handles, and pairings taken through every step with made-up keys',
   'pairing-hold': () => 'pairings started and left open, from four addresses',
 };
 
@@ -106,14 +118,21 @@ async function quietJobs(client: JobClient, inFlight: number, ms: number): Promi
     }),
   );
   const sorted = Float64Array.from(latencies).sort();
-  return { completed: latencies.length, p50Ms: percentile(sorted, 50), p99Ms: percentile(sorted, 99), errors, ...(firstError === undefined ? {} : { firstError }) };
+  return {
+    completed: latencies.length,
+    p50Ms: percentile(sorted, 50),
+    p99Ms: percentile(sorted, 99),
+    errors,
+    ...(firstError === undefined ? {} : { firstError }),
+  };
 }
 
 /** Until the backend answers `/healthz` again: an attack may have left it busy after the attacker stopped. */
 async function answering(backend: ServerChild): Promise<void> {
   const until = performance.now() + SETTLE_MS;
   for (;;) {
-    if (backend.child.exitCode !== null || backend.child.signalCode !== null) throw new Error(`the backend exited (${backend.child.exitCode ?? backend.child.signalCode})`);
+    if (backend.child.exitCode !== null || backend.child.signalCode !== null)
+      throw new Error(`the backend exited (${backend.child.exitCode ?? backend.child.signalCode})`);
     try {
       const health = await fetch(`${backend.url.origin}/healthz`, { signal: AbortSignal.timeout(5_000) });
       await health.arrayBuffer();
@@ -168,21 +187,31 @@ export async function hostile(options: HostileOptions): Promise<HostileRow[]> {
   // per-source limits; under the default, tickets, they are refused at once), and the quiet tenant, a load
   // generator of up to 20 jobs a second, may create more than the default 60 a minute.
   const defaultsBut = ['--pairing', 'open', '--max-jobs-per-minute', '1200'];
-  const backend = await startServer('backend', [CLI, 'backend', '--port', '0', '--log-level', 'warn', '--db', db, '--token-file', operatorTokenFile(dir), ...defaultsBut], {
-    cwd: dir,
-    stderrPath: join(dir, 'backend.stderr'),
-    timeoutMs: 15_000,
-  });
+  const backend = await startServer(
+    'backend',
+    [CLI, 'backend', '--port', '0', '--log-level', 'warn', '--db', db, '--token-file', operatorTokenFile(dir), ...defaultsBut],
+    {
+      cwd: dir,
+      stderrPath: join(dir, 'backend.stderr'),
+      timeoutMs: 15_000,
+    },
+  );
   let plugin: ChildProcess | undefined;
   try {
     const quiet = await createIntegration(backend.url.origin);
     plugin = await startPlugin(backend.url.origin, quiet, dir);
-    const client: JobClient = { bases: [`${backend.url.origin}/api/v1/assistant/integrations/${quiet.integration_id}`], next: 0, headers: { authorization: `Bearer ${quiet.client_token}` } };
+    const client: JobClient = {
+      bases: [`${backend.url.origin}/api/v1/assistant/integrations/${quiet.integration_id}`],
+      next: 0,
+      headers: { authorization: `Bearer ${quiet.client_token}` },
+    };
     await quietJobs(client, options.inFlight, options.warmupMs);
     const rows: HostileRow[] = [];
     for (const attack of ATTACKS) {
       const row = await phase(attack, backend, client, db, options);
-      console.log(`bench: hostile ${attack}: quiet p99 ${row.quiet.p99Ms.toFixed(1)} ms, ${row.quiet.completed} jobs, ${row.quiet.errors} errors; backend ${row.rssMiB.toFixed(0)} MiB, log ${row.logMiB.toFixed(1)} MiB`);
+      console.log(
+        `bench: hostile ${attack}: quiet p99 ${row.quiet.p99Ms.toFixed(1)} ms, ${row.quiet.completed} jobs, ${row.quiet.errors} errors; backend ${row.rssMiB.toFixed(0)} MiB, log ${row.logMiB.toFixed(1)} MiB`,
+      );
       rows.push(row);
     }
     return rows;

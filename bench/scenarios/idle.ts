@@ -20,13 +20,18 @@ const STREAMS_PER_GENERATOR = 5_000;
 
 async function measure(server: Server, scratch: string, options: IdleOptions): Promise<IdleRow> {
   const running = await start(server, scratch);
-  const generators = Array.from({ length: Math.ceil(options.streams / STREAMS_PER_GENERATOR) }, (_, i) => new Generator(`${server.title} idle streams ${i + 1}`));
+  const generators = Array.from(
+    { length: Math.ceil(options.streams / STREAMS_PER_GENERATOR) },
+    (_, i) => new Generator(`${server.title} idle streams ${i + 1}`),
+  );
   try {
     await sleep(options.settleMs);
     const pid = running.child.child.pid!;
     const before = rssKiB(pid);
     const share = Math.ceil(options.streams / generators.length);
-    const held = await Promise.all(generators.map((generator, i) => generator.idle(server.idle!, running.base, Math.min(share, options.streams - i * share))));
+    const held = await Promise.all(
+      generators.map((generator, i) => generator.idle(server.idle!, running.base, Math.min(share, options.streams - i * share))),
+    );
     const streams = held.reduce((sum, each) => sum + each.streams, 0);
     await sleep(options.settleMs);
     return { server: server.name, streams, kibPerStream: (rssKiB(pid) - before) / streams };

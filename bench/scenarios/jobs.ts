@@ -80,19 +80,33 @@ export function operatorTokenFile(dir: string): string {
 
 /** A new integration, through the operator's route of a backend started with `operatorTokenFile`. */
 export async function createIntegration(origin: string): Promise<Integration> {
-  const created = await fetch(`${origin}/api/v1/admin/integrations`, { method: 'POST', headers: { authorization: `Bearer ${OPERATOR}`, 'content-type': 'application/json' }, body: '{}' });
+  const created = await fetch(`${origin}/api/v1/admin/integrations`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${OPERATOR}`, 'content-type': 'application/json' },
+    body: '{}',
+  });
   if (created.status !== 201) throw new Error(`creating the integration answered ${created.status}: ${await created.text()}`);
   return (await created.json()) as Integration;
 }
 
 /** The backend nodes of a setup, with one integration. */
-async function backendsOf(setup: JobsSetup, dir: string): Promise<Pick<Channel, 'backends' | 'count' | 'remove'> & { integration: Integration }> {
+async function backendsOf(
+  setup: JobsSetup,
+  dir: string,
+): Promise<Pick<Channel, 'backends' | 'count' | 'remove'> & { integration: Integration }> {
   // One integration runs 100 jobs at once, each followed, round after round: past a tenant's default bounds (PROTOCOL.md 6e.18, 6e.19, 6e.23).
   const quotas = ['--max-open-jobs', '200', '--max-followers', '200', '--max-jobs-per-minute', '1000000'];
-  const start = (args: readonly string[], i: number) => startServer(`backend ${i}`, [CLI, 'backend', '--port', '0', '--log-level', 'warn', ...quotas, ...args], { cwd: dir, stderrPath: join(dir, `backend-${i}.stderr`), timeoutMs: 15_000 });
+  const start = (args: readonly string[], i: number) =>
+    startServer(`backend ${i}`, [CLI, 'backend', '--port', '0', '--log-level', 'warn', ...quotas, ...args], {
+      cwd: dir,
+      stderrPath: join(dir, `backend-${i}.stderr`),
+      timeoutMs: 15_000,
+    });
   if (setup === 'embedded') {
     const db = join(dir, 'backend.db');
-    const integration = JSON.parse(execFileSync(process.execPath, [CLI, 'backend', 'integration', 'create', '--db', db], { encoding: 'utf8' })) as Integration;
+    const integration = JSON.parse(
+      execFileSync(process.execPath, [CLI, 'backend', 'integration', 'create', '--db', db], { encoding: 'utf8' }),
+    ) as Integration;
     return { backends: [await start(['--db', db], 0)], integration, count: async (type) => countIn(db, type), remove: async () => {} };
   }
   const name = `bench_${randomBytes(6).toString('hex')}`;
@@ -111,7 +125,8 @@ async function backendsOf(setup: JobsSetup, dir: string): Promise<Pick<Channel, 
   return {
     backends,
     integration: await createIntegration(backends[0]!.url.origin),
-    count: async (type) => Number((await query<{ n: string }>(`SELECT count(*) AS n FROM ${name}.events WHERE type = $1`, [type])).rows[0]!.n),
+    count: async (type) =>
+      Number((await query<{ n: string }>(`SELECT count(*) AS n FROM ${name}.events WHERE type = $1`, [type])).rows[0]!.n),
     async remove() {
       await query(`DROP SCHEMA IF EXISTS ${name} CASCADE`);
       const broker = await connectBroker({ url: NATS, namespace: name, report: () => {} });
@@ -127,7 +142,22 @@ export async function startPlugin(origin: string, integration: Integration, dir:
   writeFileSync(tokenFile, integration.relay_token, { mode: 0o600 });
   const plugin = spawn(
     process.execPath,
-    [CLI, 'plugin', '--backend', origin, '--integration', integration.integration_id, '--relay-token-file', tokenFile, '--db', join(dir, 'plugin.db'), '--max-concurrent-jobs', '100', '--log-level', 'warn'],
+    [
+      CLI,
+      'plugin',
+      '--backend',
+      origin,
+      '--integration',
+      integration.integration_id,
+      '--relay-token-file',
+      tokenFile,
+      '--db',
+      join(dir, 'plugin.db'),
+      '--max-concurrent-jobs',
+      '100',
+      '--log-level',
+      'warn',
+    ],
     { cwd: dir, stdio: ['ignore', 'pipe', 'inherit'] },
   );
   process.on('exit', () => plugin.kill('SIGKILL'));
@@ -165,7 +195,10 @@ export async function oneJob(channel: JobClient): Promise<number> {
   });
   if (created.status !== 201) throw new Error(`create answered ${created.status}: ${await created.text()}`);
   await created.arrayBuffer();
-  const events = await fetch(`${bases[channel.next++ % bases.length]!}/jobs/${job_id}/events`, { headers, signal: AbortSignal.timeout(JOB_TIMEOUT_MS) });
+  const events = await fetch(`${bases[channel.next++ % bases.length]!}/jobs/${job_id}/events`, {
+    headers,
+    signal: AbortSignal.timeout(JOB_TIMEOUT_MS),
+  });
   const decoder = new TextDecoder();
   let text = '';
   for await (const chunk of events.body as unknown as AsyncIterable<Uint8Array>) {
@@ -231,7 +264,10 @@ async function jobsOf(setup: JobsSetup, options: JobsOptions): Promise<JobsRow[]
     for (const backend of channel.backends) await stopServer(backend, 10_000);
     const completed = await channel.count('job.completed');
     const finished = countIn(channel.pluginDb, 'plugin.job_finished');
-    if (completed < measured || finished < measured) throw new Error(`${setup}: ${measured} jobs measured, but ${completed} job.completed in the backend's log and ${finished} plugin.job_finished in the plugin's`);
+    if (completed < measured || finished < measured)
+      throw new Error(
+        `${setup}: ${measured} jobs measured, but ${completed} job.completed in the backend's log and ${finished} plugin.job_finished in the plugin's`,
+      );
     return rows;
   } finally {
     channel.plugin.kill('SIGKILL');

@@ -30,8 +30,22 @@ function* hostEvents(): Generator<DomainEvent> {
     at += 1;
     const commands = [
       { type: 'incoming', event: { session_id, task_id, text: `question ${turn}` }, generation: `gen${turn % 16}`, at },
-      { type: 'reply', session_id, task_id, reply: { session_id, task_id, status: 'typing', label: 'thinking' }, epoch: 'benchepoch01', at },
-      { type: 'reply', session_id, task_id, reply: { session_id, task_id, status: 'message', message_id: `m${turn}`, reply_text: `answer ${turn}` }, epoch: 'benchepoch01', at },
+      {
+        type: 'reply',
+        session_id,
+        task_id,
+        reply: { session_id, task_id, status: 'typing', label: 'thinking' },
+        epoch: 'benchepoch01',
+        at,
+      },
+      {
+        type: 'reply',
+        session_id,
+        task_id,
+        reply: { session_id, task_id, status: 'message', message_id: `m${turn}`, reply_text: `answer ${turn}` },
+        epoch: 'benchepoch01',
+        at,
+      },
     ] as const;
     for (const command of commands) {
       const { events } = projection.decide(command, 'A');

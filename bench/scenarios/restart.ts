@@ -54,8 +54,21 @@ export async function writeLog(path: string, size: number, sessions: number): Pr
       const task_id = `t${turn}`;
       at += 1;
       run({ type: 'incoming', event: { session_id, task_id, text: `question ${turn}` }, generation: `gen${s}`, at }, batch);
-      run({ type: 'reply', session_id, task_id, reply: { session_id, task_id, status: 'typing', label: 'thinking' }, epoch: EPOCH, at }, batch);
-      run({ type: 'reply', session_id, task_id, reply: { session_id, task_id, status: 'message', message_id: `m${turn}-${s}`, reply_text: `answer ${turn} for ${session_id}` }, epoch: EPOCH, at }, batch);
+      run(
+        { type: 'reply', session_id, task_id, reply: { session_id, task_id, status: 'typing', label: 'thinking' }, epoch: EPOCH, at },
+        batch,
+      );
+      run(
+        {
+          type: 'reply',
+          session_id,
+          task_id,
+          reply: { session_id, task_id, status: 'message', message_id: `m${turn}-${s}`, reply_text: `answer ${turn} for ${session_id}` },
+          epoch: EPOCH,
+          at,
+        },
+        batch,
+      );
     }
     await Promise.all(batch.map((event) => log.append(event)));
     written += batch.length;
@@ -82,7 +95,9 @@ function withoutSnapshots(db: string, run: () => Promise<number>): Promise<numbe
   return run().finally(() => {
     const back = new Database(db);
     back.exec('DELETE FROM snapshots');
-    const insert = back.prepare('INSERT INTO snapshots (position, at, event_digest, digest, data) VALUES (@position, @at, @event_digest, @digest, @data)');
+    const insert = back.prepare(
+      'INSERT INTO snapshots (position, at, event_digest, digest, data) VALUES (@position, @at, @event_digest, @digest, @data)',
+    );
     for (const row of kept) insert.run(row);
     back.close();
   });
@@ -125,7 +140,10 @@ export async function restart(options: RestartOptions): Promise<RestartRow[]> {
       const rates: number[] = [];
       for (let round = 0; round < options.rounds; round++) rates.push(await replayRate(db));
       const replayPerSecond = spread(rates);
-      rows.push({ events, snapshots: true, toServeMs: spread(withSnapshot), replayPerSecond }, { events, snapshots: false, toServeMs: spread(whole), replayPerSecond });
+      rows.push(
+        { events, snapshots: true, toServeMs: spread(withSnapshot), replayPerSecond },
+        { events, snapshots: false, toServeMs: spread(whole), replayPerSecond },
+      );
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }

@@ -27,7 +27,16 @@ export async function resume(running: readonly Running[], options: ResumeOptions
         const runs = [];
         for (let round = 0; round < options.rounds; round += 1) runs.push(await awayAndBack(base, away));
         const last = runs.at(-1)!;
-        rows.push({ server: server.name, away, catchUpMs: spread(runs.map((run) => run.catchUpMs)), bytes: last.bytes, replayed: last.replayed, missed: last.missed, lost: last.lost, ...(how.note === undefined ? {} : { note: how.note }) });
+        rows.push({
+          server: server.name,
+          away,
+          catchUpMs: spread(runs.map((run) => run.catchUpMs)),
+          bytes: last.bytes,
+          replayed: last.replayed,
+          missed: last.missed,
+          lost: last.lost,
+          ...(how.note === undefined ? {} : { note: how.note }),
+        });
       } catch (error) {
         rows.push({ server: server.name, away, note: `failed: ${(error as Error).message.slice(0, 200)}` });
       }

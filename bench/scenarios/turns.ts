@@ -73,16 +73,39 @@ function generatorsOf(pools: Pools, contender: Contender, count: number): Genera
   return pool.slice(0, count);
 }
 
-async function level(contenders: readonly Contender[], running: ReadonlyMap<string, Running>, sessions: number, options: TurnsOptions, pools: Pools): Promise<TurnsSample[]> {
+async function level(
+  contenders: readonly Contender[],
+  running: ReadonlyMap<string, Running>,
+  sessions: number,
+  options: TurnsOptions,
+  pools: Pools,
+): Promise<TurnsSample[]> {
   const count = generatorsFor(sessions);
   const entries: Entry[] = contenders.flatMap((contender) => {
     const server = running.get(contender.server.name);
-    return server === undefined ? [] : [{ contender, running: server, generators: generatorsOf(pools, contender, count), perRound: [], latencies: [], turns: 0, serverCpuMs: 0, generatorCpuPercent: 0 }];
+    return server === undefined
+      ? []
+      : [
+          {
+            contender,
+            running: server,
+            generators: generatorsOf(pools, contender, count),
+            perRound: [],
+            latencies: [],
+            turns: 0,
+            serverCpuMs: 0,
+            generatorCpuPercent: 0,
+          },
+        ];
   });
   await Promise.all(
     entries.map(async (entry) => {
       try {
-        await Promise.all(entry.generators.map((generator, i) => generator.open(entry.contender.ref, entry.running.base, Math.floor(sessions / count) + (i < sessions % count ? 1 : 0))));
+        await Promise.all(
+          entry.generators.map((generator, i) =>
+            generator.open(entry.contender.ref, entry.running.base, Math.floor(sessions / count) + (i < sessions % count ? 1 : 0)),
+          ),
+        );
       } catch (error) {
         entry.failed = (error as Error).message;
       }
@@ -118,7 +141,12 @@ async function level(contenders: readonly Contender[], running: ReadonlyMap<stri
 }
 
 /** Every session count in turn, each with every contender's sessions opened first. */
-export async function turns(contenders: readonly Contender[], running: ReadonlyMap<string, Running>, levels: readonly number[], options: TurnsOptions): Promise<Array<{ sessions: number; samples: TurnsSample[] }>> {
+export async function turns(
+  contenders: readonly Contender[],
+  running: ReadonlyMap<string, Running>,
+  levels: readonly number[],
+  options: TurnsOptions,
+): Promise<Array<{ sessions: number; samples: TurnsSample[] }>> {
   const pools: Pools = new Map();
   try {
     const results = [];

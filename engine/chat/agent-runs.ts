@@ -121,7 +121,8 @@ export class AgentRuns implements AfterCommitHandler<DomainEvent> {
       signal,
       typing: (label) => progress({ status: 'typing', label }),
       toolCall: (label) => progress({ status: 'tool_call', label }),
-      message: (text, options) => send({ status: 'message', message_id: options?.message_id ?? this.settings.ids.uuid(), reply_text: text }),
+      message: (text, options) =>
+        send({ status: 'message', message_id: options?.message_id ?? this.settings.ids.uuid(), reply_text: text }),
       completed: () => send({ status: 'completed' }),
       silent: () => send({ status: 'silent' }),
       errored: (code, message) => send({ status: 'errored', error_code: code, error_message: message }),

@@ -40,7 +40,6 @@ export interface ChatEngineConfig {
   readonly onDeliveryAbandoned?: (event: DeliveryAbandoned) => void;
 }
 
-
 export const DEFAULT_SESSION_IDLE_TTL_MS = 24 * 60 * 60 * 1000;
 
 export const DEFAULT_SESSION_LIMITS: SessionLimits = {

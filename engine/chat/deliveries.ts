@@ -39,7 +39,12 @@ export class DeliveryEffects {
 
   /** Makes one logged attempt. */
   post(delivery: DeliveryContext): void {
-    const { session_id, delivery: { n, task_id }, callback: { url, token }, body } = delivery;
+    const {
+      session_id,
+      delivery: { n, task_id },
+      callback: { url, token },
+      body,
+    } = delivery;
     this.transport.post({ url, token, task_id, body, signal: this.stopping.signal }).then(
       (outcome) => this.handlers.answered(session_id, n, outcome),
       // A transport reports; it should not throw. If it does, that is a failed connection, never a lost reply.

@@ -71,7 +71,9 @@ export class ChatEngine implements CommandPort {
     });
     this.afterCommit = new AfterCommit((error, handler, event) => this.report(error, { what: handler, ...(event ? { event } : {}) }));
     this.runs = new AgentRuns(this.projection, this, settings);
-    this.readers = new Readers(this.projection, settings, (sessionId) => replayableSession(settings.limits, this.appender.history(sessionId)));
+    this.readers = new Readers(this.projection, settings, (sessionId) =>
+      replayableSession(settings.limits, this.appender.history(sessionId)),
+    );
     this.outboxes = new OutboxPump(this.projection, this, settings.clock, settings.transport, settings.onDeliveryAbandoned);
     this.idle = new IdleDeadlines(this.projection, settings.clock, settings.idleTtlMs, (session_id) => {
       const command = { type: 'expire', session_id, idleTtlMs: settings.idleTtlMs, epoch: this.epoch, at: settings.clock.now() } as const;
@@ -88,7 +90,9 @@ export class ChatEngine implements CommandPort {
     for (const { event } of log.read(restored?.position)) engine.projection.apply(event);
     log.onCommit((events) => engine.afterCommit.dispatch(events));
     const { clock } = engine.settings;
-    await engine.append([{ type: 'host.started', epoch: engine.epoch, form: engine.form, limits: engine.settings.limits, at: clock.now() }]);
+    await engine.append([
+      { type: 'host.started', epoch: engine.epoch, form: engine.form, limits: engine.settings.limits, at: clock.now() },
+    ]);
     await recover({ projection: engine.projection, commands: engine, clock, idle: engine.idle, outboxes: engine.outboxes });
     engine.retention.start();
     return engine;
@@ -117,7 +121,13 @@ export class ChatEngine implements CommandPort {
     if (this.projection.formOf(sessionId) !== 'B') return 'dropped';
     const { ids } = this.settings;
     const task_id = ids.uuid();
-    const reply: ReplyBody = { session_id: sessionId, task_id, status: 'message', message_id: options.message_id ?? ids.uuid(), reply_text: text };
+    const reply: ReplyBody = {
+      session_id: sessionId,
+      task_id,
+      status: 'message',
+      message_id: options.message_id ?? ids.uuid(),
+      reply_text: text,
+    };
     return this.runs.reply(sessionId, task_id, reply);
   }
 

@@ -87,7 +87,10 @@ export class OutboxPump implements AfterCommitHandler<DomainEvent> {
     if (first.context.dueAt > now) return this.effects.wakeAt(sessionId, first.context.dueAt);
     this.effects.wakeAt(sessionId, undefined);
     // The attempt is logged first; its POST starts once `delivery.attempted` is committed (see `event`).
-    inBackground(this.decide(sessionId, { type: 'attempt', at: now }), this.commands.report, { what: 'callback attempt', session_id: sessionId });
+    inBackground(this.decide(sessionId, { type: 'attempt', at: now }), this.commands.report, {
+      what: 'callback attempt',
+      session_id: sessionId,
+    });
   }
 
   private async decide(sessionId: string, command: OutboxCommand): Promise<void> {
@@ -113,7 +116,11 @@ export class OutboxPump implements AfterCommitHandler<DomainEvent> {
    */
   private endedByClient(sessionId: string, at: number): void {
     const context = { what: 'session ended by its callback', session_id: sessionId };
-    inBackground(this.commands.run({ type: 'end', session_id: sessionId, reason: 'client', epoch: this.commands.epoch, at }), this.commands.report, context);
+    inBackground(
+      this.commands.run({ type: 'end', session_id: sessionId, reason: 'client', epoch: this.commands.epoch, at }),
+      this.commands.report,
+      context,
+    );
     inBackground(this.decide(sessionId, { type: 'abandon', at }), this.commands.report, context);
   }
 }

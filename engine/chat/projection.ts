@@ -19,9 +19,21 @@ import {
   type TaskSessionEvent,
   type TaskStarted,
 } from '../../machines/chat/events.js';
-import { emptyOutbox, outboxDecider, type Outbox, type OutboxCommand, type OutboxEvent, type OutboxOutcome } from '../../machines/chat/outbox.js';
+import {
+  emptyOutbox,
+  outboxDecider,
+  type Outbox,
+  type OutboxCommand,
+  type OutboxEvent,
+  type OutboxOutcome,
+} from '../../machines/chat/outbox.js';
 import { taskSessionDecider } from '../../machines/chat/task-session-decider.js';
-import { isTaskSessionEnded, type TaskSessionContext, type SessionLimits, type TaskSessionSnapshot } from '../../machines/chat/task-session.js';
+import {
+  isTaskSessionEnded,
+  type TaskSessionContext,
+  type SessionLimits,
+  type TaskSessionSnapshot,
+} from '../../machines/chat/task-session.js';
 import { conversationView, taskSessionView, type DeliveryStats, type SessionView } from './view.js';
 import type { ReaderView } from '../core/subscription-actor.js';
 
@@ -54,7 +66,11 @@ export class ChatProjection {
 
   /** Takes the state a snapshot held, in place of what was folded so far (nothing, at a start). */
   restore(state: ChatState): void {
-    for (const [mine, theirs] of [[this.sessions, state.sessions], [this.conversations, state.conversations], [this.outboxes, state.outboxes]] as const) {
+    for (const [mine, theirs] of [
+      [this.sessions, state.sessions],
+      [this.conversations, state.conversations],
+      [this.outboxes, state.outboxes],
+    ] as const) {
       (mine as Map<string, unknown>).clear();
       for (const [key, value] of theirs) (mine as Map<string, unknown>).set(key, value);
     }

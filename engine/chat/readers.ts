@@ -5,7 +5,15 @@
  * live frame if after. Once a batch commits, each reader gets that batch's frames for its session in one
  * push (one step of its statechart, one socket write).
  */
-import { formatEventId, progressFrame, replyBytes, resyncFrame, terminalFrame, type EventId, type ResyncFrame } from '../../protocol/index.js';
+import {
+  formatEventId,
+  progressFrame,
+  replyBytes,
+  resyncFrame,
+  terminalFrame,
+  type EventId,
+  type ResyncFrame,
+} from '../../protocol/index.js';
 import { resume } from '../../machines/chat/backlog.js';
 import { isHostEvent, type DomainEvent } from '../../machines/chat/events.js';
 import { isTaskSessionEnded, type TaskSessionSnapshot } from '../../machines/chat/task-session.js';
@@ -75,7 +83,8 @@ export class Readers implements AfterCommitHandler<DomainEvent> {
     }
     const current = this.projection.taskSession(sessionId);
     // An ended session keeps no replies in memory; either way the log is read only when there is a cursor to resume.
-    const session = current !== undefined && cursor !== undefined && (replyPending || isTaskSessionEnded(current)) ? this.fromLog(sessionId) : current;
+    const session =
+      current !== undefined && cursor !== undefined && (replyPending || isTaskSessionEnded(current)) ? this.fromLog(sessionId) : current;
     const plan = resume(session?.context.backlog, cursor);
     const { replay } = plan;
     const ended = closing || (this.projection.isEnded(sessionId) && !endPending);
@@ -85,7 +94,12 @@ export class Readers implements AfterCommitHandler<DomainEvent> {
     let text = '';
     for (const reply of replay) text += terminalFrame(reply.id, reply.data);
     if (plan.resync !== undefined) {
-      const frame: ResyncFrame = { type: 'resync', session_id: sessionId, ...plan.resync, missed_task_ids: [...plan.resync.missed_task_ids] };
+      const frame: ResyncFrame = {
+        type: 'resync',
+        session_id: sessionId,
+        ...plan.resync,
+        missed_task_ids: [...plan.resync.missed_task_ids],
+      };
       text += resyncFrame(JSON.stringify(frame));
     }
     const { clock, keepaliveMs, readerMaxQueuedBytes } = this.settings;
@@ -112,7 +126,12 @@ export class Readers implements AfterCommitHandler<DomainEvent> {
         if (event.delivery !== undefined) return;
         const generation = this.projection.taskSession(event.session_id)!.context.backlog.generation;
         const id = formatEventId({ epoch: event.epoch, generation, seq: event.seq });
-        this.queue(event.session_id, { kind: 'terminal', subject: event.task_id, text: terminalFrame(id, event.data), bytes: replyBytes(event.data) });
+        this.queue(event.session_id, {
+          kind: 'terminal',
+          subject: event.task_id,
+          text: terminalFrame(id, event.data),
+          bytes: replyBytes(event.data),
+        });
         return;
       }
       case 'session.ended':

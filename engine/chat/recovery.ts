@@ -22,7 +22,8 @@ export async function recover(parts: {
   for (const session_id of projection.sessionIds()) {
     if (projection.isEnded(session_id)) continue;
     const inFlight = projection.taskSession(session_id)?.context.pending ?? projection.conversation(session_id)?.context.running;
-    if (inFlight !== undefined && inFlight.size > 0) await commands.run({ type: 'interrupt', session_id, epoch: commands.epoch, at: clock.now() });
+    if (inFlight !== undefined && inFlight.size > 0)
+      await commands.run({ type: 'interrupt', session_id, epoch: commands.epoch, at: clock.now() });
     idle.touch(session_id);
   }
   await outboxes.recover();

@@ -10,7 +10,12 @@ import type { ChatProjection } from './projection.js';
  * batch's sessions lose their events before its event (host-wide events are the '' stream's, so the newest
  * of those is the one just appended; an id used again after it keeps its new events).
  */
-export function forgetEndedSessions(projection: ChatProjection, log: EventLog<DomainEvent>, append: (events: readonly DomainEvent[]) => Promise<void>, clock: Clock) {
+export function forgetEndedSessions(
+  projection: ChatProjection,
+  log: EventLog<DomainEvent>,
+  append: (events: readonly DomainEvent[]) => Promise<void>,
+  clock: Clock,
+) {
   return (endedBefore: number): Promise<number> =>
     forgetInBatches(
       async () => {

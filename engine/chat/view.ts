@@ -71,7 +71,6 @@ function commonView(context: Lifetime, ended: boolean, outbox: Outbox): CommonVi
   };
 }
 
-
 export function taskSessionView(session: TaskSessionSnapshot, readers: readonly ReaderView[], outbox: Outbox): TaskSessionView {
   const { context } = session;
   const { backlog } = context;

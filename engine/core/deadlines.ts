@@ -94,7 +94,7 @@ export class Deadlines<K> {
   private push(entry: Entry<K>): void {
     const heap = this.heap;
     heap.push(entry);
-    for (let i = heap.length - 1; i > 0; ) {
+    for (let i = heap.length - 1; i > 0;) {
       const parent = (i - 1) >> 1;
       if (heap[parent]!.at <= heap[i]!.at) break;
       [heap[parent], heap[i]] = [heap[i]!, heap[parent]!];
@@ -107,7 +107,7 @@ export class Deadlines<K> {
     const last = heap.pop()!;
     if (heap.length === 0) return;
     heap[0] = last;
-    for (let i = 0; ; ) {
+    for (let i = 0; ;) {
       const left = 2 * i + 1;
       const right = left + 1;
       let least = i;

@@ -83,7 +83,10 @@ export interface ForgottenBatch {
  * with what it named (undefined: nothing left); `remove` then removes those streams' events. Resolves
  * with how many were forgotten.
  */
-export async function forgetInBatches<B extends ForgottenBatch>(next: () => Promise<B | undefined>, remove: (batch: B) => unknown): Promise<number> {
+export async function forgetInBatches<B extends ForgottenBatch>(
+  next: () => Promise<B | undefined>,
+  remove: (batch: B) => unknown,
+): Promise<number> {
   let forgotten = 0;
   for (let batch = await next(); batch !== undefined; batch = await next()) {
     await remove(batch);
@@ -92,7 +95,6 @@ export async function forgetInBatches<B extends ForgottenBatch>(next: () => Prom
   }
   return forgotten;
 }
-
 
 /**
  * Removes the forgetting events (`forgettings`, oldest first) that a newer one stands for: every one but

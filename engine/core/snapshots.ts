@@ -37,7 +37,11 @@ export interface Restored<S> {
  * The newest usable snapshot. Each one passed over is reported (`using the snapshot at position P failed`,
  * with why) to the process's failure report, never trusted.
  */
-export function restoreSnapshot<E extends LogRecord, S>(log: EventLog<E>, codec: SnapshotCodec<S>, report: (error: unknown, context: { readonly what: string }) => void): Restored<S> | undefined {
+export function restoreSnapshot<E extends LogRecord, S>(
+  log: EventLog<E>,
+  codec: SnapshotCodec<S>,
+  report: (error: unknown, context: { readonly what: string }) => void,
+): Restored<S> | undefined {
   for (const snapshot of log.snapshots()) {
     const passedOver = (reason: string) => report(new Error(reason), { what: `using the snapshot at position ${snapshot.position}` });
     if (snapshot.problem !== undefined) {

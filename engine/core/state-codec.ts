@@ -24,7 +24,12 @@ export class StateCodecError extends Error {}
 
 function isWindow(value: object): value is Window<unknown> {
   const keys = Object.keys(value);
-  return keys.length === 3 && Array.isArray((value as Window<unknown>).items) && typeof (value as Window<unknown>).start === 'number' && typeof (value as Window<unknown>).end === 'number';
+  return (
+    keys.length === 3 &&
+    Array.isArray((value as Window<unknown>).items) &&
+    typeof (value as Window<unknown>).start === 'number' &&
+    typeof (value as Window<unknown>).end === 'number'
+  );
 }
 
 export function encodeState(value: unknown): Encoded {
@@ -32,7 +37,8 @@ export function encodeState(value: unknown): Encoded {
   if (Array.isArray(value)) return value.map(encodeState);
   if (value instanceof Map) return { $map: [...value].map(([key, item]) => [encodeState(key), encodeState(item)]) };
   if (value instanceof Set) return { $set: [...value].map(encodeState) };
-  if (isMachineSnapshot(value)) return { $snapshot: value.machine.id, value: encodeState(value.value), context: encodeState(value.context) };
+  if (isMachineSnapshot(value))
+    return { $snapshot: value.machine.id, value: encodeState(value.value), context: encodeState(value.context) };
   if (typeof value === 'object') {
     if (isWindow(value)) return { $window: value.items.slice(value.start, value.end).map(encodeState) };
     // Keys sorted, and undefined left out: a context written `{...c, x}` and one rebuilt from JSON are equal.
@@ -50,7 +56,10 @@ export function encodeState(value: unknown): Encoded {
  * The text of `{...head, "state": encodeState(maps)}`, one map entry at a time: what a snapshot of a large
  * state is written from, a slice of entries per turn of the event loop, so that no turn stalls on it.
  */
-export function* encodeInParts(head: Readonly<Record<string, unknown>>, maps: Readonly<Record<string, ReadonlyMap<unknown, unknown>>>): Generator<string> {
+export function* encodeInParts(
+  head: Readonly<Record<string, unknown>>,
+  maps: Readonly<Record<string, ReadonlyMap<unknown, unknown>>>,
+): Generator<string> {
   const opening = JSON.stringify(head);
   yield `${opening.slice(0, -1)}${opening === '{}' ? '' : ','}"state":{`;
   let firstMap = true;
@@ -70,7 +79,8 @@ export function* encodeInParts(head: Readonly<Record<string, unknown>>, maps: Re
 export function decodeState(encoded: Encoded, machines: MachineRegistry): unknown {
   if (encoded === null || typeof encoded !== 'object') return encoded;
   if (Array.isArray(encoded)) return encoded.map((item) => decodeState(item, machines));
-  if ('$map' in encoded) return new Map((encoded.$map as Encoded[][]).map(([key, item]) => [decodeState(key!, machines), decodeState(item!, machines)]));
+  if ('$map' in encoded)
+    return new Map((encoded.$map as Encoded[][]).map(([key, item]) => [decodeState(key!, machines), decodeState(item!, machines)]));
   if ('$set' in encoded) return new Set((encoded.$set as Encoded[]).map((item) => decodeState(item, machines)));
   if ('$window' in encoded) {
     const items = (encoded.$window as Encoded[]).map((item) => decodeState(item, machines));
@@ -79,7 +89,10 @@ export function decodeState(encoded: Encoded, machines: MachineRegistry): unknow
   if ('$snapshot' in encoded) {
     const machine = machines[encoded.$snapshot as string];
     if (machine === undefined) throw new StateCodecError(`a snapshot of an unknown machine ${JSON.stringify(encoded.$snapshot)}`);
-    return machine.resolveState({ value: decodeState(encoded.value!, machines) as never, context: decodeState(encoded.context!, machines) as never });
+    return machine.resolveState({
+      value: decodeState(encoded.value!, machines) as never,
+      context: decodeState(encoded.context!, machines) as never,
+    });
   }
   const out: Record<string, unknown> = {};
   for (const [key, item] of Object.entries(encoded)) out[key] = decodeState(item, machines);

@@ -2,7 +2,15 @@
  * Runs one subscription statechart against a real connection: feeds it frames, full-socket reports and
  * keep-alive ticks, and carries out the writes, ends and destroys it decides.
  */
-import { initialSubscription, queuedBytes, subscription, type CloseCause, type Frame, type SubscriptionEvent, type SubscriptionSnapshot } from '../../machines/core/subscription.js';
+import {
+  initialSubscription,
+  queuedBytes,
+  subscription,
+  type CloseCause,
+  type Frame,
+  type SubscriptionEvent,
+  type SubscriptionSnapshot,
+} from '../../machines/core/subscription.js';
 import { dotPath } from '../../machines/core/state-value.js';
 import type { Clock, TimerHandle } from './clock.js';
 

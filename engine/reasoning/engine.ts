@@ -25,7 +25,13 @@ import { inBackground, type FailureContext } from '../core/failures.js';
 import { DEFAULT_RETENTION_MS, Retention } from '../core/retention.js';
 import type { SubscriberTransport, SubscriptionActor } from '../core/subscription-actor.js';
 import type { BackendLog } from './backend-log.js';
-import { DEFAULT_KEEPALIVE_MS, DEFAULT_LEASE_MS, DEFAULT_MAX_JOB_BYTES, HEARTBEAT_INTERVAL_MS, type ReasoningEngineConfig } from './config.js';
+import {
+  DEFAULT_KEEPALIVE_MS,
+  DEFAULT_LEASE_MS,
+  DEFAULT_MAX_JOB_BYTES,
+  HEARTBEAT_INTERVAL_MS,
+  type ReasoningEngineConfig,
+} from './config.js';
 import { JobFollowers, type RenderJob } from './followers.js';
 import { HeldStreams } from './held-streams.js';
 import { Integrations } from './integrations.js';
@@ -111,7 +117,9 @@ export class ReasoningEngine {
       maxOpensPerMinute: this.quotas.maxStreamsPerMinute,
     });
     this.followers = new JobFollowers({ clock: this.clock, keepaliveMs, store: this.store, pubsub: this.pubsub, background });
-    this.afterCommit = new AfterCommit((error, what, event) => this.report(error, { what: event === undefined ? what : `${what} (${event.type})` }));
+    this.afterCommit = new AfterCommit((error, what, event) =>
+      this.report(error, { what: event === undefined ? what : `${what} (${event.type})` }),
+    );
     this.timers = new JobTimers(
       this.clock,
       (job) => background(this.jobs.command({ type: 'expire', ...job, at: this.clock.now() }), 'job deadline'),
@@ -124,7 +132,9 @@ export class ReasoningEngine {
       this.clock,
       config.heartbeatIntervalMs ?? HEARTBEAT_INTERVAL_MS,
       (integrationId, jobIds, at) =>
-        Promise.all(jobIds.map((job_id) => this.jobs.command({ type: 'run', integration_id: integrationId, job_id, lease_until: at + leaseMs, at }))),
+        Promise.all(
+          jobIds.map((job_id) => this.jobs.command({ type: 'run', integration_id: integrationId, job_id, lease_until: at + leaseMs, at })),
+        ),
       (work) => background(work, 'offline deadline'),
       this.quotas,
     );
@@ -147,7 +157,8 @@ export class ReasoningEngine {
     // The store first: a notice's listener reads the job as this event left it.
     this.afterCommit.add({
       name: 'job store',
-      event: (event) => (isJobEvent(event) ? this.store.committed(event) : event.type === 'backend.forgotten' && this.store.forgotten(event)),
+      event: (event) =>
+        isJobEvent(event) ? this.store.committed(event) : event.type === 'backend.forgotten' && this.store.forgotten(event),
     });
     this.afterCommit.add({ name: 'jobs', event: (event) => isJobEvent(event) && this.committed(event) });
   }
@@ -243,7 +254,11 @@ export class ReasoningEngine {
   }
 
   /** Opens the integration's stream, held by this node; a second one takes over from the first (held-streams.ts). */
-  openStream(integrationId: string, cursor: number | undefined, connect: () => SubscriberTransport): Promise<SubscriptionActor | OverQuota | undefined> {
+  openStream(
+    integrationId: string,
+    cursor: number | undefined,
+    connect: () => SubscriberTransport,
+  ): Promise<SubscriptionActor | OverQuota | undefined> {
     return this.held.open(integrationId, cursor, connect);
   }
 

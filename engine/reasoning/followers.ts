@@ -38,11 +38,16 @@ export class JobFollowers {
     const { job_id, integration_id } = job.context;
     let unsubscribe = (): void => {};
     let closed = false;
-    const actor = new SubscriptionActor(connect(), this.parts.clock, { keepaliveMs: this.parts.keepaliveMs, maxQueuedBytes: MAX_QUEUED_BYTES }, () => {
-      closed = true;
-      unsubscribe();
-      this.actors.delete(actor);
-    });
+    const actor = new SubscriptionActor(
+      connect(),
+      this.parts.clock,
+      { keepaliveMs: this.parts.keepaliveMs, maxQueuedBytes: MAX_QUEUED_BYTES },
+      () => {
+        closed = true;
+        unsubscribe();
+        this.actors.delete(actor);
+      },
+    );
     this.actors.add(actor);
     actor.open('');
     /** The newest version read for this follower (sent, or shown by its cursor); none before the first read. */
@@ -71,5 +76,12 @@ export class JobFollowers {
 
 function send(actor: SubscriptionActor, render: RenderJob, { job, version }: StoredJob): void {
   const data = render(job);
-  actor.push([{ kind: isSettled(job) ? 'terminal' : 'progress', subject: job.context.job_id, text: terminalFrame(String(version), data), bytes: Buffer.byteLength(data) }]);
+  actor.push([
+    {
+      kind: isSettled(job) ? 'terminal' : 'progress',
+      subject: job.context.job_id,
+      text: terminalFrame(String(version), data),
+      bytes: Buffer.byteLength(data),
+    },
+  ]);
 }

@@ -57,7 +57,11 @@ export function forgettable(
     const { integration_id, job_id, settled_at } = job.context;
     const withIntegration = revoked.has(integration_id);
     // Each settled job takes one from its integration's excess, oldest first, whether it is old enough or not.
-    if (!withIntegration && (settled_at === undefined || profiled.has(key) || (!spend(overCap, integration_id) && settled_at >= endedBefore))) continue;
+    if (
+      !withIntegration &&
+      (settled_at === undefined || profiled.has(key) || (!spend(overCap, integration_id) && settled_at >= endedBefore))
+    )
+      continue;
     if (jobs.length < max) jobs.push({ integration_id, job_id });
     else if (withIntegration) unfinished.add(integration_id);
     else if (revoked.size === unfinished.size) break;

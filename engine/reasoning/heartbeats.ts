@@ -16,7 +16,10 @@ export const MISSED_HEARTBEATS = 3;
 export function refusalOf(integration: IntegrationSnapshot, heartbeat: Heartbeat): CodedError | undefined {
   const { provider_kind } = integration.context;
   if (heartbeat.provider_kind !== provider_kind) {
-    return { code: 'unknown_provider', message: `this integration is for provider ${provider_kind}, not ${JSON.stringify(heartbeat.provider_kind.slice(0, 100))}` };
+    return {
+      code: 'unknown_provider',
+      message: `this integration is for provider ${provider_kind}, not ${JSON.stringify(heartbeat.provider_kind.slice(0, 100))}`,
+    };
   }
   const provider = providerOf(provider_kind);
   if (!provider.ok) return provider.error;
@@ -25,7 +28,12 @@ export function refusalOf(integration: IntegrationSnapshot, heartbeat: Heartbeat
 }
 
 /** The `integration.seen` to log for this heartbeat, or `undefined` when the integration is online and nothing changed. */
-export function seenOf(integration: IntegrationSnapshot, heartbeat: Heartbeat, refused: CodedError | undefined, at: number): IntegrationSeen | undefined {
+export function seenOf(
+  integration: IntegrationSnapshot,
+  heartbeat: Heartbeat,
+  refused: CodedError | undefined,
+  at: number,
+): IntegrationSeen | undefined {
   const seen = {
     plugin: heartbeat.plugin,
     reasoner: heartbeat.reasoner,

@@ -32,7 +32,11 @@ export class HeldStreams {
    * the integration is unknown or revoked; an `OverQuota`: it opened too many on this node this minute
    * (nothing is logged, no stream is taken over).
    */
-  async open(integrationId: string, cursor: number | undefined, connect: () => SubscriberTransport): Promise<SubscriptionActor | OverQuota | undefined> {
+  async open(
+    integrationId: string,
+    cursor: number | undefined,
+    connect: () => SubscriberTransport,
+  ): Promise<SubscriptionActor | OverQuota | undefined> {
     const { streams, integrations, projection, node, closed } = this.parts;
     if (closed()) throw new HostClosingError();
     const over = streams.admit(integrationId);
@@ -61,6 +65,7 @@ export class HeldStreams {
     if (event.type === 'integration.revoked') streams.end(event.integration_id);
     // Only the log hands the stream to another node: a notice on the broker cannot.
     if (event.type === 'integration.stream_held' && event.node !== node) streams.supersede(event.integration_id);
-    if (event.type === 'integration.rekey_requested') streams.push(event.integration_id, rekeyFrame(projection.integration(event.integration_id)!.context.rekey!));
+    if (event.type === 'integration.rekey_requested')
+      streams.push(event.integration_id, rekeyFrame(projection.integration(event.integration_id)!.context.rekey!));
   }
 }

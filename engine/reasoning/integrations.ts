@@ -7,7 +7,17 @@
  * any node may take them and every node's offline deadline asks before it goes offline.
  */
 import { randomUUID } from 'node:crypto';
-import { matchesDigest, newToken, providerOf, tokenDigest, type CodedError, type Heartbeat, type HeartbeatAnswer, type RekeyAnswer, type RekeyRequest } from '../../protocol/index.js';
+import {
+  matchesDigest,
+  newToken,
+  providerOf,
+  tokenDigest,
+  type CodedError,
+  type Heartbeat,
+  type HeartbeatAnswer,
+  type RekeyAnswer,
+  type RekeyRequest,
+} from '../../protocol/index.js';
 import { isIntegrationEvent, type BackendEvent } from '../../machines/reasoning/backend-events.js';
 import { nothing, type Decision } from '../../machines/core/decider.js';
 import { isOnline, isRevoked, type IntegrationSnapshot, type Rekey } from '../../machines/reasoning/integration.js';
@@ -58,7 +68,8 @@ export class Integrations {
 
   private watch(integrationId: string): void {
     const integration = this.projection.integration(integrationId);
-    if (integration !== undefined && isOnline(integration) && !this.presence.has(integrationId)) this.presence.set(integrationId, this.clock.now() + this.graceMs);
+    if (integration !== undefined && isOnline(integration) && !this.presence.has(integrationId))
+      this.presence.set(integrationId, this.clock.now() + this.graceMs);
   }
 
   private get graceMs(): number {
@@ -93,15 +104,23 @@ export class Integrations {
   }
 
   /** A fresh token for one role, handed out this once; the old one stops working as the new digest is logged. */
-  async rotate(integrationId: string, role: 'relay' | 'client'): Promise<{ readonly token: string } | { readonly refused: 'integration_not_found' | 'integration_revoked' }> {
+  async rotate(
+    integrationId: string,
+    role: 'relay' | 'client',
+  ): Promise<{ readonly token: string } | { readonly refused: 'integration_not_found' | 'integration_revoked' }> {
     const token = newToken();
     const at = this.clock.now();
-    return this.log.decide((): Decision<BackendEvent, { readonly token: string } | { readonly refused: 'integration_not_found' | 'integration_revoked' }> => {
-      const integration = this.projection.integration(integrationId);
-      if (integration === undefined) return nothing({ refused: 'integration_not_found' });
-      if (isRevoked(integration)) return nothing({ refused: 'integration_revoked' });
-      return { events: [{ type: 'integration.token_rotated', integration_id: integrationId, role, token_digest: tokenDigest(token), at }], outcome: { token } };
-    });
+    return this.log.decide(
+      (): Decision<BackendEvent, { readonly token: string } | { readonly refused: 'integration_not_found' | 'integration_revoked' }> => {
+        const integration = this.projection.integration(integrationId);
+        if (integration === undefined) return nothing({ refused: 'integration_not_found' });
+        if (isRevoked(integration)) return nothing({ refused: 'integration_revoked' });
+        return {
+          events: [{ type: 'integration.token_rotated', integration_id: integrationId, role, token_digest: tokenDigest(token), at }],
+          outcome: { token },
+        };
+      },
+    );
   }
 
   /** Revokes the integration: both its tokens stop working, for good. Revoking it again changes nothing. */
@@ -184,7 +203,10 @@ export class Integrations {
   async requestRekey(
     integrationId: string,
     request: RekeyRequest,
-  ): Promise<{ readonly outcome: 'requested' | 'duplicate' | 'conflict' | 'unknown'; readonly rekey?: Rekey } | { readonly outcome: 'over_quota'; readonly quota: OverQuota }> {
+  ): Promise<
+    | { readonly outcome: 'requested' | 'duplicate' | 'conflict' | 'unknown'; readonly rekey?: Rekey }
+    | { readonly outcome: 'over_quota'; readonly quota: OverQuota }
+  > {
     const at = this.clock.now();
     const outcome = await this.log.decide((): Decision<BackendEvent, 'requested' | 'duplicate' | 'conflict' | 'unknown' | OverQuota> => {
       const integration = this.projection.integration(integrationId);
@@ -204,14 +226,26 @@ export class Integrations {
   }
 
   /** The plugin answers the integration's latest rotation; the same answer again is a duplicate, another a conflict. */
-  async answerRekey(integrationId: string, rekeyId: string, answer: RekeyAnswer): Promise<'answered' | 'duplicate' | 'conflict' | 'unknown'> {
+  async answerRekey(
+    integrationId: string,
+    rekeyId: string,
+    answer: RekeyAnswer,
+  ): Promise<'answered' | 'duplicate' | 'conflict' | 'unknown'> {
     const at = this.clock.now();
     return this.log.decide(() => {
       const integration = this.projection.integration(integrationId);
       const rekey = integration === undefined || isRevoked(integration) ? undefined : integration.context.rekey;
       if (rekey?.rekey_id !== rekeyId) return nothing('unknown' as const);
-      if (rekey.answer !== undefined) return nothing(rekey.answer.assistant_key === answer.assistant_key && rekey.answer.mac === answer.mac ? ('duplicate' as const) : ('conflict' as const));
-      return { events: [{ type: 'integration.rekey_answered', integration_id: integrationId, rekey_id: rekeyId, ...answer, at }], outcome: 'answered' as const };
+      if (rekey.answer !== undefined)
+        return nothing(
+          rekey.answer.assistant_key === answer.assistant_key && rekey.answer.mac === answer.mac
+            ? ('duplicate' as const)
+            : ('conflict' as const),
+        );
+      return {
+        events: [{ type: 'integration.rekey_answered', integration_id: integrationId, rekey_id: rekeyId, ...answer, at }],
+        outcome: 'answered' as const,
+      };
     });
   }
 
@@ -244,5 +278,4 @@ export class Integrations {
       return { events: online ? [{ type: 'integration.offline', integration_id: integrationId, at: now }] : [], outcome: undefined };
     });
   }
-
 }

@@ -28,7 +28,13 @@ export type JobAnswer =
   /** Refused for load before anything was logged: the integration has the most open jobs it may. */
   | { readonly outcome: 'over_quota'; readonly quota: OverQuota; readonly job: undefined }
   /** Refused for load before anything was logged: the result checker takes no more now (PROTOCOL.md 6.12). */
-  | { readonly outcome: 'busy'; readonly code: 'too_many_result_checks'; readonly retry_after_s: number; readonly message: string; readonly job: undefined };
+  | {
+      readonly outcome: 'busy';
+      readonly code: 'too_many_result_checks';
+      readonly retry_after_s: number;
+      readonly message: string;
+      readonly job: undefined;
+    };
 
 type InvalidCode =
   | 'invalid_payload'
@@ -74,6 +80,7 @@ export function createRefusal(body: JobCreateBody, integration: IntegrationSnaps
     }
   }
   // A BYO job's deadline is bound into its envelope, so the client chooses it (PROTOCOL.md 6.7, 7.3).
-  if (body.byo && body.deadline_at === undefined) return { invalid: 'invalid_deadline', message: 'a BYO job needs deadline_at: its envelope binds it' };
+  if (body.byo && body.deadline_at === undefined)
+    return { invalid: 'invalid_deadline', message: 'a BYO job needs deadline_at: its envelope binds it' };
   return undefined;
 }

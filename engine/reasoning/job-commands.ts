@@ -3,7 +3,17 @@
  * gives itself (expire, release, renew): each checked for what the log need not see, then decided with
  * the pure job decider against the `JobStore`, and answered with the job as committed.
  */
-import { ByoEnvelope, DEADLINE_SKEW_MS, MAX_DEADLINE_MS, PURPOSES, jsonBytes, jsonSchemaOf, type CodedError, type JobCreateBody, type JobResultBody } from '../../protocol/index.js';
+import {
+  ByoEnvelope,
+  DEADLINE_SKEW_MS,
+  MAX_DEADLINE_MS,
+  PURPOSES,
+  jsonBytes,
+  jsonSchemaOf,
+  type CodedError,
+  type JobCreateBody,
+  type JobResultBody,
+} from '../../protocol/index.js';
 import { nothing, type Decision } from '../../machines/core/decider.js';
 import { isRevoked } from '../../machines/reasoning/integration.js';
 import { jobDecider, type JobCommand, type JobOutcome } from '../../machines/reasoning/job-decider.js';
@@ -67,8 +77,14 @@ export class JobCommands {
     const fits = deadline_at > at && deadline_at <= at + MAX_DEADLINE_MS + DEADLINE_SKEW_MS;
     const outcome = await this.update<JobOutcome | Invalid | OverQuota>(integrationId, body.job_id, (job) => {
       if (job !== undefined) return jobDecider.decide(create, job);
-      if (!fits) return nothing({ invalid: 'invalid_deadline', message: `deadline_at ${body.deadline_at} is not after the backend's clock (${new Date(at).toISOString()}) and within 1 h and 60 s of it` });
-      const over = overOpenJobs(this.parts.projection.openJobs(integrationId), this.parts.quotas.maxOpenJobs, at) ?? overJobRate(this.parts.projection.jobsCreated(integrationId), this.parts.quotas.maxJobsPerMinute, at);
+      if (!fits)
+        return nothing({
+          invalid: 'invalid_deadline',
+          message: `deadline_at ${body.deadline_at} is not after the backend's clock (${new Date(at).toISOString()}) and within 1 h and 60 s of it`,
+        });
+      const over =
+        overOpenJobs(this.parts.projection.openJobs(integrationId), this.parts.quotas.maxOpenJobs, at) ??
+        overJobRate(this.parts.projection.jobsCreated(integrationId), this.parts.quotas.maxJobsPerMinute, at);
       return over === undefined ? jobDecider.decide(create, job) : nothing(over);
     });
     if (typeof outcome === 'object' && 'over' in outcome) return { outcome: 'over_quota', quota: outcome, job: undefined };
@@ -100,7 +116,9 @@ export class JobCommands {
     const at = this.parts.clock.now();
     const outcome = await this.update<JobOutcome | Invalid>(integrationId, jobId, (job) =>
       this.ofIntegration(job, (own): Decision<JobEvent, JobOutcome | Invalid> =>
-        refusal === undefined ? jobDecider.decide({ type: 'run', integration_id: integrationId, job_id: jobId, lease_until: at + this.parts.leaseMs, at }, own) : nothing({ invalid: 'plugin_refused', message: refusal.message }),
+        refusal === undefined
+          ? jobDecider.decide({ type: 'run', integration_id: integrationId, job_id: jobId, lease_until: at + this.parts.leaseMs, at }, own)
+          : nothing({ invalid: 'plugin_refused', message: refusal.message }),
       ),
     );
     return this.answer(integrationId, jobId, outcome);
@@ -114,7 +132,13 @@ export class JobCommands {
    */
   async result(integrationId: string, jobId: string, body: JobResultBody): Promise<JobAnswer> {
     const bytes = 'result' in body ? jsonBytes(body.result) : 0;
-    if (bytes > this.parts.maxJobBytes) return { outcome: 'invalid', code: 'result_too_large', job: undefined, message: overBoundMessage('result', bytes, this.parts.maxJobBytes) };
+    if (bytes > this.parts.maxJobBytes)
+      return {
+        outcome: 'invalid',
+        code: 'result_too_large',
+        job: undefined,
+        message: overBoundMessage('result', bytes, this.parts.maxJobBytes),
+      };
     let checked: { readonly schema: Record<string, unknown>; readonly problem: string | undefined } | undefined;
     let job = this.parts.projection.job(integrationId, jobId);
     // A job is created once per id until retention forgets it: a third round would need it forgotten and created twice meanwhile.
@@ -122,18 +146,36 @@ export class JobCommands {
       if ('result' in body && job !== undefined && !isSettled(job) && !job.context.byo) {
         const schema = job.context.response_schema;
         const verdict = await this.parts.resultChecker.check({ integrationId, schema, result: body.result, bytes });
-        if (verdict.outcome === 'busy') return { outcome: 'busy', code: 'too_many_result_checks', retry_after_s: verdict.retry_after_s, message: verdict.message, job: undefined };
-        if (verdict.outcome === 'too_costly') return { outcome: 'invalid', code: 'result_check_too_costly', job: await this.committed(integrationId, jobId), message: verdict.message };
+        if (verdict.outcome === 'busy')
+          return {
+            outcome: 'busy',
+            code: 'too_many_result_checks',
+            retry_after_s: verdict.retry_after_s,
+            message: verdict.message,
+            job: undefined,
+          };
+        if (verdict.outcome === 'too_costly')
+          return {
+            outcome: 'invalid',
+            code: 'result_check_too_costly',
+            job: await this.committed(integrationId, jobId),
+            message: verdict.message,
+          };
         checked = { schema, problem: verdict.problem };
       }
       const at = this.parts.clock.now();
       const outcome = await this.update<JobOutcome | Invalid | Unchecked>(integrationId, jobId, (current) =>
         this.ofIntegration(current, (own): Decision<JobEvent, JobOutcome | Invalid | Unchecked> => {
-          if ('error' in body) return jobDecider.decide({ type: 'fail', integration_id: integrationId, job_id: jobId, error: body.error, at }, own);
-          const complete = () => jobDecider.decide({ type: 'complete', integration_id: integrationId, job_id: jobId, result: body.result, at }, own);
+          if ('error' in body)
+            return jobDecider.decide({ type: 'fail', integration_id: integrationId, job_id: jobId, error: body.error, at }, own);
+          const complete = () =>
+            jobDecider.decide({ type: 'complete', integration_id: integrationId, job_id: jobId, result: body.result, at }, own);
           // A BYO result is an envelope the backend never reads inside; a plain one follows the job's schema. A settled job's answer says so first.
           if (isSettled(own)) return complete();
-          if (own.context.byo) return ByoEnvelope.safeParse(body.result).success ? complete() : nothing({ invalid: 'result_invalid', message: 'the result of a BYO job must be a BYO envelope' });
+          if (own.context.byo)
+            return ByoEnvelope.safeParse(body.result).success
+              ? complete()
+              : nothing({ invalid: 'result_invalid', message: 'the result of a BYO job must be a BYO envelope' });
           if (checked?.schema !== own.context.response_schema) return nothing({ unchecked: own });
           return checked.problem === undefined ? complete() : nothing({ invalid: 'result_invalid', message: checked.problem });
         }),
@@ -157,7 +199,10 @@ export class JobCommands {
   }
 
   /** A decision on a job that exists (the store found it by integration and id); any other is unknown before anything else is checked. */
-  private ofIntegration<Outcome>(job: JobSnapshot | undefined, decide: (job: JobSnapshot) => Decision<JobEvent, Outcome>): Decision<JobEvent, Outcome | 'unknown'> {
+  private ofIntegration<Outcome>(
+    job: JobSnapshot | undefined,
+    decide: (job: JobSnapshot) => Decision<JobEvent, Outcome>,
+  ): Decision<JobEvent, Outcome | 'unknown'> {
     return job === undefined ? nothing('unknown') : decide(job);
   }
 

@@ -70,7 +70,8 @@ export class LogJobStore implements JobStore {
   /** The projection was restored from a snapshot of committed state (every job it holds is committed as it stands), or emptied. */
   restored(): void {
     this.committedJobs.clear();
-    for (const [key, job] of this.projection.state().jobs) this.committedJobs.set(key, { job, version: this.projection.version(job.context.integration_id, job.context.job_id) });
+    for (const [key, job] of this.projection.state().jobs)
+      this.committedJobs.set(key, { job, version: this.projection.version(job.context.integration_id, job.context.job_id) });
   }
 
   /** Retention forgot these jobs (committed): reads no longer find them. */
@@ -95,7 +96,10 @@ export class LogJobStore implements JobStore {
     return this.log.decide(() => {
       const decision = decide(this.projection.job(integrationId, jobId));
       const stray = decision.events.find((event) => event.integration_id !== integrationId || event.job_id !== jobId);
-      if (stray !== undefined) throw new Error(`job store: a decision on ${jobKey(integrationId, jobId)} emitted ${stray.type} for ${jobKey(stray.integration_id, stray.job_id)}`);
+      if (stray !== undefined)
+        throw new Error(
+          `job store: a decision on ${jobKey(integrationId, jobId)} emitted ${stray.type} for ${jobKey(stray.integration_id, stray.job_id)}`,
+        );
       return decision;
     });
   }

@@ -41,7 +41,8 @@ export function pairingLimitsOf(given: Partial<PairingLimits> = {}): PairingLimi
   for (const [name, value] of Object.entries(limits)) {
     if (!Number.isSafeInteger(value) || value < 1) throw new TypeError(`pairingLimits.${name} must be a whole number of at least 1`);
   }
-  if (limits.open <= limits.openPerSource) throw new TypeError('pairingLimits.open must be more than pairingLimits.openPerSource: one source must not reach it alone');
+  if (limits.open <= limits.openPerSource)
+    throw new TypeError('pairingLimits.open must be more than pairingLimits.openPerSource: one source must not reach it alone');
   return limits;
 }
 
@@ -52,18 +53,36 @@ export function attemptsKeptFor(limits: PairingLimits): number {
 
 /** A start or a join refused, before anything was logged: its catalogue code, and for a 429 its `Retry-After` in seconds. */
 export interface PairingRefusal {
-  readonly refused: 'too_many_pairings' | 'too_many_pairing_starts' | 'too_many_attempts' | 'pairing_ticket_required' | 'pairing_ticket_invalid' | 'too_many_tickets' | 'provider_refused';
+  readonly refused:
+    | 'too_many_pairings'
+    | 'too_many_pairing_starts'
+    | 'too_many_attempts'
+    | 'pairing_ticket_required'
+    | 'pairing_ticket_invalid'
+    | 'too_many_tickets'
+    | 'provider_refused';
   readonly message?: string;
   readonly retryAfterS?: number;
 }
 
 /** Whether one more pairing may open for `source`, given those open now; if not, why, and when one of those that count will have expired. */
-export function openRefusal(open: readonly PairingSnapshot[], source: string, limits: PairingLimits, now: number): PairingRefusal | undefined {
-  const firstExpiry = (pairings: readonly PairingSnapshot[]) => secondsUntil(Math.min(...pairings.map((pairing) => pairing.context.expires_at)), now);
+export function openRefusal(
+  open: readonly PairingSnapshot[],
+  source: string,
+  limits: PairingLimits,
+  now: number,
+): PairingRefusal | undefined {
+  const firstExpiry = (pairings: readonly PairingSnapshot[]) =>
+    secondsUntil(Math.min(...pairings.map((pairing) => pairing.context.expires_at)), now);
   const own = open.filter((pairing) => pairing.context.source === source);
   if (own.length >= limits.openPerSource) {
-    return { refused: 'too_many_pairings', message: `this source holds ${own.length} open pairings, the most it may`, retryAfterS: firstExpiry(own) };
+    return {
+      refused: 'too_many_pairings',
+      message: `this source holds ${own.length} open pairings, the most it may`,
+      retryAfterS: firstExpiry(own),
+    };
   }
-  if (open.length >= limits.open) return { refused: 'too_many_pairings', message: 'the backend holds the most open pairings it takes', retryAfterS: firstExpiry(open) };
+  if (open.length >= limits.open)
+    return { refused: 'too_many_pairings', message: 'the backend holds the most open pairings it takes', retryAfterS: firstExpiry(open) };
   return undefined;
 }

@@ -9,7 +9,15 @@
  * open pairings in all; an open pairing expires after `ttlMs`. With the `ticket` policy a start must use
  * up a ticket the operator issued (`issueTicket`); tickets expire, and there are at most so many unused.
  */
-import { crockfordRandom, HANDLE_LENGTH, newToken, providerOf, tokenDigest, matchesDigest, type PairingStartBody } from '../../protocol/index.js';
+import {
+  crockfordRandom,
+  HANDLE_LENGTH,
+  newToken,
+  providerOf,
+  tokenDigest,
+  matchesDigest,
+  type PairingStartBody,
+} from '../../protocol/index.js';
 import { isPairingEvent, type BackendEvent } from '../../machines/reasoning/backend-events.js';
 import { nothing, type Decision } from '../../machines/core/decider.js';
 import { pairingDecider, type PairingCommand, type PairingOutcome } from '../../machines/reasoning/pairing-decider.js';
@@ -59,9 +67,20 @@ export class Pairings {
   private readonly attempts: PairingAttempts;
 
   constructor(options: PairingsOptions) {
-    ({ projection: this.projection, log: this.log, clock: this.clock, ids: this.ids, ttlMs: this.ttlMs, policy: this.policy, limits: this.limits, attempts: this.attempts } = options);
+    ({
+      projection: this.projection,
+      log: this.log,
+      clock: this.clock,
+      ids: this.ids,
+      ttlMs: this.ttlMs,
+      policy: this.policy,
+      limits: this.limits,
+      attempts: this.attempts,
+    } = options);
     const { clock } = options;
-    this.expiries = new Deadlines(clock, (pairing_id) => options.onExpiryFailure(this.decide({ type: 'expire', pairing_id, at: clock.now() })));
+    this.expiries = new Deadlines(clock, (pairing_id) =>
+      options.onExpiryFailure(this.decide({ type: 'expire', pairing_id, at: clock.now() })),
+    );
   }
 
   /** After the fold: every open pairing's expiry. */
@@ -86,7 +105,10 @@ export class Pairings {
    * The client starts a pairing from `source`; the handle goes into its code, the token carries its later
    * messages. Refused past the source's limits, and, with the `ticket` policy, without an unused ticket.
    */
-  async start(body: PairingStartBody, source: string): Promise<{ readonly pairing: PairingSnapshot; readonly token: string } | PairingRefusal> {
+  async start(
+    body: PairingStartBody,
+    source: string,
+  ): Promise<{ readonly pairing: PairingSnapshot; readonly token: string } | PairingRefusal> {
     const provider = providerOf(body.provider_kind);
     if (!provider.ok) return { refused: 'provider_refused', message: provider.error.message };
     if (this.policy === 'ticket' && body.ticket === undefined) return { refused: 'pairing_ticket_required' };
@@ -94,7 +116,12 @@ export class Pairings {
     const { limits } = this;
     const starts = await this.attempts.since('start', source, at - limits.startWindowMs);
     const wait = windowFull(starts, limits.startsPerSource, limits.startWindowMs, at);
-    if (wait !== undefined) return { refused: 'too_many_pairing_starts', message: `this source started ${starts.length} pairings in ${limits.startWindowMs / 60_000} minutes, the most it may`, retryAfterS: wait };
+    if (wait !== undefined)
+      return {
+        refused: 'too_many_pairing_starts',
+        message: `this source started ${starts.length} pairings in ${limits.startWindowMs / 60_000} minutes, the most it may`,
+        retryAfterS: wait,
+      };
     const token = newToken();
     const pairing_id = this.ids.uuid();
     // A ticket is used up only where the policy asks for one: a client that always sends one pairs anywhere.
@@ -135,7 +162,12 @@ export class Pairings {
     const { limits } = this;
     const misses = await this.attempts.since('unknown_handle', source, at - limits.missWindowMs);
     const wait = windowFull(misses, limits.missesPerSource, limits.missWindowMs, at);
-    if (wait !== undefined) return { refused: 'too_many_attempts', message: `this source sent ${misses.length} codes in a minute that named no pairing, the most it may`, retryAfterS: wait };
+    if (wait !== undefined)
+      return {
+        refused: 'too_many_attempts',
+        message: `this source sent ${misses.length} codes in a minute that named no pairing, the most it may`,
+        retryAfterS: wait,
+      };
     const token = newToken();
     const joined = await this.log.decide(() => {
       const pairing = this.projection.pairingByHandle(handle);
@@ -159,8 +191,12 @@ export class Pairings {
     const expires_at = at + ttlMs;
     return this.log.decide((): Decision<BackendEvent, { readonly ticket: string; readonly expires_at: number } | PairingRefusal> => {
       const live = this.projection.liveTickets(at);
-      if (live.length >= this.limits.tickets) return nothing({ refused: 'too_many_tickets', retryAfterS: secondsUntil(Math.min(...live), at) });
-      return { events: [{ type: 'pairing_ticket.issued', ticket_digest: tokenDigest(ticket), expires_at, at }], outcome: { ticket, expires_at } };
+      if (live.length >= this.limits.tickets)
+        return nothing({ refused: 'too_many_tickets', retryAfterS: secondsUntil(Math.min(...live), at) });
+      return {
+        events: [{ type: 'pairing_ticket.issued', ticket_digest: tokenDigest(ticket), expires_at, at }],
+        outcome: { ticket, expires_at },
+      };
     });
   }
 
@@ -252,14 +288,20 @@ export class Pairings {
     return reissued ? { outcome: 'duplicate', pairing, token } : { outcome: 'ended', pairing };
   }
 
-  private async step(command: Exclude<PairingCommand, { type: 'start' }>, also?: (events: readonly BackendEvent[]) => readonly BackendEvent[]): Promise<PairingAnswer> {
+  private async step(
+    command: Exclude<PairingCommand, { type: 'start' }>,
+    also?: (events: readonly BackendEvent[]) => readonly BackendEvent[],
+  ): Promise<PairingAnswer> {
     const outcome = await this.decide(command, also);
     const pairing = this.projection.pairing(command.pairing_id);
     if (pairing !== undefined && !isPairingOpen(pairing)) this.expiries.delete(command.pairing_id);
     return { outcome, pairing };
   }
 
-  private decide(command: PairingCommand, also: (events: readonly BackendEvent[]) => readonly BackendEvent[] = (events) => events): Promise<PairingOutcome> {
+  private decide(
+    command: PairingCommand,
+    also: (events: readonly BackendEvent[]) => readonly BackendEvent[] = (events) => events,
+  ): Promise<PairingOutcome> {
     return this.log.decide(() => {
       const decision = pairingDecider.decide(command, this.projection.pairing(command.pairing_id));
       return { events: also(decision.events), outcome: decision.outcome };

@@ -5,7 +5,13 @@
  * the inspector fold a plugin's log with it too. Retention's choice of what to forget reads it here as well.
  * No I/O, no clock: a test drives it with events alone.
  */
-import { FORGOTTEN, pluginJobDecider, type PluginJobCommand, type PluginJobOutcome, type PluginJobState } from '../../machines/reasoning/plugin-job-decider.js';
+import {
+  FORGOTTEN,
+  pluginJobDecider,
+  type PluginJobCommand,
+  type PluginJobOutcome,
+  type PluginJobState,
+} from '../../machines/reasoning/plugin-job-decider.js';
 import type { PluginEvent, PluginJobEvent, PluginJobsForgotten } from '../../machines/reasoning/plugin-job-events.js';
 import type { PluginJobSnapshot } from '../../machines/reasoning/plugin-job.js';
 import type { Decision } from '../../machines/core/decider.js';
@@ -48,7 +54,12 @@ export function decidePluginJob(state: PluginState, command: PluginJobCommand): 
  * What retention's next forgetting event names (adapters/plugin/retention.ts): closed jobs (at most `max`)
  * closed before `closedBefore`, and the dedupe entries kept after it (each forgotten job's until its deadline).
  */
-export function forgettableJobs(state: PluginState, closedBefore: number, now: number, max: number): { readonly event: Omit<PluginJobsForgotten, 'type' | 'at'>; readonly count: number } {
+export function forgettableJobs(
+  state: PluginState,
+  closedBefore: number,
+  now: number,
+  max: number,
+): { readonly event: Omit<PluginJobsForgotten, 'type' | 'at'>; readonly count: number } {
   const job_ids: string[] = [];
   const dedupe: Record<string, number> = {};
   let expired = 0;

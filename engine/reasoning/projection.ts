@@ -4,7 +4,12 @@
  * frames sent on its stream). No I/O, no clock: a test drives it with events alone.
  */
 import { forgottenJobKeys, isPairingEvent, type BackendEvent, type BackendForgotten } from '../../machines/reasoning/backend-events.js';
-import { compactedIntegration, evolveIntegration, initialIntegration, type IntegrationSnapshot } from '../../machines/reasoning/integration.js';
+import {
+  compactedIntegration,
+  evolveIntegration,
+  initialIntegration,
+  type IntegrationSnapshot,
+} from '../../machines/reasoning/integration.js';
 import { jobDecider } from '../../machines/reasoning/job-decider.js';
 import { jobKey, type JobEvent } from '../../machines/reasoning/job-events.js';
 import { isSettled, type JobSnapshot } from '../../machines/reasoning/job.js';
@@ -113,7 +118,8 @@ export class BackendProjection {
         return;
       }
       case 'integration.stream_held':
-        if (!this.integrations.has(event.integration_id)) throw new Error(`event log: ${event.type} for ${event.integration_id}, not an integration`);
+        if (!this.integrations.has(event.integration_id))
+          throw new Error(`event log: ${event.type} for ${event.integration_id}, not an integration`);
         this.holders.set(event.integration_id, event.node);
         return;
       default:
@@ -259,4 +265,3 @@ export class BackendProjection {
     return this.sent.get(integrationId) ?? 0;
   }
 }
-

@@ -16,7 +16,9 @@ export type JobNotice =
 
 /** The notice of a committed job event. */
 export function noticeOf(event: JobEvent): JobNotice {
-  return event.type === 'job.delivered' ? { job_id: event.job_id, type: event.type, seq: event.seq } : { job_id: event.job_id, type: event.type };
+  return event.type === 'job.delivered'
+    ? { job_id: event.job_id, type: event.type, seq: event.seq }
+    : { job_id: event.job_id, type: event.type };
 }
 
 /** A node committed events of the integration to the shared log: a node with a stream or a follower of it folds them now, not at its next look. */
@@ -49,7 +51,10 @@ export function assistantChannel(integrationId: string): string {
 export class LocalPubSub implements PubSub {
   private readonly topics = new Map<string, Set<NoticeHandler>>();
 
-  constructor(private readonly onError: (error: unknown, topic: string) => void = (error, topic) => process.emitWarning(`assistant-relay: a subscriber of ${topic} failed: ${String(error)}`)) {}
+  constructor(
+    private readonly onError: (error: unknown, topic: string) => void = (error, topic) =>
+      process.emitWarning(`assistant-relay: a subscriber of ${topic} failed: ${String(error)}`),
+  ) {}
 
   publish(topic: string, notice: ChannelNotice): void {
     for (const handler of [...(this.topics.get(topic) ?? [])]) {

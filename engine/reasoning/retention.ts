@@ -11,7 +11,14 @@
  * ids are the backend's own random UUIDs, never a caller's: once it is gone, every token it had is
  * refused as an unknown integration's (401, as a wrong token), and no integration can take its id again.
  */
-import { BACKEND_FORGOTTEN_STREAM, jobStream, olderJobStream, ticketStream, type BackendEvent, type BackendForgotten } from '../../machines/reasoning/backend-events.js';
+import {
+  BACKEND_FORGOTTEN_STREAM,
+  jobStream,
+  olderJobStream,
+  ticketStream,
+  type BackendEvent,
+  type BackendForgotten,
+} from '../../machines/reasoning/backend-events.js';
 import { nothing, type Decision } from '../../machines/core/decider.js';
 import { compactionOf } from '../../machines/reasoning/integration.js';
 import { jobKey, jobRefOf, type JobRef } from '../../machines/reasoning/job-events.js';
@@ -62,10 +69,17 @@ export function forgetEndedRecords({ projection, log, presence, clock, pairingRe
     const forgotten = await forgetInBatches(
       () =>
         log.decide((): Decision<BackendEvent, Batch | undefined> => {
-          const { jobs, pairing_ids, integration_ids, ticket_digests } = forgettable(projection.state(), endedBefore, pairingsEndedBefore, FORGOTTEN_PER_EVENT, { now: clock.now(), maxSettledJobs });
+          const { jobs, pairing_ids, integration_ids, ticket_digests } = forgettable(
+            projection.state(),
+            endedBefore,
+            pairingsEndedBefore,
+            FORGOTTEN_PER_EVENT,
+            { now: clock.now(), maxSettledJobs },
+          );
           const leaving = new Set(integration_ids);
           const compacted_ids = compactable(projection.state(), endedBefore, FORGOTTEN_PER_EVENT).filter((id) => !leaving.has(id));
-          if (jobs.length + pairing_ids.length + integration_ids.length + compacted_ids.length + ticket_digests.length === 0) return nothing(undefined);
+          if (jobs.length + pairing_ids.length + integration_ids.length + compacted_ids.length + ticket_digests.length === 0)
+            return nothing(undefined);
           const at = clock.now();
           const created = projection.creationsSince(at);
           const event: BackendForgotten = {
@@ -83,7 +97,10 @@ export function forgetEndedRecords({ projection, log, presence, clock, pairingRe
           };
           const compactions = compacted_ids.map((id) => compactionOf(projection.integration(id)!, at));
           const count = Math.max(jobs.length, pairing_ids.length, integration_ids.length, compacted_ids.length, ticket_digests.length);
-          return { events: [event, ...compactions], outcome: { streams: [...streamsOf(event), ...olderStreams(projection, jobs)], integration_ids, count } };
+          return {
+            events: [event, ...compactions],
+            outcome: { streams: [...streamsOf(event), ...olderStreams(projection, jobs)], integration_ids, count },
+          };
         }),
       async ({ streams, integration_ids }) => remove(streams, integration_ids, await log.lastPositionOf(BACKEND_FORGOTTEN_STREAM)),
     );
@@ -101,7 +118,10 @@ export function forgetEndedRecords({ projection, log, presence, clock, pairingRe
 function streamsOf(event: BackendForgotten): string[] {
   const integrations = [...(event.integration_ids ?? []), ...(event.compacted_ids ?? [])];
   // An older log's forgetting event names its jobs by `job_id` alone, whose events were under `job:{job_id}`.
-  const jobs = event.jobs === undefined ? (event.job_ids ?? []).map(olderJobStream) : Object.entries(event.jobs).flatMap(([integrationId, ids]) => ids.map((id) => jobStream(integrationId, id)));
+  const jobs =
+    event.jobs === undefined
+      ? (event.job_ids ?? []).map(olderJobStream)
+      : Object.entries(event.jobs).flatMap(([integrationId, ids]) => ids.map((id) => jobStream(integrationId, id)));
   const tickets = (event.ticket_digests ?? []).map(ticketStream);
   return [...jobs, ...event.pairing_ids.map((id) => `pairing:${id}`), ...integrations.map((id) => `integration:${id}`), ...tickets];
 }

@@ -275,7 +275,10 @@ export class SharedBackendLog<S> implements BackendLog<S> {
     this.stale = false;
     if (appended.length > 0) {
       this.folded = this.dispatched = appended.at(-1)!.position;
-      this.parts!.dispatch(appended.map(({ event }) => event), true);
+      this.parts!.dispatch(
+        appended.map(({ event }) => event),
+        true,
+      );
       this.sinceSnapshot += appended.length;
       if (this.sinceSnapshot >= this.snapshotEveryEvents) this.snapshot();
     }

@@ -25,7 +25,9 @@ export function backendSnapshotCodec(projection: BackendProjection): SnapshotCod
   return {
     capture() {
       const state = projection.state();
-      const copy = Object.fromEntries(Object.entries(state).map(([name, map]) => [name, new Map(map as ReadonlyMap<string, unknown>)])) as unknown as BackendState;
+      const copy = Object.fromEntries(
+        Object.entries(state).map(([name, map]) => [name, new Map(map as ReadonlyMap<string, unknown>)]),
+      ) as unknown as BackendState;
       // Each integration's set of open jobs is updated in place; every other value is replaced whole.
       return { ...copy, open: new Map([...state.open].map(([id, jobs]) => [id, new Set(jobs)])) };
     },

@@ -68,12 +68,24 @@ export class JobStreams {
   open(integrationId: string, cursor: number | undefined, connect: () => SubscriberTransport): SubscriptionActor {
     this.supersede(integrationId);
     let unsubscribe = (): void => {};
-    const actor = new SubscriptionActor(connect(), this.parts.clock, { keepaliveMs: this.parts.keepaliveMs, maxQueuedBytes: MAX_QUEUED_BYTES }, () => {
-      stream.closed = true;
-      unsubscribe();
-      if (this.streams.get(integrationId) === stream) this.streams.delete(integrationId);
-    });
-    const stream: LiveStream = { integrationId, actor, lastSeq: 0, firstSeq: 0, work: new Serial(this.parts.background, 'job stream'), closed: false };
+    const actor = new SubscriptionActor(
+      connect(),
+      this.parts.clock,
+      { keepaliveMs: this.parts.keepaliveMs, maxQueuedBytes: MAX_QUEUED_BYTES },
+      () => {
+        stream.closed = true;
+        unsubscribe();
+        if (this.streams.get(integrationId) === stream) this.streams.delete(integrationId);
+      },
+    );
+    const stream: LiveStream = {
+      integrationId,
+      actor,
+      lastSeq: 0,
+      firstSeq: 0,
+      work: new Serial(this.parts.background, 'job stream'),
+      closed: false,
+    };
     this.streams.set(integrationId, stream);
     actor.open('');
     // In one step: the catch-up is queued before any notice can be.
@@ -145,7 +157,8 @@ export class JobStreams {
       const state = jobState(job);
       if (state === 'created') this.deliver(stream, job, isWaiting);
       // Unless it was sent again since it was read.
-      else if (state === 'delivered' && !(cursor !== undefined && seq !== undefined && seq <= cursor)) this.deliver(stream, job, (now) => jobState(now) === 'delivered' && now.context.seq === seq);
+      else if (state === 'delivered' && !(cursor !== undefined && seq !== undefined && seq <= cursor))
+        this.deliver(stream, job, (now) => jobState(now) === 'delivered' && now.context.seq === seq);
     }
   }
 

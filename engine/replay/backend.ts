@@ -69,7 +69,12 @@ export class BackendFold implements Fold<BackendState> {
   }
 
   step(stored: StoredEvent<LogRecord>): Step {
-    return foldStep<BackendEvent>(stored, this.scope, (event) => this.move(event), (event) => backendWords(event, this.sealed(event)));
+    return foldStep<BackendEvent>(
+      stored,
+      this.scope,
+      (event) => this.move(event),
+      (event) => backendWords(event, this.sealed(event)),
+    );
   }
 
   touched(): string {

@@ -89,7 +89,8 @@ export class HostFold implements Fold<ChatState> {
   private move(event: DomainEvent): Moved[] {
     if (isHostEvent(event)) {
       this.session = undefined;
-      const gone = event.type === 'sessions.forgotten' ? forgotten(event.session_ids, (id) => this.sessionOf(id) ?? { kind: 'session', id }) : [];
+      const gone =
+        event.type === 'sessions.forgotten' ? forgotten(event.session_ids, (id) => this.sessionOf(id) ?? { kind: 'session', id }) : [];
       this.projection.apply(event);
       return gone;
     }
@@ -120,7 +121,9 @@ export class HostFold implements Fold<ChatState> {
     const snapshot = this.projection.taskSession(id) ?? this.projection.conversation(id);
     if (entity === undefined || snapshot === undefined) return undefined;
     const { endReason } = snapshot.context;
-    return endReason === undefined ? { entity, state: dotPath(snapshot.value) } : { entity, state: dotPath(snapshot.value), status: endReason };
+    return endReason === undefined
+      ? { entity, state: dotPath(snapshot.value) }
+      : { entity, state: dotPath(snapshot.value), status: endReason };
   }
 
   /** A pending task is in its session; a task that just settled, only in `before` and the event. */
@@ -130,13 +133,20 @@ export class HostFold implements Fold<ChatState> {
     if (now !== undefined) return { entity, state: dotPath(now.value) };
     if (event.type !== 'task.settled' || before === undefined) return undefined;
     const [settled] = task.next(before, { type: 'reply.terminal', reply: event.reply, at: event.at });
-    return { entity, state: dotPath(settled.value), status: event.reply.status, ...(event.cause === 'agent' ? {} : { cause: event.cause }) };
+    return {
+      entity,
+      state: dotPath(settled.value),
+      status: event.reply.status,
+      ...(event.cause === 'agent' ? {} : { cause: event.cause }),
+    };
   }
 
   /** A queued delivery is in its session's outbox; one that just finished, only in `before` and the event. */
   private deliveryMoved(event: DomainEvent, session_id: string, n: number, before: DeliverySnapshot | undefined): Moved | undefined {
     const entity = { kind: 'delivery', id: n, session_id } as const;
-    const now = this.projection.outbox(session_id).queue.get(n) ?? (before !== undefined && isDeliveryEvent(event) ? evolveDelivery(before, event) : undefined);
+    const now =
+      this.projection.outbox(session_id).queue.get(n) ??
+      (before !== undefined && isDeliveryEvent(event) ? evolveDelivery(before, event) : undefined);
     return now === undefined ? undefined : { entity, state: dotPath(now.value) };
   }
 }

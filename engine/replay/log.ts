@@ -31,5 +31,9 @@ export function foldsOf(view: LogView): LogFolds | undefined {
 export function verifyLog(view: LogView): Verification {
   const folds = foldsOf(view);
   if (folds === undefined) return { events: 0 };
-  return verify(folds.fold, view.events(), view.snapshots().map((stored) => snapshotCheck(stored, folds.limits)));
+  return verify(
+    folds.fold,
+    view.events(),
+    view.snapshots().map((stored) => snapshotCheck(stored, folds.limits)),
+  );
 }

@@ -37,7 +37,12 @@ export class PluginFold implements Fold<PluginState> {
   }
 
   step(stored: StoredEvent<LogRecord>): Step {
-    return foldStep<PluginEvent>(stored, this.scope, (event) => this.move(event), (event) => pluginWords(event, this.sealed(event)));
+    return foldStep<PluginEvent>(
+      stored,
+      this.scope,
+      (event) => this.move(event),
+      (event) => pluginWords(event, this.sealed(event)),
+    );
   }
 
   private sealed(event: PluginEvent): boolean {

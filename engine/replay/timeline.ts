@@ -121,7 +121,9 @@ export function forgotten(ids: readonly string[], entityOf: (id: string) => Enti
 
 /** `settled (errored, interrupted)`: the state, and what its value does not say already (`completed`, never `completed (completed)`). */
 export function stateText({ state, status, cause }: EntityState): string {
-  const more = [status === undefined || state === status || state.endsWith(`.${status}`) ? undefined : status, cause].filter((part) => part !== undefined);
+  const more = [status === undefined || state === status || state.endsWith(`.${status}`) ? undefined : status, cause].filter(
+    (part) => part !== undefined,
+  );
   return more.length === 0 ? state : `${state} (${more.join(', ')})`;
 }
 

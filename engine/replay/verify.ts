@@ -90,7 +90,11 @@ function named(step: Step): string {
 }
 
 /** Folds `events` twice and compares; snapshots come in position order. */
-export function verify<S>(newFold: () => Fold<S>, events: Iterable<StoredEvent<LogRecord>>, snapshots: Iterable<SnapshotCheck> = []): Verification {
+export function verify<S>(
+  newFold: () => Fold<S>,
+  events: Iterable<StoredEvent<LogRecord>>,
+  snapshots: Iterable<SnapshotCheck> = [],
+): Verification {
   const one = newFold();
   const two = newFold();
   const stored = snapshots[Symbol.iterator]();

@@ -26,7 +26,10 @@ function visible(char: string): string {
 /** `text` on one line of at most `max` characters: cut at a word when one ends late enough, and marked `…` when cut. */
 export function oneLine(text: string, max: number): string {
   // Only the start can be shown: a long text is looked at no further than that.
-  const line = text.trim().slice(0, max * 2).replace(INVISIBLE, visible);
+  const line = text
+    .trim()
+    .slice(0, max * 2)
+    .replace(INVISIBLE, visible);
   if (line.length <= max) return line;
   let cut = line.slice(0, max - 1);
   const space = cut.lastIndexOf(' ');

@@ -10,9 +10,23 @@ export type SessionCommand =
   /** `generation` is needed (and drawn by the caller) only when the session does not exist yet. */
   | { readonly type: 'incoming'; readonly event: IncomingEvent; readonly generation?: string; readonly at: number }
   /** The agent says something about a task (Form A) or in the conversation (Form B; `task_id` is the path handle). */
-  | { readonly type: 'reply'; readonly session_id: string; readonly task_id: string; readonly reply: ReplyBody; readonly epoch: string; readonly at: number }
+  | {
+      readonly type: 'reply';
+      readonly session_id: string;
+      readonly task_id: string;
+      readonly reply: ReplyBody;
+      readonly epoch: string;
+      readonly at: number;
+    }
   /** The agent's run for a user message ended; `failed`: it threw rather than returned. */
-  | { readonly type: 'finish'; readonly session_id: string; readonly task_id: string; readonly failed: boolean; readonly epoch: string; readonly at: number }
+  | {
+      readonly type: 'finish';
+      readonly session_id: string;
+      readonly task_id: string;
+      readonly failed: boolean;
+      readonly epoch: string;
+      readonly at: number;
+    }
   | { readonly type: 'end'; readonly session_id: string; readonly reason: EndReason; readonly epoch: string; readonly at: number }
   | { readonly type: 'expire'; readonly session_id: string; readonly idleTtlMs: number; readonly epoch: string; readonly at: number }
   | { readonly type: 'interrupt'; readonly session_id: string; readonly epoch: string; readonly at: number };

@@ -58,7 +58,10 @@ function decide(command: SessionCommand, conversation: ConversationState): Conve
         return { events: [], outcome: 'duplicate' };
       }
       if (event.callback === undefined && conversation?.context.callback === undefined) return { events: [], outcome: 'callback_required' };
-      const { opened, message } = arrival(command, conversation === undefined ? { opens: 'B' } : { latest: conversation.context.callback, form: 'B' });
+      const { opened, message } = arrival(
+        command,
+        conversation === undefined ? { opens: 'B' } : { latest: conversation.context.callback, form: 'B' },
+      );
       const received: ConversationEvent = { type: 'message.received', ...message };
       return { events: opened === undefined ? [received] : [opened, received], outcome: 'accepted' };
     }

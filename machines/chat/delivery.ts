@@ -14,14 +14,7 @@
  */
 import { assign, setup, type SnapshotFrom } from 'xstate';
 import { LIMITS, type CallbackBlock } from '../../protocol/index.js';
-import type {
-  Delivery,
-  DeliveryAbandoned,
-  DeliveryAttempted,
-  DeliveryEvent,
-  DeliveryFailed,
-  DeliveryInterrupted,
-} from './events.js';
+import type { Delivery, DeliveryAbandoned, DeliveryAttempted, DeliveryEvent, DeliveryFailed, DeliveryInterrupted } from './events.js';
 import { stepper } from '../core/step.js';
 
 /** What one attempt came to, as a transport reports it (without judging it). */
@@ -88,10 +81,7 @@ export const deliveryMachine = setup({
 }).createMachine({
   id: 'delivery',
   // `transition()` evaluates this with no input when it builds its scratch actor: keep it total and cheap.
-  context: ({ input }) =>
-    input === undefined
-      ? SCRATCH
-      : { ...input, attempts: 0, dueAt: input.at, lastOutcome: undefined },
+  context: ({ input }) => (input === undefined ? SCRATCH : { ...input, attempts: 0, dueAt: input.at, lastOutcome: undefined }),
   initial: 'waiting',
   states: {
     waiting: {
@@ -171,7 +161,11 @@ export function backoffMs(attempt: number, retryAfterMs: number | undefined): nu
 }
 
 export function decideDelivery(command: DeliveryCommand, snapshot: DeliverySnapshot): DeliveryEvent[] {
-  const { session_id, delivery: { n }, attempts } = snapshot.context;
+  const {
+    session_id,
+    delivery: { n },
+    attempts,
+  } = snapshot.context;
   const { at } = command;
   switch (command.type) {
     case 'attempt':
@@ -180,7 +174,9 @@ export function decideDelivery(command: DeliveryCommand, snapshot: DeliverySnaps
     case 'interrupt':
       return snapshot.value === 'attempting' ? [{ type: 'delivery.interrupted', session_id, n, attempt: attempts, at }] : [];
     case 'supersede':
-      return snapshot.value === 'waiting' && snapshot.context.progress ? [{ type: 'delivery.superseded', session_id, n, by: command.by, at }] : [];
+      return snapshot.value === 'waiting' && snapshot.context.progress
+        ? [{ type: 'delivery.superseded', session_id, n, by: command.by, at }]
+        : [];
     case 'abandon':
       return snapshot.status === 'active' && snapshot.value !== 'attempting'
         ? [{ type: 'delivery.abandoned', session_id, n, attempts, reason: 'session_ended', at }]
@@ -188,14 +184,25 @@ export function decideDelivery(command: DeliveryCommand, snapshot: DeliverySnaps
     case 'outcome': {
       if (snapshot.value !== 'attempting' || command.outcome.kind === 'aborted') return [];
       const verdict = judgeDelivery(command.outcome);
-      if (verdict.kind === 'succeeded') return [{ type: 'delivery.succeeded', session_id, n, attempt: attempts, status: verdict.status, at }];
+      if (verdict.kind === 'succeeded')
+        return [{ type: 'delivery.succeeded', session_id, n, attempt: attempts, status: verdict.status, at }];
       if (verdict.kind === 'permanent') {
         return [{ type: 'delivery.abandoned', session_id, n, attempts, reason: 'permanent', outcome: verdict.outcome, at }];
       }
       if (attempts >= LIMITS.callbackAttempts) {
         return [{ type: 'delivery.abandoned', session_id, n, attempts, reason: 'attempts_exhausted', outcome: verdict.outcome, at }];
       }
-      return [{ type: 'delivery.failed', session_id, n, attempt: attempts, outcome: verdict.outcome, retry_at: at + backoffMs(attempts, verdict.retryAfterMs), at }];
+      return [
+        {
+          type: 'delivery.failed',
+          session_id,
+          n,
+          attempt: attempts,
+          outcome: verdict.outcome,
+          retry_at: at + backoffMs(attempts, verdict.retryAfterMs),
+          at,
+        },
+      ];
     }
   }
 }

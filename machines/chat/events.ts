@@ -218,7 +218,8 @@ export interface DeliverySuperseded {
   readonly at: number;
 }
 
-export type DeliveryEvent = DeliveryAttempted | DeliveryFailed | DeliverySucceeded | DeliveryAbandoned | DeliveryInterrupted | DeliverySuperseded;
+export type DeliveryEvent =
+  DeliveryAttempted | DeliveryFailed | DeliverySucceeded | DeliveryAbandoned | DeliveryInterrupted | DeliverySuperseded;
 
 /** Events of a Form A session (the session statechart folds these). */
 export type TaskSessionEvent = SessionOpened | TaskStarted | TaskProgressed | TaskSettled | ReplyDropped | SessionEnded;

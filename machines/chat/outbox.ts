@@ -72,14 +72,17 @@ function advertised(outbox: Outbox, event: AdvertisingEvent): Outbox {
 
 /** An ended session queues nothing new: its callbacks go (what is queued keeps its own). */
 function forgetCallbacks(outbox: Outbox): Outbox {
-  return outbox.callback === undefined && outbox.taskCallbacks.size === 0 ? outbox : { ...outbox, callback: undefined, taskCallbacks: new Map() };
+  return outbox.callback === undefined && outbox.taskCallbacks.size === 0
+    ? outbox
+    : { ...outbox, callback: undefined, taskCallbacks: new Map() };
 }
 
 /** Where a queued reply goes: as its event says (older logs), its task's callback, or the session's latest. */
 function callbackOf(outbox: Outbox, event: QueuingEvent, delivery: Delivery): CallbackBlock {
   if (delivery.url !== undefined && delivery.token !== undefined) return { url: delivery.url, token: delivery.token };
   const callback = outbox.taskCallbacks.get(delivery.task_id) ?? outbox.callback;
-  if (callback === undefined) throw new Error(`event log: ${event.type} in ${event.session_id} queues a reply before any callback was advertised`);
+  if (callback === undefined)
+    throw new Error(`event log: ${event.type} in ${event.session_id} queues a reply before any callback was advertised`);
   return callback;
 }
 
@@ -91,7 +94,14 @@ function enqueue(outbox: Outbox, event: QueuingEvent): Outbox {
   // agent's `tool_call` is a one-shot reply (2.5), carried through like `completed` and `silent` (3b.4).
   const progress = event.type === 'task.progressed' || event.reply.status === 'typing';
   const callback = callbackOf(outbox, event, delivery);
-  const entry = initialDelivery({ session_id: event.session_id, delivery, callback, body: callbackBody(event.reply), progress, at: event.at });
+  const entry = initialDelivery({
+    session_id: event.session_id,
+    delivery,
+    callback,
+    body: callbackBody(event.reply),
+    progress,
+    at: event.at,
+  });
   queue.set(delivery.n, entry);
   if (event.type !== 'task.settled') return { ...outbox, queue };
   // A settled task queues nothing more: its own callback is no longer needed.
@@ -141,7 +151,8 @@ function decide(command: OutboxCommand, outbox: Outbox): Decision<DeliveryEvent,
       if (newer === undefined) return recorded([]);
       const first = head(outbox);
       const stale = [...outbox.queue.values()].filter(
-        (queued) => queued !== first && queued.context.delivery.n < command.n && queued.context.delivery.task_id === newer.context.delivery.task_id,
+        (queued) =>
+          queued !== first && queued.context.delivery.n < command.n && queued.context.delivery.task_id === newer.context.delivery.task_id,
       );
       return recorded(stale.flatMap((queued) => decideDelivery({ type: 'supersede', by: command.n, at: command.at }, queued)));
     }

@@ -8,7 +8,14 @@ import { arrival, hostError, type Outcome, type SessionCommand } from './command
 import { openedBy, type Decider, type Decision } from '../core/decider.js';
 import { isSessionOpened, type EndReason, type TaskSessionEvent, type SettleCause, type TaskSettled } from './events.js';
 import { asInsight } from './insights.js';
-import { evolveTaskSession, initialTaskSession, isTaskSessionEnded, pendingInOrder, type SessionLimits, type TaskSessionSnapshot } from './task-session.js';
+import {
+  evolveTaskSession,
+  initialTaskSession,
+  isTaskSessionEnded,
+  pendingInOrder,
+  type SessionLimits,
+  type TaskSessionSnapshot,
+} from './task-session.js';
 import { knowsTaskId } from './task-ids.js';
 import type { TaskContext } from './task.js';
 
@@ -21,16 +28,22 @@ export type TaskSessionDecision = Decision<TaskSessionEvent, Outcome>;
  * Settles a task. On the stream the reply takes the next seq; for a task with a callback it is queued as
  * the session's next delivery. `next` is that number. A reply over the size cap is replaced.
  */
-function settle(session_id: string, task: TaskContext, next: number, reply: TerminalReply, cause: SettleCause, epoch: string, at: number): TaskSettled {
+function settle(
+  session_id: string,
+  task: TaskContext,
+  next: number,
+  reply: TerminalReply,
+  cause: SettleCause,
+  epoch: string,
+  at: number,
+): TaskSettled {
   const { task_id, callback } = task;
   const data = JSON.stringify(reply);
   if (replyBytes(callback === undefined ? data : callbackBody(reply)) > LIMITS.replyMaxBytes) {
     return settle(session_id, task, next, hostError(session_id, task_id, 'reply_too_large'), 'reply_too_large', epoch, at);
   }
   const base = { type: 'task.settled', session_id, task_id, reply, cause, at } as const;
-  return callback === undefined
-    ? { ...base, epoch, seq: next, data }
-    : { ...base, delivery: { n: next, task_id } };
+  return callback === undefined ? { ...base, epoch, seq: next, data } : { ...base, delivery: { n: next, task_id } };
 }
 
 /** The number a task's terminal reply takes: its seq on the stream, or its delivery number. */
@@ -49,7 +62,10 @@ function settleAllPending(session: TaskSessionSnapshot, code: 'interrupted' | 's
 }
 
 function endSession(session: TaskSessionSnapshot, reason: EndReason, epoch: string, at: number): TaskSessionEvent[] {
-  return [...settleAllPending(session, 'session_ended', epoch, at), { type: 'session.ended', session_id: session.context.session_id, reason, at }];
+  return [
+    ...settleAllPending(session, 'session_ended', epoch, at),
+    { type: 'session.ended', session_id: session.context.session_id, reason, at },
+  ];
 }
 
 /** A pending task is always known; a settled one while it is among the newest task ids. */
@@ -64,7 +80,10 @@ function decide(command: SessionCommand, session: TaskSessionState): TaskSession
     case 'incoming': {
       if (session !== undefined && isTaskSessionEnded(session)) return { events: [], outcome: 'session_ended' };
       if (session !== undefined && knowsTask(session, command.event.task_id)) return { events: [], outcome: 'duplicate' };
-      const { opened, message } = arrival(command, session === undefined ? { opens: 'A' } : { latest: session.context.callback, form: 'A' });
+      const { opened, message } = arrival(
+        command,
+        session === undefined ? { opens: 'A' } : { latest: session.context.callback, form: 'A' },
+      );
       const started: TaskSessionEvent = { type: 'task.started', ...message };
       return { events: opened === undefined ? [started] : [opened, started], outcome: 'accepted' };
     }
@@ -92,7 +111,10 @@ function decide(command: SessionCommand, session: TaskSessionState): TaskSession
       if (session === undefined || task === undefined) return UNCHANGED;
       const { session_id } = session.context;
       const reply = hostError(session_id, task.task_id, 'agent_error');
-      return { events: [settle(session_id, task, nextFor(session, task), reply, 'agent_error', command.epoch, command.at)], outcome: 'settled' };
+      return {
+        events: [settle(session_id, task, nextFor(session, task), reply, 'agent_error', command.epoch, command.at)],
+        outcome: 'settled',
+      };
     }
     case 'end': {
       if (session === undefined || isTaskSessionEnded(session)) return UNCHANGED;

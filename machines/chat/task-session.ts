@@ -72,9 +72,17 @@ function withoutTask(pending: ReadonlyMap<string, TaskSnapshot>, taskId: string)
 
 function started(context: TaskSessionContext, event: TaskStarted): Partial<TaskSessionContext> {
   const callback = event.callback ?? (event.same_callback ? context.callback : undefined);
-  const { memory, memoryChars } = remember(context, { role: 'user', task_id: event.task_id, text: event.text, at: event.at }, context.limits);
+  const { memory, memoryChars } = remember(
+    context,
+    { role: 'user', task_id: event.task_id, text: event.text, at: event.at },
+    context.limits,
+  );
   return {
-    pending: withTask(context.pending, event.task_id, initialTask(callback === undefined ? { task_id: event.task_id, at: event.at } : { task_id: event.task_id, at: event.at, callback })),
+    pending: withTask(
+      context.pending,
+      event.task_id,
+      initialTask(callback === undefined ? { task_id: event.task_id, at: event.at } : { task_id: event.task_id, at: event.at, callback }),
+    ),
     callback: event.callback ?? context.callback,
     taskIds: rememberTaskId(context.taskIds, event.task_id, context.limits),
     prelude: event.system_prelude ?? context.prelude,
@@ -94,11 +102,21 @@ function settled(context: TaskSessionContext, event: TaskSettled): Partial<TaskS
   // Built field by field: a fold settles a task every few events, and spreading partial objects costs more.
   const update: { -readonly [K in keyof TaskSessionContext]?: TaskSessionContext[K] } = { pending, lastActivityAt: event.at };
   if (event.delivery === undefined) {
-    const retained = { seq: event.seq, id: `${event.epoch}:${context.backlog.generation}:${event.seq}`, task_id: event.task_id, data: event.data, bytes: replyBytes(event.data) };
+    const retained = {
+      seq: event.seq,
+      id: `${event.epoch}:${context.backlog.generation}:${event.seq}`,
+      task_id: event.task_id,
+      data: event.data,
+      bytes: replyBytes(event.data),
+    };
     update.backlog = retain(context.backlog, event.epoch, retained, context.limits);
   } else update.deliveries = event.delivery.n;
   if (event.reply.status === 'message') {
-    const { memory, memoryChars } = remember(context, { role: 'assistant', task_id: event.task_id, text: event.reply.reply_text, at: event.at }, context.limits);
+    const { memory, memoryChars } = remember(
+      context,
+      { role: 'assistant', task_id: event.task_id, text: event.reply.reply_text, at: event.at },
+      context.limits,
+    );
     update.memory = memory;
     update.memoryChars = memoryChars;
   }

@@ -21,9 +21,7 @@ export interface TaskContext {
   readonly reply?: TerminalReply;
 }
 
-export type TaskMachineEvent =
-  | { type: 'reply.progress'; at: number }
-  | { type: 'reply.terminal'; reply: TerminalReply; at: number };
+export type TaskMachineEvent = { type: 'reply.progress'; at: number } | { type: 'reply.terminal'; reply: TerminalReply; at: number };
 
 export interface TaskInput {
   readonly task_id: string;

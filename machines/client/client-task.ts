@@ -50,7 +50,9 @@ export const clientTaskMachine = setup({
   actions: {
     progress: assign((_, event: Extract<ClientTaskEvent, { type: 'reply.progress' }>) => ({ progress: event.reply })),
     reply: assign((_, event: Extract<ClientTaskEvent, { type: 'reply.terminal' }>) => ({ reply: event.reply, progress: undefined })),
-    refuse: assign((_, event: Extract<ClientTaskEvent, { type: 'task.refused' }>) => ({ refusal: { code: event.code, message: event.message } })),
+    refuse: assign((_, event: Extract<ClientTaskEvent, { type: 'task.refused' }>) => ({
+      refusal: { code: event.code, message: event.message },
+    })),
   },
 }).createMachine({
   id: 'clientTask',

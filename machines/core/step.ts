@@ -50,7 +50,13 @@ export function stepper<M extends AnyStateMachine>(machine: M): Stepper<M> {
   const interpretInitial = (input: InputFrom<M>): [SnapshotFrom<M>, ExecutableActionsFrom<M>[]] => {
     collected = [];
     const snapshot = machine.getInitialSnapshot(scope, input) as SnapshotFrom<M>;
-    if (table !== undefined && typeof contextOf === 'function' && collected.length === 0 && (snapshot as { status: string }).status === 'active') started = snapshot;
+    if (
+      table !== undefined &&
+      typeof contextOf === 'function' &&
+      collected.length === 0 &&
+      (snapshot as { status: string }).status === 'active'
+    )
+      started = snapshot;
     return [snapshot, collected];
   };
 

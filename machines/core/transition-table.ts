@@ -132,7 +132,8 @@ export function compileTransitions(machine: AnyStateMachine, { self, system }: A
   const compileAction = (action: unknown): CompiledAction | undefined => {
     const inline = typeof action === 'function';
     const type = typeof action === 'string' ? action : inline ? undefined : (action as { type: string }).type;
-    const implementation = (inline ? action : implementations[type!]) as { resolve?: unknown; type?: string; assignment?: unknown } | undefined;
+    const implementation = (inline ? action : implementations[type!]) as
+      { resolve?: unknown; type?: string; assignment?: unknown } | undefined;
     const params = inline || typeof action === 'string' ? undefined : (action as { params?: unknown }).params;
     if (implementation === undefined || typeof implementation.resolve !== 'function') {
       return { kind: 'custom', type: type ?? (action as { name?: string }).name ?? '(anonymous)', exec: implementation, params };
@@ -187,7 +188,8 @@ export function compileTransitions(machine: AnyStateMachine, { self, system }: A
       let context = snapshot.context as Record<string, unknown>;
       let assigned = false;
       for (const action of step.actions) {
-        const params = typeof action.params === 'function' ? (action.params as (args: unknown) => unknown)({ context, event }) : action.params;
+        const params =
+          typeof action.params === 'function' ? (action.params as (args: unknown) => unknown)({ context, event }) : action.params;
         if (action.kind === 'custom') {
           collected.push({ type: action.type, info: { context, event, self, system }, params, exec: action.exec });
           continue;
@@ -220,7 +222,14 @@ export function compileTransitions(machine: AnyStateMachine, { self, system }: A
  * The next snapshot: what XState's `createMachineSnapshot` makes, field by field (a spread of the previous
  * one costs several times more where many machines' snapshots pass). The equivalence test checks the fields.
  */
-function moved(from: Snapshot, context: unknown, status: string, nodes: readonly AnyStateNode[], value: StateValue, tags: ReadonlySet<string>): Snapshot {
+function moved(
+  from: Snapshot,
+  context: unknown,
+  status: string,
+  nodes: readonly AnyStateNode[],
+  value: StateValue,
+  tags: ReadonlySet<string>,
+): Snapshot {
   return {
     status,
     output: undefined,

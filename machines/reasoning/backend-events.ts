@@ -156,7 +156,8 @@ export type IntegrationEvent =
   | IntegrationRekeyAnswered
   | IntegrationStreamHeld;
 
-export type BackendEvent = BackendStarted | BackendForgotten | IntegrationEvent | IntegrationCompacted | JobEvent | PairingEvent | PairingTicketIssued;
+export type BackendEvent =
+  BackendStarted | BackendForgotten | IntegrationEvent | IntegrationCompacted | JobEvent | PairingEvent | PairingTicketIssued;
 
 export function isJobEvent(event: BackendEvent): event is JobEvent {
   return event.type.startsWith('job.');
@@ -175,7 +176,8 @@ export function isPairingEvent(event: BackendEvent): event is PairingEvent {
  * older log names them by `job_id` alone: each id was then one job's, so it is the job of that id.
  */
 export function forgottenJobKeys(event: BackendForgotten, keys: Iterable<string>): string[] {
-  if (event.jobs !== undefined) return Object.entries(event.jobs).flatMap(([integrationId, jobIds]) => jobIds.map((jobId) => jobKey(integrationId, jobId)));
+  if (event.jobs !== undefined)
+    return Object.entries(event.jobs).flatMap(([integrationId, jobIds]) => jobIds.map((jobId) => jobKey(integrationId, jobId)));
   const older = new Set(event.job_ids);
   return older.size === 0 ? [] : [...keys].filter((key) => older.has(jobRefOf(key).job_id));
 }

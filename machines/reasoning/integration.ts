@@ -85,10 +85,19 @@ export const integrationMachine = setup({
     revoke: assign((_, event: IntegrationRevoked) => ({ revoked_at: event.at })),
     see: assign((_, { type: _seen, integration_id: _id, ...seen }: IntegrationSeen) => ({ seen })),
     requestRekey: assign(({ context }, event: IntegrationRekeyRequested) => ({
-      rekey: { rekey_id: event.rekey_id, kid: event.kid, client_key: event.client_key, mac: event.mac, requested_at: event.at, answer: undefined },
+      rekey: {
+        rekey_id: event.rekey_id,
+        kid: event.kid,
+        client_key: event.client_key,
+        mac: event.mac,
+        requested_at: event.at,
+        answer: undefined,
+      },
       rekeys_at: [...context.rekeys_at, event.at].slice(-REKEY_TIMES_KEPT),
     })),
-    answerRekey: assign(({ context }, event: IntegrationRekeyAnswered) => ({ rekey: { ...context.rekey!, answer: { assistant_key: event.assistant_key, mac: event.mac } } })),
+    answerRekey: assign(({ context }, event: IntegrationRekeyAnswered) => ({
+      rekey: { ...context.rekey!, answer: { assistant_key: event.assistant_key, mac: event.mac } },
+    })),
   },
 }).createMachine({
   id: 'integration',
@@ -141,13 +150,22 @@ export function initialIntegration(created: IntegrationCreated): IntegrationSnap
   return integration.initial(created)[0];
 }
 
-export function evolveIntegration(snapshot: IntegrationSnapshot, event: Exclude<IntegrationEvent, IntegrationCreated | IntegrationStreamHeld>): IntegrationSnapshot {
+export function evolveIntegration(
+  snapshot: IntegrationSnapshot,
+  event: Exclude<IntegrationEvent, IntegrationCreated | IntegrationStreamHeld>,
+): IntegrationSnapshot {
   return integration.next(snapshot, event)[0];
 }
 
 /** What retention logs for the integration as it stands (`integration.compacted`). */
 export function compactionOf(snapshot: IntegrationSnapshot, at: number): IntegrationCompacted {
-  return { type: 'integration.compacted', integration_id: snapshot.context.integration_id, state: snapshot.value, context: snapshot.context, at };
+  return {
+    type: 'integration.compacted',
+    integration_id: snapshot.context.integration_id,
+    state: snapshot.value,
+    context: snapshot.context,
+    at,
+  };
 }
 
 /** The integration a compaction stands for: the snapshot its events had folded to. */

@@ -77,7 +77,9 @@ function decide(command: JobCommand, job: JobDeciderState): JobDecision {
       // Its plugin has it (PROTOCOL.md 6e.1).
       if (state === 'running') return nothing('unchanged');
       return {
-        events: [{ type: 'job.delivered', ...fact, delivery: job.context.deliveries + 1, seq: command.seq, lease_until: command.lease_until }],
+        events: [
+          { type: 'job.delivered', ...fact, delivery: job.context.deliveries + 1, seq: command.seq, lease_until: command.lease_until },
+        ],
         outcome: 'delivered',
       };
     case 'run':
@@ -96,7 +98,8 @@ function decide(command: JobCommand, job: JobDeciderState): JobDecision {
       // Past its deadline a job is over, whatever comes: it expires now if its timer has not fired yet.
       if (!isSettled(job) && at >= job.context.deadline_at) return { events: [{ type: 'job.expired', ...fact }], outcome: 'expired' };
       if (command.type === 'complete') {
-        if (isSettled(job)) return nothing(state !== 'completed' ? 'settled' : equal(job.context.result, command.result) ? 'duplicate' : 'conflict');
+        if (isSettled(job))
+          return nothing(state !== 'completed' ? 'settled' : equal(job.context.result, command.result) ? 'duplicate' : 'conflict');
         return { events: [{ type: 'job.completed', ...fact, result: command.result }], outcome: 'completed' };
       }
       // The same failure again is a duplicate; a job that ended otherwise stays as it ended.

@@ -92,12 +92,4 @@ export interface JobCancelled extends JobFact {
 }
 
 export type JobEvent =
-  | JobCreated
-  | JobDelivered
-  | JobStarted
-  | JobRenewed
-  | JobReleased
-  | JobCompleted
-  | JobFailed
-  | JobExpired
-  | JobCancelled;
+  JobCreated | JobDelivered | JobStarted | JobRenewed | JobReleased | JobCompleted | JobFailed | JobExpired | JobCancelled;

@@ -6,7 +6,15 @@
  */
 import { openedBy, type Decider, type Decision } from '../core/decider.js';
 import type { PairingEvent, PairingStarted } from './pairing-events.js';
-import { evolvePairing, initialPairing, isPairingOpen, pairingState, type PairingContext, type PairingSnapshot, type PairingState } from './pairing.js';
+import {
+  evolvePairing,
+  initialPairing,
+  isPairingOpen,
+  pairingState,
+  type PairingContext,
+  type PairingSnapshot,
+  type PairingState,
+} from './pairing.js';
 
 type Fact = { readonly pairing_id: string; readonly at: number };
 
@@ -57,7 +65,12 @@ function standing(pairing: PairingSnapshot, step: PairingState): 'next' | 'taken
 }
 
 /** A step's message: logged when it is the next step; compared with what was logged when it was taken. */
-function stepOf(pairing: PairingSnapshot, step: PairingState, same: (context: PairingContext) => boolean, event: PairingEvent): PairingDecision {
+function stepOf(
+  pairing: PairingSnapshot,
+  step: PairingState,
+  same: (context: PairingContext) => boolean,
+  event: PairingEvent,
+): PairingDecision {
   switch (standing(pairing, step)) {
     case 'next':
       return { events: [event], outcome: step as PairingOutcome };
@@ -78,7 +91,10 @@ function decide(command: PairingCommand, pairing: PairingSnapshot | undefined): 
   const { pairing_id, at } = command;
   const fact = { pairing_id, at };
   const open = isPairingOpen(pairing);
-  if (command.type === 'expire') return open && at >= pairing.context.expires_at ? { events: [{ type: 'pairing.expired', ...fact }], outcome: 'expired' } : nothing('unchanged');
+  if (command.type === 'expire')
+    return open && at >= pairing.context.expires_at
+      ? { events: [{ type: 'pairing.expired', ...fact }], outcome: 'expired' }
+      : nothing('unchanged');
   if (open && at >= pairing.context.expires_at) return { events: [{ type: 'pairing.expired', ...fact }], outcome: 'ended' };
   const state = pairingState(pairing);
   switch (command.type) {
@@ -88,7 +104,17 @@ function decide(command: PairingCommand, pairing: PairingSnapshot | undefined): 
     case 'confirm_client':
       // Asked again before the assistant confirmed: the answer (a client token) was lost, so a fresh one is issued.
       if (state === 'client_confirmed' && pairing.context.client_confirmation === command.confirmation) {
-        return { events: [{ type: 'pairing.client_confirmed', ...fact, confirmation: command.confirmation, client_token_digest: command.client_token_digest }], outcome: 'client_confirmed' };
+        return {
+          events: [
+            {
+              type: 'pairing.client_confirmed',
+              ...fact,
+              confirmation: command.confirmation,
+              client_token_digest: command.client_token_digest,
+            },
+          ],
+          outcome: 'client_confirmed',
+        };
       }
       if (state === 'completed') return nothing(pairing.context.client_confirmation === command.confirmation ? 'duplicate' : 'conflict');
       if (!open) return nothing('ended');
@@ -101,18 +127,35 @@ function decide(command: PairingCommand, pairing: PairingSnapshot | undefined): 
     case 'complete':
       if (state === 'completed') return nothing(pairing.context.assistant_confirmation === command.confirmation ? 'duplicate' : 'conflict');
       if (!open) return nothing('ended');
-      return stepOf(pairing, 'completed', () => false, { type: 'pairing.completed', ...fact, confirmation: command.confirmation, integration_id: command.integration_id });
+      return stepOf(pairing, 'completed', () => false, {
+        type: 'pairing.completed',
+        ...fact,
+        confirmation: command.confirmation,
+        integration_id: command.integration_id,
+      });
     default:
       if (!open) return nothing('ended');
   }
   switch (command.type) {
     case 'join':
       // A second join is someone else with the handle: never the same message again.
-      return stepOf(pairing, 'joined', () => false, { type: 'pairing.joined', ...fact, assistant_pairing_token_digest: command.assistant_pairing_token_digest });
+      return stepOf(pairing, 'joined', () => false, {
+        type: 'pairing.joined',
+        ...fact,
+        assistant_pairing_token_digest: command.assistant_pairing_token_digest,
+      });
     case 'commit':
-      return stepOf(pairing, 'committed', (c) => c.commitment === command.commitment, { type: 'pairing.committed', ...fact, commitment: command.commitment });
+      return stepOf(pairing, 'committed', (c) => c.commitment === command.commitment, {
+        type: 'pairing.committed',
+        ...fact,
+        commitment: command.commitment,
+      });
     case 'send_client_key':
-      return stepOf(pairing, 'client_key_sent', (c) => c.client_key === command.client_key, { type: 'pairing.client_key_sent', ...fact, client_key: command.client_key });
+      return stepOf(pairing, 'client_key_sent', (c) => c.client_key === command.client_key, {
+        type: 'pairing.client_key_sent',
+        ...fact,
+        client_key: command.client_key,
+      });
     case 'reveal':
       return stepOf(pairing, 'revealed', (c) => c.assistant_key === command.assistant_key && c.nonce === command.nonce, {
         type: 'pairing.revealed',

@@ -101,8 +101,15 @@ export const pairingMachine = setup({
     commit: assign((_, event: PairingCommitted) => ({ commitment: event.commitment })),
     sendClientKey: assign((_, event: PairingClientKeySent) => ({ client_key: event.client_key })),
     reveal: assign((_, event: PairingRevealed) => ({ assistant_key: event.assistant_key, nonce: event.nonce })),
-    confirmClient: assign((_, event: PairingClientConfirmed) => ({ client_confirmation: event.confirmation, client_token_digest: event.client_token_digest })),
-    complete: assign((_, event: PairingCompleted) => ({ assistant_confirmation: event.confirmation, integration_id: event.integration_id, ended_at: event.at })),
+    confirmClient: assign((_, event: PairingClientConfirmed) => ({
+      client_confirmation: event.confirmation,
+      client_token_digest: event.client_token_digest,
+    })),
+    complete: assign((_, event: PairingCompleted) => ({
+      assistant_confirmation: event.confirmation,
+      integration_id: event.integration_id,
+      ended_at: event.at,
+    })),
     abort: assign((_, event: PairingAborted) => ({ aborted: { by: event.by, reason: event.reason }, ended_at: event.at })),
     end: assign((_, event: { readonly at: number }) => ({ ended_at: event.at })),
   },
@@ -117,9 +124,17 @@ export const pairingMachine = setup({
       states: {
         started: { on: { 'pairing.joined': { target: 'joined', actions: { type: 'join', params: ({ event }) => event } } } },
         joined: { on: { 'pairing.committed': { target: 'committed', actions: { type: 'commit', params: ({ event }) => event } } } },
-        committed: { on: { 'pairing.client_key_sent': { target: 'client_key_sent', actions: { type: 'sendClientKey', params: ({ event }) => event } } } },
+        committed: {
+          on: {
+            'pairing.client_key_sent': { target: 'client_key_sent', actions: { type: 'sendClientKey', params: ({ event }) => event } },
+          },
+        },
         client_key_sent: { on: { 'pairing.revealed': { target: 'revealed', actions: { type: 'reveal', params: ({ event }) => event } } } },
-        revealed: { on: { 'pairing.client_confirmed': { target: 'client_confirmed', actions: { type: 'confirmClient', params: ({ event }) => event } } } },
+        revealed: {
+          on: {
+            'pairing.client_confirmed': { target: 'client_confirmed', actions: { type: 'confirmClient', params: ({ event }) => event } },
+          },
+        },
         client_confirmed: {
           on: {
             'pairing.client_confirmed': { target: 'client_confirmed', actions: { type: 'confirmClient', params: ({ event }) => event } },
@@ -139,7 +154,8 @@ export const pairingMachine = setup({
 });
 
 export type PairingSnapshot = SnapshotFrom<typeof pairingMachine>;
-export type PairingState = 'started' | 'joined' | 'committed' | 'client_key_sent' | 'revealed' | 'client_confirmed' | 'completed' | 'aborted' | 'expired';
+export type PairingState =
+  'started' | 'joined' | 'committed' | 'client_key_sent' | 'revealed' | 'client_confirmed' | 'completed' | 'aborted' | 'expired';
 
 const pairing = stepper(pairingMachine);
 

@@ -17,7 +17,8 @@ export const FORGOTTEN = 'forgotten';
 export type PluginJobState = PluginJobSnapshot | typeof FORGOTTEN | undefined;
 
 /** The backend's last word on a POST, retries done: an answer, or none before the job's deadline. */
-export type BackendAnswer = { readonly kind: 'answered'; readonly status: number; readonly message?: string } | { readonly kind: 'gave_up' };
+export type BackendAnswer =
+  { readonly kind: 'answered'; readonly status: number; readonly message?: string } | { readonly kind: 'gave_up' };
 
 interface JobCommand {
   readonly job_id: string;
@@ -90,7 +91,8 @@ function decide(command: PluginJobCommand, job: PluginJobState): PluginJobDecisi
     case 'ran': {
       if (stage === 'finished' || stage === 'closed') return nothing('unchanged');
       const { answer } = command;
-      if (answer.kind === 'gave_up') return finished(job, jobError('deadline_exceeded', 'the backend could not be told the job runs before its deadline'), at);
+      if (answer.kind === 'gave_up')
+        return finished(job, jobError('deadline_exceeded', 'the backend could not be told the job runs before its deadline'), at);
       if (answer.status === 200) return { events: [{ type: 'plugin.job_started', job_id, at }], outcome: 'started' };
       if (answer.status === 403) return { events: [{ type: 'plugin.job_refused', job_id, at }], outcome: 'refused' };
       return closed(job_id, answer, at);
@@ -114,11 +116,16 @@ function evolve(state: PluginJobState, event: PluginJobEvent): PluginJobState {
     if (state !== undefined && state !== FORGOTTEN) throw new Error(`event log: plugin job ${event.job_id} received twice`);
     return initialPluginJob(event);
   }
-  if (state === undefined || state === FORGOTTEN) throw new Error(`event log: ${event.type} for ${event.job_id}, not a job the plugin holds`);
+  if (state === undefined || state === FORGOTTEN)
+    throw new Error(`event log: ${event.type} for ${event.job_id}, not a job the plugin holds`);
   return evolvePluginJob(state, event);
 }
 
-export const pluginJobDecider: Decider<PluginJobState, PluginJobCommand, PluginJobEvent, PluginJobOutcome> = { decide, evolve, initialState: undefined };
+export const pluginJobDecider: Decider<PluginJobState, PluginJobCommand, PluginJobEvent, PluginJobOutcome> = {
+  decide,
+  evolve,
+  initialState: undefined,
+};
 
 /** What a start owes a job its log left open: a run (it was cut off, or never began), or the POST of its outcome. */
 export function owed(job: PluginJobSnapshot): 'run' | 'post' | undefined {

@@ -20,7 +20,14 @@
 import { assign, setup, type SnapshotFrom } from 'xstate';
 import type { JobResultBody } from '../../protocol/index.js';
 import { stepper } from '../core/step.js';
-import { deadlineOf, type PluginJobCloseReason, type PluginJobClosed, type PluginJobEvent, type PluginJobFinished, type PluginJobReceived } from './plugin-job-events.js';
+import {
+  deadlineOf,
+  type PluginJobCloseReason,
+  type PluginJobClosed,
+  type PluginJobEvent,
+  type PluginJobFinished,
+  type PluginJobReceived,
+} from './plugin-job-events.js';
 
 export interface PluginJobContext {
   readonly job_id: string;

@@ -46,17 +46,36 @@ export const REKEY_WINDOW_MS = 60 * 60_000;
 /** The quotas given over the defaults; refused (RangeError) when one cannot work. */
 export function quotasOf(given: Partial<Quotas>, heartbeatIntervalMs: number): Quotas {
   const quotas = { ...DEFAULT_QUOTAS, statusIntervalMs: heartbeatIntervalMs, ...given };
-  for (const key of ['maxOpenJobs', 'maxFollowers', 'maxNodeFollowers', 'maxRekeysPerHour', 'maxJobsPerMinute', 'maxSettledJobs', 'maxStreamsPerMinute'] as const) {
+  for (const key of [
+    'maxOpenJobs',
+    'maxFollowers',
+    'maxNodeFollowers',
+    'maxRekeysPerHour',
+    'maxJobsPerMinute',
+    'maxSettledJobs',
+    'maxStreamsPerMinute',
+  ] as const) {
     if (!Number.isSafeInteger(quotas[key]) || quotas[key] < 1) throw new RangeError(`quotas.${key} must be a whole number, at least 1`);
   }
   if (quotas.maxRekeysPerHour > REKEY_TIMES_KEPT) throw new RangeError(`quotas.maxRekeysPerHour must be at most ${REKEY_TIMES_KEPT}`);
   // A plugin waits out the Retry-After of a status change: longer than two intervals, and its integration would show offline.
-  if (!(quotas.statusIntervalMs >= 0 && quotas.statusIntervalMs <= 2 * heartbeatIntervalMs)) throw new RangeError('quotas.statusIntervalMs must be between 0 and two heartbeat intervals');
+  if (!(quotas.statusIntervalMs >= 0 && quotas.statusIntervalMs <= 2 * heartbeatIntervalMs))
+    throw new RangeError('quotas.statusIntervalMs must be between 0 and two heartbeat intervals');
   if (!(quotas.rekeyReplaceAfterMs >= 0)) throw new RangeError('quotas.rekeyReplaceAfterMs must not be negative');
   return quotas;
 }
 
-export type QuotaCode = Extract<HttpErrorCode, 'too_many_open_jobs' | 'too_many_followers' | 'too_many_node_followers' | 'too_many_status_changes' | 'rekey_pending' | 'too_many_rekeys' | 'too_many_jobs' | 'too_many_stream_opens'>;
+export type QuotaCode = Extract<
+  HttpErrorCode,
+  | 'too_many_open_jobs'
+  | 'too_many_followers'
+  | 'too_many_node_followers'
+  | 'too_many_status_changes'
+  | 'rekey_pending'
+  | 'too_many_rekeys'
+  | 'too_many_jobs'
+  | 'too_many_stream_opens'
+>;
 
 /** A refusal for load: nothing was logged; trying again after `retry_after_s` may succeed. */
 export interface OverQuota {
@@ -108,7 +127,11 @@ export function overStatusChanges(integration: IntegrationSnapshot, intervalMs: 
  * younger than `rekeyReplaceAfterMs` (one open at a time; after that a new one replaces it, so a client
  * whose plugin never answered is not stuck), or when `maxRekeysPerHour` were asked for in the last hour.
  */
-export function overRekeys(integration: IntegrationSnapshot, quotas: Pick<Quotas, 'maxRekeysPerHour' | 'rekeyReplaceAfterMs'>, at: number): OverQuota | undefined {
+export function overRekeys(
+  integration: IntegrationSnapshot,
+  quotas: Pick<Quotas, 'maxRekeysPerHour' | 'rekeyReplaceAfterMs'>,
+  at: number,
+): OverQuota | undefined {
   const { rekey, rekeys_at } = integration.context;
   const replaceable = rekey === undefined ? at : rekey.requested_at + quotas.rekeyReplaceAfterMs;
   if (rekey !== undefined && rekey.answer === undefined && at < replaceable) {

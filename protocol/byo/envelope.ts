@@ -110,7 +110,8 @@ export function open(keyOf: (kid: string) => SessionKeys | undefined, binding: E
   const { kid } = parsed.data;
   const nonce = fromBase64Url(parsed.data.nonce, { bytes: NONCE_BYTES });
   const sealed = fromBase64Url(parsed.data.ciphertext, { atLeast: TAG_BYTES });
-  if (nonce === undefined || sealed === undefined) throw new EnvelopeError('the envelope\'s nonce or ciphertext is not strict base64url of the right length');
+  if (nonce === undefined || sealed === undefined)
+    throw new EnvelopeError("the envelope's nonce or ciphertext is not strict base64url of the right length");
   const keys = keyOf(kid);
   if (keys === undefined) throw new EnvelopeError(`the envelope is sealed under key ${kid}, which this side does not hold`);
   let ad: Uint8Array;
@@ -118,7 +119,7 @@ export function open(keyOf: (kid: string) => SessionKeys | undefined, binding: E
     ad = associatedData(binding, kid);
   } catch {
     // A response_schema with a lone surrogate has no canonical JSON: no envelope can be bound to it.
-    throw new EnvelopeError('the job\'s response_schema has no canonical JSON (RFC 8785): no envelope is bound to it');
+    throw new EnvelopeError("the job's response_schema has no canonical JSON (RFC 8785): no envelope is bound to it");
   }
   let plaintext: Uint8Array;
   try {

@@ -61,12 +61,13 @@ export function sharedSecret(secretKey: Uint8Array, publicKey: Uint8Array): Uint
   try {
     shared = x25519.getSharedSecret(secretKey, publicKey);
   } catch {
-    throw new PairingError('degenerate_key', 'the other side\'s key is not an X25519 public key: pairing aborted');
+    throw new PairingError('degenerate_key', "the other side's key is not an X25519 public key: pairing aborted");
   }
   // Constant time: OR every byte, look once.
   let bits = 0;
   for (const byte of shared) bits |= byte;
-  if (bits === 0) throw new PairingError('degenerate_key', 'the key exchange gave an all-zero shared secret (a low-order public key): pairing aborted');
+  if (bits === 0)
+    throw new PairingError('degenerate_key', 'the key exchange gave an all-zero shared secret (a low-order public key): pairing aborted');
   return shared;
 }
 

@@ -74,7 +74,13 @@ export function sasOf(pairingId: string, clientKey: Uint8Array, assistantKey: Ui
 }
 
 /** The transcript every key is bound to: the pairing, both keys in role order, the commitment, the versions. */
-export function pairingTranscript(pairingId: string, clientKey: Uint8Array, assistantKey: Uint8Array, commitment: Uint8Array, versions: PairingVersions): Uint8Array {
+export function pairingTranscript(
+  pairingId: string,
+  clientKey: Uint8Array,
+  assistantKey: Uint8Array,
+  commitment: Uint8Array,
+  versions: PairingVersions,
+): Uint8Array {
   return lengthPrefixed(
     'assistant-relay/v1/pairing',
     pairingId,
@@ -99,7 +105,10 @@ function checkConfirmation(keys: SessionKeys, role: 'client' | 'assistant', pres
   const expected = fromBase64Url(confirmationOf(keys, role), { bytes: 32 })!;
   const given = fromBase64Url(presented, { bytes: 32 });
   if (given === undefined || !equalBytes(expected, given)) {
-    throw new PairingError('confirmation_failed', `the ${role}'s key confirmation does not match: a wrong pairing code, or someone in the middle`);
+    throw new PairingError(
+      'confirmation_failed',
+      `the ${role}'s key confirmation does not match: a wrong pairing code, or someone in the middle`,
+    );
   }
 }
 
@@ -141,8 +150,15 @@ export class ClientPairing {
       throw new PairingError('commitment_mismatch', "the assistant's key is not the one it committed to");
     }
     const shared = sharedSecret(this.keyPair.secretKey, assistantKey);
-    this.keys = pairingKeys(shared, this.secret, pairingTranscript(this.pairingId, this.keyPair.publicKey, assistantKey, this.commitment, this.versions));
-    return { sas: sasOf(this.pairingId, this.keyPair.publicKey, assistantKey, revealNonce), confirmation: confirmationOf(this.keys, 'client') };
+    this.keys = pairingKeys(
+      shared,
+      this.secret,
+      pairingTranscript(this.pairingId, this.keyPair.publicKey, assistantKey, this.commitment, this.versions),
+    );
+    return {
+      sas: sasOf(this.pairingId, this.keyPair.publicKey, assistantKey, revealNonce),
+      confirmation: confirmationOf(this.keys, 'client'),
+    };
   }
 
   /** The assistant's confirmation: the pairing's keys, if it matches. */
@@ -178,7 +194,11 @@ export class AssistantPairing {
     const clientKey = publicKeyOf(clientKeyText, "client's");
     const shared = sharedSecret(this.keyPair.secretKey, clientKey);
     const commitment = commitmentOf(this.pairingId, this.keyPair.publicKey, this.revealNonce);
-    this.keys = pairingKeys(shared, this.secret, pairingTranscript(this.pairingId, clientKey, this.keyPair.publicKey, commitment, this.versions));
+    this.keys = pairingKeys(
+      shared,
+      this.secret,
+      pairingTranscript(this.pairingId, clientKey, this.keyPair.publicKey, commitment, this.versions),
+    );
     const sas = sasOf(this.pairingId, clientKey, this.keyPair.publicKey, this.revealNonce);
     return { assistant_key: toBase64Url(this.keyPair.publicKey), nonce: toBase64Url(this.revealNonce), sas };
   }

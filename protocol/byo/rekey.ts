@@ -10,7 +10,16 @@ import { equalBytes } from '@noble/ciphers/utils.js';
 import { hmac } from '@noble/hashes/hmac.js';
 import { sha256 } from '@noble/hashes/sha2.js';
 import { fromBase64Url, lengthPrefixed, toBase64Url } from './encoding.js';
-import { PairingError, X25519_KEY_BYTES, deriveKeys, newKeyPair, sharedSecret, type KeyPair, type Keyring, type SessionKeys } from './keys.js';
+import {
+  PairingError,
+  X25519_KEY_BYTES,
+  deriveKeys,
+  newKeyPair,
+  sharedSecret,
+  type KeyPair,
+  type Keyring,
+  type SessionKeys,
+} from './keys.js';
 
 /** What the client sends (through the backend) to rotate the keys. */
 export interface RekeyRequest {
@@ -39,7 +48,14 @@ function requestMac(current: SessionKeys, integrationId: string, rekeyId: string
 }
 
 /** The new keys: X25519, then HKDF salted with a MAC under the current confirmation key, over the rotation's transcript. */
-function rotatedKeys(current: SessionKeys, integrationId: string, rekeyId: string, shared: Uint8Array, clientKey: string, assistantKey: string): SessionKeys {
+function rotatedKeys(
+  current: SessionKeys,
+  integrationId: string,
+  rekeyId: string,
+  shared: Uint8Array,
+  clientKey: string,
+  assistantKey: string,
+): SessionKeys {
   const salt = hmac(sha256, current.confirm, lengthPrefixed('assistant-relay/v1/rekey-salt', rekeyId));
   return deriveKeys(shared, salt, lengthPrefixed('assistant-relay/v1/rekey', integrationId, rekeyId, current.kid, clientKey, assistantKey));
 }
@@ -65,14 +81,27 @@ export class ClientRekey {
 
   request(): RekeyRequest {
     const client_key = toBase64Url(this.keyPair.publicKey);
-    return { rekey_id: this.rekeyId, kid: this.current.kid, client_key, mac: requestMac(this.current, this.integrationId, this.rekeyId, client_key) };
+    return {
+      rekey_id: this.rekeyId,
+      kid: this.current.kid,
+      client_key,
+      mac: requestMac(this.current, this.integrationId, this.rekeyId, client_key),
+    };
   }
 
   /** The assistant's answer, checked: the new keys. */
   finish(answer: RekeyAnswer): SessionKeys {
     const shared = sharedSecret(this.keyPair.secretKey, publicKey(answer.assistant_key));
-    const keys = rotatedKeys(this.current, this.integrationId, this.rekeyId, shared, toBase64Url(this.keyPair.publicKey), answer.assistant_key);
-    if (!macMatches(answerMac(keys), answer.mac)) throw new PairingError('confirmation_failed', "the assistant's answer to the rotation does not confirm the new keys");
+    const keys = rotatedKeys(
+      this.current,
+      this.integrationId,
+      this.rekeyId,
+      shared,
+      toBase64Url(this.keyPair.publicKey),
+      answer.assistant_key,
+    );
+    if (!macMatches(answerMac(keys), answer.mac))
+      throw new PairingError('confirmation_failed', "the assistant's answer to the rotation does not confirm the new keys");
     return keys;
   }
 }
@@ -86,7 +115,12 @@ function answerMac(keys: SessionKeys): string {
  * (`keyPair` is for worked examples and tests only). A side that is asked the same again answers with
  * what it answered, kept with the new keys: it never derives a second set for one rotation.
  */
-export function answerRekey(integrationId: string, keyring: Keyring, request: RekeyRequest, keyPair: KeyPair = newKeyPair()): { readonly answer: RekeyAnswer; readonly keys: SessionKeys } {
+export function answerRekey(
+  integrationId: string,
+  keyring: Keyring,
+  request: RekeyRequest,
+  keyPair: KeyPair = newKeyPair(),
+): { readonly answer: RekeyAnswer; readonly keys: SessionKeys } {
   const current = keyring.keyOf(request.kid);
   if (current === undefined || !macMatches(requestMac(current, integrationId, request.rekey_id, request.client_key), request.mac)) {
     throw new PairingError('confirmation_failed', 'the rotation request is not made under keys this side holds');

@@ -94,7 +94,11 @@ export function queryOn(on: pg.Pool | pg.PoolClient): Query {
  * statements without parameters, are sent with the BEGIN in one round trip, and their results handed to
  * `work` in order.
  */
-export async function inTransaction<T>(pool: pg.Pool, work: (query: Query, first: pg.QueryResult[]) => Promise<T>, first: readonly string[] = []): Promise<T> {
+export async function inTransaction<T>(
+  pool: pg.Pool,
+  work: (query: Query, first: pg.QueryResult[]) => Promise<T>,
+  first: readonly string[] = [],
+): Promise<T> {
   let client: pg.PoolClient;
   try {
     client = await pool.connect();

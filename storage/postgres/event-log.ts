@@ -72,14 +72,20 @@ export class PgEventLog<E extends LogRecord> {
     // The lock and the first page of what others committed since `after`, with the BEGIN: one round trip.
     return inTransaction(
       this.pool,
-      (tx, [locked, firstPage]) => this.appendLocked(tx, Number((locked!.rows[0] as { position: string }).position), firstPage!.rows as EventRow[], decide),
+      (tx, [locked, firstPage]) =>
+        this.appendLocked(tx, Number((locked!.rows[0] as { position: string }).position), firstPage!.rows as EventRow[], decide),
       ['SELECT position FROM log_head FOR UPDATE', pageAfter(after)],
     );
   }
 
-  private async appendLocked(tx: Query, head: number, firstPage: readonly EventRow[], decide: (committed: readonly StoredEvent<E>[]) => readonly E[]): Promise<StoredEvent<E>[]> {
+  private async appendLocked(
+    tx: Query,
+    head: number,
+    firstPage: readonly EventRow[],
+    decide: (committed: readonly StoredEvent<E>[]) => readonly E[],
+  ): Promise<StoredEvent<E>[]> {
     const committed = firstPage.map(stored<E>);
-    for (let from = committed.at(-1)?.position ?? head; from < head; ) {
+    for (let from = committed.at(-1)?.position ?? head; from < head;) {
       const { rows } = await tx<EventRow>(pageAfter(from));
       if (rows.length === 0) break;
       committed.push(...rows.map(stored<E>));
@@ -91,7 +97,14 @@ export class PgEventLog<E extends LogRecord> {
     // The events and the new head in one statement: one round trip with the head locked.
     await tx(
       'WITH appended AS (INSERT INTO events (position, stream, type, at, data) SELECT * FROM unnest($1::bigint[], $2::text[], $3::text[], $4::bigint[], $5::text[])) UPDATE log_head SET position = $6',
-      [positions, events.map(this.options.streamOf), events.map((e) => e.type), events.map((e) => e.at), events.map((e) => JSON.stringify(e)), head + events.length],
+      [
+        positions,
+        events.map(this.options.streamOf),
+        events.map((e) => e.type),
+        events.map((e) => e.at),
+        events.map((e) => JSON.stringify(e)),
+        head + events.length,
+      ],
     );
     return events.map((event, i) => ({ position: positions[i]!, event }));
   }
@@ -100,7 +113,9 @@ export class PgEventLog<E extends LogRecord> {
   async writeSnapshot(position: number, data: string, at: number): Promise<void> {
     await inTransaction(this.pool, async (tx) => {
       await tx('INSERT INTO snapshots (position, at, data) VALUES ($1, $2, $3) ON CONFLICT (position) DO NOTHING', [position, at, data]);
-      await tx('DELETE FROM snapshots WHERE position NOT IN (SELECT position FROM snapshots ORDER BY position DESC LIMIT $1)', [KEPT_SNAPSHOTS]);
+      await tx('DELETE FROM snapshots WHERE position NOT IN (SELECT position FROM snapshots ORDER BY position DESC LIMIT $1)', [
+        KEPT_SNAPSHOTS,
+      ]);
     });
   }
 
@@ -117,12 +132,17 @@ export class PgEventLog<E extends LogRecord> {
 
   /** The committed events of one stream, oldest first. */
   async readStream(stream: string): Promise<StoredEvent<E>[]> {
-    return (await this.query<EventRow>('SELECT position, data FROM events WHERE stream = $1 ORDER BY position', [stream])).rows.map(stored<E>);
+    return (await this.query<EventRow>('SELECT position, data FROM events WHERE stream = $1 ORDER BY position', [stream])).rows.map(
+      stored<E>,
+    );
   }
 
   /** The position of the newest committed event of `stream`; 0 if it has none. */
   async lastPositionOf(stream: string): Promise<number> {
-    return Number((await this.query<{ last: string }>('SELECT coalesce(max(position), 0) AS last FROM events WHERE stream = $1', [stream])).rows[0]!.last);
+    return Number(
+      (await this.query<{ last: string }>('SELECT coalesce(max(position), 0) AS last FROM events WHERE stream = $1', [stream])).rows[0]!
+        .last,
+    );
   }
 
   /**

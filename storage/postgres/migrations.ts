@@ -87,11 +87,18 @@ export async function migrate(pool: pg.Pool, schema: string, migrations: readonl
   });
   return inTransaction(pool, async (tx) => {
     await tx('SELECT pg_advisory_xact_lock(hashtext($1))', [`assistant-relay:migrate:${schema}`]);
-    await tx('CREATE TABLE IF NOT EXISTS schema_migrations (version integer PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())');
-    const applied = (await tx<{ version: number }>('SELECT version FROM schema_migrations ORDER BY version')).rows.map((row) => row.version);
+    await tx(
+      'CREATE TABLE IF NOT EXISTS schema_migrations (version integer PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())',
+    );
+    const applied = (await tx<{ version: number }>('SELECT version FROM schema_migrations ORDER BY version')).rows.map(
+      (row) => row.version,
+    );
     const known = new Set(migrations.map((m) => m.version));
     const unknown = applied.filter((version) => !known.has(version));
-    if (unknown.length > 0) throw new SchemaMismatchError(`the schema ${schema} has migrations this build does not know (${unknown.join(', ')}): it was made by a newer assistant-relay`);
+    if (unknown.length > 0)
+      throw new SchemaMismatchError(
+        `the schema ${schema} has migrations this build does not know (${unknown.join(', ')}): it was made by a newer assistant-relay`,
+      );
     for (const migration of migrations) {
       if (applied.includes(migration.version)) continue;
       await tx(migration.sql);

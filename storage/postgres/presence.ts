@@ -18,7 +18,9 @@ export class PgPresence {
   }
 
   async until(integrationId: string): Promise<number | undefined> {
-    const { rows } = await this.query<{ online_until: string }>('SELECT online_until FROM presence WHERE integration_id = $1', [integrationId]);
+    const { rows } = await this.query<{ online_until: string }>('SELECT online_until FROM presence WHERE integration_id = $1', [
+      integrationId,
+    ]);
     return rows[0] === undefined ? undefined : Number(rows[0].online_until);
   }
 
@@ -39,11 +41,17 @@ export class PgPairingAttempts {
   }
 
   async record(kind: string, source: string, at: number): Promise<void> {
-    await this.query('WITH gone AS (DELETE FROM pairing_attempts WHERE at <= $4) INSERT INTO pairing_attempts (kind, source, at) VALUES ($1, $2, $3)', [kind, source, at, at - this.keepMs]);
+    await this.query(
+      'WITH gone AS (DELETE FROM pairing_attempts WHERE at <= $4) INSERT INTO pairing_attempts (kind, source, at) VALUES ($1, $2, $3)',
+      [kind, source, at, at - this.keepMs],
+    );
   }
 
   async since(kind: string, source: string, since: number): Promise<number[]> {
-    const { rows } = await this.query<{ at: string }>('SELECT at FROM pairing_attempts WHERE kind = $1 AND source = $2 AND at > $3 ORDER BY at', [kind, source, since]);
+    const { rows } = await this.query<{ at: string }>(
+      'SELECT at FROM pairing_attempts WHERE kind = $1 AND source = $2 AND at > $3 ORDER BY at',
+      [kind, source, since],
+    );
     return rows.map((row) => Number(row.at));
   }
 }

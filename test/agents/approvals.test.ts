@@ -26,16 +26,25 @@ async function turn(text: string, memory: MemoryEntry[] = [], insights = false):
 }
 
 const entry = (role: MemoryEntry['role'], text: string): MemoryEntry => ({ role, text, task_id: 't0', at: 0 });
-const asked = (request: string): MemoryEntry[] => [entry('user', request), entry('assistant', `About to: ${request}. Reply /approve to go ahead or /deny to cancel.`)];
+const asked = (request: string): MemoryEntry[] => [
+  entry('user', request),
+  entry('assistant', `About to: ${request}. Reply /approve to go ahead or /deny to cancel.`),
+];
 
 describe('the approvals agent', () => {
   it('asks before it acts', async () => {
-    expect(await turn('Send the pricing sheet.')).toEqual(['typing thinking', 'message About to: Send the pricing sheet. Reply /approve to go ahead or /deny to cancel.']);
+    expect(await turn('Send the pricing sheet.')).toEqual([
+      'typing thinking',
+      'message About to: Send the pricing sheet. Reply /approve to go ahead or /deny to cancel.',
+    ]);
   });
 
   it('carries out what it asked about on /approve and its spellings, as a tool call and a message', async () => {
     for (const approval of ['/approve', 'yes', 'Go ahead', 'continue!']) {
-      expect(await turn(approval, asked('Send the pricing sheet'))).toEqual(['tool_call carrying out: Send the pricing sheet', 'message Done: Send the pricing sheet.']);
+      expect(await turn(approval, asked('Send the pricing sheet'))).toEqual([
+        'tool_call carrying out: Send the pricing sheet',
+        'message Done: Send the pricing sheet.',
+      ]);
     }
   });
 
@@ -50,7 +59,10 @@ describe('the approvals agent', () => {
   });
 
   it('takes anything else as a new request, and says none on insights sessions', async () => {
-    expect(await turn('Book a room', asked('Send the pricing sheet'))).toEqual(['typing thinking', 'message About to: Book a room. Reply /approve to go ahead or /deny to cancel.']);
+    expect(await turn('Book a room', asked('Send the pricing sheet'))).toEqual([
+      'typing thinking',
+      'message About to: Book a room. Reply /approve to go ahead or /deny to cancel.',
+    ]);
     expect(await turn('Maya: hello', [], true)).toEqual(['message none']);
   });
 });

@@ -53,7 +53,12 @@ it('an assistant host given a backend serves the reasoning channel beside the ch
     db,
     token: 'chat-token',
     agent: 'echo',
-    backend: { url, integration: integration.integration_id, relayToken: integration.relay_token, reasoner: builtinReasoner({ providerKind: 'assistant-relay' }) },
+    backend: {
+      url,
+      integration: integration.integration_id,
+      relayToken: integration.relay_token,
+      reasoner: builtinReasoner({ providerKind: 'assistant-relay' }),
+    },
   });
   stops.push(() => host.close());
   const chat = await host.listen();

@@ -27,7 +27,10 @@ afterEach(async () => {
 });
 
 async function startBackend(operatorToken?: string, config?: BackendRelayConfig): Promise<Running> {
-  const served = await serveBackend({ ...(operatorToken === undefined ? {} : { operatorToken }), ...(config === undefined ? {} : { config }) });
+  const served = await serveBackend({
+    ...(operatorToken === undefined ? {} : { operatorToken }),
+    ...(config === undefined ? {} : { config }),
+  });
   stops.push(() => served.stop());
   const created = await served.backend.integrations.create('assistant-relay');
   if ('refused' in created) throw new Error(created.refused.message);
@@ -41,7 +44,11 @@ function nested(depth: number): Record<string, unknown> {
   for (let i = 0; i < depth; i += 1) value = { a: value };
   return value;
 }
-const job = () => ({ job_id: randomUUID(), purpose: 'live_analysis', payload: { session_id: 's', transcript: [{ speaker: 'a', text: 'hi' }] } });
+const job = () => ({
+  job_id: randomUUID(),
+  purpose: 'live_analysis',
+  payload: { session_id: 's', transcript: [{ speaker: 'a', text: 'hi' }] },
+});
 const heartbeat = heartbeatOf();
 
 describe('backend over HTTP: a job end to end', () => {
@@ -50,7 +57,10 @@ describe('backend over HTTP: a job end to end', () => {
     const { relay_token, client_token } = r.integration;
     const stream = await SseConnection.open(`${base(r)}/stream`, { token: relay_token });
     expect(stream.status).toBe(200);
-    expect(await request(`${base(r)}/heartbeat`, { token: relay_token, body: heartbeat })).toMatchObject({ status: 200, body: { ok: true, interval_s: 30 } });
+    expect(await request(`${base(r)}/heartbeat`, { token: relay_token, body: heartbeat })).toMatchObject({
+      status: 200,
+      body: { ok: true, interval_s: 30 },
+    });
 
     const body = job();
     const created = await request(`${base(r)}/jobs`, { token: client_token, body });
@@ -65,18 +75,28 @@ describe('backend over HTTP: a job end to end', () => {
 
     expect(await request(`${base(r)}/jobs/${body.job_id}/running`, { token: relay_token, method: 'POST' })).toMatchObject({ status: 200 });
     const result = { insights: [{ text: 'Ask about the budget.', kind: 'question', confidence: 0.7 }] };
-    expect(await request(`${base(r)}/jobs/${body.job_id}/result`, { token: relay_token, body: { result: { insights: [{ text: '' }] } } })).toMatchObject({
+    expect(
+      await request(`${base(r)}/jobs/${body.job_id}/result`, { token: relay_token, body: { result: { insights: [{ text: '' }] } } }),
+    ).toMatchObject({
       status: 422,
       body: { error: { code: 'result_invalid' } },
     });
     expect((await request(`${base(r)}/jobs/${body.job_id}/result`, { token: relay_token, body: { result } })).status).toBe(200);
     expect((await request(`${base(r)}/jobs/${body.job_id}/result`, { token: relay_token, body: { result } })).status).toBe(200);
-    expect(await request(`${base(r)}/jobs/${body.job_id}/result`, { token: relay_token, body: { result: { insights: [] } } })).toMatchObject({
+    expect(
+      await request(`${base(r)}/jobs/${body.job_id}/result`, { token: relay_token, body: { result: { insights: [] } } }),
+    ).toMatchObject({
       status: 409,
       body: { error: { code: 'result_conflict' } },
     });
-    expect(await request(`${base(r)}/jobs/${body.job_id}`, { token: client_token })).toMatchObject({ status: 200, body: { state: 'completed', result } });
-    expect(await request(`${base(r)}/jobs/${body.job_id}/cancel`, { token: client_token, method: 'POST' })).toMatchObject({ status: 409, body: { error: { code: 'job_settled' } } });
+    expect(await request(`${base(r)}/jobs/${body.job_id}`, { token: client_token })).toMatchObject({
+      status: 200,
+      body: { state: 'completed', result },
+    });
+    expect(await request(`${base(r)}/jobs/${body.job_id}/cancel`, { token: client_token, method: 'POST' })).toMatchObject({
+      status: 409,
+      body: { error: { code: 'job_settled' } },
+    });
     stream.close();
   });
 
@@ -116,14 +136,20 @@ describe('backend over HTTP: a job end to end', () => {
 
     // Not this integration's job, or no job: 404; a bad cursor: 400.
     expect((await request(`${base(r)}/jobs/${randomUUID()}/events`, { token: client_token })).status).toBe(404);
-    expect(await request(events, { token: client_token, headers: { 'last-event-id': 'x' } })).toMatchObject({ status: 400, body: { error: { code: 'invalid_stream_cursor' } } });
+    expect(await request(events, { token: client_token, headers: { 'last-event-id': 'x' } })).toMatchObject({
+      status: 400,
+      body: { error: { code: 'invalid_stream_cursor' } },
+    });
   });
 
   it('a client cancels an open job', async () => {
     const r = await startBackend();
     const body = job();
     await request(`${base(r)}/jobs`, { token: r.integration.client_token, body });
-    expect(await request(`${base(r)}/jobs/${body.job_id}/cancel`, { token: r.integration.client_token, method: 'POST' })).toMatchObject({ status: 200, body: { state: 'cancelled' } });
+    expect(await request(`${base(r)}/jobs/${body.job_id}/cancel`, { token: r.integration.client_token, method: 'POST' })).toMatchObject({
+      status: 200,
+      body: { state: 'cancelled' },
+    });
   });
 });
 
@@ -139,7 +165,7 @@ describe('backend over HTTP: what a client reads of its integration', () => {
     envelope_versions: { min: 1, max: 1 },
   };
 
-  it('is unseen before any heartbeat, online with what its plugin said after one, and shows the latest probe\'s profile', async () => {
+  it("is unseen before any heartbeat, online with what its plugin said after one, and shows the latest probe's profile", async () => {
     const r = await startBackend();
     const { relay_token, client_token, integration_id } = r.integration;
     const before = await request(base(r), { token: client_token });
@@ -150,21 +176,27 @@ describe('backend over HTTP: what a client reads of its integration', () => {
     expect((await request(`${base(r)}/heartbeat`, { token: relay_token, body: heartbeat })).status).toBe(200);
     expect(await request(base(r), { token: client_token })).toMatchObject({
       status: 200,
-      body: { state: 'online', plugin: { name: heartbeat.plugin.name, status: 'ready', reasoner: heartbeat.reasoner, last_heartbeat_at: expect.any(String) } },
+      body: {
+        state: 'online',
+        plugin: { name: heartbeat.plugin.name, status: 'ready', reasoner: heartbeat.reasoner, last_heartbeat_at: expect.any(String) },
+      },
     });
 
     const probe = { job_id: randomUUID(), purpose: 'capability_probe', payload: {} };
     expect((await request(`${base(r)}/jobs`, { token: client_token, body: probe })).status).toBe(201);
     expect((await request(`${base(r)}/jobs/${probe.job_id}/result`, { token: relay_token, body: { result: profile } })).status).toBe(200);
     const after = await request(base(r), { token: client_token });
-    expect(after).toMatchObject({ status: 200, body: { capability_profile: profile, capability_probe: { job_id: probe.job_id, completed_at: expect.any(String) } } });
+    expect(after).toMatchObject({
+      status: 200,
+      body: { capability_profile: profile, capability_probe: { job_id: probe.job_id, completed_at: expect.any(String) } },
+    });
     expect(IntegrationView.safeParse(after.body).success).toBe(true);
     // The plugin's token is not the client's.
     expect((await request(base(r), { token: relay_token })).status).toBe(401);
   });
 });
 
-describe('backend over HTTP: the operator\'s admin routes', () => {
+describe("backend over HTTP: the operator's admin routes", () => {
   const OPERATOR = 'operator-token-for-tests';
   const admin = (r: Running) => `${r.url}/api/v1/admin/integrations`;
 
@@ -188,7 +220,10 @@ describe('backend over HTTP: the operator\'s admin routes', () => {
     );
 
     const rotated = await request(`${admin(r)}/${fresh.integration_id}/tokens/client/rotate`, { token: OPERATOR, method: 'POST' });
-    expect(rotated).toMatchObject({ status: 200, body: { integration_id: fresh.integration_id, role: 'client', token: expect.any(String) } });
+    expect(rotated).toMatchObject({
+      status: 200,
+      body: { integration_id: fresh.integration_id, role: 'client', token: expect.any(String) },
+    });
     expect((await own(fresh.client_token)).status).toBe(401);
     expect((await own((rotated.body as { token: string }).token)).status).toBe(200);
     // The plugin's token was not touched.
@@ -197,7 +232,10 @@ describe('backend over HTTP: the operator\'s admin routes', () => {
     // Its plugin's open stream ends the moment it is revoked, not at its next heartbeat.
     const stream = await SseConnection.open(`${base(r, fresh.integration_id)}/stream`, { token: fresh.relay_token });
     expect(stream.status).toBe(200);
-    expect(await request(`${admin(r)}/${fresh.integration_id}/revoke`, { token: OPERATOR, method: 'POST' })).toMatchObject({ status: 200, body: { state: 'revoked' } });
+    expect(await request(`${admin(r)}/${fresh.integration_id}/revoke`, { token: OPERATOR, method: 'POST' })).toMatchObject({
+      status: 200,
+      body: { state: 'revoked' },
+    });
     await stream.untilEnded(5_000);
     expect((await request(`${base(r, fresh.integration_id)}/heartbeat`, { token: fresh.relay_token, body: heartbeat })).status).toBe(401);
     expect((await own((rotated.body as { token: string }).token)).status).toBe(401);
@@ -214,18 +252,35 @@ describe('backend over HTTP: the operator\'s admin routes', () => {
   it('refuse a wrong token, a provider that cannot be used, an unknown integration and malformed input, appending nothing', async () => {
     const r = await startBackend(OPERATOR);
     const before = await countBackendEvents(r.db);
-    expect(await request(admin(r), { token: r.integration.client_token })).toMatchObject({ status: 401, body: { error: { code: 'unauthorized' } } });
+    expect(await request(admin(r), { token: r.integration.client_token })).toMatchObject({
+      status: 401,
+      body: { error: { code: 'unauthorized' } },
+    });
     expect(await request(admin(r), { body: {} })).toMatchObject({ status: 401 });
     expect(await request(admin(r), { token: OPERATOR, body: { provider_kind: 'a2a-bridge' } })).toMatchObject({
       status: 422,
       body: { error: { code: 'provider_refused', message: expect.stringMatching(/coming soon/) } },
     });
-    expect(await request(admin(r), { token: OPERATOR, body: { provider_kind: 'assistant-relay', extra: 1 } })).toMatchObject({ status: 400 });
-    expect(await request(admin(r), { token: OPERATOR, rawBody: '{"provider_kind":', headers: { 'content-type': 'application/json' } })).toMatchObject({ status: 400, body: { error: { code: 'invalid_json' } } });
-    expect(await request(`${admin(r)}/${randomUUID()}/revoke`, { token: OPERATOR, method: 'POST' })).toMatchObject({ status: 404, body: { error: { code: 'integration_not_found' } } });
-    expect(await request(`${admin(r)}/${randomUUID()}/tokens/client/rotate`, { token: OPERATOR, method: 'POST' })).toMatchObject({ status: 404 });
-    expect(await request(`${admin(r)}/not-a-uuid/revoke`, { token: OPERATOR, method: 'POST' })).toMatchObject({ status: 400, body: { error: { code: 'invalid_integration_id' } } });
-    expect(await request(`${admin(r)}/${r.integration.integration_id}/tokens/operator/rotate`, { token: OPERATOR, method: 'POST' })).toMatchObject({ status: 400 });
+    expect(await request(admin(r), { token: OPERATOR, body: { provider_kind: 'assistant-relay', extra: 1 } })).toMatchObject({
+      status: 400,
+    });
+    expect(
+      await request(admin(r), { token: OPERATOR, rawBody: '{"provider_kind":', headers: { 'content-type': 'application/json' } }),
+    ).toMatchObject({ status: 400, body: { error: { code: 'invalid_json' } } });
+    expect(await request(`${admin(r)}/${randomUUID()}/revoke`, { token: OPERATOR, method: 'POST' })).toMatchObject({
+      status: 404,
+      body: { error: { code: 'integration_not_found' } },
+    });
+    expect(await request(`${admin(r)}/${randomUUID()}/tokens/client/rotate`, { token: OPERATOR, method: 'POST' })).toMatchObject({
+      status: 404,
+    });
+    expect(await request(`${admin(r)}/not-a-uuid/revoke`, { token: OPERATOR, method: 'POST' })).toMatchObject({
+      status: 400,
+      body: { error: { code: 'invalid_integration_id' } },
+    });
+    expect(
+      await request(`${admin(r)}/${r.integration.integration_id}/tokens/operator/rotate`, { token: OPERATOR, method: 'POST' }),
+    ).toMatchObject({ status: 400 });
     expect(await countBackendEvents(r.db)).toBe(before);
   });
 });
@@ -233,19 +288,89 @@ describe('backend over HTTP: the operator\'s admin routes', () => {
 describe('backend over HTTP: bad input gets a coded 4xx and leaves the log untouched', () => {
   it.each([
     { name: 'no token', path: '/jobs', token: undefined, body: job(), status: 401, code: 'unauthorized' },
-    { name: "the relay token on a client route", path: '/jobs', token: 'relay', body: job(), status: 401, code: 'unauthorized' },
-    { name: "the client token on a plugin route", path: '/heartbeat', token: 'client', body: heartbeat, status: 401, code: 'unauthorized' },
-    { name: 'a job_id that is not a UUID', path: '/jobs', token: 'client', body: { ...job(), job_id: 'nope' }, status: 400, code: 'invalid_request' },
-    { name: 'an unknown purpose', path: '/jobs', token: 'client', body: { ...job(), purpose: 'poetry' }, status: 400, code: 'invalid_request' },
-    { name: 'a response_schema that is no schema', path: '/jobs', token: 'client', body: { ...job(), response_schema: { type: 'nothing' } }, status: 400, code: 'invalid_response_schema' },
-    { name: 'a heartbeat of the wrong shape', path: '/heartbeat', token: 'relay', body: { status: 'fine' }, status: 400, code: 'invalid_request' },
-    { name: 'a result for an unknown job', path: `/jobs/${randomUUID()}/result`, token: 'relay', body: { result: {} }, status: 404, code: 'job_not_found' },
-    { name: 'a result that is neither result nor error', path: `/jobs/${randomUUID()}/result`, token: 'relay', body: { answer: 42 }, status: 400, code: 'invalid_request' },
+    { name: 'the relay token on a client route', path: '/jobs', token: 'relay', body: job(), status: 401, code: 'unauthorized' },
+    { name: 'the client token on a plugin route', path: '/heartbeat', token: 'client', body: heartbeat, status: 401, code: 'unauthorized' },
+    {
+      name: 'a job_id that is not a UUID',
+      path: '/jobs',
+      token: 'client',
+      body: { ...job(), job_id: 'nope' },
+      status: 400,
+      code: 'invalid_request',
+    },
+    {
+      name: 'an unknown purpose',
+      path: '/jobs',
+      token: 'client',
+      body: { ...job(), purpose: 'poetry' },
+      status: 400,
+      code: 'invalid_request',
+    },
+    {
+      name: 'a response_schema that is no schema',
+      path: '/jobs',
+      token: 'client',
+      body: { ...job(), response_schema: { type: 'nothing' } },
+      status: 400,
+      code: 'invalid_response_schema',
+    },
+    {
+      name: 'a heartbeat of the wrong shape',
+      path: '/heartbeat',
+      token: 'relay',
+      body: { status: 'fine' },
+      status: 400,
+      code: 'invalid_request',
+    },
+    {
+      name: 'a result for an unknown job',
+      path: `/jobs/${randomUUID()}/result`,
+      token: 'relay',
+      body: { result: {} },
+      status: 404,
+      code: 'job_not_found',
+    },
+    {
+      name: 'a result that is neither result nor error',
+      path: `/jobs/${randomUUID()}/result`,
+      token: 'relay',
+      body: { answer: 42 },
+      status: 400,
+      code: 'invalid_request',
+    },
     { name: 'a job path with a bad job_id', path: '/jobs/x/running', token: 'relay', body: undefined, status: 400, code: 'invalid_job_id' },
-    { name: 'a payload that does not fit its purpose', path: '/jobs', token: 'client', body: { ...job(), payload: { transcript: 'no' } }, status: 400, code: 'invalid_payload' },
-    { name: 'a BYO job whose payload is not an envelope', path: '/jobs', token: 'client', body: { ...job(), byo: true }, status: 400, code: 'invalid_payload' },
-    { name: 'a payload nested past any real one', path: '/jobs', token: 'client', body: { ...job(), payload: nested(1_000) }, status: 400, code: 'invalid_request' },
-    { name: 'a result nested past any real one', path: `/jobs/${randomUUID()}/result`, token: 'relay', body: { result: nested(1_000) }, status: 400, code: 'invalid_request' },
+    {
+      name: 'a payload that does not fit its purpose',
+      path: '/jobs',
+      token: 'client',
+      body: { ...job(), payload: { transcript: 'no' } },
+      status: 400,
+      code: 'invalid_payload',
+    },
+    {
+      name: 'a BYO job whose payload is not an envelope',
+      path: '/jobs',
+      token: 'client',
+      body: { ...job(), byo: true },
+      status: 400,
+      code: 'invalid_payload',
+    },
+    {
+      name: 'a payload nested past any real one',
+      path: '/jobs',
+      token: 'client',
+      body: { ...job(), payload: nested(1_000) },
+      status: 400,
+      code: 'invalid_request',
+    },
+    {
+      name: 'a result nested past any real one',
+      path: `/jobs/${randomUUID()}/result`,
+      token: 'relay',
+      body: { result: nested(1_000) },
+      status: 400,
+      code: 'invalid_request',
+    },
     { name: 'malformed JSON', path: '/jobs', token: 'client', raw: '{"job_id":', status: 400, code: 'invalid_json' },
   ] as const)('$name: $status $code', async (row) => {
     const { path, token, status, code } = row;
@@ -280,13 +405,19 @@ describe('backend over HTTP: bad input gets a coded 4xx and leaves the log untou
     const clock = new SimulatedClock();
     const r = await startBackend(undefined, { clock });
     const { relay_token } = r.integration;
-    const answer = await request(`${base(r)}/heartbeat`, { token: relay_token, body: { ...heartbeat, schema_versions: { min: 2, max: 2 } } });
+    const answer = await request(`${base(r)}/heartbeat`, {
+      token: relay_token,
+      body: { ...heartbeat, schema_versions: { min: 2, max: 2 } },
+    });
     expect(answer.body).toMatchObject({ refused: { code: 'unsupported_version' } });
     const stream = await SseConnection.open(`${base(r)}/stream`, { token: relay_token });
     expect([stream.status, JSON.parse(stream.body).error.code]).toEqual([403, 'plugin_refused']);
     const body = { ...job(), deadline_ms: 600_000 };
     await request(`${base(r)}/jobs`, { token: r.integration.client_token, body });
-    expect(await request(`${base(r)}/jobs/${body.job_id}/running`, { token: relay_token, method: 'POST' })).toMatchObject({ status: 403, body: { error: { code: 'plugin_refused' } } });
+    expect(await request(`${base(r)}/jobs/${body.job_id}/running`, { token: relay_token, method: 'POST' })).toMatchObject({
+      status: 403,
+      body: { error: { code: 'plugin_refused' } },
+    });
     // Admitted again at its next heartbeat, an interval later (sooner, its news waits: PROTOCOL.md 6e.20).
     clock.increment(30_000);
     expect((await request(`${base(r)}/heartbeat`, { token: relay_token, body: heartbeat })).status).toBe(200);
@@ -298,7 +429,9 @@ describe('backend over HTTP: bad input gets a coded 4xx and leaves the log untou
     const body = job();
     await request(`${base(r)}/jobs`, { token: r.integration.client_token, body });
     await request(`${base(r)}/jobs/${body.job_id}/cancel`, { token: r.integration.client_token, method: 'POST' });
-    expect(await request(`${base(r)}/jobs/${body.job_id}/result`, { token: r.integration.relay_token, body: { result: { nonsense: true } } })).toMatchObject({
+    expect(
+      await request(`${base(r)}/jobs/${body.job_id}/result`, { token: r.integration.relay_token, body: { result: { nonsense: true } } }),
+    ).toMatchObject({
       status: 409,
       body: { error: { code: 'job_settled' } },
     });
@@ -312,7 +445,7 @@ describe('backend over HTTP: bad input gets a coded 4xx and leaves the log untou
 });
 
 describe('backend over HTTP: key rotation is carried, never judged', () => {
-  it('a rotation asked by the client reaches the plugin\'s stream, its answer reaches the client, each once', async () => {
+  it("a rotation asked by the client reaches the plugin's stream, its answer reaches the client, each once", async () => {
     const r = await startBackend();
     const { client_token, relay_token } = r.integration;
     const key = (fill: number) => toBase64Url(new Uint8Array(32).fill(fill));
@@ -320,7 +453,9 @@ describe('backend over HTTP: key rotation is carried, never judged', () => {
     const stream = await SseConnection.open(`${base(r)}/stream`, { token: relay_token });
     expect((await request(`${base(r)}/rekeys`, { token: client_token, body: request1 })).status).toBe(201);
     expect((await request(`${base(r)}/rekeys`, { token: client_token, body: request1 })).status).toBe(200);
-    expect((await request(`${base(r)}/rekeys`, { token: client_token, body: { ...request1, mac: key(3) } })).body).toMatchObject({ error: { code: 'rekey_conflict' } });
+    expect((await request(`${base(r)}/rekeys`, { token: client_token, body: { ...request1, mac: key(3) } })).body).toMatchObject({
+      error: { code: 'rekey_conflict' },
+    });
     // The plugin's token cannot ask, the client's cannot answer.
     expect((await request(`${base(r)}/rekeys`, { token: relay_token, body: request1 })).status).toBe(401);
     await stream.until((c) => c.frames.some((f) => f.event === 'rekey'), 5_000, 'the rekey frame');
@@ -331,9 +466,13 @@ describe('backend over HTTP: key rotation is carried, never judged', () => {
     expect((await request(at, { token: client_token, body: answer })).status).toBe(401);
     expect((await request(at, { token: relay_token, body: answer })).status).toBe(200);
     expect((await request(at, { token: relay_token, body: answer })).status).toBe(200);
-    expect((await request(at, { token: relay_token, body: { ...answer, mac: key(6) } })).body).toMatchObject({ error: { code: 'rekey_conflict' } });
+    expect((await request(at, { token: relay_token, body: { ...answer, mac: key(6) } })).body).toMatchObject({
+      error: { code: 'rekey_conflict' },
+    });
     expect((await request(at, { token: client_token })).body).toEqual({ ...request1, state: 'answered', answer });
-    expect((await request(`${base(r)}/rekeys/${randomUUID()}`, { token: relay_token, body: answer })).body).toMatchObject({ error: { code: 'rekey_not_found' } });
+    expect((await request(`${base(r)}/rekeys/${randomUUID()}`, { token: relay_token, body: answer })).body).toMatchObject({
+      error: { code: 'rekey_not_found' },
+    });
     // Answered, it is not sent again on a new stream; a new request is, to the stream open at the time.
     stream.close();
     const next = await SseConnection.open(`${base(r)}/stream`, { token: relay_token });

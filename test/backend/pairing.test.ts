@@ -7,7 +7,17 @@
 import { createServer, type IncomingMessage, type Server } from 'node:http';
 import { afterEach, describe, expect, it } from 'vitest';
 import { PairingFailed, pairAsAssistant, pairAsClient } from '../../adapters/client/pairing.js';
-import { AssistantPairing, ClientPairing, crockfordRandom, formatCode, newKeyPair, open, parseCode, seal, toBase64Url } from '../../protocol/index.js';
+import {
+  AssistantPairing,
+  ClientPairing,
+  crockfordRandom,
+  formatCode,
+  newKeyPair,
+  open,
+  parseCode,
+  seal,
+  toBase64Url,
+} from '../../protocol/index.js';
 import { serveBackend, type ServedBackend } from '../support/backend.js';
 import { request } from '../support/http.js';
 import { countBackendEvents } from '../support/log.js';
@@ -29,8 +39,16 @@ async function pairBoth(url: string, mangle: (code: string) => string = (code) =
   const shown = new Promise<string>((resolve) => (code = resolve));
   const sas: { client?: string; assistant?: string } = {};
   // Each side's person says yes to whatever string it shows: the sides' own checks are what these tests are about.
-  const client = pairAsClient({ backend: url, providerKind: 'assistant-relay', pollMs: 20, onCode: (value) => code(value), confirmSas: (value) => Boolean((sas.client = value)) });
-  const assistant = shown.then((value) => pairAsAssistant({ backend: assistantUrl, code: mangle(value), pollMs: 20, confirmSas: (value) => Boolean((sas.assistant = value)) }));
+  const client = pairAsClient({
+    backend: url,
+    providerKind: 'assistant-relay',
+    pollMs: 20,
+    onCode: (value) => code(value),
+    confirmSas: (value) => Boolean((sas.client = value)),
+  });
+  const assistant = shown.then((value) =>
+    pairAsAssistant({ backend: assistantUrl, code: mangle(value), pollMs: 20, confirmSas: (value) => Boolean((sas.assistant = value)) }),
+  );
   const [c, a] = await Promise.allSettled([client, assistant]);
   return { client: c, assistant: a, sas };
 }
@@ -51,29 +69,63 @@ describe('pairing through the backend', () => {
     expect(c.integration_id).toBe(a.integration_id);
     const base = `${url}/api/v1/assistant/integrations/${c.integration_id}`;
     expect((await request(base, { token: c.token })).status).toBe(200);
-    expect((await request(`${base}/heartbeat`, { token: a.token, body: { plugin: { name: 'p', version: '1' }, provider_kind: 'assistant-relay', schema_versions: { min: 1, max: 1 }, envelope_versions: { min: 1, max: 1 }, status: 'ready', running_job_ids: [], reasoner: { name: 'builtin' } } })).status).toBe(200);
+    expect(
+      (
+        await request(`${base}/heartbeat`, {
+          token: a.token,
+          body: {
+            plugin: { name: 'p', version: '1' },
+            provider_kind: 'assistant-relay',
+            schema_versions: { min: 1, max: 1 },
+            envelope_versions: { min: 1, max: 1 },
+            status: 'ready',
+            running_job_ids: [],
+            reasoner: { name: 'builtin' },
+          },
+        })
+      ).status,
+    ).toBe(200);
     // What the backend keeps: the integration with the two public keys, never a secret of the pairing.
     const integration = backend.integrations.integration(c.integration_id)!;
     expect(integration.context.provider_kind).toBe('assistant-relay');
     // An envelope one side seals, the other opens.
     expect(integration.context.paired).toBe(true);
-    const binding = { direction: 'client_to_assistant' as const, integration_id: c.integration_id, job_id: crypto.randomUUID(), purpose: 'live_analysis', deadline_at: new Date().toISOString(), response_schema: {}, schema_version: 1, envelope_version: 1 };
+    const binding = {
+      direction: 'client_to_assistant' as const,
+      integration_id: c.integration_id,
+      job_id: crypto.randomUUID(),
+      purpose: 'live_analysis',
+      deadline_at: new Date().toISOString(),
+      response_schema: {},
+      schema_version: 1,
+      envelope_version: 1,
+    };
     expect(open(() => a.keys, binding, seal(c.keys, binding, { hello: 'there' }))).toEqual({ hello: 'there' });
   });
 
   it('a wrong pairing code: the assistant aborts, the client hears why, and no integration is made', async () => {
     const { url, backend } = await served();
-    const { client, assistant } = await pairBoth(url, (code) => formatCode({ handle: parseCode(code)!.handle, secret: crockfordRandom(15) }));
+    const { client, assistant } = await pairBoth(url, (code) =>
+      formatCode({ handle: parseCode(code)!.handle, secret: crockfordRandom(15) }),
+    );
     expect(assistant).toMatchObject({ status: 'rejected', reason: expect.objectContaining({ code: 'confirmation_failed' }) });
-    expect(client).toMatchObject({ status: 'rejected', reason: expect.objectContaining({ code: 'pairing_aborted', message: expect.stringMatching(/assistant's side aborted.*confirmation_failed/) }) });
+    expect(client).toMatchObject({
+      status: 'rejected',
+      reason: expect.objectContaining({
+        code: 'pairing_aborted',
+        message: expect.stringMatching(/assistant's side aborted.*confirmation_failed/),
+      }),
+    });
     expect(await backend.committedIntegrations()).toEqual([]);
   });
 
-  it('a relay that swaps the client\'s public key in transit: the SAS differ and the pairing is aborted', async () => {
+  it("a relay that swaps the client's public key in transit: the SAS differ and the pairing is aborted", async () => {
     const { url, backend } = await served();
     // The relay, played here: it forwards everything, but shows the assistant a key of its own for the client's.
     const forged = toBase64Url(newKeyPair().publicKey);
-    const relay = await mitmRelay(url, (answer) => (typeof answer === 'object' && answer !== null && 'client_key' in answer ? { ...answer, client_key: forged } : answer));
+    const relay = await mitmRelay(url, (answer) =>
+      typeof answer === 'object' && answer !== null && 'client_key' in answer ? { ...answer, client_key: forged } : answer,
+    );
     stops.push(() => new Promise((resolve) => relay.server.close(() => resolve())));
     const { client, assistant, sas } = await pairBoth(url, (code) => code, relay.url);
     expect(sas.assistant).toBeDefined();
@@ -88,22 +140,42 @@ describe('pairing through the backend', () => {
     const started = (await start(url)).body as { pairing_id: string; handle: string; pairing_token: string };
     const at = (step: string) => `${url}/api/v1/pairings/${started.pairing_id}/${step}`;
     const key = toBase64Url(newKeyPair().publicKey);
-    expect((await request(at('client-key'), { token: started.pairing_token, body: { client_key: key } })).body).toMatchObject({ error: { code: 'pairing_out_of_order' } });
+    expect((await request(at('client-key'), { token: started.pairing_token, body: { client_key: key } })).body).toMatchObject({
+      error: { code: 'pairing_out_of_order' },
+    });
     const joined = (await request(`${url}/api/v1/pairings/join`, { body: { handle: started.handle } })).body as { pairing_token: string };
-    expect((await request(`${url}/api/v1/pairings/join`, { body: { handle: started.handle } })).body).toMatchObject({ error: { code: 'pairing_conflict' } });
+    expect((await request(`${url}/api/v1/pairings/join`, { body: { handle: started.handle } })).body).toMatchObject({
+      error: { code: 'pairing_conflict' },
+    });
     const side = new AssistantPairing(started.pairing_id, crockfordRandom(15), { schema_version: 1, envelope_version: 1 });
     // The client cannot commit for the assistant, nor a stranger read the pairing.
     expect((await request(at('commit'), { token: started.pairing_token, body: { commitment: side.commitment() } })).status).toBe(401);
     expect((await request(`${url}/api/v1/pairings/${started.pairing_id}`, { token: 'not-a-token' })).status).toBe(401);
     expect((await request(at('commit'), { token: joined.pairing_token, body: { commitment: side.commitment() } })).status).toBe(200);
     expect((await request(at('commit'), { token: joined.pairing_token, body: { commitment: side.commitment() } })).status).toBe(200);
-    expect((await request(at('commit'), { token: joined.pairing_token, body: { commitment: toBase64Url(new Uint8Array(32)) } })).body).toMatchObject({ error: { code: 'pairing_conflict' } });
+    expect(
+      (await request(at('commit'), { token: joined.pairing_token, body: { commitment: toBase64Url(new Uint8Array(32)) } })).body,
+    ).toMatchObject({ error: { code: 'pairing_conflict' } });
     const events = await countBackendEvents(db);
-    for (const [body, what] of [[{ client_key: 'short' }, 'a short key'], [{ client_key: `${key.slice(0, 42)}B` }, 'stray bits'], [{ client_key: key, extra: 1 }, 'an unknown field'], ['not json', 'not JSON']] as const) {
-      const answer = typeof body === 'string' ? await request(at('client-key'), { token: started.pairing_token, rawBody: body, headers: { 'content-type': 'application/json' } }) : await request(at('client-key'), { token: started.pairing_token, body });
+    for (const [body, what] of [
+      [{ client_key: 'short' }, 'a short key'],
+      [{ client_key: `${key.slice(0, 42)}B` }, 'stray bits'],
+      [{ client_key: key, extra: 1 }, 'an unknown field'],
+      ['not json', 'not JSON'],
+    ] as const) {
+      const answer =
+        typeof body === 'string'
+          ? await request(at('client-key'), {
+              token: started.pairing_token,
+              rawBody: body,
+              headers: { 'content-type': 'application/json' },
+            })
+          : await request(at('client-key'), { token: started.pairing_token, body });
       expect(answer.status, what).toBe(400);
     }
-    expect((await request(`${url}/api/v1/pairings/not-a-uuid`, { token: started.pairing_token })).body).toMatchObject({ error: { code: 'invalid_pairing_id' } });
+    expect((await request(`${url}/api/v1/pairings/not-a-uuid`, { token: started.pairing_token })).body).toMatchObject({
+      error: { code: 'invalid_pairing_id' },
+    });
     expect(await countBackendEvents(db)).toBe(events);
   });
 
@@ -111,10 +183,20 @@ describe('pairing through the backend', () => {
     const { url } = await served({ config: { pairingTtlMs: 150 } });
     const started = (await start(url)).body as { pairing_id: string; handle: string; pairing_token: string };
     await new Promise((resolve) => setTimeout(resolve, 300));
-    expect(((await request(`${url}/api/v1/pairings/${started.pairing_id}`, { token: started.pairing_token })).body as { state: string }).state).toBe('expired');
-    expect((await request(`${url}/api/v1/pairings/join`, { body: { handle: started.handle } })).body).toMatchObject({ error: { code: 'pairing_not_found' } });
-    const abort = await request(`${url}/api/v1/pairings/${started.pairing_id}/abort`, { token: started.pairing_token, body: { reason: 'late' } });
-    expect([abort.status, abort.body]).toEqual([410, expect.objectContaining({ error: expect.objectContaining({ code: 'pairing_ended' }) })]);
+    expect(
+      ((await request(`${url}/api/v1/pairings/${started.pairing_id}`, { token: started.pairing_token })).body as { state: string }).state,
+    ).toBe('expired');
+    expect((await request(`${url}/api/v1/pairings/join`, { body: { handle: started.handle } })).body).toMatchObject({
+      error: { code: 'pairing_not_found' },
+    });
+    const abort = await request(`${url}/api/v1/pairings/${started.pairing_id}/abort`, {
+      token: started.pairing_token,
+      body: { reason: 'late' },
+    });
+    expect([abort.status, abort.body]).toEqual([
+      410,
+      expect.objectContaining({ error: expect.objectContaining({ code: 'pairing_ended' }) }),
+    ]);
   });
 
   it('limits codes that name no pairing, and open pairings, of a source; refuses a provider that is coming soon', async () => {
@@ -124,10 +206,15 @@ describe('pairing through the backend', () => {
     expect([limited.status, (limited.body as { error: { code: string } }).error.code]).toEqual([429, 'too_many_attempts']);
     expect(Number(limited.headers.get('retry-after'))).toBeGreaterThan(0);
     expect(Number(limited.headers.get('retry-after'))).toBeLessThanOrEqual(60);
-    expect((await start(url, { provider_kind: 'a2a-bridge' })).body).toMatchObject({ error: { code: 'provider_refused', message: expect.stringMatching(/coming soon/) } });
+    expect((await start(url, { provider_kind: 'a2a-bridge' })).body).toMatchObject({
+      error: { code: 'provider_refused', message: expect.stringMatching(/coming soon/) },
+    });
     for (let i = 0; i < 8; i += 1) expect((await start(url)).status).toBe(201);
     const full = await start(url);
-    expect([full.status, full.body]).toEqual([429, expect.objectContaining({ error: expect.objectContaining({ code: 'too_many_pairings' }) })]);
+    expect([full.status, full.body]).toEqual([
+      429,
+      expect.objectContaining({ error: expect.objectContaining({ code: 'too_many_pairings' }) }),
+    ]);
     // Until the first of its open pairings expires: 10 minutes.
     expect(Number(full.headers.get('retry-after'))).toBeGreaterThan(590);
   });
@@ -163,7 +250,9 @@ describe('pairing through the backend', () => {
     const started = (await start(first.url)).body as { pairing_id: string; handle: string; pairing_token: string };
     await first.stop({ remove: false });
     const second = await served({ dir: first.dir });
-    const joined = (await request(`${second.url}/api/v1/pairings/join`, { body: { handle: started.handle } })).body as { pairing_token: string };
+    const joined = (await request(`${second.url}/api/v1/pairings/join`, { body: { handle: started.handle } })).body as {
+      pairing_token: string;
+    };
     // The rest of the pairing, by hand, as the two sides would send it.
     const code = crockfordRandom(15);
     const client = new ClientPairing(started.pairing_id, code, { schema_version: 1, envelope_version: 1 });
@@ -175,18 +264,25 @@ describe('pairing through the backend', () => {
     const revealed = assistant.reveal(client_key);
     await request(at('reveal'), { token: joined.pairing_token, body: { assistant_key: revealed.assistant_key, nonce: revealed.nonce } });
     const { confirmation } = client.reveal(revealed.assistant_key, revealed.nonce);
-    const firstToken = ((await request(at('client-confirm'), { token: started.pairing_token, body: { confirmation } })).body as { client_token: string }).client_token;
+    const firstToken = (
+      (await request(at('client-confirm'), { token: started.pairing_token, body: { confirmation } })).body as { client_token: string }
+    ).client_token;
     const confirmed = assistant.confirm(confirmation);
-    const done = (await request(at('assistant-confirm'), { token: joined.pairing_token, body: { confirmation: confirmed.confirmation } })).body as { integration_id: string };
+    const done = (await request(at('assistant-confirm'), { token: joined.pairing_token, body: { confirmation: confirmed.confirmation } }))
+      .body as { integration_id: string };
     const base = `${second.url}/api/v1/assistant/integrations/${done.integration_id}`;
     expect((await request(base, { token: firstToken })).status).toBe(200);
     // Its answer was lost, say: asked again, a fresh token; the first stops working.
-    const again = ((await request(at('client-confirm'), { token: started.pairing_token, body: { confirmation } })).body as { client_token: string }).client_token;
+    const again = (
+      (await request(at('client-confirm'), { token: started.pairing_token, body: { confirmation } })).body as { client_token: string }
+    ).client_token;
     expect(again).not.toBe(firstToken);
     expect((await request(base, { token: firstToken })).status).toBe(401);
     expect((await request(base, { token: again })).status).toBe(200);
     // A different confirmation is a conflict, not a token.
-    expect((await request(at('client-confirm'), { token: started.pairing_token, body: { confirmation: toBase64Url(new Uint8Array(32)) } })).body).toMatchObject({ error: { code: 'pairing_conflict' } });
+    expect(
+      (await request(at('client-confirm'), { token: started.pairing_token, body: { confirmation: toBase64Url(new Uint8Array(32)) } })).body,
+    ).toMatchObject({ error: { code: 'pairing_conflict' } });
   });
 });
 
@@ -203,7 +299,10 @@ async function mitmRelay(target: string, rewrite: (answer: unknown) => unknown):
       const body = text === '' ? undefined : text;
       const answer = await fetch(`${target}${incoming.url}`, {
         method: incoming.method!,
-        headers: { ...(incoming.headers.authorization ? { authorization: incoming.headers.authorization } : {}), ...(body ? { 'content-type': 'application/json' } : {}) },
+        headers: {
+          ...(incoming.headers.authorization ? { authorization: incoming.headers.authorization } : {}),
+          ...(body ? { 'content-type': 'application/json' } : {}),
+        },
         ...(body ? { body } : {}),
       });
       outgoing.writeHead(answer.status, { 'content-type': answer.headers.get('content-type') ?? 'application/json' });

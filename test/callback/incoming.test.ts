@@ -59,7 +59,7 @@ describe('loopback callbacks on POST /v1/incoming', () => {
     await receiver.received();
   });
 
-  it('refuses an embedder\'s bad ports when the host is created', async () => {
+  it("refuses an embedder's bad ports when the host is created", async () => {
     await expect(Relay.start({ callbackLoopbackPorts: [[9100, 9000]] })).rejects.toThrow(/runs backwards/);
     await expect(Relay.start({ callbackLoopback: false, callbackLoopbackPorts: [8080] })).rejects.toThrow(/loopback callbacks are off/);
   });
@@ -71,24 +71,27 @@ describe('loopback callbacks at connect time', () => {
   it.each<[string, Partial<AssistantHostOptions>, string]>([
     ['off', { callbackLoopback: false }, 'loopback_off'],
     ['on other ports', { callbackLoopbackPorts: [9] }, 'loopback_port'],
-  ])('%s: a name that resolves to loopback only by the attempt is abandoned, and nothing reaches the receiver', async (_label, loopback, reason) => {
-    const receiver = await Receiver.start();
-    const origin = `http://cb.example.test:${receiver.port}`;
-    // Not resolving yet on POST /v1/incoming (accepted, to be looked up again), then the receiver's address.
-    const resolve = tableResolver({ 'cb.example.test': { sequence: [[], ['127.0.0.1']] } });
-    const relay = await Relay.start({ ...loopback, callbackAllowlist: [origin], resolve });
-    expect((await post(relay.url, TOKEN, callbackTo(`${origin}/cb`))).status).toBe(202);
-    await until(() => relay.events.some((e) => e.type === 'delivery.abandoned'), 'the delivery abandoned');
-    const abandoned = relay.events.find((e): e is Abandoned => e.type === 'delivery.abandoned');
-    expect(abandoned).toMatchObject({ reason: 'permanent', attempts: 1, outcome: `refused: ${reason}` });
-    expect(receiver.requests).toEqual([]);
-  });
+  ])(
+    '%s: a name that resolves to loopback only by the attempt is abandoned, and nothing reaches the receiver',
+    async (_label, loopback, reason) => {
+      const receiver = await Receiver.start();
+      const origin = `http://cb.example.test:${receiver.port}`;
+      // Not resolving yet on POST /v1/incoming (accepted, to be looked up again), then the receiver's address.
+      const resolve = tableResolver({ 'cb.example.test': { sequence: [[], ['127.0.0.1']] } });
+      const relay = await Relay.start({ ...loopback, callbackAllowlist: [origin], resolve });
+      expect((await post(relay.url, TOKEN, callbackTo(`${origin}/cb`))).status).toBe(202);
+      await until(() => relay.events.some((e) => e.type === 'delivery.abandoned'), 'the delivery abandoned');
+      const abandoned = relay.events.find((e): e is Abandoned => e.type === 'delivery.abandoned');
+      expect(abandoned).toMatchObject({ reason: 'permanent', attempts: 1, outcome: `refused: ${reason}` });
+      expect(receiver.requests).toEqual([]);
+    },
+  );
 });
 
 describe('a callback lookup that does not answer', () => {
   const silent = () => new Promise<never>(() => {});
 
-  it('answers 400 callback_lookup_timeout at the embedder\'s limit, logging nothing', async () => {
+  it("answers 400 callback_lookup_timeout at the embedder's limit, logging nothing", async () => {
     const relay = await Relay.start({ callbackAllowlist: ['https://slow.example.test'], resolve: silent, callbackLookupTimeoutMs: 100 });
     expect(await refused(relay, 'https://slow.example.test/cb')).toEqual({
       code: 'callback_lookup_timeout',

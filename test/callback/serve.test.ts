@@ -15,14 +15,28 @@ async function callback(child: ServeChild, url: string): Promise<{ status: numbe
 describe('serve: loopback callbacks', () => {
   it('are on, on every port, by default', () => {
     expect(parseServeArgs(['--token', 'x'], {})).toMatchObject({ callbackLoopback: true, callbackLoopbackPorts: undefined });
-    expect(parseServeArgs(['--token', 'x', '--callback-loopback', 'off'], {})).toMatchObject({ callbackLoopback: false, callbackLoopbackPorts: undefined });
+    expect(parseServeArgs(['--token', 'x', '--callback-loopback', 'off'], {})).toMatchObject({
+      callbackLoopback: false,
+      callbackLoopbackPorts: undefined,
+    });
   });
 
   it('--callback-loopback-ports refuses other loopback ports', async () => {
-    const child = await ServeChild.start(['--port', '0', '--db', join(folder(), 'relay.db'), '--token', TOKEN, '--callback-loopback-ports', '9000-9100']);
+    const child = await ServeChild.start([
+      '--port',
+      '0',
+      '--db',
+      join(folder(), 'relay.db'),
+      '--token',
+      TOKEN,
+      '--callback-loopback-ports',
+      '9000-9100',
+    ]);
     expect(await callback(child, 'http://127.0.0.1:8080/cb')).toMatchObject({
       status: 400,
-      body: { error: { code: 'callback_not_allowed', message: expect.stringContaining('allows loopback callbacks on ports 9000-9100 only') } },
+      body: {
+        error: { code: 'callback_not_allowed', message: expect.stringContaining('allows loopback callbacks on ports 9000-9100 only') },
+      },
     });
     expect((await callback(child, 'http://127.0.0.1:9000/cb')).status).toBe(202);
   });

@@ -48,7 +48,14 @@ interface TransportOptions {
   ca?: string;
 }
 
-function transport({ allowlist = [], loopback, loopbackPorts, resolve = tableResolver({}), timeoutMs = 5_000, ...rest }: TransportOptions = {}) {
+function transport({
+  allowlist = [],
+  loopback,
+  loopbackPorts,
+  resolve = tableResolver({}),
+  timeoutMs = 5_000,
+  ...rest
+}: TransportOptions = {}) {
   // Unknown names fail: no test ever asks real DNS.
   const policy = new CallbackPolicy({
     allowlist,
@@ -93,13 +100,23 @@ describe('a delivered attempt', () => {
 
   it('reports a 503 with its Retry-After in ms', async () => {
     const receiver = await Receiver.start(answer(503, { 'retry-after': '7' }));
-    expect(await transport().post(attempt(receiver.url))).toEqual({ kind: 'answered', status: 503, retryAfterMs: 7_000, sessionEnded: false });
+    expect(await transport().post(attempt(receiver.url))).toEqual({
+      kind: 'answered',
+      status: 503,
+      retryAfterMs: 7_000,
+      sessionEnded: false,
+    });
   });
 
   it('reads a Retry-After HTTP-date against the clock', async () => {
     const receiver = await Receiver.start(answer(429, { 'retry-after': 'Wed, 21 Oct 2015 07:28:30 GMT' }));
     const now = Date.parse('Wed, 21 Oct 2015 07:28:00 GMT');
-    expect(await transport({ clock: { ...systemClock, now: () => now } }).post(attempt(receiver.url))).toEqual({ kind: 'answered', status: 429, retryAfterMs: 30_000, sessionEnded: false });
+    expect(await transport({ clock: { ...systemClock, now: () => now } }).post(attempt(receiver.url))).toEqual({
+      kind: 'answered',
+      status: 429,
+      retryAfterMs: 30_000,
+      sessionEnded: false,
+    });
   });
 
   it('reports a redirect as answered and does not follow it', async () => {
@@ -119,7 +136,11 @@ describe('a delivered attempt', () => {
 
   it('reads no more of an answer than it needs', async () => {
     const receiver = await Receiver.start(answer(200, {}, SESSION_ENDED));
-    expect(await transport({ maxResponseBytes: 16 }).post(attempt(receiver.url))).toEqual({ kind: 'answered', status: 200, sessionEnded: false });
+    expect(await transport({ maxResponseBytes: 16 }).post(attempt(receiver.url))).toEqual({
+      kind: 'answered',
+      status: 200,
+      sessionEnded: false,
+    });
   });
 
   it('reaches localhost and [::1] receivers', async (context) => {
@@ -146,7 +167,9 @@ describe('an attempt that gets no answer', () => {
   async function timedOut(receiver: Receiver, started: () => boolean): Promise<void> {
     const clock = new SimulatedClock();
     let outcome: CallbackOutcome | undefined;
-    const posted = transport({ clock }).post(attempt(receiver.url)).then((answer) => (outcome = answer));
+    const posted = transport({ clock })
+      .post(attempt(receiver.url))
+      .then((answer) => (outcome = answer));
     await until(started, 'the attempt under way');
     clock.increment(4_999);
     await aMoment();
@@ -171,7 +194,10 @@ describe('an attempt that gets no answer', () => {
   });
 
   it('reports a refused connection by its code', async () => {
-    expect(await transport().post(attempt(`http://127.0.0.1:${await closedPort()}`))).toEqual({ kind: 'connection_failed', code: 'ECONNREFUSED' });
+    expect(await transport().post(attempt(`http://127.0.0.1:${await closedPort()}`))).toEqual({
+      kind: 'connection_failed',
+      code: 'ECONNREFUSED',
+    });
   });
 
   it('reports an allowlisted name that does not resolve as a connection failure', async () => {
@@ -241,12 +267,21 @@ describe('a refused URL', () => {
     const sockets = countClientSockets();
     try {
       expect(await transport({ loopback: false }).post(attempt(receiver.url))).toEqual({ kind: 'refused', reason: 'loopback_off' });
-      expect(await transport({ loopbackPorts: [receiver.port + 1] }).post(attempt(`http://localhost:${receiver.port}`))).toEqual({ kind: 'refused', reason: 'loopback_port' });
-      expect(await transport({ allowlist, resolve, loopback: false }).post(attempt(allowlist[0]!))).toEqual({ kind: 'refused', reason: 'loopback_off' });
+      expect(await transport({ loopbackPorts: [receiver.port + 1] }).post(attempt(`http://localhost:${receiver.port}`))).toEqual({
+        kind: 'refused',
+        reason: 'loopback_port',
+      });
+      expect(await transport({ allowlist, resolve, loopback: false }).post(attempt(allowlist[0]!))).toEqual({
+        kind: 'refused',
+        reason: 'loopback_off',
+      });
       expect(sockets.count()).toBe(0);
       expect(receiver.requests).toEqual([]);
       // The allowed port is reached.
-      expect(await transport({ loopbackPorts: [receiver.port] }).post(attempt(receiver.url))).toMatchObject({ kind: 'answered', status: 200 });
+      expect(await transport({ loopbackPorts: [receiver.port] }).post(attempt(receiver.url))).toMatchObject({
+        kind: 'answered',
+        status: 200,
+      });
     } finally {
       sockets.stop();
     }
@@ -311,8 +346,12 @@ describe('DNS rebinding', () => {
     expect(await posted).toEqual({ kind: 'timeout' });
   });
 
-  it('reports a lookup past the policy\'s own limit as a DNS timeout, to be retried', async () => {
-    const policy = new CallbackPolicy({ allowlist: ['http://slow.example.test'], resolve: () => new Promise(() => {}), lookupTimeoutMs: 50 });
+  it("reports a lookup past the policy's own limit as a DNS timeout, to be retried", async () => {
+    const policy = new CallbackPolicy({
+      allowlist: ['http://slow.example.test'],
+      resolve: () => new Promise(() => {}),
+      lookupTimeoutMs: 50,
+    });
     const relay = httpCallbackTransport({ policy, timeoutMs: 5_000 });
     expect(await relay.post(attempt('http://slow.example.test'))).toEqual({ kind: 'connection_failed', code: 'ETIMEOUT' });
   });
@@ -337,11 +376,14 @@ LnRlc3QwCgYIKoZIzj0EAwIDRwAwRAIgEsQuW8l1GRBOsU5MCIiWOSpQO5IOnQxM
 -----END CERTIFICATE-----`;
 
 describe('https', () => {
-  it('sends the URL\'s name as SNI and verifies the certificate, while dialling the checked address', async () => {
+  it("sends the URL's name as SNI and verifies the certificate, while dialling the checked address", async () => {
     const names: string[] = [];
     let handshakes = 0;
     const context = createSecureContext({ key: TLS_KEY, cert: TLS_CERT });
-    const server = createTlsServer({ key: TLS_KEY, cert: TLS_CERT, SNICallback: (name, done) => {
+    const server = createTlsServer({
+      key: TLS_KEY,
+      cert: TLS_CERT,
+      SNICallback: (name, done) => {
         names.push(name);
         done(null, context);
       },
@@ -386,7 +428,10 @@ describe('https with a CA of our own', () => {
     expect(await transport().post(attempt(url))).toEqual({ kind: 'connection_failed', code: 'UNABLE_TO_VERIFY_LEAF_SIGNATURE' });
     // Another CA is no help either: trust is in that CA, not in having a CA option.
     const other = await testCertificates();
-    expect(await transport({ ca: other.ca }).post(attempt(url))).toEqual({ kind: 'connection_failed', code: 'UNABLE_TO_VERIFY_LEAF_SIGNATURE' });
+    expect(await transport({ ca: other.ca }).post(attempt(url))).toEqual({
+      kind: 'connection_failed',
+      code: 'UNABLE_TO_VERIFY_LEAF_SIGNATURE',
+    });
     expect(receiver.requests).toEqual([]);
   });
 });

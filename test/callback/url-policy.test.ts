@@ -106,7 +106,14 @@ describe('callback URL verdicts', () => {
   it('judges IP literals and loopback names without a lookup', async () => {
     const resolve = tableResolver(DNS);
     const cheap = new CallbackPolicy({ allowlist: ALLOWLIST, resolve });
-    for (const url of ['http://127.0.0.1:9000', 'http://localhost:9000', 'http://[::1]:9000', 'http://10.0.0.1', 'http://10.0.0.1:9000', 'https://evil.example.com']) {
+    for (const url of [
+      'http://127.0.0.1:9000',
+      'http://localhost:9000',
+      'http://[::1]:9000',
+      'http://10.0.0.1',
+      'http://10.0.0.1:9000',
+      'https://evil.example.com',
+    ]) {
       await cheap.check(url);
     }
     expect(resolve.calls).toEqual([]);
@@ -136,7 +143,10 @@ describe('callback URL verdicts', () => {
   });
 
   it('refuses the unspecified address even when it is allowlisted', () => {
-    expect(checkCallbackUrl('http://0.0.0.0:9000', ['http://0.0.0.0:9000'])).toMatchObject({ kind: 'refused', reason: 'unspecified_address' });
+    expect(checkCallbackUrl('http://0.0.0.0:9000', ['http://0.0.0.0:9000'])).toMatchObject({
+      kind: 'refused',
+      reason: 'unspecified_address',
+    });
   });
 
   it('never quotes the credentials of a refused URL', async () => {
@@ -196,10 +206,14 @@ describe('loopback callbacks', () => {
     expect(await some.check('http://127.0.0.1:9200/cb')).toEqual({
       kind: 'refused',
       reason: 'loopback_port',
-      message: 'http://127.0.0.1:9200 is a loopback address on port 9200, and this host allows loopback callbacks on ports 8080, 9000-9100 only',
+      message:
+        'http://127.0.0.1:9200 is a loopback address on port 9200, and this host allows loopback callbacks on ports 8080, 9000-9100 only',
     });
     const off = new CallbackPolicy({ allowlist: [], loopback: false });
-    expect(await off.check('http://localhost:9200')).toMatchObject({ reason: 'loopback_off', message: expect.stringMatching(/^http:\/\/localhost:9200 is a loopback address, .*only allowlisted origins/) });
+    expect(await off.check('http://localhost:9200')).toMatchObject({
+      reason: 'loopback_off',
+      message: expect.stringMatching(/^http:\/\/localhost:9200 is a loopback address, .*only allowlisted origins/),
+    });
   });
 
   it('refuses ports with loopback off, and bad ports', () => {
@@ -211,9 +225,12 @@ describe('loopback callbacks', () => {
 });
 
 describe('a lookup that does not answer', () => {
-  it('ends at the policy\'s time limit with a result of its own', async () => {
+  it("ends at the policy's time limit with a result of its own", async () => {
     const slow = new CallbackPolicy({ allowlist: ['http://slow.example.test'], resolve: () => new Promise(() => {}), lookupTimeoutMs: 50 });
-    expect(await slow.check('http://slow.example.test/cb')).toEqual({ kind: 'lookup_timeout', message: 'slow.example.test did not resolve within 50 ms' });
+    expect(await slow.check('http://slow.example.test/cb')).toEqual({
+      kind: 'lookup_timeout',
+      message: 'slow.example.test did not resolve within 50 ms',
+    });
   });
 });
 
@@ -285,12 +302,9 @@ describe('classifyAddress', () => {
 
 describe('parseAllowlist', () => {
   it('normalizes each origin as WHATWG URL serializes it, and an address as the one it dials', () => {
-    expect(parseAllowlist('https://Example.com:443, http://cb.example.test:8080/,http://[0:0::1]:80,http://[::ffff:10.0.0.1]:9000')).toEqual([
-      'https://example.com',
-      'http://cb.example.test:8080',
-      'http://[::1]',
-      'http://10.0.0.1:9000',
-    ]);
+    expect(
+      parseAllowlist('https://Example.com:443, http://cb.example.test:8080/,http://[0:0::1]:80,http://[::ffff:10.0.0.1]:9000'),
+    ).toEqual(['https://example.com', 'http://cb.example.test:8080', 'http://[::1]', 'http://10.0.0.1:9000']);
   });
 
   it('is empty for an empty flag', () => {

@@ -28,7 +28,13 @@ async function setUp({ token = TOKEN, refusing = false } = {}) {
   const screen: string[] = [];
   const chat = openChat({ url: proxy.url, token, session: 's-1', clock, show: (kind, fields) => screen.push(textOf(kind, fields)) });
   cleanups.push(() => chat.end());
-  const shown = (line: string) => eventually(`"${line}" on the screen`, () => [...screen], (lines) => lines.includes(line), { everyMs: 5 });
+  const shown = (line: string) =>
+    eventually(
+      `"${line}" on the screen`,
+      () => [...screen],
+      (lines) => lines.includes(line),
+      { everyMs: 5 },
+    );
   return { proxy, clock, screen, chat, shown };
 }
 

@@ -15,7 +15,9 @@ describe('readFlags', () => {
     expect(readFlags([], SPEC, { ASSISTANT_RELAY_WAIT: 'true' })('wait')).toBe(true);
     expect(readFlags([], SPEC, { ASSISTANT_RELAY_WAIT: '0' })('wait')).toBe(false);
     expect(readFlags([], SPEC, {})('wait')).toBeUndefined();
-    expect(readFlags(['--backend', 'http://127.0.0.1:3'], SPEC, { ASSISTANT_RELAY_BACKEND: 'http://127.0.0.1:2' })('backend')).toBe('http://127.0.0.1:3');
+    expect(readFlags(['--backend', 'http://127.0.0.1:3'], SPEC, { ASSISTANT_RELAY_BACKEND: 'http://127.0.0.1:2' })('backend')).toBe(
+      'http://127.0.0.1:3',
+    );
   });
 
   it('refuses an unknown flag, a positional and a boolean given a value, as usage errors', () => {
@@ -25,9 +27,18 @@ describe('readFlags', () => {
 
 describe('parseOrigins', () => {
   it('takes origins as a browser writes them, and refuses anything else', () => {
-    expect(parseOrigins('cors-origin', 'https://App.example, http://localhost:5173/')).toEqual(['https://app.example', 'http://localhost:5173']);
+    expect(parseOrigins('cors-origin', 'https://App.example, http://localhost:5173/')).toEqual([
+      'https://app.example',
+      'http://localhost:5173',
+    ]);
     expect(parseOrigins('cors-origin', undefined)).toEqual([]);
-    for (const bad of ['app.example', 'https://app.example/path', 'ftp://app.example', 'https://user@app.example', 'https://app.example?x=1']) {
+    for (const bad of [
+      'app.example',
+      'https://app.example/path',
+      'ftp://app.example',
+      'https://user@app.example',
+      'https://app.example?x=1',
+    ]) {
       expect(() => parseOrigins('cors-origin', bad), bad).toThrow(/--cors-origin: .* is not an origin/);
     }
   });
@@ -43,7 +54,12 @@ describe('baseUrlFlag', () => {
 
 describe('parseProxies', () => {
   it('takes addresses, CIDR ranges and the names of ranges, and refuses anything else', () => {
-    expect(parseProxies('trust-proxy', '10.0.0.1, 10.0.0.0/8,2001:db8::/32, loopback')).toEqual(['10.0.0.1', '10.0.0.0/8', '2001:db8::/32', 'loopback']);
+    expect(parseProxies('trust-proxy', '10.0.0.1, 10.0.0.0/8,2001:db8::/32, loopback')).toEqual([
+      '10.0.0.1',
+      '10.0.0.0/8',
+      '2001:db8::/32',
+      'loopback',
+    ]);
     expect(parseProxies('trust-proxy', undefined)).toEqual([]);
     for (const bad of ['proxy.example', '10.0.0.0/33', '10.0.0.1/8/8', 'true', '*', '2001:db8::/129']) {
       expect(() => parseProxies('trust-proxy', bad), bad).toThrow(UsageError);

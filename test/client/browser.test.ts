@@ -20,10 +20,20 @@ afterEach(async () => {
 });
 
 it('runs a Form A turn with resume in headless Chromium, across origins', { timeout: 60_000 }, async () => {
-  const bundle = await build({ entryPoints: [fileURLToPath(new URL('../../client.ts', import.meta.url))], bundle: true, format: 'esm', platform: 'browser', write: false, logLevel: 'silent' });
+  const bundle = await build({
+    entryPoints: [fileURLToPath(new URL('../../client.ts', import.meta.url))],
+    bundle: true,
+    format: 'esm',
+    platform: 'browser',
+    write: false,
+    logLevel: 'silent',
+  });
   const page = createServer((request, response) => {
     if (request.url === '/client.js') response.writeHead(200, { 'content-type': 'text/javascript' }).end(bundle.outputFiles[0]!.text);
-    else response.writeHead(200, { 'content-type': 'text/html' }).end('<!doctype html><script type="module">import * as client from "/client.js"; window.client = client;</script>');
+    else
+      response
+        .writeHead(200, { 'content-type': 'text/html' })
+        .end('<!doctype html><script type="module">import * as client from "/client.js"; window.client = client;</script>');
   });
   await new Promise<void>((resolve) => page.listen(0, '127.0.0.1', resolve));
   cleanups.push(() => new Promise<void>((resolve) => (page as Server).close(() => resolve())));
@@ -55,7 +65,11 @@ it('runs a Form A turn with resume in headless Chromium, across origins', { time
       const rest = await Promise.all(tasks.slice(1).map((task) => task.reply));
       return { replies: [first, ...rest].map((reply) => (reply.status === 'message' ? reply.reply_text : reply.status)), streams };
     },
-    { url: hostUrl, token: TOKEN, texts: [script({ sleep: 100 }, { message: 'first' }), script({ sleep: 1_000 }, { message: 'after the cut' })] },
+    {
+      url: hostUrl,
+      token: TOKEN,
+      texts: [script({ sleep: 100 }, { message: 'first' }), script({ sleep: 1_000 }, { message: 'after the cut' })],
+    },
   );
   expect(replies.replies, said.join('\n')).toEqual(['first', 'after the cut']);
   expect(replies.streams.filter((state) => state === 'open')).toHaveLength(2);

@@ -36,7 +36,9 @@ it('the eventsource package gets every terminal reply once across a cut connecti
   for (const [i, ms] of [0, 600, 1200].entries()) {
     const task_id = `t-${i}`;
     sent.push(task_id);
-    expect((await post(host.url, TOKEN, { session_id: 's-1', task_id, text: script({ sleep: ms }, { message: `reply ${i}` }) })).status).toBe(202);
+    expect(
+      (await post(host.url, TOKEN, { session_id: 's-1', task_id, text: script({ sleep: ms }, { message: `reply ${i}` }) })).status,
+    ).toBe(202);
   }
   await waitFor('the first reply', () => replies.length === 1);
   proxy.cut();

@@ -145,13 +145,16 @@ describe('client library, Form A', () => {
     clock.increment(CAP_MS);
     const settled = await Promise.allSettled(tasks.map(textOf));
     expect(settled[0]).toMatchObject({ status: 'rejected', reason: expect.objectContaining({ kind: 'lost' }) });
-    expect(settled.slice(1)).toEqual([{ status: 'fulfilled', value: 'kept 1' }, { status: 'fulfilled', value: 'kept 2' }]);
+    expect(settled.slice(1)).toEqual([
+      { status: 'fulfilled', value: 'kept 1' },
+      { status: 'fulfilled', value: 'kept 2' },
+    ]);
     await keeping.message('kept the stream');
     expect(await textOf(keeper)).toBe('kept the stream');
     expect(streams.slice(5)).toEqual(['open', 'closed']);
   });
 
-  it('a session\'s cursor outlives its stream: the next stream resumes from it', async () => {
+  it("a session's cursor outlives its stream: the next stream resumes from it", async () => {
     const { client, streams, run } = await setUp();
     const one = client.send('s-1', 'one');
     await (await run(one)).message('one');

@@ -23,10 +23,23 @@ it('a recording holds its insights stream, sends the prelude once, keeps its ins
   const streams: Array<[string, string]> = [];
   const client = new FormAClient({ url: host.url, token: TOKEN, onStream: (session, state) => streams.push([session, state]) });
   cleanups.push(() => client.close());
-  const recording = await InsightsRecording.start(client, 'call-1', 'Sales call; playbook: discovery. Answer with one short sentence, or none.');
-  for (const line of [script({ message: 'Ask who owns the budget. Then more.' }), script({ message: 'none' }), script({ silent: true }), script({ message: 'They mentioned a deadline.' })]) recording.line(line);
+  const recording = await InsightsRecording.start(
+    client,
+    'call-1',
+    'Sales call; playbook: discovery. Answer with one short sentence, or none.',
+  );
+  for (const line of [
+    script({ message: 'Ask who owns the budget. Then more.' }),
+    script({ message: 'none' }),
+    script({ silent: true }),
+    script({ message: 'They mentioned a deadline.' }),
+  ])
+    recording.line(line);
   await waitFor('every line answered', () => recording.store.getSnapshot().context.pending === 0);
-  expect(recording.store.getSnapshot().context.insights.map((i) => i.text)).toEqual(['Ask who owns the budget.', 'They mentioned a deadline.']);
+  expect(recording.store.getSnapshot().context.insights.map((i) => i.text)).toEqual([
+    'Ask who owns the budget.',
+    'They mentioned a deadline.',
+  ]);
   // Nothing pending, and the stream is still open: the recording owns it.
   expect(client.subscription('insights:call-1')?.value).toBe('open');
   await recording.stop();
@@ -43,7 +56,12 @@ it('the insights agent answers an insights: session through a reasoner, and leav
   const client = new FormAClient({ url: host.url, token: TOKEN });
   cleanups.push(() => client.close());
   const recording = await InsightsRecording.start(client, 'call-2', 'A sales call.');
-  for (const line of ['Ana: Thanks for joining.', 'Ben: We are worried the rollout will be delayed.', 'Ana: What is the budget for this quarter?']) recording.line(line);
+  for (const line of [
+    'Ana: Thanks for joining.',
+    'Ben: We are worried the rollout will be delayed.',
+    'Ana: What is the budget for this quarter?',
+  ])
+    recording.line(line);
   await recording.stop();
   const insights = recording.store.getSnapshot().context.insights.map((i) => i.text);
   expect(insights.length).toBeGreaterThan(0);

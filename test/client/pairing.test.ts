@@ -35,8 +35,16 @@ async function pairing() {
   const people = { client: person(), assistant: person() };
   let handOver!: (code: string) => void;
   const code = new Promise<string>((resolve) => (handOver = resolve));
-  const client = pairAsClient({ backend: served.url, providerKind: 'assistant-relay', pollMs: 20, onCode: handOver, confirmSas: people.client.confirmSas });
-  const assistant = code.then((given) => pairAsAssistant({ backend: served.url, code: given, pollMs: 20, confirmSas: people.assistant.confirmSas }));
+  const client = pairAsClient({
+    backend: served.url,
+    providerKind: 'assistant-relay',
+    pollMs: 20,
+    onCode: handOver,
+    confirmSas: people.client.confirmSas,
+  });
+  const assistant = code.then((given) =>
+    pairAsAssistant({ backend: served.url, code: given, pollMs: 20, confirmSas: people.assistant.confirmSas }),
+  );
   // Settled either way, so that a test that expects a failure does not leave an unhandled one.
   const outcomes = Promise.allSettled([client, assistant]);
   /** The pairing as the backend has committed it (the one it has started). */
@@ -75,7 +83,13 @@ describe('client library, pairing: the person confirms the short authentication 
     people.assistant.answer(false);
     const [client, assistant] = await outcomes;
     expect(assistant).toMatchObject({ status: 'rejected', reason: expect.objectContaining({ code: 'sas_rejected' }) });
-    expect(client).toMatchObject({ status: 'rejected', reason: expect.objectContaining({ code: 'pairing_aborted', message: expect.stringMatching(/assistant's side aborted the pairing: sas_rejected/) }) });
+    expect(client).toMatchObject({
+      status: 'rejected',
+      reason: expect.objectContaining({
+        code: 'pairing_aborted',
+        message: expect.stringMatching(/assistant's side aborted the pairing: sas_rejected/),
+      }),
+    });
     expect((client as PromiseRejectedResult).reason).toBeInstanceOf(PairingFailed);
     expect(await served.backend.committedIntegrations()).toEqual([]);
   });
@@ -86,7 +100,13 @@ describe('client library, pairing: the person confirms the short authentication 
     people.client.answer(false);
     const [client, assistant] = await outcomes;
     expect(client).toMatchObject({ status: 'rejected', reason: expect.objectContaining({ code: 'sas_rejected' }) });
-    expect(assistant).toMatchObject({ status: 'rejected', reason: expect.objectContaining({ code: 'pairing_aborted', message: expect.stringMatching(/client's side aborted the pairing: sas_rejected/) }) });
+    expect(assistant).toMatchObject({
+      status: 'rejected',
+      reason: expect.objectContaining({
+        code: 'pairing_aborted',
+        message: expect.stringMatching(/client's side aborted the pairing: sas_rejected/),
+      }),
+    });
     expect(fromAssistant.signal.aborted).toBe(true);
     const ended = await view();
     expect([ended.context.client_confirmation, ended.context.aborted?.by]).toEqual([undefined, 'client']);

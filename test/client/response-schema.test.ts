@@ -37,7 +37,14 @@ describe("the client's checks of a response_schema", () => {
     ['a named backreference', withPattern('(?<q>a)\\k<q>')],
     ['a pattern RE2 compiles too large', withPattern('\\p{L}{300}')],
     ['a pattern too long', withPattern('a'.repeat(RESPONSE_SCHEMA_LIMITS.maxPatternLength + 1))],
-    ['too many patterns', { properties: Object.fromEntries(Array.from({ length: RESPONSE_SCHEMA_LIMITS.maxPatterns + 1 }, (_, i) => [`p${i}`, { pattern: `^${i}$` }])) }],
+    [
+      'too many patterns',
+      {
+        properties: Object.fromEntries(
+          Array.from({ length: RESPONSE_SCHEMA_LIMITS.maxPatterns + 1 }, (_, i) => [`p${i}`, { pattern: `^${i}$` }]),
+        ),
+      },
+    ],
     ['a recursive $ref', { $defs: { node: { allOf: [{ $ref: '#/$defs/node' }] } }, $ref: '#/$defs/node' }],
     ['a $ref to an anchor', { $defs: { a: { $anchor: 'x' } }, $ref: '#x' }],
     ['too deep', Array.from({ length: 20 }).reduce<Record<string, unknown>>((inner) => ({ properties: { a: inner } }), { type: 'string' })],
@@ -50,7 +57,10 @@ describe("the client's checks of a response_schema", () => {
   it('count a $ref as what it names, every time it is used: a chain used twice at each step is refused before it costs', () => {
     const $defs: Record<string, unknown> = { d12: { type: 'object' } };
     for (let i = 0; i < 12; i += 1) $defs[`d${i}`] = { allOf: [{ $ref: `#/$defs/d${i + 1}` }, { $ref: `#/$defs/d${i + 1}` }] };
-    expect(refusal({ $defs, $ref: '#/$defs/d0' })).toEqual({ code: 'unsupported_response_schema', message: expect.stringContaining('members') });
+    expect(refusal({ $defs, $ref: '#/$defs/d0' })).toEqual({
+      code: 'unsupported_response_schema',
+      message: expect.stringContaining('members'),
+    });
   });
 
   it('refuse what is not a JSON Schema as before: invalid_response_schema', () => {
@@ -59,10 +69,22 @@ describe("the client's checks of a response_schema", () => {
   });
 
   it('take ordinary schemas: references without recursion, uniqueItems by value', () => {
-    const schema = { $defs: { count: { type: 'integer', minimum: 0 } }, properties: { a: { $ref: '#/$defs/count' }, b: { $ref: '#/$defs/count' }, tags: { uniqueItems: true } } };
+    const schema = {
+      $defs: { count: { type: 'integer', minimum: 0 } },
+      properties: { a: { $ref: '#/$defs/count' }, b: { $ref: '#/$defs/count' }, tags: { uniqueItems: true } },
+    };
     expect(refusal(schema)).toBeUndefined();
     expect(resultProblems(schema, { a: 1, b: -1 })).toBe('result/b must be >= 0');
-    expect(resultProblems(schema, { tags: [{ x: 1, y: 2 }, 3, { y: 2, x: 1.0 }] })).toBe('result/tags must NOT have duplicate items (items ## 2 and 0 are identical)');
-    expect(resultProblems(schema, { tags: [[1, 2], [2, 1]] })).toBeUndefined();
+    expect(resultProblems(schema, { tags: [{ x: 1, y: 2 }, 3, { y: 2, x: 1.0 }] })).toBe(
+      'result/tags must NOT have duplicate items (items ## 2 and 0 are identical)',
+    );
+    expect(
+      resultProblems(schema, {
+        tags: [
+          [1, 2],
+          [2, 1],
+        ],
+      }),
+    ).toBeUndefined();
   });
 });

@@ -9,7 +9,10 @@ describe('after-commit dispatch', () => {
     const dispatch = new AfterCommit<E>(() => {});
     dispatch.add({ name: 'a', event: (e) => seen.push(`a${e.n}`), batchEnd: () => seen.push('a.end') });
     dispatch.add({ name: 'b', event: (e) => seen.push(`b${e.n}`) });
-    dispatch.dispatch([{ type: 'x', n: 1 }, { type: 'x', n: 2 }]);
+    dispatch.dispatch([
+      { type: 'x', n: 1 },
+      { type: 'x', n: 2 },
+    ]);
     expect(seen).toEqual(['a1', 'b1', 'a2', 'b2', 'a.end']);
   });
 
@@ -27,7 +30,10 @@ describe('after-commit dispatch', () => {
       },
     });
     dispatch.add({ name: 'steady', event: (e) => seen.push(e.n) });
-    dispatch.dispatch([{ type: 'x', n: 1 }, { type: 'x', n: 2 }]);
+    dispatch.dispatch([
+      { type: 'x', n: 1 },
+      { type: 'x', n: 2 },
+    ]);
     expect(seen).toEqual([1, 2]);
     expect(failures).toEqual([
       ['boom', 'flaky', 1],
@@ -38,8 +44,17 @@ describe('after-commit dispatch', () => {
   it('a handler removed during a dispatch still sees that batch, and no later one', () => {
     const seen: number[] = [];
     const dispatch = new AfterCommit<E>(() => {});
-    const remove = dispatch.add({ name: 'once', event: (e) => { seen.push(e.n); remove(); } });
-    dispatch.dispatch([{ type: 'x', n: 1 }, { type: 'x', n: 2 }]);
+    const remove = dispatch.add({
+      name: 'once',
+      event: (e) => {
+        seen.push(e.n);
+        remove();
+      },
+    });
+    dispatch.dispatch([
+      { type: 'x', n: 1 },
+      { type: 'x', n: 2 },
+    ]);
     dispatch.dispatch([{ type: 'x', n: 3 }]);
     expect(seen).toEqual([1, 2]);
   });

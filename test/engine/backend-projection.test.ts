@@ -39,7 +39,7 @@ function fold(events: readonly BackendEvent[], into = new BackendProjection()): 
 }
 
 describe("backend projection: a job is its integration's", () => {
-  it('folds two integrations\' jobs of one id apart: each its own state, version, open list and stream position', () => {
+  it("folds two integrations' jobs of one id apart: each its own state, version, open list and stream position", () => {
     const p = fold(LOG);
     expect([jobState(p.job(C, X)!), jobState(p.job(D, X)!), jobState(p.job(D, Y)!)]).toEqual(['completed', 'cancelled', 'created']);
     expect([p.job(C, X)!.context.purpose, p.job(D, X)!.context.purpose]).toEqual(['capability_probe', 'live_analysis']);
@@ -53,9 +53,27 @@ describe("backend projection: a job is its integration's", () => {
 
   it("retention may forget D's X and not C's (C's profile comes from it), and a backend.forgotten naming D's leaves C's", () => {
     const p = fold(LOG);
-    expect(forgettable(p.state(), 100, 100, 10)).toEqual({ jobs: [{ integration_id: D, job_id: X }], pairing_ids: [], integration_ids: [], ticket_digests: [] });
+    expect(forgettable(p.state(), 100, 100, 10)).toEqual({
+      jobs: [{ integration_id: D, job_id: X }],
+      pairing_ids: [],
+      integration_ids: [],
+      ticket_digests: [],
+    });
     // `job_ids` is written for a node of the version before (a rolling deploy); `jobs` is what this version reads.
-    fold([{ type: 'backend.forgotten', jobs: { [D]: [X] }, job_ids: [X], pairing_ids: [], sent: p.streamPositions(), ended_before: 100, at: 100 }], p);
+    fold(
+      [
+        {
+          type: 'backend.forgotten',
+          jobs: { [D]: [X] },
+          job_ids: [X],
+          pairing_ids: [],
+          sent: p.streamPositions(),
+          ended_before: 100,
+          at: 100,
+        },
+      ],
+      p,
+    );
     expect([p.job(D, X), jobState(p.job(C, X)!), p.version(D, X), p.version(C, X)]).toEqual([undefined, 'completed', 0, 2]);
     // Forgotten, D's X is as if never created: D may create a job X again.
     fold([jobCreated(D, X, 200)], p);
@@ -77,7 +95,13 @@ describe("backend projection: a job is its integration's", () => {
   });
 
   it('passes over a format 1 snapshot (jobs keyed by job_id alone): the log is folded again', () => {
-    const older = [integrationCreated(C, 1), integrationCreated(D, 2), jobCreated(C, X, 3), jobCreated(D, Y, 4), { type: 'job.cancelled', job_id: Y, integration_id: D, at: 5 } as BackendEvent];
+    const older = [
+      integrationCreated(C, 1),
+      integrationCreated(D, 2),
+      jobCreated(C, X, 3),
+      jobCreated(D, Y, 4),
+      { type: 'job.cancelled', job_id: Y, integration_id: D, at: 5 } as BackendEvent,
+    ];
     const format1 = format1Snapshot(older);
     expect(format1).not.toContain(`"${C}:${X}"`);
     expect(() => backendSnapshotCodec(new BackendProjection()).decode(format1)).toThrow(/not a backend snapshot of format 2/);

@@ -36,7 +36,9 @@ interface Started {
 
 async function start(dir = tempDir(), clock = new SimulatedClock(), pubsub?: PubSub): Promise<Started> {
   const log = EventLog.open<BackendEvent>({ path: join(dir, 'backend.db'), streamOf: backendStreamOf });
-  const backend = await ReasoningEngine.start(backendSeams(log, { clock, ...(pubsub === undefined ? {} : { pubsub }) }), { leaseMs: 90_000 });
+  const backend = await ReasoningEngine.start(backendSeams(log, { clock, ...(pubsub === undefined ? {} : { pubsub }) }), {
+    leaseMs: 90_000,
+  });
   let stopped = false;
   const stop = async () => {
     if (stopped) return;
@@ -52,7 +54,12 @@ async function start(dir = tempDir(), clock = new SimulatedClock(), pubsub?: Pub
 }
 
 const liveAnalysis = (over: Partial<JobCreateBody> = {}): JobCreateBody =>
-  JobCreateBody.parse({ job_id: randomUUID(), purpose: 'live_analysis', payload: { session_id: 's', transcript: [{ speaker: 'a', text: 'hi' }] }, ...over });
+  JobCreateBody.parse({
+    job_id: randomUUID(),
+    purpose: 'live_analysis',
+    payload: { session_id: 's', transcript: [{ speaker: 'a', text: 'hi' }] },
+    ...over,
+  });
 const insights = { insights: [{ text: 'Ask about the budget.', kind: 'question', confidence: 0.8 }] };
 
 /** The job frames a stream carried: [id, envelope]. */
@@ -102,7 +109,13 @@ describe('backend: a job from creation to result', () => {
     await settle();
     const [[id, envelope]] = jobFrames(socket) as [[string, ReasoningJob]];
     expect(id).toBe('1');
-    expect(envelope).toMatchObject({ event_type: 'reasoning_job', job_id: body.job_id, purpose: 'live_analysis', byo: false, provider_kind: 'assistant-relay' });
+    expect(envelope).toMatchObject({
+      event_type: 'reasoning_job',
+      job_id: body.job_id,
+      purpose: 'live_analysis',
+      byo: false,
+      provider_kind: 'assistant-relay',
+    });
     expect((await backend.running(integration_id, body.job_id)).outcome).toBe('running');
     expect((await backend.result(integration_id, body.job_id, { result: insights })).outcome).toBe('completed');
     expect((await backend.result(integration_id, body.job_id, { result: insights })).outcome).toBe('duplicate');
@@ -128,7 +141,9 @@ describe('backend: a job from creation to result', () => {
     const body = liveAnalysis();
     await backend.createJob(a.integration_id, body);
     expect((await backend.result(b.integration_id, body.job_id, { result: insights })).outcome).toBe('unknown');
-    expect((await backend.result(a.integration_id, body.job_id, { error: { code: 'reasoner_error', message: 'no model' } })).outcome).toBe('failed');
+    expect((await backend.result(a.integration_id, body.job_id, { error: { code: 'reasoner_error', message: 'no model' } })).outcome).toBe(
+      'failed',
+    );
   });
 
   it('a job logged before the bounds on schemas, with a schema they refuse: its results are refused, never a failure of the backend', async () => {
@@ -139,10 +154,25 @@ describe('backend: a job from creation to result', () => {
     const job_id = randomUUID();
     const log = EventLog.open<BackendEvent>({ path: join(dir, 'backend.db'), streamOf: backendStreamOf });
     const response_schema = { type: 'object', properties: { a: { type: 'string', pattern: '^(?!admin)' } } };
-    await log.append({ type: 'job.created', job_id, integration_id, purpose: 'live_analysis', payload: {}, byo: false, response_schema, provider_kind: 'assistant-relay', deadline_at: first.clock.now() + 60_000, at: first.clock.now() });
+    await log.append({
+      type: 'job.created',
+      job_id,
+      integration_id,
+      purpose: 'live_analysis',
+      payload: {},
+      byo: false,
+      response_schema,
+      provider_kind: 'assistant-relay',
+      deadline_at: first.clock.now() + 60_000,
+      at: first.clock.now(),
+    });
     await log.close();
     const { backend } = await start(dir, first.clock);
-    expect(await backend.result(integration_id, job_id, { result: { a: 'b' } })).toMatchObject({ outcome: 'invalid', code: 'result_invalid', message: expect.stringContaining('RE2 does not run the pattern') });
+    expect(await backend.result(integration_id, job_id, { result: { a: 'b' } })).toMatchObject({
+      outcome: 'invalid',
+      code: 'result_invalid',
+      message: expect.stringContaining('RE2 does not run the pattern'),
+    });
     expect(jobState((await backend.committedJob(integration_id, job_id))!)).toBe('created');
   });
 
@@ -174,7 +204,12 @@ describe('backend: BYO creates (PROTOCOL.md 6.7, 7.13)', () => {
     return { ...(await start(dir)), integration_id };
   }
   const sealed = (deadline_at: number | undefined, over: Partial<JobCreateBody> = {}) =>
-    liveAnalysis({ byo: true, payload: SHAPED_ENVELOPE, ...(deadline_at === undefined ? {} : { deadline_at: new Date(deadline_at).toISOString() }), ...over });
+    liveAnalysis({
+      byo: true,
+      payload: SHAPED_ENVELOPE,
+      ...(deadline_at === undefined ? {} : { deadline_at: new Date(deadline_at).toISOString() }),
+      ...over,
+    });
 
   it('a paired integration takes only BYO jobs: a plain create is refused byo_required, nothing logged', async () => {
     const { backend, clock, integration_id } = await paired();
@@ -189,10 +224,16 @@ describe('backend: BYO creates (PROTOCOL.md 6.7, 7.13)', () => {
     const { integration_id } = await integrationOf(backend);
     const now = clock.now();
     for (const deadline of [undefined, now, now - 1, now + 3_660_001]) {
-      expect(await backend.createJob(integration_id, sealed(deadline)), String(deadline)).toMatchObject({ outcome: 'invalid', code: 'invalid_deadline' });
+      expect(await backend.createJob(integration_id, sealed(deadline)), String(deadline)).toMatchObject({
+        outcome: 'invalid',
+        code: 'invalid_deadline',
+      });
     }
     const body = sealed(now + 3_660_000);
-    expect(await backend.createJob(integration_id, body)).toMatchObject({ outcome: 'created', job: { context: { deadline_at: now + 3_660_000 } } });
+    expect(await backend.createJob(integration_id, body)).toMatchObject({
+      outcome: 'created',
+      job: { context: { deadline_at: now + 3_660_000 } },
+    });
     const socket = new FakeSocket();
     await backend.openStream(integration_id, undefined, () => socket);
     await settle();
@@ -205,7 +246,8 @@ describe('backend: BYO creates (PROTOCOL.md 6.7, 7.13)', () => {
 
 describe('backend: the capability profile', () => {
   const profile = CAPABILITY_PROFILE;
-  const probe = (over: Partial<JobCreateBody> = {}) => JobCreateBody.parse({ job_id: randomUUID(), purpose: 'capability_probe', payload: {}, ...over });
+  const probe = (over: Partial<JobCreateBody> = {}) =>
+    JobCreateBody.parse({ job_id: randomUUID(), purpose: 'capability_probe', payload: {}, ...over });
 
   it("is the latest completed plain probe's, kept across a restart; a BYO probe or a result that is no profile leaves it be", async () => {
     const dir = tempDir();
@@ -221,7 +263,9 @@ describe('backend: the capability profile', () => {
 
     const byo = probe({ byo: true, payload: SHAPED_ENVELOPE, deadline_at: new Date(first.clock.now() + 30_000).toISOString() });
     await first.backend.createJob(integration_id, byo);
-    expect((await first.backend.result(integration_id, byo.job_id, { result: { ...SHAPED_ENVELOPE, ciphertext: 'B'.repeat(22) } })).outcome).toBe('completed');
+    expect(
+      (await first.backend.result(integration_id, byo.job_id, { result: { ...SHAPED_ENVELOPE, ciphertext: 'B'.repeat(22) } })).outcome,
+    ).toBe('completed');
     const own = probe({ response_schema: { type: 'object' } });
     await first.backend.createJob(integration_id, own);
     expect((await first.backend.result(integration_id, own.job_id, { result: { anything: true } })).outcome).toBe('completed');
@@ -266,8 +310,16 @@ describe('backend: the same job_id in two integrations', () => {
     expect((await backend.result(d.integration_id, mine.job_id, { result: insights })).outcome).toBe('settled');
     expect((await backend.result(c.integration_id, mine.job_id, { result: insights })).outcome).toBe('completed');
     expect((await backend.cancel(d.integration_id, mine.job_id)).outcome).toBe('settled');
-    expect((await backend.committedJob(c.integration_id, mine.job_id))!.context).toMatchObject({ integration_id: c.integration_id, payload: mine.payload, result: insights });
-    expect((await backend.committedJob(d.integration_id, mine.job_id))!.context).toMatchObject({ integration_id: d.integration_id, payload: theirs.payload, result: undefined });
+    expect((await backend.committedJob(c.integration_id, mine.job_id))!.context).toMatchObject({
+      integration_id: c.integration_id,
+      payload: mine.payload,
+      result: insights,
+    });
+    expect((await backend.committedJob(d.integration_id, mine.job_id))!.context).toMatchObject({
+      integration_id: d.integration_id,
+      payload: theirs.payload,
+      result: undefined,
+    });
   });
 
   it("a restart re-arms each one's deadline", async () => {
@@ -314,7 +366,10 @@ describe('backend: time', () => {
     clock.increment(1);
     await settle();
     await settle();
-    expect(jobFrames(socket).map(([id, job]) => [id, job.job_id])).toEqual([['1', body.job_id], ['2', body.job_id]]);
+    expect(jobFrames(socket).map(([id, job]) => [id, job.job_id])).toEqual([
+      ['1', body.job_id],
+      ['2', body.job_id],
+    ]);
   });
 
   it('a restart re-arms deadlines from the log: one that passed while it was down fires at once', async () => {
@@ -391,13 +446,14 @@ describe('backend: the stream', () => {
     expect(jobFrames(socket).map(([, job]) => job.job_id)).toEqual([body.job_id]);
   });
 
-  it('an open the store refused (503) does not count against the plugin\'s opens a minute: it logged and delivered nothing', async () => {
+  it("an open the store refused (503) does not count against the plugin's opens a minute: it logged and delivered nothing", async () => {
     const { backend } = await start();
     const { integration_id } = await integrationOf(backend);
     // The default allows 10 opens a minute; eleven fail while the store is away.
     const away = vi.spyOn(backend.integrations, 'holdStream');
     for (let i = 0; i < 11; i += 1) away.mockRejectedValueOnce(new StoreUnreachableError(new Error('connection refused')));
-    for (let i = 0; i < 11; i += 1) await expect(backend.openStream(integration_id, undefined, () => new FakeSocket())).rejects.toBeInstanceOf(StoreUnreachableError);
+    for (let i = 0; i < 11; i += 1)
+      await expect(backend.openStream(integration_id, undefined, () => new FakeSocket())).rejects.toBeInstanceOf(StoreUnreachableError);
     away.mockRestore();
     const opened = await backend.openStream(integration_id, undefined, () => new FakeSocket());
     expect(opened).not.toHaveProperty('over');
@@ -472,7 +528,11 @@ describe('backend: heartbeats', () => {
     const { integration_id } = await integrationOf(backend);
     await backend.integrations.heartbeat(integration_id, beat());
     clock.increment(1_000);
-    expect(await backend.integrations.heartbeat(integration_id, beat({ status: 'stopped' }))).toEqual({ ok: true, interval_s: 30, probe_requested: false });
+    expect(await backend.integrations.heartbeat(integration_id, beat({ status: 'stopped' }))).toEqual({
+      ok: true,
+      interval_s: 30,
+      probe_requested: false,
+    });
     expect(stateOf(backend, integration_id)).toEqual({ active: 'offline' });
     // The deadline the first heartbeat set passes without a second offline; a heartbeat brings it back.
     clock.increment(90_000);
@@ -508,11 +568,18 @@ describe('backend: heartbeats', () => {
     const { integration_id } = await integrationOf(backend);
     for (let i = 0; i < 3; i += 1) await backend.integrations.heartbeat(integration_id, beat());
     // News sooner than the status interval after the last is refused, and logged once the interval has passed.
-    expect(await backend.integrations.heartbeat(integration_id, beat({ status: 'busy' }))).toMatchObject({ over: 'too_many_status_changes', retry_after_s: 30 });
+    expect(await backend.integrations.heartbeat(integration_id, beat({ status: 'busy' }))).toMatchObject({
+      over: 'too_many_status_changes',
+      retry_after_s: 30,
+    });
     clock.increment(30_000);
     await backend.integrations.heartbeat(integration_id, beat({ status: 'busy' }));
     await backend.close();
-    expect(readEvents(join(dir, 'backend.db')).filter((e) => e.type === 'integration.seen').map((e) => e.status)).toEqual(['ready', 'busy']);
+    expect(
+      readEvents(join(dir, 'backend.db'))
+        .filter((e) => e.type === 'integration.seen')
+        .map((e) => e.status),
+    ).toEqual(['ready', 'busy']);
   });
 
   it('refuses to create an integration for a provider that is coming soon, or unknown', async () => {
@@ -559,7 +626,12 @@ describe('backend: the JobStore and PubSub seams', () => {
     const bodies = Array.from({ length: 5 }, () => liveAnalysis({ deadline_ms: 600_000 }));
     await Promise.all(bodies.map((body) => backend.createJob(integration_id, body)));
     const follower = new FakeSocket();
-    backend.follow((await backend.committedJob(integration_id, bodies[0]!.job_id))!, undefined, () => follower, (job) => JSON.stringify({ state: jobState(job) }));
+    backend.follow(
+      (await backend.committedJob(integration_id, bodies[0]!.job_id))!,
+      undefined,
+      () => follower,
+      (job) => JSON.stringify({ state: jobState(job) }),
+    );
     for (let i = 0; i < 5; i += 1) await settle();
     expect(jobFrames(socket).map(([id, job]) => [Number(id), job.job_id])).toEqual(bodies.map((body, i) => [i + 1, body.job_id]));
     await backend.running(integration_id, bodies[0]!.job_id);

@@ -19,7 +19,11 @@ describe('deadlines', () => {
     clock.increment(99);
     expect(due).toEqual([]);
     clock.increment(201);
-    expect(due).toEqual([['a', 100], ['b', 200], ['c', 300]]);
+    expect(due).toEqual([
+      ['a', 100],
+      ['b', 200],
+      ['c', 300],
+    ]);
     expect([deadlines.size, clock.pending]).toEqual([0, 0]);
   });
 
@@ -32,7 +36,10 @@ describe('deadlines', () => {
     deadlines.set('gone', 10);
     deadlines.delete('gone');
     clock.increment(1_000);
-    expect(due).toEqual([['sooner', 50], ['later', 500]]);
+    expect(due).toEqual([
+      ['sooner', 50],
+      ['later', 500],
+    ]);
   });
 
   it('a deadline already passed fires at once, and a key set from onDue is kept', () => {

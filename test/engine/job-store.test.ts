@@ -13,7 +13,11 @@ import { PgEventLog } from '../../storage/postgres/event-log.js';
 import { describeJobStore, type OpenedJobStore } from '../support/job-store-contract.js';
 import { POSTGRES_URL, testSchema } from '../support/postgres.js';
 
-async function storeOver(projection: BackendProjection, log: BackendLog<BackendState>, close: () => Promise<void>): Promise<OpenedJobStore> {
+async function storeOver(
+  projection: BackendProjection,
+  log: BackendLog<BackendState>,
+  close: () => Promise<void>,
+): Promise<OpenedJobStore> {
   const store = new LogJobStore(projection, log);
   const committed: JobEvent[] = [];
   await log.start({
@@ -78,4 +82,3 @@ describeJobStore('LogJobStore over PostgreSQL', async (dir) => {
   };
   return storeOver(projection, new SharedBackendLog<BackendState>(log, { clock: systemClock, report }), () => log.close());
 });
-

@@ -51,7 +51,11 @@ afterEach(async () => {
   for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
 });
 
-async function start(path: string, clock: SimulatedClock, reports: string[]): Promise<{ backend: ReasoningEngine; stop: () => Promise<void> }> {
+async function start(
+  path: string,
+  clock: SimulatedClock,
+  reports: string[],
+): Promise<{ backend: ReasoningEngine; stop: () => Promise<void> }> {
   const log = EventLog.open<BackendEvent>({ path, streamOf: backendStreamOf });
   const seams = backendSeams(log, { clock, onError: (error, context) => reports.push(`${context.what}: ${String(error)}`) });
   const backend = await ReasoningEngine.start(seams, { retentionMs: 7 * DAY });
@@ -66,7 +70,11 @@ function streams(path: string): Record<string, string[]> {
   const conn = new Database(path, { readonly: true });
   try {
     const all: Record<string, string[]> = {};
-    for (const { stream, type } of conn.prepare('SELECT stream, type FROM events ORDER BY position').all() as Array<{ stream: string; type: string }>) (all[stream] ??= []).push(type);
+    for (const { stream, type } of conn.prepare('SELECT stream, type FROM events ORDER BY position').all() as Array<{
+      stream: string;
+      type: string;
+    }>)
+      (all[stream] ??= []).push(type);
     return all;
   } finally {
     conn.close();
@@ -90,53 +98,74 @@ async function settle(until: () => Promise<boolean>, what: string): Promise<void
   }
 }
 
-describe('a backend on a log from before job ids were each integration\'s', () => {
-  it.each([{ snapshot: false }, { snapshot: true }])('folds it and goes on (format 1 snapshot: $snapshot); retention removes each older stream once no job of its id is left', async ({ snapshot }) => {
-    const dir = tempDir();
-    cleanups.push(async () => rmSync(dir, { recursive: true, force: true }));
-    const path = join(dir, 'backend.db');
-    await writeOlderBackendLog(path, OLDER, { snapshot });
-    const clock = new SimulatedClock(T0);
-    const reports: string[] = [];
-    const { backend, stop } = await start(path, clock, reports);
-    const stateOf = async (integrationId: string, jobId: string) => {
-      const job = await backend.committedJob(integrationId, jobId);
-      return job === undefined ? undefined : jobState(job);
-    };
-    expect([await stateOf(C, X), await stateOf(C, Z), await stateOf(C, W), await stateOf(D, X)]).toEqual(['cancelled', 'created', undefined, undefined]);
+describe("a backend on a log from before job ids were each integration's", () => {
+  it.each([{ snapshot: false }, { snapshot: true }])(
+    'folds it and goes on (format 1 snapshot: $snapshot); retention removes each older stream once no job of its id is left',
+    async ({ snapshot }) => {
+      const dir = tempDir();
+      cleanups.push(async () => rmSync(dir, { recursive: true, force: true }));
+      const path = join(dir, 'backend.db');
+      await writeOlderBackendLog(path, OLDER, { snapshot });
+      const clock = new SimulatedClock(T0);
+      const reports: string[] = [];
+      const { backend, stop } = await start(path, clock, reports);
+      const stateOf = async (integrationId: string, jobId: string) => {
+        const job = await backend.committedJob(integrationId, jobId);
+        return job === undefined ? undefined : jobState(job);
+      };
+      expect([await stateOf(C, X), await stateOf(C, Z), await stateOf(C, W), await stateOf(D, X)]).toEqual([
+        'cancelled',
+        'created',
+        undefined,
+        undefined,
+      ]);
 
-    // D takes the id of C's job: its own job, while C's stays as it was.
-    const body = { job_id: X, purpose: 'capability_probe', payload: {}, byo: false, deadline_ms: HOUR } as const;
-    expect((await backend.createJob(D, body)).outcome).toBe('created');
-    expect((await backend.createJob(C, body)).outcome).toBe('conflict');
-    // Z, open across the upgrade, expires at its deadline: its new events go to its new stream.
-    clock.increment(20 * MINUTE);
-    await settle(async () => (await stateOf(C, Z)) === 'expired', "Z's deadline");
-    clock.increment(40 * MINUTE);
-    await settle(async () => (await stateOf(D, X)) === 'expired', "D's X deadline");
-    expect(streams(path)).toMatchObject({ [`job:${X}`]: ['job.created', 'job.cancelled'], [`job:${Z}`]: ['job.created'], [`job:${C}:${Z}`]: ['job.expired'], [`job:${D}:${X}`]: ['job.created', 'job.expired'] });
+      // D takes the id of C's job: its own job, while C's stays as it was.
+      const body = { job_id: X, purpose: 'capability_probe', payload: {}, byo: false, deadline_ms: HOUR } as const;
+      expect((await backend.createJob(D, body)).outcome).toBe('created');
+      expect((await backend.createJob(C, body)).outcome).toBe('conflict');
+      // Z, open across the upgrade, expires at its deadline: its new events go to its new stream.
+      clock.increment(20 * MINUTE);
+      await settle(async () => (await stateOf(C, Z)) === 'expired', "Z's deadline");
+      clock.increment(40 * MINUTE);
+      await settle(async () => (await stateOf(D, X)) === 'expired', "D's X deadline");
+      expect(streams(path)).toMatchObject({
+        [`job:${X}`]: ['job.created', 'job.cancelled'],
+        [`job:${Z}`]: ['job.created'],
+        [`job:${C}:${Z}`]: ['job.expired'],
+        [`job:${D}:${X}`]: ['job.created', 'job.expired'],
+      });
 
-    // Retention forgets C's X (settled over 7 days ago) but keeps its events under job:X: D's job X lives on in the projection.
-    await retentionPassAt(clock, T0 + 5 * DAY + 2 * HOUR);
-    await settle(async () => (await stateOf(C, X)) === undefined, "C's X forgotten");
-    expect([await stateOf(D, X), streams(path)[`job:${X}`]]).toEqual(['expired', ['job.created', 'job.cancelled']]);
+      // Retention forgets C's X (settled over 7 days ago) but keeps its events under job:X: D's job X lives on in the projection.
+      await retentionPassAt(clock, T0 + 5 * DAY + 2 * HOUR);
+      await settle(async () => (await stateOf(C, X)) === undefined, "C's X forgotten");
+      expect([await stateOf(D, X), streams(path)[`job:${X}`]]).toEqual(['expired', ['job.created', 'job.cancelled']]);
 
-    // Once D's X and Z are forgotten too, no job of either id is left: their older streams go with their new ones.
-    await retentionPassAt(clock, T0 + 7 * DAY + 2 * HOUR);
-    await settle(async () => (await stateOf(D, X)) === undefined && (await stateOf(C, Z)) === undefined, "D's X and Z forgotten");
-    await settle(async () => !Object.keys(streams(path)).some((stream) => [`job:${X}`, `job:${Z}`, `job:${C}:${Z}`, `job:${D}:${X}`].includes(stream)), 'their events removed');
-    // W was forgotten by the older backend, which left its events behind: the pass that prunes forgetting events removes them again (by its `job_ids`).
-    expect(Object.keys(streams(path)).filter((stream) => stream.startsWith('job:'))).toEqual([]);
-    // A format 1 snapshot is passed over, said once, and the log folded again.
-    expect(reports).toEqual(snapshot ? [expect.stringContaining('not a backend snapshot of format 2')] : []);
+      // Once D's X and Z are forgotten too, no job of either id is left: their older streams go with their new ones.
+      await retentionPassAt(clock, T0 + 7 * DAY + 2 * HOUR);
+      await settle(async () => (await stateOf(D, X)) === undefined && (await stateOf(C, Z)) === undefined, "D's X and Z forgotten");
+      await settle(
+        async () =>
+          !Object.keys(streams(path)).some((stream) => [`job:${X}`, `job:${Z}`, `job:${C}:${Z}`, `job:${D}:${X}`].includes(stream)),
+        'their events removed',
+      );
+      // W was forgotten by the older backend, which left its events behind: the pass that prunes forgetting events removes them again (by its `job_ids`).
+      expect(Object.keys(streams(path)).filter((stream) => stream.startsWith('job:'))).toEqual([]);
+      // A format 1 snapshot is passed over, said once, and the log folded again.
+      expect(reports).toEqual(snapshot ? [expect.stringContaining('not a backend snapshot of format 2')] : []);
 
-    // A restart folds the same.
-    await stop();
-    const again = await start(path, new SimulatedClock(clock.now()), reports);
-    expect([await again.backend.committedJob(C, X), await again.backend.committedJob(D, X), await again.backend.committedJob(C, Z)]).toEqual([undefined, undefined, undefined]);
-    expect((await again.backend.createJob(C, body)).outcome).toBe('created');
-    await again.stop();
-    expect(reports).toEqual(snapshot ? [expect.stringContaining('not a backend snapshot of format 2')] : []);
-    await verifyLogFile(path);
-  });
+      // A restart folds the same.
+      await stop();
+      const again = await start(path, new SimulatedClock(clock.now()), reports);
+      expect([
+        await again.backend.committedJob(C, X),
+        await again.backend.committedJob(D, X),
+        await again.backend.committedJob(C, Z),
+      ]).toEqual([undefined, undefined, undefined]);
+      expect((await again.backend.createJob(C, body)).outcome).toBe('created');
+      await again.stop();
+      expect(reports).toEqual(snapshot ? [expect.stringContaining('not a backend snapshot of format 2')] : []);
+      await verifyLogFile(path);
+    },
+  );
 });

@@ -89,7 +89,8 @@ describe('NATS JetStream: creating the channel stream', () => {
       },
       add: async (config: { name: string }): Promise<StreamInfo> => {
         adds.push(config.name);
-        if (adds.length <= failures) throw new JetStreamApiError({ code: 500, err_code: 10077, description: 'error creating store for stream' });
+        if (adds.length <= failures)
+          throw new JetStreamApiError({ code: 500, err_code: 10077, description: 'error creating store for stream' });
         return {} as StreamInfo;
       },
     };
@@ -103,10 +104,12 @@ describe('NATS JetStream: creating the channel stream', () => {
     expect([adds.length, waits]).toEqual([3, [100, 200]]);
   });
 
-  it('gives up after five tries (1.5 s of waits), with the server\'s error', async () => {
+  it("gives up after five tries (1.5 s of waits), with the server's error", async () => {
     const { streams, adds } = churningServer(Infinity);
     const waits: number[] = [];
-    await expect(ensureStream(streams, { name: 'ns_assistant_channel' }, async (ms) => void waits.push(ms))).rejects.toThrow('error creating store for stream');
+    await expect(ensureStream(streams, { name: 'ns_assistant_channel' }, async (ms) => void waits.push(ms))).rejects.toThrow(
+      'error creating store for stream',
+    );
     expect([adds.length, waits]).toEqual([5, [100, 200, 400, 800]]);
   });
 });

@@ -39,7 +39,13 @@ async function engine(limits: Partial<SessionLimits> = {}): Promise<ChatEngine> 
   return started;
 }
 
-const message = (task_id: string, reply_text: string) => ({ session_id: 's', task_id, status: 'message' as const, message_id: `m-${task_id}`, reply_text });
+const message = (task_id: string, reply_text: string) => ({
+  session_id: 's',
+  task_id,
+  status: 'message' as const,
+  message_id: `m-${task_id}`,
+  reply_text,
+});
 const ids = (socket: FakeSocket) => socket.written.join('').match(/^id: .*$/gm) ?? [];
 
 describe('a reader registered while a reply is uncommitted', () => {

@@ -13,7 +13,13 @@ import type { PluginEvent } from '../../machines/reasoning/plugin-job-events.js'
 import type { LogRecord, StoredEvent } from '../../storage/event-log.js';
 
 const cb = { url: 'http://127.0.0.1:9/cb', token: 'k' };
-const message = (session_id: string, task_id: string, text: string) => ({ session_id, task_id, status: 'message' as const, message_id: `m-${task_id}`, reply_text: text });
+const message = (session_id: string, task_id: string, text: string) => ({
+  session_id,
+  task_id,
+  status: 'message' as const,
+  message_id: `m-${task_id}`,
+  reply_text: text,
+});
 const interrupted = (session_id: string, task_id: string) => ({
   session_id,
   task_id,
@@ -27,11 +33,37 @@ const HOST: DomainEvent[] = [
   { type: 'host.started', epoch: 'e1', form: 'A', at: 1 },
   { type: 'session.opened', session_id: 'a', generation: 'g', form: 'A', at: 2 },
   { type: 'task.started', session_id: 'a', task_id: 't1', text: 'hi', at: 3 },
-  { type: 'task.progressed', session_id: 'a', task_id: 't1', reply: { session_id: 'a', task_id: 't1', status: 'typing', label: 'thinking' }, at: 4 },
-  { type: 'task.settled', session_id: 'a', task_id: 't1', reply: message('a', 't1', 'hello'), cause: 'agent', epoch: 'e1', seq: 1, data: JSON.stringify(message('a', 't1', 'hello')), at: 5 },
+  {
+    type: 'task.progressed',
+    session_id: 'a',
+    task_id: 't1',
+    reply: { session_id: 'a', task_id: 't1', status: 'typing', label: 'thinking' },
+    at: 4,
+  },
+  {
+    type: 'task.settled',
+    session_id: 'a',
+    task_id: 't1',
+    reply: message('a', 't1', 'hello'),
+    cause: 'agent',
+    epoch: 'e1',
+    seq: 1,
+    data: JSON.stringify(message('a', 't1', 'hello')),
+    at: 5,
+  },
   { type: 'task.started', session_id: 'a', task_id: 't2', text: 'and?', at: 6 },
   { type: 'host.started', epoch: 'e2', form: 'B', at: 7 },
-  { type: 'task.settled', session_id: 'a', task_id: 't2', reply: interrupted('a', 't2'), cause: 'interrupted', epoch: 'e2', seq: 2, data: JSON.stringify(interrupted('a', 't2')), at: 8 },
+  {
+    type: 'task.settled',
+    session_id: 'a',
+    task_id: 't2',
+    reply: interrupted('a', 't2'),
+    cause: 'interrupted',
+    epoch: 'e2',
+    seq: 2,
+    data: JSON.stringify(interrupted('a', 't2')),
+    at: 8,
+  },
   { type: 'session.opened', session_id: 'b', generation: 'h', form: 'B', at: 9 },
   { type: 'message.received', session_id: 'b', task_id: 'u1', text: 'yo', callback: cb, at: 10 },
   { type: 'reply.queued', session_id: 'b', reply: message('b', 'u1', 'one'), cause: 'agent', delivery: { n: 1, task_id: 'u1' }, at: 11 },
@@ -81,11 +113,22 @@ describe('host log replay', () => {
       entity: { kind: 'task', id: 't2', session_id: 'a' },
       entries: [
         { position: 6, at: 6, type: 'task.started', says: '“and?”', state: 'pending' },
-        { position: 8, at: 8, type: 'task.settled', says: 'interrupted: the host restarted while the task was pending', state: 'settled', status: 'errored', cause: 'interrupted' },
+        {
+          position: 8,
+          at: 8,
+          type: 'task.settled',
+          says: 'interrupted: the host restarted while the task was pending',
+          state: 'settled',
+          status: 'errored',
+          cause: 'interrupted',
+        },
       ],
       final: { state: 'settled', status: 'errored', cause: 'interrupted' },
     });
-    expect(all.get('session::b')).toMatchObject({ entity: { kind: 'session', id: 'b', form: 'B' }, final: { state: 'ended', status: 'idle' } });
+    expect(all.get('session::b')).toMatchObject({
+      entity: { kind: 'session', id: 'b', form: 'B' },
+      final: { state: 'ended', status: 'idle' },
+    });
     expect(all.get('delivery:b:2')?.final).toEqual({ state: 'abandoned' });
     // A host's start moves no session.
     expect(fold(stored(HOST))[6]).toEqual({ position: 7, at: 7, type: 'host.started', moved: [] });
@@ -117,9 +160,17 @@ describe('host log replay', () => {
   });
 
   it('folding up to a position leaves every entity as it was just after that event (--until)', () => {
-    const finals = (until: number) => [...timelines(fold(stored(HOST).slice(0, until))).values()].map(({ entity, final }) => `${entity.kind} ${entity.id}: ${final.state}`);
+    const finals = (until: number) =>
+      [...timelines(fold(stored(HOST).slice(0, until))).values()].map(({ entity, final }) => `${entity.kind} ${entity.id}: ${final.state}`);
     expect(finals(7)).toEqual(['session a: open', 'task t1: settled', 'task t2: pending']);
-    expect(finals(16)).toEqual(['session a: open', 'task t1: settled', 'task t2: settled', 'session b: open', 'delivery 1: attempting', 'delivery 2: waiting']);
+    expect(finals(16)).toEqual([
+      'session a: open',
+      'task t1: settled',
+      'task t2: settled',
+      'session b: open',
+      'delivery 1: attempting',
+      'delivery 2: waiting',
+    ]);
   });
 
   it('folds with the limits of the start it is given, and the defaults for a start that logged none', () => {
@@ -136,11 +187,16 @@ describe('host log replay', () => {
     const resumed = new HostFold(DEFAULT_SESSION_LIMITS, start);
     const rest = fold(stored(HOST).slice(10), resumed);
     expect(rest).toEqual(fold(stored(HOST)).slice(10));
-    expect(() => new HostFold(DEFAULT_SESSION_LIMITS, start).step(stored(HOST)[9]!)).toThrow('event #10 (message.received) comes before the fold\'s start, #10');
+    expect(() => new HostFold(DEFAULT_SESSION_LIMITS, start).step(stored(HOST)[9]!)).toThrow(
+      "event #10 (message.received) comes before the fold's start, #10",
+    );
   });
 
   it('says retention forgot a session, as the last state of its timeline', () => {
-    const forgetting: DomainEvent[] = [...HOST, { type: 'sessions.forgotten', session_ids: ['b', 'gone-before'], ended_before: 25, at: 25 }];
+    const forgetting: DomainEvent[] = [
+      ...HOST,
+      { type: 'sessions.forgotten', session_ids: ['b', 'gone-before'], ended_before: 25, at: 25 },
+    ];
     const all = timelines(fold(stored(forgetting)));
     expect(all.get('session::b')?.entries.at(-1)).toEqual({ position: 21, at: 25, type: 'sessions.forgotten', state: 'forgotten' });
     expect(all.get('session::gone-before')?.entity).toEqual({ kind: 'session', id: 'gone-before' });
@@ -153,7 +209,9 @@ describe('host log replay', () => {
     expect(unknown).toThrow('event #4 (task.exploded) is not an event of a host log');
     const lost: DomainEvent = { type: 'delivery.attempted', session_id: 'a', n: 9, attempt: 1, at: 4 };
     expect(() => fold(stored([...HOST.slice(0, 3), lost]))).toThrow(/^event #4 \(delivery\.attempted\) cannot be folded: .*delivery 9/);
-    expect(() => fold(stored([{ type: 'backend.started', epoch: 'x', at: 1 }]))).toThrow('event #1 (backend.started) is not an event of a host log');
+    expect(() => fold(stored([{ type: 'backend.started', epoch: 'x', at: 1 }]))).toThrow(
+      'event #1 (backend.started) is not an event of a host log',
+    );
   });
 });
 
@@ -161,7 +219,14 @@ const J = 'job-1';
 const I = 'int-1';
 const BACKEND: BackendEvent[] = [
   { type: 'backend.started', epoch: 'b1', at: 1 },
-  { type: 'integration.created', integration_id: I, provider_kind: 'assistant-relay', relay_token_digest: 'r', client_token_digest: 'c', at: 2 },
+  {
+    type: 'integration.created',
+    integration_id: I,
+    provider_kind: 'assistant-relay',
+    relay_token_digest: 'r',
+    client_token_digest: 'c',
+    at: 2,
+  },
   {
     type: 'job.created',
     job_id: J,
@@ -203,7 +268,11 @@ describe('backend log replay', () => {
     expect(says(BACKEND)).toEqual(['live_analysis', 'result {"insights":[]}']);
     const created = { ...(BACKEND[2] as Extract<BackendEvent, { type: 'job.created' }>), byo: true };
     const envelope = { kid: 'k', nonce: 'n', ciphertext: 'c' };
-    const sealed: BackendEvent[] = [...BACKEND.slice(0, 2), created, { type: 'job.completed', job_id: J, integration_id: I, result: envelope, at: 4 }];
+    const sealed: BackendEvent[] = [
+      ...BACKEND.slice(0, 2),
+      created,
+      { type: 'job.completed', job_id: J, integration_id: I, result: envelope, at: 4 },
+    ];
     expect(says(sealed)).toEqual(['live_analysis, sealed (BYO)', 'result sealed (BYO)']);
     const error = { code: 'reasoner_failed', message: 'no\nmodel' };
     const failed: BackendEvent[] = [...BACKEND.slice(0, 3), { type: 'job.failed', job_id: J, integration_id: I, error, at: 4 }];
@@ -212,7 +281,10 @@ describe('backend log replay', () => {
 
   it('says retention forgot a job, named by its integration (or, in an older log, by its id alone)', () => {
     for (const forgotten of [{ jobs: { [I]: [J] } }, { job_ids: [J] }]) {
-      const forgetting: BackendEvent[] = [...BACKEND, { type: 'backend.forgotten', ...forgotten, pairing_ids: [], sent: { [I]: 1 }, ended_before: 9, at: 9 }];
+      const forgetting: BackendEvent[] = [
+        ...BACKEND,
+        { type: 'backend.forgotten', ...forgotten, pairing_ids: [], sent: { [I]: 1 }, ended_before: 9, at: 9 },
+      ];
       const steps = fold(stored(forgetting), new BackendFold());
       expect(states(steps)['job job-1']?.at(-1)).toBe('forgotten');
       expect(steps.at(-1)!.moved).toEqual([{ entity: { kind: 'job', id: J, integration_id: I }, state: 'forgotten' }]);
@@ -223,7 +295,14 @@ describe('backend log replay', () => {
     const other = 'int-2';
     const theirs: BackendEvent[] = [
       ...BACKEND,
-      { type: 'integration.created', integration_id: other, provider_kind: 'assistant-relay', relay_token_digest: 'r', client_token_digest: 'c', at: 9 },
+      {
+        type: 'integration.created',
+        integration_id: other,
+        provider_kind: 'assistant-relay',
+        relay_token_digest: 'r',
+        client_token_digest: 'c',
+        at: 9,
+      },
       { ...(BACKEND[2] as Extract<BackendEvent, { type: 'job.created' }>), integration_id: other, at: 10 },
       { type: 'job.cancelled', job_id: J, integration_id: other, at: 11 },
     ];
@@ -288,7 +367,9 @@ describe('verify', () => {
   }
 
   it('names the first event after which the folds move an entity to different states', () => {
-    const settledOtherwise = drifting((stored) => (stored.position === 5 ? { ...stored, event: { ...stored.event, reply: interrupted('a', 't1') } as LogRecord } : stored));
+    const settledOtherwise = drifting((stored) =>
+      stored.position === 5 ? { ...stored, event: { ...stored.event, reply: interrupted('a', 't1') } as LogRecord } : stored,
+    );
     expect(verify(settledOtherwise, stored(HOST))).toEqual({
       events: 5,
       difference: { position: 5, type: 'task.settled', what: 'the two folds moved session::a, task:a:t1 to different states' },
@@ -318,7 +399,10 @@ describe('verify', () => {
       const which = folds++;
       return { step: (event) => inner.step(event), touched: () => inner.touched(), state: () => ({ ...inner.state(), which }) };
     };
-    expect(verify(apart, stored(HOST))).toEqual({ events: HOST.length, difference: { position: HOST.length, type: 'session.ended', what: 'the two folds end in different states' } });
+    expect(verify(apart, stored(HOST))).toEqual({
+      events: HOST.length,
+      difference: { position: HOST.length, type: 'session.ended', what: 'the two folds end in different states' },
+    });
   });
 
   it('checks a stored snapshot against the fold at its position, and names one that differs', () => {

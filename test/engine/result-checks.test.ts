@@ -27,7 +27,10 @@ afterEach(async () => {
 });
 
 /** 480 `maxLength` (within the bounds of 6.10) on one string of 4 MiB: more than ten seconds of checking. */
-const COSTLY_SCHEMA = { type: 'object', properties: { a: { allOf: Array.from({ length: 480 }, (_, i) => ({ maxLength: 5_000_000 + i })) } } };
+const COSTLY_SCHEMA = {
+  type: 'object',
+  properties: { a: { allOf: Array.from({ length: 480 }, (_, i) => ({ maxLength: 5_000_000 + i })) } },
+};
 const COSTLY_RESULT = { a: 'a'.repeat(4 * 1024 * 1024) };
 /** Costly by the estimate (more than 1 Mi members × bytes), quick to check. */
 const CONFORMING = { a: 'a'.repeat(5000) };
@@ -36,7 +39,12 @@ const BUDGET_MS = 1000;
 const SMALL_SCHEMA = { type: 'object', properties: { n: { type: 'number' } }, required: ['n'] };
 const insights = { insights: [{ text: 'Ask about the budget.', kind: 'question', confidence: 0.8 }] };
 
-const checkOf = (integrationId: string, schema: Record<string, unknown>, result: Record<string, unknown>): ResultCheck => ({ integrationId, schema, result, bytes: jsonBytes(result) });
+const checkOf = (integrationId: string, schema: Record<string, unknown>, result: Record<string, unknown>): ResultCheck => ({
+  integrationId,
+  schema,
+  result,
+  bytes: jsonBytes(result),
+});
 
 function checks(limits: ConstructorParameters<typeof ResultChecks>[0]): ResultChecks {
   const made = new ResultChecks(limits);
@@ -72,7 +80,11 @@ describe("the relay's result checker", () => {
   it('holds one costly check per integration, and a bounded queue: past either, busy with a Retry-After', async () => {
     const checker = checks({ timeoutMs: BUDGET_MS, workers: 1, maxQueued: 1 });
     const first = checker.check(checkOf('a', COSTLY_SCHEMA, COSTLY_RESULT));
-    expect(checker.check(checkOf('a', COSTLY_SCHEMA, COSTLY_RESULT))).toMatchObject({ outcome: 'busy', retry_after_s: expect.any(Number), message: expect.stringContaining('this integration') });
+    expect(checker.check(checkOf('a', COSTLY_SCHEMA, COSTLY_RESULT))).toMatchObject({
+      outcome: 'busy',
+      retry_after_s: expect.any(Number),
+      message: expect.stringContaining('this integration'),
+    });
     const queued = checker.check(checkOf('b', COSTLY_SCHEMA, COSTLY_RESULT));
     const over = checker.check(checkOf('c', COSTLY_SCHEMA, COSTLY_RESULT));
     expect(over).toMatchObject({ outcome: 'busy', message: expect.stringContaining('the most costly result checks') });
@@ -101,7 +113,11 @@ describe("the engine's seam: a plain result's verdict", () => {
     if ('refused' in created) throw new Error(created.refused.message);
     const { integration_id } = created;
     await backend.openStream(integration_id, undefined, () => new FakeSocket());
-    const body = JobCreateBody.parse({ job_id: randomUUID(), purpose: 'live_analysis', payload: { session_id: 's', transcript: [{ speaker: 'a', text: 'hi' }] } });
+    const body = JobCreateBody.parse({
+      job_id: randomUUID(),
+      purpose: 'live_analysis',
+      payload: { session_id: 's', transcript: [{ speaker: 'a', text: 'hi' }] },
+    });
     await backend.createJob(integration_id, body);
     await new Promise((resolve) => setImmediate(resolve));
     await backend.running(integration_id, body.job_id);
@@ -109,8 +125,16 @@ describe("the engine's seam: a plain result's verdict", () => {
   }
 
   it.each([
-    ['too costly', { outcome: 'too_costly', message: 'too long' }, { outcome: 'invalid', code: 'result_check_too_costly', message: 'too long' }],
-    ['busy', { outcome: 'busy', retry_after_s: 3, message: 'wait' }, { outcome: 'busy', code: 'too_many_result_checks', retry_after_s: 3, message: 'wait' }],
+    [
+      'too costly',
+      { outcome: 'too_costly', message: 'too long' },
+      { outcome: 'invalid', code: 'result_check_too_costly', message: 'too long' },
+    ],
+    [
+      'busy',
+      { outcome: 'busy', retry_after_s: 3, message: 'wait' },
+      { outcome: 'busy', code: 'too_many_result_checks', retry_after_s: 3, message: 'wait' },
+    ],
   ] as const)('%s: answered so, nothing logged, the job stays open for a result that is checked', async (_what, refusal, answer) => {
     const verdicts: ResultVerdict[] = [refusal, { outcome: 'checked', problem: undefined }];
     const asked: ResultCheck[] = [];
@@ -120,13 +144,24 @@ describe("the engine's seam: a plain result's verdict", () => {
     expect(countEvents(db)).toBe(before);
     expect(jobState((await backend.committedJob(integration_id, job_id))!)).toBe('running');
     expect((await backend.result(integration_id, job_id, { result: insights })).outcome).toBe('completed');
-    expect(asked[1]).toMatchObject({ integrationId: integration_id, result: insights, bytes: jsonBytes(insights), schema: jsonSchemaOf(PURPOSES.live_analysis.result) });
+    expect(asked[1]).toMatchObject({
+      integrationId: integration_id,
+      result: insights,
+      bytes: jsonBytes(insights),
+      schema: jsonSchemaOf(PURPOSES.live_analysis.result),
+    });
   });
 
   it("a checker's problem is the result's: 422 result_invalid; a failure report and a settled job's result are never checked", async () => {
     let asked = 0;
-    const { backend, integration_id, job_id } = await runningJob({ check: () => ((asked += 1), { outcome: 'checked', problem: 'result/x is wrong' }) });
-    expect(await backend.result(integration_id, job_id, { result: insights })).toMatchObject({ outcome: 'invalid', code: 'result_invalid', message: 'result/x is wrong' });
+    const { backend, integration_id, job_id } = await runningJob({
+      check: () => ((asked += 1), { outcome: 'checked', problem: 'result/x is wrong' }),
+    });
+    expect(await backend.result(integration_id, job_id, { result: insights })).toMatchObject({
+      outcome: 'invalid',
+      code: 'result_invalid',
+      message: 'result/x is wrong',
+    });
     expect((await backend.result(integration_id, job_id, { error: { code: 'reasoner_error', message: 'no' } })).outcome).toBe('failed');
     expect((await backend.result(integration_id, job_id, { result: insights })).outcome).toBe('settled');
     expect(asked).toBe(1);

@@ -37,7 +37,9 @@ function foldOf(db: string): { events: DomainEvent[]; state: string } {
 function eventsAfter(db: string, position: number): DomainEvent[] {
   const conn = new Database(db, { readonly: true });
   try {
-    return (conn.prepare('SELECT data FROM events WHERE position > ? ORDER BY position').all(position) as Array<{ data: string }>).map((row) => JSON.parse(row.data));
+    return (conn.prepare('SELECT data FROM events WHERE position > ? ORDER BY position').all(position) as Array<{ data: string }>).map(
+      (row) => JSON.parse(row.data),
+    );
   } finally {
     conn.close();
   }
@@ -92,7 +94,10 @@ it('forgets sessions ended longer ago than the retention and removes their event
   // And on the wire, two hosts started on the two logs (from the whole log each) answer alike.
   dropSnapshots(db);
   dropSnapshots(uncompactedDb);
-  const [a, b] = [await Relay.start({ clock, dir, retentionMs: Infinity, sessionIdleTtlMs }), await Relay.start({ clock, dir: uncompactedDir, retentionMs: Infinity, sessionIdleTtlMs })];
+  const [a, b] = [
+    await Relay.start({ clock, dir, retentionMs: Infinity, sessionIdleTtlMs }),
+    await Relay.start({ clock, dir: uncompactedDir, retentionMs: Infinity, sessionIdleTtlMs }),
+  ];
   const [viewA, viewB] = [a.taskSession('kept'), b.taskSession('kept')];
   expect({ ...viewA, readers: 0 }).toEqual({ ...viewB, readers: 0 });
   expect(a.t.host.session('old')).toBeUndefined();
@@ -128,7 +133,13 @@ it('a backend forgets jobs settled longer ago than the retention, and removes th
   if ('refused' in integration) throw new Error(integration.refused.message);
   const jobIds = [randomUUID(), randomUUID()];
   for (const job_id of jobIds) {
-    await served.backend.createJob(integration.integration_id, { job_id, purpose: 'capability_probe', payload: {}, byo: false, deadline_ms: 60_000 });
+    await served.backend.createJob(integration.integration_id, {
+      job_id,
+      purpose: 'capability_probe',
+      payload: {},
+      byo: false,
+      deadline_ms: 60_000,
+    });
   }
   await served.backend.cancel(integration.integration_id, jobIds[0]!);
   const before = readEvents(served.db).length;
@@ -142,7 +153,11 @@ it('a backend forgets jobs settled longer ago than the retention, and removes th
   for (const jobId of jobIds) expect(await served.backend.committedJob(integration.integration_id, jobId)).toBeUndefined();
   const events = readEvents(served.db) as unknown as BackendEvent[];
   expect(events.filter((event) => event.type.startsWith('job.'))).toEqual([]);
-  expect(events.find((event) => event.type === 'backend.forgotten')).toMatchObject({ jobs: { [integration.integration_id]: expect.arrayContaining(jobIds) }, job_ids: expect.arrayContaining(jobIds), pairing_ids: [] });
+  expect(events.find((event) => event.type === 'backend.forgotten')).toMatchObject({
+    jobs: { [integration.integration_id]: expect.arrayContaining(jobIds) },
+    job_ids: expect.arrayContaining(jobIds),
+    pairing_ids: [],
+  });
   expect(events.length).toBeLessThan(before);
   await served.stop();
 });
@@ -157,7 +172,11 @@ function backendFoldOf(db: string): string {
 function streamsOf(db: string): Map<string, number> {
   const conn = new Database(db, { readonly: true });
   try {
-    return new Map((conn.prepare('SELECT stream, count(*) AS n FROM events GROUP BY stream').all() as Array<{ stream: string; n: number }>).map(({ stream, n }) => [stream, n]));
+    return new Map(
+      (conn.prepare('SELECT stream, count(*) AS n FROM events GROUP BY stream').all() as Array<{ stream: string; n: number }>).map(
+        ({ stream, n }) => [stream, n],
+      ),
+    );
   } finally {
     conn.close();
   }
@@ -206,7 +225,8 @@ it('a backend forgets a revoked integration and an aborted pairing, and compacts
 
   const streams = streamsOf(first.db);
   expect(streams.get(`integration:${live.integration_id}`)).toBe(1);
-  for (const gone of [`integration:${revoked.integration_id}`, `job:${job_id}`, `pairing:${pairing_id}`]) expect(streams.has(gone)).toBe(false);
+  for (const gone of [`integration:${revoked.integration_id}`, `job:${job_id}`, `pairing:${pairing_id}`])
+    expect(streams.has(gone)).toBe(false);
   expect(readEvents(first.db).find((event) => event.type === 'backend.forgotten')).toMatchObject({
     job_ids: [job_id],
     pairing_ids: [pairing_id],
@@ -232,7 +252,13 @@ it('a backend keeps the forgetting events of the last day and the newest: an old
   if ('refused' in integration) throw new Error(integration.refused.message);
   const settle = async () => {
     const job_id = randomUUID();
-    await served.backend.createJob(integration.integration_id, { job_id, purpose: 'capability_probe', payload: {}, byo: false, deadline_ms: 60_000 });
+    await served.backend.createJob(integration.integration_id, {
+      job_id,
+      purpose: 'capability_probe',
+      payload: {},
+      byo: false,
+      deadline_ms: 60_000,
+    });
     await served.backend.cancel(integration.integration_id, job_id);
     return job_id;
   };

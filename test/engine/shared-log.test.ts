@@ -29,7 +29,11 @@ async function node(schema: string, options: Partial<Pick<SharedLogOptions, 'max
   const log = await PgEventLog.open<BackendEvent>({ url: POSTGRES_URL, schema, streamOf: backendStreamOf });
   const projection = new BackendProjection();
   const reported: string[] = [];
-  const shared = new SharedBackendLog<BackendState>(log, { clock: systemClock, report: (error, { what }) => reported.push(`${what}: ${String(error)}`), ...options });
+  const shared = new SharedBackendLog<BackendState>(log, {
+    clock: systemClock,
+    report: (error, { what }) => reported.push(`${what}: ${String(error)}`),
+    ...options,
+  });
   opened.push({ shared, log });
   const dispatched: Array<{ type: string; own: boolean }> = [];
   let folded = 0;
@@ -68,7 +72,9 @@ it('nodes deciding on one job at once take turns: one creates it, every other se
   const nodes = [await node(schema), await node(schema), await node(schema)];
   const job_id = randomUUID();
   const outcomes = await Promise.all(
-    nodes.flatMap(({ shared, projection }) => [1, 2].map(() => shared.decide(() => jobDecider.decide(create(job_id), projection.job(INTEGRATION, job_id))))),
+    nodes.flatMap(({ shared, projection }) =>
+      [1, 2].map(() => shared.decide(() => jobDecider.decide(create(job_id), projection.job(INTEGRATION, job_id)))),
+    ),
   );
   expect(outcomes.filter((outcome) => outcome === 'created')).toHaveLength(1);
   expect(outcomes.filter((outcome) => outcome === 'duplicate')).toHaveLength(5);

@@ -54,14 +54,20 @@ async function reportingLogger() {
   const { pino } = await import('pino');
   const lines: string[] = [];
   const logger = pino({ level: 'error' }, { write: (line: string) => void lines.push(line) });
-  const reports = () => lines.map((line) => JSON.parse(line) as { msg: string; err?: { message: string } }).map(({ msg, err }) => `${msg}: ${err?.message ?? ''}`);
+  const reports = () =>
+    lines
+      .map((line) => JSON.parse(line) as { msg: string; err?: { message: string } })
+      .map(({ msg, err }) => `${msg}: ${err?.message ?? ''}`);
   return { logger, reports };
 }
 
 describe('the snapshot text', () => {
   it('written in parts, is the text of the whole state encoded at once', () => {
     const maps = {
-      sessions: new Map<string, unknown>([['b', { z: 1, a: [1, 2], m: new Map([['k', new Set(['x'])]]) }], ['a', { undefinedLeftOut: undefined, n: null }]]),
+      sessions: new Map<string, unknown>([
+        ['b', { z: 1, a: [1, 2], m: new Map([['k', new Set(['x'])]]) }],
+        ['a', { undefinedLeftOut: undefined, n: null }],
+      ]),
       empty: new Map(),
     };
     const head = { format: 1, kind: 'host', limits: DEFAULT_SESSION_LIMITS };
@@ -157,8 +163,11 @@ describe('snapshots of the backend', () => {
     const again = await serveBackend({ dir: served.dir });
     const jobs = [...whole.state().jobs.values()].map((job) => job.context);
     expect(jobs).toHaveLength(3);
-    for (const { integration_id, job_id } of jobs) expect((await again.backend.committedJob(integration_id, job_id))?.value).toEqual(whole.job(integration_id, job_id)!.value);
-    expect((await again.backend.committedIntegration(integration.integration_id))?.integration.value).toEqual(whole.integration(integration.integration_id)!.value);
+    for (const { integration_id, job_id } of jobs)
+      expect((await again.backend.committedJob(integration_id, job_id))?.value).toEqual(whole.job(integration_id, job_id)!.value);
+    expect((await again.backend.committedIntegration(integration.integration_id))?.integration.value).toEqual(
+      whole.integration(integration.integration_id)!.value,
+    );
     await again.stop();
   });
 });

@@ -85,24 +85,50 @@ beforeAll(async () => {
   hostA = await createAssistantHost({ db: join(dir, 'a.db'), token: TOKEN, agent: quietAgent, clock, inspect: true });
   hostB = await createAssistantHost({ db: join(dir, 'b.db'), token: TOKEN, agent: quietAgent, clock, form: 'B', callbackLoopback: true });
   relay = await createBackendRelay({ db: join(dir, 'backend.db'), operatorToken: OPERATOR, pairing: 'open', config: { clock } });
-  served.hostA = { url: await hostA.listen({ host: '127.0.0.1', port: 0 }), db: join(dir, 'a.db'), routes: routesOf(hostA.server.printRoutes({ commonPrefix: false })) };
+  served.hostA = {
+    url: await hostA.listen({ host: '127.0.0.1', port: 0 }),
+    db: join(dir, 'a.db'),
+    routes: routesOf(hostA.server.printRoutes({ commonPrefix: false })),
+  };
   served.hostB = { url: await hostB.listen({ host: '127.0.0.1', port: 0 }), db: join(dir, 'b.db') };
-  served.backend = { url: await relay.listen({ host: '127.0.0.1', port: 0 }), db: join(dir, 'backend.db'), routes: routesOf(relay.server.printRoutes({ commonPrefix: false })) };
+  served.backend = {
+    url: await relay.listen({ host: '127.0.0.1', port: 0 }),
+    db: join(dir, 'backend.db'),
+    routes: routesOf(relay.server.printRoutes({ commonPrefix: false })),
+  };
   served.inspector = { url: hostA.inspectorUrl!, db: join(dir, 'a.db') };
 
   // What valid requests name: a session, an integration with a job and a rotation, another integration
   // for the operator's routes to rotate and revoke, and a pairing both sides have joined.
   const admin = `${served.backend.url}/api/v1/admin/integrations`;
-  expect((await request(`${served.hostA.url}/v1/incoming`, { token: TOKEN, body: { session_id: SESSION, task_id: 't0', text: 'hello' } })).status).toBe(202);
-  const integration = (await request(admin, { token: OPERATOR, body: {} })).body as { integration_id: string; relay_token: string; client_token: string };
+  expect(
+    (await request(`${served.hostA.url}/v1/incoming`, { token: TOKEN, body: { session_id: SESSION, task_id: 't0', text: 'hello' } }))
+      .status,
+  ).toBe(202);
+  const integration = (await request(admin, { token: OPERATOR, body: {} })).body as {
+    integration_id: string;
+    relay_token: string;
+    client_token: string;
+  };
   Object.assign(made, { integration: integration.integration_id, relay: integration.relay_token, client: integration.client_token });
   made.spare = ((await request(admin, { token: OPERATOR, body: {} })).body as { integration_id: string }).integration_id;
   const base = `${served.backend.url}/api/v1/assistant/integrations/${made.integration}`;
-  expect((await request(`${base}/jobs`, { token: made.client, body: { job_id: JOB, purpose: 'capability_probe', payload: {} } })).status).toBe(201);
-  expect((await request(`${base}/rekeys`, { token: made.client, body: { rekey_id: REKEY, kid: 'AAAAAAAAAAAA', client_key: KEY, mac: KEY } })).status).toBe(201);
-  const pairing = (await request(`${served.backend.url}/api/v1/pairings`, { body: {} })).body as { pairing_id: string; handle: string; pairing_token: string };
+  expect(
+    (await request(`${base}/jobs`, { token: made.client, body: { job_id: JOB, purpose: 'capability_probe', payload: {} } })).status,
+  ).toBe(201);
+  expect(
+    (await request(`${base}/rekeys`, { token: made.client, body: { rekey_id: REKEY, kid: 'AAAAAAAAAAAA', client_key: KEY, mac: KEY } }))
+      .status,
+  ).toBe(201);
+  const pairing = (await request(`${served.backend.url}/api/v1/pairings`, { body: {} })).body as {
+    pairing_id: string;
+    handle: string;
+    pairing_token: string;
+  };
   Object.assign(made, { pairing: pairing.pairing_id, handle: pairing.handle, clientPairing: pairing.pairing_token });
-  made.assistantPairing = ((await request(`${served.backend.url}/api/v1/pairings/join`, { body: { handle: pairing.handle } })).body as { pairing_token: string }).pairing_token;
+  made.assistantPairing = (
+    (await request(`${served.backend.url}/api/v1/pairings/join`, { body: { handle: pairing.handle } })).body as { pairing_token: string }
+  ).pairing_token;
 });
 
 afterAll(async () => {
@@ -138,25 +164,86 @@ function endpoints(): Array<Endpoint & { readonly server: keyof typeof served }>
   const A = '/api/v1/admin/integrations';
   return [
     { server: 'hostA', name: 'health', method: 'GET', route: '/healthz', host: a },
-    { server: 'hostA', name: 'Form A incoming', method: 'POST', route: '/v1/incoming', token: hostToken, body: () => ({ session_id: SESSION, task_id: 't1', text: 'hi', system_prelude: 'be brief' }), host: a },
+    {
+      server: 'hostA',
+      name: 'Form A incoming',
+      method: 'POST',
+      route: '/v1/incoming',
+      token: hostToken,
+      body: () => ({ session_id: SESSION, task_id: 't1', text: 'hi', system_prelude: 'be brief' }),
+      host: a,
+    },
     { server: 'hostA', name: 'Form A events', method: 'GET', route: '/v1/events', token: hostToken, query: session, stream: true, host: a },
-    { server: 'hostA', name: 'Form A session', method: 'GET', route: '/v1/sessions/:session_id', token: hostToken, params: session, host: a },
+    {
+      server: 'hostA',
+      name: 'Form A session',
+      method: 'GET',
+      route: '/v1/sessions/:session_id',
+      token: hostToken,
+      params: session,
+      host: a,
+    },
     {
       server: 'hostB',
       name: 'Form B incoming',
       method: 'POST',
       route: '/v1/incoming',
       token: hostToken,
-      body: () => ({ session_id: SESSION, task_id: '9f8e7d6c-5b4a-4392-8170-6f5e4d3c2b1a', text: 'hi', callback: { url: `${receiver.url}/cb`, token: 'callback-token' } }),
+      body: () => ({
+        session_id: SESSION,
+        task_id: '9f8e7d6c-5b4a-4392-8170-6f5e4d3c2b1a',
+        text: 'hi',
+        callback: { url: `${receiver.url}/cb`, token: 'callback-token' },
+      }),
       host: b,
     },
-    { server: 'hostB', name: 'Form B session', method: 'GET', route: '/v1/sessions/:session_id', token: hostToken, params: session, host: b },
+    {
+      server: 'hostB',
+      name: 'Form B session',
+      method: 'GET',
+      route: '/v1/sessions/:session_id',
+      token: hostToken,
+      params: session,
+      host: b,
+    },
     { server: 'backend', name: 'backend health', method: 'GET', route: '/healthz', host: backend },
-    { server: 'backend', name: 'operator: create integration', method: 'POST', route: A, token: () => OPERATOR, body: () => ({ provider_kind: 'assistant-relay' }), host: backend },
+    {
+      server: 'backend',
+      name: 'operator: create integration',
+      method: 'POST',
+      route: A,
+      token: () => OPERATOR,
+      body: () => ({ provider_kind: 'assistant-relay' }),
+      host: backend,
+    },
     { server: 'backend', name: 'operator: list integrations', method: 'GET', route: A, token: () => OPERATOR, host: backend },
-    { server: 'backend', name: 'operator: rotate a token', method: 'POST', route: `${A}/:id/tokens/:role/rotate`, token: () => OPERATOR, params: { id: () => made.spare, role: () => 'client' }, host: backend },
-    { server: 'backend', name: 'operator: revoke', method: 'POST', route: `${A}/:id/revoke`, token: () => OPERATOR, params: { id: () => made.spare }, host: backend },
-    { server: 'backend', name: 'operator: pairing ticket', method: 'POST', route: '/api/v1/admin/pairing-tickets', token: () => OPERATOR, body: () => ({ ttl_ms: 60_000 }), host: backend },
+    {
+      server: 'backend',
+      name: 'operator: rotate a token',
+      method: 'POST',
+      route: `${A}/:id/tokens/:role/rotate`,
+      token: () => OPERATOR,
+      params: { id: () => made.spare, role: () => 'client' },
+      host: backend,
+    },
+    {
+      server: 'backend',
+      name: 'operator: revoke',
+      method: 'POST',
+      route: `${A}/:id/revoke`,
+      token: () => OPERATOR,
+      params: { id: () => made.spare },
+      host: backend,
+    },
+    {
+      server: 'backend',
+      name: 'operator: pairing ticket',
+      method: 'POST',
+      route: '/api/v1/admin/pairing-tickets',
+      token: () => OPERATOR,
+      body: () => ({ ttl_ms: 60_000 }),
+      host: backend,
+    },
     { server: 'backend', name: 'client: integration', method: 'GET', route: I, token: client, params: integration, host: backend },
     {
       server: 'backend',
@@ -165,15 +252,63 @@ function endpoints(): Array<Endpoint & { readonly server: keyof typeof served }>
       route: `${I}/jobs`,
       token: client,
       params: integration,
-      body: () => ({ job_id: JOB, purpose: 'live_analysis', payload: { session_id: 'call', transcript: [{ speaker: 'a', text: 'hi' }] }, deadline_ms: 30_000 }),
+      body: () => ({
+        job_id: JOB,
+        purpose: 'live_analysis',
+        payload: { session_id: 'call', transcript: [{ speaker: 'a', text: 'hi' }] },
+        deadline_ms: 30_000,
+      }),
       host: backend,
     },
     { server: 'backend', name: 'client: job', method: 'GET', route: `${I}/jobs/:job_id`, token: client, params: job, host: backend },
-    { server: 'backend', name: 'client: job events', method: 'GET', route: `${I}/jobs/:job_id/events`, token: client, params: job, stream: true, host: backend },
-    { server: 'backend', name: 'client: cancel job', method: 'POST', route: `${I}/jobs/:job_id/cancel`, token: client, params: job, host: backend },
-    { server: 'backend', name: 'client: request rekey', method: 'POST', route: `${I}/rekeys`, token: client, params: integration, body: () => ({ rekey_id: REKEY, kid: 'AAAAAAAAAAAA', client_key: KEY, mac: KEY }), host: backend },
-    { server: 'backend', name: 'client: rekey', method: 'GET', route: `${I}/rekeys/:rekey_id`, token: client, params: { ...integration, rekey_id: () => REKEY }, host: backend },
-    { server: 'backend', name: 'plugin: stream', method: 'GET', route: `${I}/stream`, token: plugin, params: integration, stream: true, host: backend },
+    {
+      server: 'backend',
+      name: 'client: job events',
+      method: 'GET',
+      route: `${I}/jobs/:job_id/events`,
+      token: client,
+      params: job,
+      stream: true,
+      host: backend,
+    },
+    {
+      server: 'backend',
+      name: 'client: cancel job',
+      method: 'POST',
+      route: `${I}/jobs/:job_id/cancel`,
+      token: client,
+      params: job,
+      host: backend,
+    },
+    {
+      server: 'backend',
+      name: 'client: request rekey',
+      method: 'POST',
+      route: `${I}/rekeys`,
+      token: client,
+      params: integration,
+      body: () => ({ rekey_id: REKEY, kid: 'AAAAAAAAAAAA', client_key: KEY, mac: KEY }),
+      host: backend,
+    },
+    {
+      server: 'backend',
+      name: 'client: rekey',
+      method: 'GET',
+      route: `${I}/rekeys/:rekey_id`,
+      token: client,
+      params: { ...integration, rekey_id: () => REKEY },
+      host: backend,
+    },
+    {
+      server: 'backend',
+      name: 'plugin: stream',
+      method: 'GET',
+      route: `${I}/stream`,
+      token: plugin,
+      params: integration,
+      stream: true,
+      host: backend,
+    },
     {
       server: 'backend',
       name: 'plugin: heartbeat',
@@ -192,22 +327,123 @@ function endpoints(): Array<Endpoint & { readonly server: keyof typeof served }>
       }),
       host: backend,
     },
-    { server: 'backend', name: 'plugin: running', method: 'POST', route: `${I}/jobs/:job_id/running`, token: plugin, params: job, host: backend },
-    { server: 'backend', name: 'plugin: result', method: 'POST', route: `${I}/jobs/:job_id/result`, token: plugin, params: job, body: () => ({ result: { insights: [] } }), host: backend },
-    { server: 'backend', name: 'plugin: answer rekey', method: 'POST', route: `${I}/rekeys/:rekey_id`, token: plugin, params: { ...integration, rekey_id: () => REKEY }, body: () => ({ assistant_key: KEY, mac: KEY }), host: backend },
-    { server: 'backend', name: 'pairing: start', method: 'POST', route: P, body: () => ({ provider_kind: 'assistant-relay', schema_version: 1, envelope_version: 1 }), host: backend },
+    {
+      server: 'backend',
+      name: 'plugin: running',
+      method: 'POST',
+      route: `${I}/jobs/:job_id/running`,
+      token: plugin,
+      params: job,
+      host: backend,
+    },
+    {
+      server: 'backend',
+      name: 'plugin: result',
+      method: 'POST',
+      route: `${I}/jobs/:job_id/result`,
+      token: plugin,
+      params: job,
+      body: () => ({ result: { insights: [] } }),
+      host: backend,
+    },
+    {
+      server: 'backend',
+      name: 'plugin: answer rekey',
+      method: 'POST',
+      route: `${I}/rekeys/:rekey_id`,
+      token: plugin,
+      params: { ...integration, rekey_id: () => REKEY },
+      body: () => ({ assistant_key: KEY, mac: KEY }),
+      host: backend,
+    },
+    {
+      server: 'backend',
+      name: 'pairing: start',
+      method: 'POST',
+      route: P,
+      body: () => ({ provider_kind: 'assistant-relay', schema_version: 1, envelope_version: 1 }),
+      host: backend,
+    },
     { server: 'backend', name: 'pairing: join', method: 'POST', route: `${P}/join`, body: () => ({ handle: made.handle }), host: backend },
     { server: 'backend', name: 'pairing: read', method: 'GET', route: `${P}/:id`, token: clientPairing, params: pairing, host: backend },
-    { server: 'backend', name: 'pairing: commit', method: 'POST', route: `${P}/:id/commit`, token: assistantPairing, params: pairing, body: key, host: backend },
-    { server: 'backend', name: 'pairing: client key', method: 'POST', route: `${P}/:id/client-key`, token: clientPairing, params: pairing, body: () => ({ client_key: KEY }), host: backend },
-    { server: 'backend', name: 'pairing: reveal', method: 'POST', route: `${P}/:id/reveal`, token: assistantPairing, params: pairing, body: () => ({ assistant_key: KEY, nonce: KEY }), host: backend },
-    { server: 'backend', name: 'pairing: client confirm', method: 'POST', route: `${P}/:id/client-confirm`, token: clientPairing, params: pairing, body: () => ({ confirmation: KEY }), host: backend },
-    { server: 'backend', name: 'pairing: assistant confirm', method: 'POST', route: `${P}/:id/assistant-confirm`, token: assistantPairing, params: pairing, body: () => ({ confirmation: KEY }), host: backend },
-    { server: 'backend', name: 'pairing: abort', method: 'POST', route: `${P}/:id/abort`, token: clientPairing, params: pairing, body: () => ({ reason: 'fuzz' }), host: backend },
+    {
+      server: 'backend',
+      name: 'pairing: commit',
+      method: 'POST',
+      route: `${P}/:id/commit`,
+      token: assistantPairing,
+      params: pairing,
+      body: key,
+      host: backend,
+    },
+    {
+      server: 'backend',
+      name: 'pairing: client key',
+      method: 'POST',
+      route: `${P}/:id/client-key`,
+      token: clientPairing,
+      params: pairing,
+      body: () => ({ client_key: KEY }),
+      host: backend,
+    },
+    {
+      server: 'backend',
+      name: 'pairing: reveal',
+      method: 'POST',
+      route: `${P}/:id/reveal`,
+      token: assistantPairing,
+      params: pairing,
+      body: () => ({ assistant_key: KEY, nonce: KEY }),
+      host: backend,
+    },
+    {
+      server: 'backend',
+      name: 'pairing: client confirm',
+      method: 'POST',
+      route: `${P}/:id/client-confirm`,
+      token: clientPairing,
+      params: pairing,
+      body: () => ({ confirmation: KEY }),
+      host: backend,
+    },
+    {
+      server: 'backend',
+      name: 'pairing: assistant confirm',
+      method: 'POST',
+      route: `${P}/:id/assistant-confirm`,
+      token: assistantPairing,
+      params: pairing,
+      body: () => ({ confirmation: KEY }),
+      host: backend,
+    },
+    {
+      server: 'backend',
+      name: 'pairing: abort',
+      method: 'POST',
+      route: `${P}/:id/abort`,
+      token: clientPairing,
+      params: pairing,
+      body: () => ({ reason: 'fuzz' }),
+      host: backend,
+    },
     { server: 'inspector', name: 'inspector: page', method: 'GET', route: '/', host: inspector },
     { server: 'inspector', name: 'inspector: entities', method: 'GET', route: '/api/entities', host: inspector },
-    { server: 'inspector', name: 'inspector: entity', method: 'GET', route: '/api/entities/:key', params: { key: () => `session::${SESSION}` }, host: inspector },
-    { server: 'inspector', name: 'inspector: statechart', method: 'GET', route: '/api/statecharts/:name.svg', params: { name: () => 'task' }, host: inspector },
+    {
+      server: 'inspector',
+      name: 'inspector: entity',
+      method: 'GET',
+      route: '/api/entities/:key',
+      params: { key: () => `session::${SESSION}` },
+      host: inspector,
+    },
+    {
+      server: 'inspector',
+      name: 'inspector: statechart',
+      method: 'GET',
+      route: '/api/statecharts/:name.svg',
+      params: { name: () => 'task' },
+      host: inspector,
+    },
     { server: 'inspector', name: 'inspector: live', method: 'GET', route: '/api/live', stream: true, host: inspector },
   ];
 }
@@ -218,7 +454,8 @@ const readers = new Map<string, Database.Statement>();
 /** The position of the last event in `db` (0: none), read without disturbing its writer. */
 function lastPosition(db: string): number {
   let last = readers.get(db);
-  if (last === undefined) readers.set(db, (last = new Database(db, { readonly: true }).prepare('SELECT coalesce(max(position), 0) FROM events').pluck()));
+  if (last === undefined)
+    readers.set(db, (last = new Database(db, { readonly: true }).prepare('SELECT coalesce(max(position), 0) FROM events').pluck()));
   return last.get() as number;
 }
 
@@ -277,7 +514,9 @@ async function check(endpoint: ReturnType<typeof endpoints>[number], wire: WireR
 
 describe('fuzzing every endpoint: no 5xx, coded refusals, nothing logged from refused input', () => {
   it('fuzzes every route the host and the backend serve', () => {
-    const fuzzed = new Set(endpoints().map(({ method, route, server }) => `${server === 'backend' ? 'backend' : 'host'} ${method} ${route}`));
+    const fuzzed = new Set(
+      endpoints().map(({ method, route, server }) => `${server === 'backend' ? 'backend' : 'host'} ${method} ${route}`),
+    );
     const routes = [...served.hostA.routes!.map((route) => `host ${route}`), ...served.backend.routes!.map((route) => `backend ${route}`)];
     expect(routes.length).toBeGreaterThan(20);
     for (const route of routes) expect(fuzzed, `${route} is fuzzed`).toContain(route);
@@ -288,16 +527,20 @@ describe('fuzzing every endpoint: no 5xx, coded refusals, nothing logged from re
     expect(heapBefore).toBeGreaterThan(0);
   });
 
-  it.each(endpoints().map((endpoint, index) => [endpoint.name, endpoint, index] as const))('%s', async (_, endpoint, index) => {
-    const tally = new Map<number, number>();
-    // Each endpoint its own seed, so that endpoints are not all bent the same way.
-    await fc.assert(
-      fc.asyncProperty(requestsTo(endpoint), (wire) => check(endpoint, wire, tally)),
-      { numRuns: RUNS, seed: SEED ?? 1213 + index, ...(PATH === undefined ? {} : { path: PATH }), endOnFailure: true },
-    );
-    const statuses = [...tally].sort(([a], [b]) => a - b).map(([status, n]) => `${status}×${n}`);
-    console.log(`fuzz ${endpoint.name}: ${statuses.join(' ')}`);
-  }, 30_000 + RUNS * 50);
+  it.each(endpoints().map((endpoint, index) => [endpoint.name, endpoint, index] as const))(
+    '%s',
+    async (_, endpoint, index) => {
+      const tally = new Map<number, number>();
+      // Each endpoint its own seed, so that endpoints are not all bent the same way.
+      await fc.assert(
+        fc.asyncProperty(requestsTo(endpoint), (wire) => check(endpoint, wire, tally)),
+        { numRuns: RUNS, seed: SEED ?? 1213 + index, ...(PATH === undefined ? {} : { path: PATH }), endOnFailure: true },
+      );
+      const statuses = [...tally].sort(([a], [b]) => a - b).map(([status, n]) => `${status}×${n}`);
+      console.log(`fuzz ${endpoint.name}: ${statuses.join(' ')}`);
+    },
+    30_000 + RUNS * 50,
+  );
 
   it('leaves the heap about where it was', () => {
     const growth = heapInUse() - heapBefore;

@@ -45,23 +45,37 @@ function pathOf(endpoint: Endpoint): fc.Arbitrary<string> {
     const valid = endpoint.params?.[name];
     return valid === undefined ? anySegment : fc.oneof({ weight: 4, arbitrary: fc.constant(null) }, { weight: 1, arbitrary: anySegment });
   });
-  return fc.tuple(fc.tuple(...values), fc.oneof({ weight: 12, arbitrary: fc.constant('') }, { weight: 1, arbitrary: fc.constantFrom('/', '//', '/x', '.json', '%2e') })).map(([chosen, suffix]) => {
-    let i = 0;
-    const path = endpoint.route.replace(/:(\w+)/g, (_, name: string) => {
-      const value = chosen[i++];
-      return value === null || value === undefined ? encodeURIComponent(endpoint.params![name]!()) : value;
+  return fc
+    .tuple(
+      fc.tuple(...values),
+      fc.oneof({ weight: 12, arbitrary: fc.constant('') }, { weight: 1, arbitrary: fc.constantFrom('/', '//', '/x', '.json', '%2e') }),
+    )
+    .map(([chosen, suffix]) => {
+      let i = 0;
+      const path = endpoint.route.replace(/:(\w+)/g, (_, name: string) => {
+        const value = chosen[i++];
+        return value === null || value === undefined ? encodeURIComponent(endpoint.params![name]!()) : value;
+      });
+      return `${path}${suffix}`;
     });
-    return `${path}${suffix}`;
-  });
 }
 
 function queryOf(endpoint: Endpoint): fc.Arbitrary<string> {
   const valid = Object.entries(endpoint.query ?? {});
-  const pair = fc.tuple(fc.oneof(fc.constantFrom(...valid.map(([name]) => name), 'x', '__proto__', 'session_id[]'), headerText), anySegment);
+  const pair = fc.tuple(
+    fc.oneof(fc.constantFrom(...valid.map(([name]) => name), 'x', '__proto__', 'session_id[]'), headerText),
+    anySegment,
+  );
   return fc
     .tuple(
       fc.oneof({ weight: 4, arbitrary: fc.constant(true) }, { weight: 1, arbitrary: fc.constant(false) }),
-      fc.array(fc.oneof({ weight: 3, arbitrary: pair.map(([name, value]) => `${encodeURIComponent(name)}=${value}`) }, { weight: 1, arbitrary: anySegment }), { maxLength: 3 }),
+      fc.array(
+        fc.oneof(
+          { weight: 3, arbitrary: pair.map(([name, value]) => `${encodeURIComponent(name)}=${value}`) },
+          { weight: 1, arbitrary: anySegment },
+        ),
+        { maxLength: 3 },
+      ),
     )
     .map(([keepValid, extra]) => {
       const parts = [...(keepValid ? valid.map(([name, value]) => `${name}=${encodeURIComponent(value())}`) : []), ...extra];
@@ -138,7 +152,9 @@ function bent(valid: () => unknown): fc.Arbitrary<unknown> {
         if (key !== undefined) copy[key] = value;
         return copy;
       default:
-        return JSON.parse(`${JSON.stringify(copy).slice(0, -1)}${keys.length === 0 ? '' : ','}${JSON.stringify(extra)}:${JSON.stringify(value)}}`);
+        return JSON.parse(
+          `${JSON.stringify(copy).slice(0, -1)}${keys.length === 0 ? '' : ','}${JSON.stringify(extra)}:${JSON.stringify(value)}}`,
+        );
     }
   });
 }
@@ -150,7 +166,14 @@ function bodyOf(endpoint: Endpoint): fc.Arbitrary<Buffer | undefined> {
     json(anyJson),
     fc.string({ maxLength: 200 }).map((text) => Buffer.from(text)),
     fc.uint8Array({ maxLength: 200 }).map((bytes) => Buffer.from(bytes)),
-    fc.constantFrom(Buffer.from(''), Buffer.from('{'), Buffer.from('{"a":'), Buffer.from('\ufeff{}'), Buffer.from('nul'), Buffer.from([0xc3, 0x28])),
+    fc.constantFrom(
+      Buffer.from(''),
+      Buffer.from('{'),
+      Buffer.from('{"a":'),
+      Buffer.from('\ufeff{}'),
+      Buffer.from('nul'),
+      Buffer.from([0xc3, 0x28]),
+    ),
     fc.constant(null).map(() => Buffer.from(JSON.stringify(nested(2_000)))),
     fc.constant(null).map(() => Buffer.from(`"${'a'.repeat(300 * 1024)}"`)),
   );
@@ -158,7 +181,13 @@ function bodyOf(endpoint: Endpoint): fc.Arbitrary<Buffer | undefined> {
   return fc.oneof(
     { weight: 3, arbitrary: json(fc.constant(null).map(valid)) },
     { weight: 5, arbitrary: json(bent(valid)) },
-    { weight: 1, arbitrary: fc.nat().map((n) => { const text = Buffer.from(JSON.stringify(valid())); return text.subarray(0, n % text.length); }) },
+    {
+      weight: 1,
+      arbitrary: fc.nat().map((n) => {
+        const text = Buffer.from(JSON.stringify(valid()));
+        return text.subarray(0, n % text.length);
+      }),
+    },
     { weight: 2, arbitrary: broken },
     { weight: 1, arbitrary: fc.constant(undefined) },
   );
@@ -169,19 +198,28 @@ export function requestsTo(endpoint: Endpoint): fc.Arbitrary<WireRequest> {
   const isPost = endpoint.method === 'POST';
   return fc
     .record({
-      method: fc.oneof({ weight: 10, arbitrary: fc.constant(endpoint.method) }, { weight: 1, arbitrary: fc.constantFrom(...METHODS) }, { weight: 1, arbitrary: fc.constantFrom('get', 'BREW', 'M-SEARCH') }),
+      method: fc.oneof(
+        { weight: 10, arbitrary: fc.constant(endpoint.method) },
+        { weight: 1, arbitrary: fc.constantFrom(...METHODS) },
+        { weight: 1, arbitrary: fc.constantFrom('get', 'BREW', 'M-SEARCH') },
+      ),
       path: pathOf(endpoint),
       query: queryOf(endpoint),
       authorization: authorizationOf(endpoint),
       contentType: isPost ? contentType : fc.oneof({ weight: 6, arbitrary: fc.constant(undefined) }, { weight: 1, arbitrary: contentType }),
       lastEventId: endpoint.stream ? lastEventId : fc.constant(undefined),
-      host: fc.oneof({ weight: 12, arbitrary: fc.constant(null).map(() => endpoint.host()) }, { weight: 1, arbitrary: fc.constantFrom(undefined, 'evil.example', 'localhost:1', '[::1]', '') }),
+      host: fc.oneof(
+        { weight: 12, arbitrary: fc.constant(null).map(() => endpoint.host()) },
+        { weight: 1, arbitrary: fc.constantFrom(undefined, 'evil.example', 'localhost:1', '[::1]', '') },
+      ),
       extra: fc.oneof(
         { weight: 20, arbitrary: fc.array(fc.tuple(fc.stringMatching(/^[a-z][a-z0-9-]{0,15}$/), headerText), { maxLength: 3 }) },
         // Past Node's 16 KiB of headers.
         { weight: 1, arbitrary: fc.constant([['x-padding', 'x'.repeat(20_000)] as [string, string]]) },
       ),
-      body: isPost ? bodyOf(endpoint) : fc.oneof({ weight: 10, arbitrary: fc.constant(undefined) }, { weight: 1, arbitrary: bodyOf(endpoint) }),
+      body: isPost
+        ? bodyOf(endpoint)
+        : fc.oneof({ weight: 10, arbitrary: fc.constant(undefined) }, { weight: 1, arbitrary: bodyOf(endpoint) }),
       chunked: fc.oneof({ weight: 12, arbitrary: fc.constant(false) }, { weight: 1, arbitrary: fc.constant(true) }),
     })
     .map(({ method, path, query, authorization, contentType, lastEventId, host, extra, body, chunked }) => ({

@@ -28,14 +28,22 @@ export interface WireResponse {
 
 /** The bytes of `request`, as `exchange` sends them (also what a failing case prints). */
 export function encode(request: WireRequest): Buffer {
-  const head = [`${request.method} ${request.target} HTTP/1.1`, ...request.headers.map(([name, value]) => `${name}: ${value}`), 'connection: close'];
+  const head = [
+    `${request.method} ${request.target} HTTP/1.1`,
+    ...request.headers.map(([name, value]) => `${name}: ${value}`),
+    'connection: close',
+  ];
   const body = request.body;
   if (body === undefined) return Buffer.from(`${head.join('\r\n')}\r\n\r\n`, 'latin1');
   if (request.chunked) {
     const half = Math.ceil(body.length / 2);
     const chunks = [body.subarray(0, half), body.subarray(half)].filter((chunk) => chunk.length > 0);
     const parts = chunks.flatMap((chunk) => [Buffer.from(`${chunk.length.toString(16)}\r\n`), chunk, Buffer.from('\r\n')]);
-    return Buffer.concat([Buffer.from(`${[...head, 'transfer-encoding: chunked'].join('\r\n')}\r\n\r\n`, 'latin1'), ...parts, Buffer.from('0\r\n\r\n')]);
+    return Buffer.concat([
+      Buffer.from(`${[...head, 'transfer-encoding: chunked'].join('\r\n')}\r\n\r\n`, 'latin1'),
+      ...parts,
+      Buffer.from('0\r\n\r\n'),
+    ]);
   }
   return Buffer.concat([Buffer.from(`${[...head, `content-length: ${body.length}`].join('\r\n')}\r\n\r\n`, 'latin1'), body]);
 }
@@ -87,12 +95,15 @@ export function exchange(url: string, request: WireRequest, timeoutMs = 10_000):
     const timer = setTimeout(() => {
       settled = true;
       socket.destroy();
-      reject(new Error(`no answer within ${timeoutMs} ms; received ${JSON.stringify(Buffer.concat(received).toString('latin1').slice(0, 500))}`));
+      reject(
+        new Error(`no answer within ${timeoutMs} ms; received ${JSON.stringify(Buffer.concat(received).toString('latin1').slice(0, 500))}`),
+      );
     }, timeoutMs);
     const answer = (): WireResponse => {
       const all = Buffer.concat(received);
       const end = all.indexOf('\r\n\r\n');
-      if (end < 0) throw new Error(`the server closed without a complete answer; received ${JSON.stringify(all.toString('latin1').slice(0, 500))}`);
+      if (end < 0)
+        throw new Error(`the server closed without a complete answer; received ${JSON.stringify(all.toString('latin1').slice(0, 500))}`);
       const { status, headers } = parseHead(all.subarray(0, end).toString('latin1'));
       const raw = all.subarray(end + 4);
       const stream = (headers['content-type'] ?? '').startsWith('text/event-stream');

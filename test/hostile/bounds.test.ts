@@ -34,10 +34,15 @@ async function serve(config: Omit<ReasoningEngineConfig, 'clock'> = {}, options:
   return { served, clock, id: created.integration_id, base, client: created.client_token, relay: created.relay_token };
 }
 
-const posted = (url: string, token: string, body?: unknown) => request(url, { token, method: 'POST', ...(body === undefined ? {} : { body }) });
+const posted = (url: string, token: string, body?: unknown) =>
+  request(url, { token, method: 'POST', ...(body === undefined ? {} : { body }) });
 const jobBody = () => ({ job_id: randomUUID(), purpose: 'live_analysis', payload: PAYLOAD, deadline_ms: 3_600_000 });
 
-function expectOver(answer: { readonly status: number; readonly body: unknown; readonly retryAfter: string | null | undefined }, code: string, retryAfter: number): void {
+function expectOver(
+  answer: { readonly status: number; readonly body: unknown; readonly retryAfter: string | null | undefined },
+  code: string,
+  retryAfter: number,
+): void {
   expect(answer.status).toBe(429);
   expect(answer.body).toMatchObject({ error: { code, message: expect.any(String) } });
   expect(answer.retryAfter).toBe(String(retryAfter));
@@ -83,7 +88,10 @@ describe('hostile: a client creating and cancelling jobs in a loop (--max-jobs-p
     expect(await countBackendEvents(served.db)).toBe(before);
     expect(await logged(served, 'job.created')).toBe(20);
     // Idempotency first: a create retried for a job that exists is answered the job, over the rate or not.
-    expect(await posted(`${base}/jobs`, client, bodies[0])).toMatchObject({ status: 200, body: { job_id: bodies[0]!.job_id, state: 'cancelled' } });
+    expect(await posted(`${base}/jobs`, client, bodies[0])).toMatchObject({
+      status: 200,
+      body: { job_id: bodies[0]!.job_id, state: 'cancelled' },
+    });
 
     // As Retry-After said: the next minute lets creates through again.
     clock.increment(45_000);
@@ -109,14 +117,19 @@ describe('hostile: a plugin reconnecting its stream in a loop (--max-stream-open
       // No Last-Event-ID: each stream that opens is sent every delivered job again.
       const stream = await SseConnection.open(`${base}/stream`, { token: relay });
       closing.push(() => stream.close());
-      if (stream.status === 200) await stream.until((c) => c.frames.filter((frame) => frame.id !== undefined).length === 3, 10_000, 'the three jobs');
+      if (stream.status === 200)
+        await stream.until((c) => c.frames.filter((frame) => frame.id !== undefined).length === 3, 10_000, 'the three jobs');
       else await stream.untilEnded();
       answers.push(stream);
       stream.close();
     }
     expect(answers.filter((stream) => stream.status === 200)).toHaveLength(4);
     for (const stream of answers.filter((each) => each.status !== 200)) {
-      expectOver({ status: stream.status, body: JSON.parse(stream.body), retryAfter: stream.headers['retry-after'] as string | undefined }, 'too_many_stream_opens', 30);
+      expectOver(
+        { status: stream.status, body: JSON.parse(stream.body), retryAfter: stream.headers['retry-after'] as string | undefined },
+        'too_many_stream_opens',
+        30,
+      );
     }
     expect(await logged(served, 'job.delivered')).toBe(3 * 4);
     const before = await countBackendEvents(served.db);
@@ -139,14 +152,19 @@ describe("the operator's pairing tickets", () => {
   it('are each in a stream of their own, and gone from the log after the first retention pass once used or expired', async () => {
     const { served, clock } = await serve({}, { pairing: 'ticket' });
     const issue = async (ttl_ms?: number) => {
-      const answer = await request(`${served.url}/api/v1/admin/pairing-tickets`, { token: OPERATOR, body: ttl_ms === undefined ? {} : { ttl_ms } });
+      const answer = await request(`${served.url}/api/v1/admin/pairing-tickets`, {
+        token: OPERATOR,
+        body: ttl_ms === undefined ? {} : { ttl_ms },
+      });
       expect(answer.status, answer.text).toBe(201);
       return (answer.body as { ticket: string }).ticket;
     };
     const used = await issue();
     await issue(MINUTE);
     await issue();
-    const start = await request(`${served.url}/api/v1/pairings`, { body: { provider_kind: 'assistant-relay', schema_version: 1, envelope_version: 1, ticket: used } });
+    const start = await request(`${served.url}/api/v1/pairings`, {
+      body: { provider_kind: 'assistant-relay', schema_version: 1, envelope_version: 1, ticket: used },
+    });
     expect(start.status, start.text).toBe(201);
     const tickets = async () => (await readBackendEvents(served.db)).filter((event) => event.type === 'pairing_ticket.issued').length;
     expect(await tickets()).toBe(3);
@@ -155,7 +173,19 @@ describe("the operator's pairing tickets", () => {
     await passUntil(clock, async () => (await tickets()) === 1, 'the used and the expired ticket');
     const left = await issue();
     expect(await tickets()).toBe(2);
-    expect((await request(`${served.url}/api/v1/pairings`, { body: { provider_kind: 'assistant-relay', schema_version: 1, envelope_version: 1, ticket: left } })).status).toBe(201);
-    expect((await request(`${served.url}/api/v1/pairings`, { body: { provider_kind: 'assistant-relay', schema_version: 1, envelope_version: 1, ticket: used } })).body).toMatchObject({ error: { code: 'pairing_ticket_invalid' } });
+    expect(
+      (
+        await request(`${served.url}/api/v1/pairings`, {
+          body: { provider_kind: 'assistant-relay', schema_version: 1, envelope_version: 1, ticket: left },
+        })
+      ).status,
+    ).toBe(201);
+    expect(
+      (
+        await request(`${served.url}/api/v1/pairings`, {
+          body: { provider_kind: 'assistant-relay', schema_version: 1, envelope_version: 1, ticket: used },
+        })
+      ).body,
+    ).toMatchObject({ error: { code: 'pairing_ticket_invalid' } });
   });
 });

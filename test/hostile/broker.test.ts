@@ -21,7 +21,10 @@ afterEach(async () => {
 });
 
 /** Writes raw notices on an integration's topic, as a broker client of the attacker's own would. */
-const FORGERS: Record<'nats' | 'redis', (broker: { url: string; namespace: string }, integrationId: string, texts: readonly string[]) => Promise<void>> = {
+const FORGERS: Record<
+  'nats' | 'redis',
+  (broker: { url: string; namespace: string }, integrationId: string, texts: readonly string[]) => Promise<void>
+> = {
   async nats({ url, namespace }, integrationId, texts) {
     const { hostname, port } = new URL(url);
     const connection = await connect({ servers: `${hostname}:${port}` });
@@ -31,12 +34,17 @@ const FORGERS: Record<'nats' | 'redis', (broker: { url: string; namespace: strin
   },
   async redis({ url, namespace }, integrationId, texts) {
     const redis = new Redis(url);
-    for (const text of texts) await redis.xadd(`${namespace}:assistant_channel`, '*', 'topic', `assistant_channel:${integrationId}`, 'notice', text);
+    for (const text of texts)
+      await redis.xadd(`${namespace}:assistant_channel`, '*', 'topic', `assistant_channel:${integrationId}`, 'notice', text);
     redis.disconnect();
   },
 };
 
-const job = () => ({ job_id: randomUUID(), purpose: 'live_analysis', payload: { session_id: 's', transcript: [{ speaker: 'a', text: 'hi' }] } });
+const job = () => ({
+  job_id: randomUUID(),
+  purpose: 'live_analysis',
+  payload: { session_id: 's', transcript: [{ speaker: 'a', text: 'hi' }] },
+});
 
 for (const broker of ['nats', 'redis'] as const) {
   describe(`a forged broker notice on three nodes (${broker})`, () => {

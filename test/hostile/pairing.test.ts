@@ -33,7 +33,8 @@ function source(url: string, address: string) {
   return {
     start: (body: Record<string, unknown> = {}) => request(at(''), { body, from: address }),
     join: (handle: string) => request(at('/join'), { body: { handle }, from: address }),
-    step: (pairingId: string, step: string, token: string, body: unknown) => request(at(`/${pairingId}/${step}`), { token, body, from: address }),
+    step: (pairingId: string, step: string, token: string, body: unknown) =>
+      request(at(`/${pairingId}/${step}`), { token, body, from: address }),
   };
 }
 
@@ -75,7 +76,13 @@ async function upToClientConfirm(from: Source, to: Source) {
   await step(to, 'reveal', joined.pairing_token, { assistant_key: revealed.assistant_key, nonce: revealed.nonce });
   const { confirmation } = client.reveal(revealed.assistant_key, revealed.nonce);
   const { client_token } = await step(from, 'client-confirm', started.pairing_token, { confirmation });
-  return { pairing_id: started.pairing_id, client: started.pairing_token, assistant: joined.pairing_token, client_token: client_token!, confirmed: assistant.confirm(confirmation).confirmation };
+  return {
+    pairing_id: started.pairing_id,
+    client: started.pairing_token,
+    assistant: joined.pairing_token,
+    client_token: client_token!,
+    confirmed: assistant.confirm(confirmation).confirmation,
+  };
 }
 
 describe('the source a request counts against', () => {
@@ -108,7 +115,8 @@ describe('pairing against hostile sources', () => {
 
   it('the open pairings of all sources are bounded, far above what one source may hold', async () => {
     const { url } = await served({ config: { pairingLimits: { openPerSource: 2, open: 5 } } });
-    for (const address of ['127.0.0.2', '127.0.0.3']) for (let i = 0; i < 2; i += 1) expect((await source(url, address).start()).status).toBe(201);
+    for (const address of ['127.0.0.2', '127.0.0.3'])
+      for (let i = 0; i < 2; i += 1) expect((await source(url, address).start()).status).toBe(201);
     const last = source(url, '127.0.0.4');
     expect((await last.start()).status).toBe(201);
     const full = await last.start();
@@ -149,7 +157,9 @@ describe('pairing against hostile sources', () => {
     const [client, assistant] = [source(url, '127.0.0.2'), source(url, '127.0.0.2')];
     for (let i = 0; i < 3; i += 1) {
       const paired = await upToClientConfirm(client, assistant);
-      expect((await assistant.step(paired.pairing_id, 'assistant-confirm', paired.assistant, { confirmation: paired.confirmed })).status).toBe(200);
+      expect(
+        (await assistant.step(paired.pairing_id, 'assistant-confirm', paired.assistant, { confirmation: paired.confirmed })).status,
+      ).toBe(200);
     }
     expectLimited(await client.start(), 'too_many_pairing_starts', 600);
     expect(await backend.committedIntegrations()).toHaveLength(3);
@@ -157,7 +167,11 @@ describe('pairing against hostile sources', () => {
 
   it('with the ticket policy, a start needs a valid ticket, and a ticket works once', async () => {
     const clock = new SimulatedClock();
-    const { url, db, backend } = await served({ pairing: 'ticket', operatorToken: OPERATOR, config: { clock, pairingLimits: { tickets: 2 } } });
+    const { url, db, backend } = await served({
+      pairing: 'ticket',
+      operatorToken: OPERATOR,
+      config: { clock, pairingLimits: { tickets: 2 } },
+    });
     const stranger = source(url, '127.0.0.2');
     const tickets = `${url}/api/v1/admin/pairing-tickets`;
     const issue = async (body: unknown = {}) => {
@@ -193,9 +207,19 @@ describe('pairing against hostile sources', () => {
       const [client, assistant] = [source(url, '127.0.0.2'), source(url, '127.0.0.3')];
       const paired = await upToClientConfirm(client, assistant);
       // The person at the assistant's side saw another string.
-      expect((await assistant.step(paired.pairing_id, 'abort', paired.assistant, { reason: 'sas_rejected: they differ' })).status).toBe(200);
-      expectRefused(await assistant.step(paired.pairing_id, 'assistant-confirm', paired.assistant, { confirmation: paired.confirmed }), 410, 'pairing_ended');
-      expectRefused(await client.step(paired.pairing_id, 'client-confirm', paired.client, { confirmation: paired.confirmed }), 410, 'pairing_ended');
+      expect((await assistant.step(paired.pairing_id, 'abort', paired.assistant, { reason: 'sas_rejected: they differ' })).status).toBe(
+        200,
+      );
+      expectRefused(
+        await assistant.step(paired.pairing_id, 'assistant-confirm', paired.assistant, { confirmation: paired.confirmed }),
+        410,
+        'pairing_ended',
+      );
+      expectRefused(
+        await client.step(paired.pairing_id, 'client-confirm', paired.client, { confirmation: paired.confirmed }),
+        410,
+        'pairing_ended',
+      );
       await expectVoid(url, backend, paired.client_token);
     });
 
@@ -205,7 +229,11 @@ describe('pairing against hostile sources', () => {
       const [client, assistant] = [source(url, '127.0.0.2'), source(url, '127.0.0.3')];
       const paired = await upToClientConfirm(client, assistant);
       clock.increment(10 * 60_000);
-      expectRefused(await assistant.step(paired.pairing_id, 'assistant-confirm', paired.assistant, { confirmation: paired.confirmed }), 410, 'pairing_ended');
+      expectRefused(
+        await assistant.step(paired.pairing_id, 'assistant-confirm', paired.assistant, { confirmation: paired.confirmed }),
+        410,
+        'pairing_ended',
+      );
       await expectVoid(url, backend, paired.client_token);
     });
   });
@@ -217,5 +245,9 @@ async function expectVoid(url: string, backend: ServedBackend['backend'], token:
   const made = (await request(`${url}/api/v1/admin/integrations`, { token: OPERATOR, body: {} })).body as { integration_id: string };
   const base = `${url}/api/v1/assistant/integrations/${made.integration_id}`;
   expectRefused(await request(base, { token }), 401, 'unauthorized');
-  expectRefused(await request(`${base}/jobs`, { token, body: { job_id: crypto.randomUUID(), purpose: 'capability_probe', payload: {} } }), 401, 'unauthorized');
+  expectRefused(
+    await request(`${base}/jobs`, { token, body: { job_id: crypto.randomUUID(), purpose: 'capability_probe', payload: {} } }),
+    401,
+    'unauthorized',
+  );
 }

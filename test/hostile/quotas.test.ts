@@ -44,7 +44,12 @@ afterEach(async () => {
 async function tenant(served: ServedBackend): Promise<Tenant> {
   const created = await served.backend.integrations.create('assistant-relay');
   if ('refused' in created) throw new Error(created.refused.message);
-  return { id: created.integration_id, base: `${served.url}/api/v1/assistant/integrations/${created.integration_id}`, client: created.client_token, relay: created.relay_token };
+  return {
+    id: created.integration_id,
+    base: `${served.url}/api/v1/assistant/integrations/${created.integration_id}`,
+    client: created.client_token,
+    relay: created.relay_token,
+  };
 }
 
 /** A backend on a simulated clock, a hostile integration and a quiet one whose plugin holds its stream. */
@@ -61,11 +66,16 @@ async function serve(quotas: Partial<Quotas> = {}): Promise<Served> {
   return { served, clock, hostile, quiet: { ...quiet, stream } };
 }
 
-const posted = (url: string, token: string, body?: unknown) => request(url, { token, method: 'POST', ...(body === undefined ? {} : { body }) });
+const posted = (url: string, token: string, body?: unknown) =>
+  request(url, { token, method: 'POST', ...(body === undefined ? {} : { body }) });
 const jobBody = (deadline_ms = 3_600_000) => ({ job_id: randomUUID(), purpose: 'live_analysis', payload: PAYLOAD, deadline_ms });
 
 /** A refusal for load: 429, its code, and a Retry-After of whole seconds (this many, if given). */
-function expectOver(answer: Pick<JsonResponse, 'status' | 'body'> & { readonly retryAfter: string | null }, code: string, retryAfter?: number): void {
+function expectOver(
+  answer: Pick<JsonResponse, 'status' | 'body'> & { readonly retryAfter: string | null },
+  code: string,
+  retryAfter?: number,
+): void {
   expect(answer.status).toBe(429);
   expect(answer.body).toMatchObject({ error: { code, message: expect.any(String) } });
   expect(answer.retryAfter).toMatch(/^[1-9]\d*$/);
@@ -96,25 +106,39 @@ async function follow(url: string, token: string): Promise<SseConnection> {
   return connection;
 }
 
-const followerOver = (c: SseConnection) => ({ status: c.status, body: c.status === 200 ? undefined : JSON.parse(c.body), retryAfter: (c.headers['retry-after'] as string | undefined) ?? null });
+const followerOver = (c: SseConnection) => ({
+  status: c.status,
+  body: c.status === 200 ? undefined : JSON.parse(c.body),
+  retryAfter: (c.headers['retry-after'] as string | undefined) ?? null,
+});
 
 describe('hostile: many creates on one token (--max-open-jobs)', () => {
   it('past the bound each create is 429 too_many_open_jobs until the earliest deadline, nothing logged; a retried create is answered its job; the quiet tenant goes on', async () => {
     const s = await serve();
     const { hostile, served, clock } = s;
     const bodies = Array.from({ length: 200 }, () => jobBody(60_000));
-    const [answers] = await Promise.all([Promise.all(bodies.map((body) => posted(`${hostile.base}/jobs`, hostile.client, body))), quietJobCompletes(s)]);
+    const [answers] = await Promise.all([
+      Promise.all(bodies.map((body) => posted(`${hostile.base}/jobs`, hostile.client, body))),
+      quietJobCompletes(s),
+    ]);
     expect(answers.every((answer) => answer.status < 500)).toBe(true);
     expect(answers.filter((answer) => answer.status === 201)).toHaveLength(32);
     for (const answer of answers.filter((each) => each.status !== 201)) expectOver(over(answer), 'too_many_open_jobs', 60);
     expect(await logged(served, hostile, 'job.created')).toBe(32);
     // Idempotency first: a create retried for a job that exists is answered the job, full or not.
     const kept = bodies[answers.findIndex((answer) => answer.status === 201)]!;
-    expect(await posted(`${hostile.base}/jobs`, hostile.client, kept)).toMatchObject({ status: 200, body: { job_id: kept.job_id, state: 'created' } });
+    expect(await posted(`${hostile.base}/jobs`, hostile.client, kept)).toMatchObject({
+      status: 200,
+      body: { job_id: kept.job_id, state: 'created' },
+    });
     await quietJobCompletes(s);
     // As Retry-After said: by the earliest deadline, slots are free.
     clock.increment(60_000);
-    await eventually('the hostile jobs expired', () => logged(served, hostile, 'job.expired'), (n) => n === 32);
+    await eventually(
+      'the hostile jobs expired',
+      () => logged(served, hostile, 'job.expired'),
+      (n) => n === 32,
+    );
     expect((await posted(`${hostile.base}/jobs`, hostile.client, jobBody())).status).toBe(201);
   });
 });
@@ -170,7 +194,7 @@ describe('hostile: many job followers (--max-followers, --max-node-followers)', 
 });
 
 describe('hostile: heartbeat status flips (--status-interval)', () => {
-  it('news sooner than the interval is 429 too_many_status_changes until it has passed, nothing logged; the integration stays online; a running job\'s renewals are not logged one by one', async () => {
+  it("news sooner than the interval is 429 too_many_status_changes until it has passed, nothing logged; the integration stays online; a running job's renewals are not logged one by one", async () => {
     const s = await serve();
     const { hostile, served, clock } = s;
     expect((await request(`${hostile.base}/heartbeat`, { token: hostile.relay, body: heartbeatOf() })).status).toBe(200);
@@ -182,7 +206,9 @@ describe('hostile: heartbeat status flips (--status-interval)', () => {
     await stream.until((c) => c.frames.some((frame) => frame.data.includes(body.job_id)), 10_000, 'the job on the stream');
     expect((await posted(`${hostile.base}/jobs/${body.job_id}/running`, hostile.relay)).status).toBe(200);
     const before = { seen: await logged(served, hostile, 'integration.seen'), all: (await readBackendEvents(served.db)).length };
-    const flips = Array.from({ length: 400 }, (_, i) => heartbeatOf({ status: i % 2 === 0 ? 'busy' : 'ready', running_job_ids: [body.job_id] }));
+    const flips = Array.from({ length: 400 }, (_, i) =>
+      heartbeatOf({ status: i % 2 === 0 ? 'busy' : 'ready', running_job_ids: [body.job_id] }),
+    );
     const [answers] = await Promise.all([
       (async () => {
         const all: JsonResponse[] = [];
@@ -217,7 +243,10 @@ describe('hostile: rekey floods (--rekey-replace-after, --max-rekeys-per-hour)',
     const { hostile, served, clock } = s;
     const first = rekey();
     expect((await posted(`${hostile.base}/rekeys`, hostile.client, first)).status).toBe(201);
-    const [answers] = await Promise.all([Promise.all(Array.from({ length: 300 }, () => posted(`${hostile.base}/rekeys`, hostile.client, rekey()))), quietJobCompletes(s)]);
+    const [answers] = await Promise.all([
+      Promise.all(Array.from({ length: 300 }, () => posted(`${hostile.base}/rekeys`, hostile.client, rekey()))),
+      quietJobCompletes(s),
+    ]);
     for (const answer of answers) expectOver(over(answer), 'rekey_pending', 600);
     expect((await posted(`${hostile.base}/rekeys`, hostile.client, first)).status).toBe(200);
     expect(await logged(served, hostile, 'integration.rekey_requested')).toBe(1);
@@ -239,7 +268,9 @@ describe('hostile: rekey floods (--rekey-replace-after, --max-rekeys-per-hour)',
     clock.increment(600_000);
     const replacing = rekey();
     expect((await posted(`${hostile.base}/rekeys`, hostile.client, replacing)).status).toBe(201);
-    expect((await posted(`${hostile.base}/rekeys/${unanswered.rekey_id}`, hostile.relay, { assistant_key: KEY, mac: KEY })).body).toMatchObject({ error: { code: 'rekey_not_found' } });
+    expect(
+      (await posted(`${hostile.base}/rekeys/${unanswered.rekey_id}`, hostile.relay, { assistant_key: KEY, mac: KEY })).body,
+    ).toMatchObject({ error: { code: 'rekey_not_found' } });
     expect(await logged(served, hostile, 'integration.rekey_requested')).toBe(8);
   });
 
@@ -247,9 +278,24 @@ describe('hostile: rekey floods (--rekey-replace-after, --max-rekeys-per-hour)',
     const s = await serve();
     const { hostile } = s;
     expect((await posted(`${hostile.base}/rekeys`, hostile.client, rekey())).status).toBe(201);
-    const current = { kid: 'AAAAAAAAAAAA', client_to_assistant: new Uint8Array(32), assistant_to_client: new Uint8Array(32), confirm: new Uint8Array(32) };
-    const refused = await rotateKeys({ client: new BackendClient(hostile.base, hostile.client), integrationId: hostile.id, current, timeoutMs: 1_000 }).catch((error: unknown) => error);
+    const current = {
+      kid: 'AAAAAAAAAAAA',
+      client_to_assistant: new Uint8Array(32),
+      assistant_to_client: new Uint8Array(32),
+      confirm: new Uint8Array(32),
+    };
+    const refused = await rotateKeys({
+      client: new BackendClient(hostile.base, hostile.client),
+      integrationId: hostile.id,
+      current,
+      timeoutMs: 1_000,
+    }).catch((error: unknown) => error);
     expect(refused).toBeInstanceOf(BackendError);
-    expect(refused).toMatchObject({ status: 429, code: 'rekey_pending', retryAfterMs: 600_000, message: expect.stringMatching(/^the backend answered 429 rekey_pending: .* \(try again in 600 s\)$/) });
+    expect(refused).toMatchObject({
+      status: 429,
+      code: 'rekey_pending',
+      retryAfterMs: 600_000,
+      message: expect.stringMatching(/^the backend answered 429 rekey_pending: .* \(try again in 600 s\)$/),
+    });
   });
 });

@@ -59,7 +59,12 @@ function backendOn(store: Store, clock: SimulatedClock) {
   };
   return {
     async start(): Promise<string> {
-      const relay = await createBackendRelay({ ...where, operatorToken: OPERATOR, pairing: 'open', config: { clock, retentionMs: 7 * DAY } });
+      const relay = await createBackendRelay({
+        ...where,
+        operatorToken: OPERATOR,
+        pairing: 'open',
+        config: { clock, retentionMs: 7 * DAY },
+      });
       running.push(relay);
       return relay.listen();
     },
@@ -68,10 +73,18 @@ function backendOn(store: Store, clock: SimulatedClock) {
     },
     /** How many events each stream holds. */
     async streams(): Promise<Map<string, number>> {
-      return new Map((await rows<{ stream: string; n: number | string }>('SELECT stream, count(*) AS n FROM {t}events GROUP BY stream')).map(({ stream, n }) => [stream, Number(n)]));
+      return new Map(
+        (await rows<{ stream: string; n: number | string }>('SELECT stream, count(*) AS n FROM {t}events GROUP BY stream')).map(
+          ({ stream, n }) => [stream, Number(n)],
+        ),
+      );
     },
     async presence(): Promise<string[]> {
-      return store === 'SQLite' ? [] : (await rows<{ integration_id: string }>('SELECT integration_id FROM {t}presence ORDER BY integration_id')).map((row) => row.integration_id);
+      return store === 'SQLite'
+        ? []
+        : (await rows<{ integration_id: string }>('SELECT integration_id FROM {t}presence ORDER BY integration_id')).map(
+            (row) => row.integration_id,
+          );
     },
     async verify(): Promise<void> {
       if (store === 'SQLite') await verifyLogFile(db);
@@ -117,26 +130,50 @@ describe.each<Store>(['SQLite', 'PostgreSQL'])('a backend on %s', (store) => {
     clock.increment(0);
     const [gone, kept] = [await createIntegration(url), await createIntegration(url)];
     const base = (integration: Created) => `${url}/api/v1/assistant/integrations/${integration.integration_id}`;
-    for (const integration of [gone, kept]) expect((await request(`${base(integration)}/heartbeat`, { token: integration.relay_token, body: heartbeatOf() })).status).toBe(200);
+    for (const integration of [gone, kept])
+      expect((await request(`${base(integration)}/heartbeat`, { token: integration.relay_token, body: heartbeatOf() })).status).toBe(200);
 
     // What the integration held: a probe whose result is its capability profile, a cancelled job, one left to expire, a rotated token, a key rotation asked for.
     const [probe, cancelled, expiring] = [randomUUID(), randomUUID(), randomUUID()];
-    const create = (job_id: string, purpose: string, payload: unknown) => request(`${base(gone)}/jobs`, { token: gone.client_token, body: { job_id, purpose, payload, deadline_ms: 60_000 } });
+    const create = (job_id: string, purpose: string, payload: unknown) =>
+      request(`${base(gone)}/jobs`, { token: gone.client_token, body: { job_id, purpose, payload, deadline_ms: 60_000 } });
     expect((await create(probe, 'capability_probe', {})).status).toBe(201);
     expect((await create(cancelled, 'capability_probe', {})).status).toBe(201);
     expect((await create(expiring, 'capability_probe', {})).status).toBe(201);
     expect((await request(`${base(gone)}/jobs/${probe}/running`, { method: 'POST', token: gone.relay_token })).status).toBe(200);
-    expect((await request(`${base(gone)}/jobs/${probe}/result`, { token: gone.relay_token, body: { result: CAPABILITY_PROFILE } })).status).toBe(200);
+    expect(
+      (await request(`${base(gone)}/jobs/${probe}/result`, { token: gone.relay_token, body: { result: CAPABILITY_PROFILE } })).status,
+    ).toBe(200);
     expect((await request(`${base(gone)}/jobs/${cancelled}/cancel`, { method: 'POST', token: gone.client_token })).status).toBe(200);
     const rotated = await admin(url, `${gone.integration_id}/tokens/client/rotate`);
     const clientToken = (rotated.body as { token: string }).token;
-    expect((await request(`${base(gone)}/rekeys`, { token: clientToken, body: { rekey_id: randomUUID(), kid: 'A'.repeat(12), client_key: BYTES32, mac: BYTES32 } })).status).toBeLessThan(300);
+    expect(
+      (
+        await request(`${base(gone)}/rekeys`, {
+          token: clientToken,
+          body: { rekey_id: randomUUID(), kid: 'A'.repeat(12), client_key: BYTES32, mac: BYTES32 },
+        })
+      ).status,
+    ).toBeLessThan(300);
     const keptProbe = randomUUID();
-    expect((await request(`${base(kept)}/jobs`, { token: kept.client_token, body: { job_id: keptProbe, purpose: 'capability_probe', payload: {}, deadline_ms: 60_000 } })).status).toBe(201);
+    expect(
+      (
+        await request(`${base(kept)}/jobs`, {
+          token: kept.client_token,
+          body: { job_id: keptProbe, purpose: 'capability_probe', payload: {}, deadline_ms: 60_000 },
+        })
+      ).status,
+    ).toBe(201);
     expect((await admin(url, `${gone.integration_id}/revoke`)).status).toBe(200);
 
     const before = await backend.streams();
-    for (const stream of [`integration:${gone.integration_id}`, jobStream(gone.integration_id, probe), jobStream(gone.integration_id, cancelled), jobStream(gone.integration_id, expiring)]) expect(before.get(stream)).toBeGreaterThan(0);
+    for (const stream of [
+      `integration:${gone.integration_id}`,
+      jobStream(gone.integration_id, probe),
+      jobStream(gone.integration_id, cancelled),
+      jobStream(gone.integration_id, expiring),
+    ])
+      expect(before.get(stream)).toBeGreaterThan(0);
     if (store === 'PostgreSQL') expect(await backend.presence()).toEqual([gone.integration_id, kept.integration_id].sort());
 
     // Within the retention the revoked integration stays (its jobs expire meanwhile); past it, the next pass forgets it.
@@ -146,7 +183,13 @@ describe.each<Store>(['SQLite', 'PostgreSQL'])('a backend on %s', (store) => {
     await passUntil(clock, async () => !(await backend.streams()).has(`integration:${gone.integration_id}`), 'the revoked integration');
 
     const after = await backend.streams();
-    for (const stream of [`integration:${gone.integration_id}`, jobStream(gone.integration_id, probe), jobStream(gone.integration_id, cancelled), jobStream(gone.integration_id, expiring)]) expect(after.has(stream)).toBe(false);
+    for (const stream of [
+      `integration:${gone.integration_id}`,
+      jobStream(gone.integration_id, probe),
+      jobStream(gone.integration_id, cancelled),
+      jobStream(gone.integration_id, expiring),
+    ])
+      expect(after.has(stream)).toBe(false);
     // The live integration keeps its events, and its job (settled longer ago than the retention) goes as any job does.
     expect(after.get(`integration:${kept.integration_id}`)).toBeGreaterThan(0);
     expect(await backend.presence()).toEqual(store === 'PostgreSQL' ? [kept.integration_id] : []);
@@ -156,9 +199,18 @@ describe.each<Store>(['SQLite', 'PostgreSQL'])('a backend on %s', (store) => {
       for (const token of [gone.client_token, clientToken]) expect((await request(base(gone), { token })).status).toBe(401);
       expect((await request(`${base(gone)}/heartbeat`, { token: gone.relay_token, body: heartbeatOf() })).status).toBe(401);
       expect((await request(`${base(gone)}/jobs/${probe}`, { token: clientToken })).status).toBe(401);
-      expect((await request(`${base(gone)}/jobs`, { token: clientToken, body: { job_id: randomUUID(), purpose: 'capability_probe', payload: {} } })).status).toBe(401);
+      expect(
+        (
+          await request(`${base(gone)}/jobs`, {
+            token: clientToken,
+            body: { job_id: randomUUID(), purpose: 'capability_probe', payload: {} },
+          })
+        ).status,
+      ).toBe(401);
       expect((await admin(url, `${gone.integration_id}/revoke`)).status).toBe(404);
-      const listed = (await request(`${url}/api/v1/admin/integrations`, { token: OPERATOR })).body as { integrations: Array<{ integration_id: string }> };
+      const listed = (await request(`${url}/api/v1/admin/integrations`, { token: OPERATOR })).body as {
+        integrations: Array<{ integration_id: string }>;
+      };
       expect(listed.integrations.map(({ integration_id }) => integration_id)).toEqual([kept.integration_id]);
     };
     await refused();
@@ -175,10 +227,14 @@ describe.each<Store>(['SQLite', 'PostgreSQL'])('a backend on %s', (store) => {
     cleanup.push(() => backend.stop());
     const url = await backend.start();
     clock.increment(0);
-    const started = await request(`${url}/api/v1/pairings`, { body: { provider_kind: 'assistant-relay', schema_version: 1, envelope_version: 1 } });
+    const started = await request(`${url}/api/v1/pairings`, {
+      body: { provider_kind: 'assistant-relay', schema_version: 1, envelope_version: 1 },
+    });
     expect(started.status).toBe(201);
     const { pairing_id, pairing_token } = started.body as { pairing_id: string; pairing_token: string };
-    expect((await request(`${url}/api/v1/pairings/${pairing_id}/abort`, { token: pairing_token, body: { reason: 'changed my mind' } })).status).toBe(200);
+    expect(
+      (await request(`${url}/api/v1/pairings/${pairing_id}/abort`, { token: pairing_token, body: { reason: 'changed my mind' } })).status,
+    ).toBe(200);
     expect((await backend.streams()).get(`pairing:${pairing_id}`)).toBe(2);
 
     // Its expiry is ten minutes after its start; an hour after that it goes, at the hourly pass that follows.
@@ -223,10 +279,13 @@ describe('the plugin', () => {
     clock.increment(RETENTION_CHECK_MS);
     await waitFor('the job forgotten', () => plugin.status().jobs[id] === undefined);
     await waitFor('its events removed', () => readEvents(db).every((event) => event.job_id !== id));
-    expect(readEvents(db)).toEqual([{ type: 'plugin.jobs_forgotten', job_ids: [id], dedupe: { [id]: Date.parse(job.deadline_at as string) }, at: clock.now() }]);
+    expect(readEvents(db)).toEqual([
+      { type: 'plugin.jobs_forgotten', job_ids: [id], dedupe: { [id]: Date.parse(job.deadline_at as string) }, at: clock.now() },
+    ]);
 
     // Sent again before its deadline: not run, not answered again; and so after a restart.
-    const notRun = () => lines.filter((line) => line.msg === 'a job closed and forgotten was sent again: not run' && line.job_id === id).length;
+    const notRun = () =>
+      lines.filter((line) => line.msg === 'a job closed and forgotten was sent again: not run' && line.job_id === id).length;
     await streaming(plugin, clock);
     backend.send(job);
     await waitFor('the redelivery seen', () => notRun() === 1);

@@ -30,8 +30,10 @@ let url: string;
 let db: string;
 let integration: { integration_id: string; relay_token: string; client_token: string };
 const base = () => `${url}/api/v1/assistant/integrations/${integration.integration_id}`;
-const asClient = (path: string, body?: unknown) => request(`${base()}${path}`, { token: integration.client_token, ...(body === undefined ? {} : { body }) });
-const asPlugin = (path: string, body?: unknown) => request(`${base()}${path}`, { token: integration.relay_token, ...(body === undefined ? { method: 'POST' } : { body }) });
+const asClient = (path: string, body?: unknown) =>
+  request(`${base()}${path}`, { token: integration.client_token, ...(body === undefined ? {} : { body }) });
+const asPlugin = (path: string, body?: unknown) =>
+  request(`${base()}${path}`, { token: integration.relay_token, ...(body === undefined ? { method: 'POST' } : { body }) });
 
 /** A job created for `response_schema` (its purpose's own unless given), that its plugin says it runs. */
 async function runningJob(job: Record<string, unknown> = {}): Promise<string> {
@@ -45,7 +47,8 @@ beforeAll(async () => {
   dir = tempDir();
   db = join(dir, 'backend.db');
   integration = JSON.parse((await runCli(['backend', 'integration', 'create', '--db', db])).stdout);
-  url = (await started(['backend', '--port', '0', '--db', db, '--max-job-bytes', String(MAX_JOB_BYTES), '--log-level', 'warn'])).line.listening as string;
+  url = (await started(['backend', '--port', '0', '--db', db, '--max-job-bytes', String(MAX_JOB_BYTES), '--log-level', 'warn'])).line
+    .listening as string;
 });
 
 afterAll(async () => {
@@ -56,42 +59,79 @@ afterAll(async () => {
 describe('a pattern that backtracks without end, and a result made to trip it', () => {
   it.each([
     ['pattern', { properties: { a: { type: 'string', pattern: '^(a+)+$' } } }, { a: BACKTRACKS }, 'result/a must match pattern "^(a+)+$"'],
-    ['patternProperties', { patternProperties: { '^(a+)+$': { type: 'number' } }, additionalProperties: false }, { [BACKTRACKS]: 1 }, 'result must NOT have additional properties'],
-    ['propertyNames', { propertyNames: { pattern: '^(a+)+$' } }, { [BACKTRACKS]: 1 }, 'result must match pattern "^(a+)+$", result property name must be valid'],
-  ])('in %s: judged at once, 422 result_invalid, while /healthz is answered; the job stays open for a conforming result', async (_where, schema, hostile, problem) => {
-    const job_id = await runningJob({ response_schema: { type: 'object', ...schema } });
-    const [judged, health] = await Promise.all([asPlugin(`/jobs/${job_id}/result`, { result: hostile }), request(`${url}/healthz`)]);
-    expect(judged).toMatchObject({ status: 422, body: { error: { code: 'result_invalid', message: problem } } });
-    expect(health.status).toBe(200);
-    const conforming = Object.fromEntries(Object.entries(hostile).map(([key, value]) => [key.replace('!', ''), typeof value === 'string' ? value.replace('!', '') : value]));
-    expect((await asPlugin(`/jobs/${job_id}/result`, { result: conforming })).status).toBe(200);
-    expect((await asClient(`/jobs/${job_id}`)).body).toMatchObject({ state: 'completed', result: conforming });
-  });
+    [
+      'patternProperties',
+      { patternProperties: { '^(a+)+$': { type: 'number' } }, additionalProperties: false },
+      { [BACKTRACKS]: 1 },
+      'result must NOT have additional properties',
+    ],
+    [
+      'propertyNames',
+      { propertyNames: { pattern: '^(a+)+$' } },
+      { [BACKTRACKS]: 1 },
+      'result must match pattern "^(a+)+$", result property name must be valid',
+    ],
+  ])(
+    'in %s: judged at once, 422 result_invalid, while /healthz is answered; the job stays open for a conforming result',
+    async (_where, schema, hostile, problem) => {
+      const job_id = await runningJob({ response_schema: { type: 'object', ...schema } });
+      const [judged, health] = await Promise.all([asPlugin(`/jobs/${job_id}/result`, { result: hostile }), request(`${url}/healthz`)]);
+      expect(judged).toMatchObject({ status: 422, body: { error: { code: 'result_invalid', message: problem } } });
+      expect(health.status).toBe(200);
+      const conforming = Object.fromEntries(
+        Object.entries(hostile).map(([key, value]) => [key.replace('!', ''), typeof value === 'string' ? value.replace('!', '') : value]),
+      );
+      expect((await asPlugin(`/jobs/${job_id}/result`, { result: conforming })).status).toBe(200);
+      expect((await asClient(`/jobs/${job_id}`)).body).toMatchObject({ state: 'completed', result: conforming });
+    },
+  );
 });
 
 describe('a response_schema the backend cannot check, or over its bounds', () => {
-  const nested = (levels: number) => Array.from({ length: levels }).reduce<Record<string, unknown>>((inner) => ({ type: 'object', properties: { a: inner } }), { type: 'string' });
+  const nested = (levels: number) =>
+    Array.from({ length: levels }).reduce<Record<string, unknown>>((inner) => ({ type: 'object', properties: { a: inner } }), {
+      type: 'string',
+    });
   it.each([
     ['a lookahead', { properties: { a: { type: 'string', pattern: '^(?!admin$)' } } }, /RE2 does not run the pattern/],
     ['a lookbehind', { patternProperties: { '(?<=x)y': {} } }, /RE2 does not run the pattern/],
     ['a backreference', { properties: { a: { type: 'string', pattern: '^(a)\\1$' } } }, /RE2 does not run the pattern/],
     ['nesting 40 levels', nested(20), /nests deeper than 32 levels/],
     ['70 KiB of JSON', { type: 'object', description: filler(70 * 1024) }, /more than 65536/],
-    ['600 properties of one keyword each: 1,202 members', { type: 'object', properties: Object.fromEntries(Array.from({ length: 600 }, (_, i) => [`p${i}`, { type: 'string' }])) }, /more than 1000 members/],
-    ['a $ref used twice at each of 12 steps', {
-      $defs: Object.fromEntries([...Array.from({ length: 12 }, (_, i) => [`d${i}`, { allOf: [{ $ref: `#/$defs/d${i + 1}` }, { $ref: `#/$defs/d${i + 1}` }] }]), ['d12', { type: 'object' }]]),
-      $ref: '#/$defs/d0',
-    }, /more than 1000 members/],
+    [
+      '600 properties of one keyword each: 1,202 members',
+      { type: 'object', properties: Object.fromEntries(Array.from({ length: 600 }, (_, i) => [`p${i}`, { type: 'string' }])) },
+      /more than 1000 members/,
+    ],
+    [
+      'a $ref used twice at each of 12 steps',
+      {
+        $defs: Object.fromEntries([
+          ...Array.from({ length: 12 }, (_, i) => [`d${i}`, { allOf: [{ $ref: `#/$defs/d${i + 1}` }, { $ref: `#/$defs/d${i + 1}` }] }]),
+          ['d12', { type: 'object' }],
+        ]),
+        $ref: '#/$defs/d0',
+      },
+      /more than 1000 members/,
+    ],
     ['a $ref back to itself', { allOf: [{ $ref: '#' }] }, /leads back to where it is used/],
   ])('%s: 400 unsupported_response_schema, nothing logged', async (_what, schema, message) => {
     const before = countEvents(db);
     const answer = await asClient('/jobs', { job_id: randomUUID(), purpose: 'live_analysis', payload: PAYLOAD, response_schema: schema });
-    expect(answer).toMatchObject({ status: 400, body: { error: { code: 'unsupported_response_schema', message: expect.stringMatching(message) } } });
+    expect(answer).toMatchObject({
+      status: 400,
+      body: { error: { code: 'unsupported_response_schema', message: expect.stringMatching(message) } },
+    });
     expect(countEvents(db)).toBe(before);
   });
 
   it('what is not a JSON Schema at all is still 400 invalid_response_schema', async () => {
-    const answer = await asClient('/jobs', { job_id: randomUUID(), purpose: 'live_analysis', payload: PAYLOAD, response_schema: { type: 'nothing' } });
+    const answer = await asClient('/jobs', {
+      job_id: randomUUID(),
+      purpose: 'live_analysis',
+      payload: PAYLOAD,
+      response_schema: { type: 'nothing' },
+    });
     expect(answer).toMatchObject({ status: 400, body: { error: { code: 'invalid_response_schema' } } });
   });
 });
@@ -103,7 +143,10 @@ describe('a payload or a result over --max-job-bytes', () => {
   ])('%s: 413 payload_too_large, nothing logged', async (_what, job) => {
     const before = countEvents(db);
     const answer = await asClient('/jobs', { job_id: randomUUID(), purpose: 'live_analysis', ...job });
-    expect(answer).toMatchObject({ status: 413, body: { error: { code: 'payload_too_large', message: expect.stringContaining(`more than the ${MAX_JOB_BYTES}`) } } });
+    expect(answer).toMatchObject({
+      status: 413,
+      body: { error: { code: 'payload_too_large', message: expect.stringContaining(`more than the ${MAX_JOB_BYTES}`) } },
+    });
     expect(countEvents(db)).toBe(before);
   });
 
@@ -111,15 +154,22 @@ describe('a payload or a result over --max-job-bytes', () => {
     const job_id = await runningJob();
     const result = { insights: [{ text: 'Ask for the budget owner.', kind: 'question', confidence: 0.7 }] };
     const before = countEvents(db);
-    expect(await asPlugin(`/jobs/${job_id}/result`, { result: { ...result, extra: filler(MAX_JOB_BYTES) } })).toMatchObject({ status: 413, body: { error: { code: 'result_too_large' } } });
+    expect(await asPlugin(`/jobs/${job_id}/result`, { result: { ...result, extra: filler(MAX_JOB_BYTES) } })).toMatchObject({
+      status: 413,
+      body: { error: { code: 'result_too_large' } },
+    });
     expect(countEvents(db)).toBe(before);
     expect((await asClient(`/jobs/${job_id}`)).body).toMatchObject({ state: 'running' });
     expect((await asPlugin(`/jobs/${job_id}/result`, { result })).status).toBe(200);
   });
 
-  it('a body past its route\'s limit is refused unread: 413 body_too_large, nothing logged', async () => {
+  it("a body past its route's limit is refused unread: 413 body_too_large, nothing logged", async () => {
     const before = countEvents(db);
-    const answer = await asClient('/jobs', { job_id: randomUUID(), purpose: 'live_analysis', payload: { ...PAYLOAD, context: filler(8 * MAX_JOB_BYTES + 1024) } });
+    const answer = await asClient('/jobs', {
+      job_id: randomUUID(),
+      purpose: 'live_analysis',
+      payload: { ...PAYLOAD, context: filler(8 * MAX_JOB_BYTES + 1024) },
+    });
     expect(answer).toMatchObject({ status: 413, body: { error: { code: 'body_too_large' } } });
     expect(countEvents(db)).toBe(before);
   });
@@ -127,7 +177,10 @@ describe('a payload or a result over --max-job-bytes', () => {
 
 describe('a result within every bound whose check would take seconds, posted again and again', () => {
   /** 480 `maxLength` (about 960 members) on one string of 1,000 KiB: over 3 s of checking on the event loop. */
-  const COSTLY_SCHEMA = { type: 'object', properties: { a: { allOf: Array.from({ length: 480 }, (_, i) => ({ maxLength: 2_000_000 + i })) } } };
+  const COSTLY_SCHEMA = {
+    type: 'object',
+    properties: { a: { allOf: Array.from({ length: 480 }, (_, i) => ({ maxLength: 2_000_000 + i })) } },
+  };
   const COSTLY_RESULT = { a: 'a'.repeat(1000 * 1024) };
   const insights = { insights: [{ text: 'Ask for the budget owner.', kind: 'question', confidence: 0.7 }] };
   let costlyUrl: string;
@@ -136,21 +189,38 @@ describe('a result within every bound whose check would take seconds, posted aga
   let hostile: typeof integration;
   let quiet: typeof integration;
   const on = (which: typeof integration, role: 'client' | 'plugin', path: string, body?: unknown) =>
-    request(`${costlyUrl}/api/v1/assistant/integrations/${which.integration_id}${path}`, { token: role === 'client' ? which.client_token : which.relay_token, ...(body === undefined ? { method: role === 'plugin' ? 'POST' : 'GET' } : { body }) });
+    request(`${costlyUrl}/api/v1/assistant/integrations/${which.integration_id}${path}`, {
+      token: role === 'client' ? which.client_token : which.relay_token,
+      ...(body === undefined ? { method: role === 'plugin' ? 'POST' : 'GET' } : { body }),
+    });
 
   beforeAll(async () => {
     costlyDb = join(dir, 'costly.db');
     hostile = JSON.parse((await runCli(['backend', 'integration', 'create', '--db', costlyDb])).stdout);
     quiet = JSON.parse((await runCli(['backend', 'integration', 'create', '--db', costlyDb])).stdout);
     // The quiet integration creates jobs for as long as the attack lasts: more than a minute's default allows.
-    const backend = await started(['backend', '--port', '0', '--db', costlyDb, '--result-check-timeout', '1s', '--max-jobs-per-minute', '100000', '--log-level', 'warn']);
+    const backend = await started([
+      'backend',
+      '--port',
+      '0',
+      '--db',
+      costlyDb,
+      '--result-check-timeout',
+      '1s',
+      '--max-jobs-per-minute',
+      '100000',
+      '--log-level',
+      'warn',
+    ]);
     costlyUrl = backend.line.listening as string;
     output = backend.output;
   });
 
   it("is refused 422 result_check_too_costly at the check's budget, a second at once 429 with Retry-After, nothing logged; meanwhile a quiet integration's jobs complete and /healthz answers", async () => {
     const job_id = randomUUID();
-    expect((await on(hostile, 'client', '/jobs', { job_id, purpose: 'live_analysis', payload: PAYLOAD, response_schema: COSTLY_SCHEMA })).status).toBe(201);
+    expect(
+      (await on(hostile, 'client', '/jobs', { job_id, purpose: 'live_analysis', payload: PAYLOAD, response_schema: COSTLY_SCHEMA })).status,
+    ).toBe(201);
     expect((await on(hostile, 'plugin', `/jobs/${job_id}/running`)).status).toBe(200);
     const hostileEvents = () => readEvents(costlyDb).filter((event) => event.job_id === job_id).length;
     const eventsBefore = hostileEvents();
@@ -176,7 +246,10 @@ describe('a result within every bound whose check would take seconds, posted aga
     for (let round = 0; round < 3; round += 1) {
       const answers = await Promise.all([0, 1].map(() => on(hostile, 'plugin', `/jobs/${job_id}/result`, { result: COSTLY_RESULT })));
       const byCode = Object.fromEntries(answers.map((answer) => [(answer.body as { error: { code: string } }).error.code, answer]));
-      expect(byCode.result_check_too_costly).toMatchObject({ status: 422, body: { error: { message: expect.stringContaining('1000 ms') } } });
+      expect(byCode.result_check_too_costly).toMatchObject({
+        status: 422,
+        body: { error: { message: expect.stringContaining('1000 ms') } },
+      });
       expect(byCode.too_many_result_checks?.status).toBe(429);
       expect(Number(byCode.too_many_result_checks!.headers.get('retry-after'))).toBeGreaterThanOrEqual(1);
     }

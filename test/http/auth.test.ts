@@ -51,7 +51,10 @@ describe('authentication', () => {
   });
 
   it.each(['bearer', 'BEARER', 'BeArEr'])('takes the scheme case-insensitively (%s)', async (scheme) => {
-    const response = await rawRequest(`${relay.url}/v1/sessions/never-seen`, { method: 'GET', headers: { authorization: `${scheme} ${TOKEN}` } });
+    const response = await rawRequest(`${relay.url}/v1/sessions/never-seen`, {
+      method: 'GET',
+      headers: { authorization: `${scheme} ${TOKEN}` },
+    });
     expect(response.status).toBe(404);
     expect(JSON.parse(response.text).error.code).toBe('session_not_found');
   });

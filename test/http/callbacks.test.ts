@@ -56,7 +56,12 @@ async function formB(
 ): Promise<{ relay: Relay; send: (text: string, taskId?: string) => Promise<string> }> {
   const relay = await Relay.start({ form: 'B', ...options });
   const send = async (text: string, taskId: string = randomUUID()) => {
-    const response = await post(relay.url, TOKEN, { session_id: session, task_id: taskId, text, callback: { url: `${receiver.url}/cb`, token: CALLBACK_TOKEN } });
+    const response = await post(relay.url, TOKEN, {
+      session_id: session,
+      task_id: taskId,
+      text,
+      callback: { url: `${receiver.url}/cb`, token: CALLBACK_TOKEN },
+    });
     expect(response.status).toBe(202);
     return taskId;
   };
@@ -70,7 +75,12 @@ describe('Form B: the conversation over callbacks', () => {
     const taskId = await send(script({ typing: 'thinking' }, { message: 'one' }, { message: 'two' }));
     await until(() => receiver.requests.length === 3, 'three callback POSTs');
     for (const r of receiver.requests) {
-      expect([r.method, r.url, r.headers.authorization, r.headers['content-type']]).toEqual(['POST', `/cb/tasks/${taskId}`, `Bearer ${CALLBACK_TOKEN}`, 'application/json']);
+      expect([r.method, r.url, r.headers.authorization, r.headers['content-type']]).toEqual([
+        'POST',
+        `/cb/tasks/${taskId}`,
+        `Bearer ${CALLBACK_TOKEN}`,
+        'application/json',
+      ]);
     }
     const bodies = receiver.requests.map((r) => JSON.parse(r.body) as Record<string, unknown>);
     expect(bodies).toEqual([
@@ -80,7 +90,12 @@ describe('Form B: the conversation over callbacks', () => {
     ]);
     expect(new Set(bodies.map((b) => b.message_id)).size).toBe(3);
     await until(() => relay.t.host.deliveryStats().succeeded === 3, 'three deliveries succeeded');
-    expect(relay.t.host.session('s-b')).toMatchObject({ form: 'B', state: 'open', callback_url: `${receiver.url}/cb`, callbacks: { queued: 0, succeeded: 3, abandoned: 0 } });
+    expect(relay.t.host.session('s-b')).toMatchObject({
+      form: 'B',
+      state: 'open',
+      callback_url: `${receiver.url}/cb`,
+      callbacks: { queued: 0, succeeded: 3, abandoned: 0 },
+    });
   });
 
   it('a message the agent adds on its own goes to a fresh UUID path, after what was queued before', async () => {
@@ -99,7 +114,12 @@ describe('Form B: the conversation over callbacks', () => {
   it('refuses, appending nothing: a non-UUID task_id, a first message without callback, and the stream', async () => {
     const relay = await Relay.start({ form: 'B' });
     const before = countEvents(relay.db);
-    const notUuid = await post(relay.url, TOKEN, { session_id: 's', task_id: 't1', text: 'x', callback: { url: 'http://127.0.0.1:9', token: 'k' } });
+    const notUuid = await post(relay.url, TOKEN, {
+      session_id: 's',
+      task_id: 't1',
+      text: 'x',
+      callback: { url: 'http://127.0.0.1:9', token: 'k' },
+    });
     expect([notUuid.status, notUuid.body]).toEqual([400, { error: { code: 'invalid_task_id', message: expect.any(String) } }]);
     const noCallback = await post(relay.url, TOKEN, { session_id: 's', task_id: randomUUID(), text: 'x' });
     expect([noCallback.status, (noCallback.body as { error: { code: string } }).error.code]).toEqual([400, 'callback_required']);
@@ -224,7 +244,9 @@ describe('delivery: retries, backoff and giving up (4.3 rule 5, Part 8)', () => 
     let released: () => void = () => {};
     const gate = new Promise<void>((resolve) => (released = resolve));
     const receiver = await Receiver.start((_received, response) => {
-      void gate.then(() => response.writeHead(200, { 'content-type': 'application/json' }).end('{"ok":true,"ignored":true,"reason":"session_ended"}'));
+      void gate.then(() =>
+        response.writeHead(200, { 'content-type': 'application/json' }).end('{"ok":true,"ignored":true,"reason":"session_ended"}'),
+      );
     });
     const { relay, send } = await formB(receiver);
     await send(script({ message: 'a' }, { message: 'b' }));
@@ -244,7 +266,12 @@ describe('delivery: retries, backoff and giving up (4.3 rule 5, Part 8)', () => 
     const logger = pino({ level: 'trace' }, { write: (line: string) => void lines.push(line) });
     const receiver = await Receiver.start(statuses(404));
     const relay = await Relay.start({ form: 'B', logger });
-    const response = await post(relay.url, TOKEN, { session_id: 's', task_id: randomUUID(), text: 'x', callback: { url: receiver.url, token: CALLBACK_TOKEN } });
+    const response = await post(relay.url, TOKEN, {
+      session_id: 's',
+      task_id: randomUUID(),
+      text: 'x',
+      callback: { url: receiver.url, token: CALLBACK_TOKEN },
+    });
     expect(response.status).toBe(202);
     // The echo agent's typing and message: each refused once with 404, and given up.
     await until(() => delivered(relay, 'delivery.abandoned').length === 2, 'both abandoned');
@@ -283,11 +310,27 @@ describe('a slow receiver gets the latest progress, not every one (4.2 rule 4, a
   it("an older agent's one-shot statuses are carried through, tool_call too, however long they wait (PROTOCOL.md 3b.4)", async () => {
     const { receiver, release } = await heldReceiver();
     const { relay, send } = await formB(receiver);
-    await send(script({ message: 'first' }, { completed: true }, { tool_call: 'lookup' }, { silent: true }, { errored: { code: 'e', message: 'm' } }, { message: 'last' }));
+    await send(
+      script(
+        { message: 'first' },
+        { completed: true },
+        { tool_call: 'lookup' },
+        { silent: true },
+        { errored: { code: 'e', message: 'm' } },
+        { message: 'last' },
+      ),
+    );
     await until(() => delivered(relay, 'reply.queued').length === 6, 'every reply queued');
     release();
     await until(() => relay.t.host.deliveryStats().queued === 0, 'the outbox empty');
-    expect(receiver.requests.map((r) => (JSON.parse(r.body) as { status: string }).status)).toEqual(['message', 'completed', 'tool_call', 'silent', 'errored', 'message']);
+    expect(receiver.requests.map((r) => (JSON.parse(r.body) as { status: string }).status)).toEqual([
+      'message',
+      'completed',
+      'tool_call',
+      'silent',
+      'errored',
+      'message',
+    ]);
     expect(relay.t.host.deliveryStats()).toEqual({ queued: 0, succeeded: 6, abandoned: 0 });
   });
 });

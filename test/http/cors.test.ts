@@ -14,10 +14,13 @@ afterEach(async () => {
 
 const APP = 'http://app.example:5173';
 const preflight = (url: string, origin: string, method = 'GET', headers = 'authorization,last-event-id') =>
-  fetch(url, { method: 'OPTIONS', headers: { origin, 'access-control-request-method': method, 'access-control-request-headers': headers } });
+  fetch(url, {
+    method: 'OPTIONS',
+    headers: { origin, 'access-control-request-method': method, 'access-control-request-headers': headers },
+  });
 
 describe('CORS', () => {
-  it('the host answers a listed origin\'s preflight and marks its answers; another origin gets neither', async () => {
+  it("the host answers a listed origin's preflight and marks its answers; another origin gets neither", async () => {
     const host = await startHost({ corsOrigins: [APP] });
     cleanups.push(() => host.cleanup());
     const ok = await preflight(`${host.url}/v1/events?session_id=s`, APP);
@@ -49,10 +52,15 @@ describe('CORS', () => {
     expect(answer.status).toBeLessThan(500);
   });
 
-  it('the backend answers a listed origin\'s preflight for the client routes', async () => {
+  it("the backend answers a listed origin's preflight for the client routes", async () => {
     const backend = await serveBackend({ corsOrigins: [APP] });
     cleanups.push(() => backend.stop());
-    const answer = await preflight(`${backend.url}/api/v1/assistant/integrations/00000000-0000-4000-8000-000000000000/jobs`, APP, 'POST', 'authorization,content-type');
+    const answer = await preflight(
+      `${backend.url}/api/v1/assistant/integrations/00000000-0000-4000-8000-000000000000/jobs`,
+      APP,
+      'POST',
+      'authorization,content-type',
+    );
     expect([answer.status, answer.headers.get('access-control-allow-origin')]).toEqual([204, APP]);
   });
 });

@@ -178,10 +178,7 @@ export interface RawResponse {
 }
 
 /** A request exactly as given (no default content type, any method, repeated headers), for bad-input cases. */
-export function rawRequest(
-  url: string,
-  init: { method: string; headers?: http.OutgoingHttpHeaders; body?: string },
-): Promise<RawResponse> {
+export function rawRequest(url: string, init: { method: string; headers?: http.OutgoingHttpHeaders; body?: string }): Promise<RawResponse> {
   return new Promise((resolve, reject) => {
     const req = http.request(url, { method: init.method, headers: init.headers ?? {}, agent: false }, (res) => {
       let text = '';

@@ -34,7 +34,11 @@ describe('POST /v1/incoming', () => {
 
     const second = await relay.post({ session_id: 's', task_id: 't2', text: 'hello', system_prelude: 'standing context' });
     expect(second.status).toBe(202);
-    expect(readEvents(relay.db).filter((e) => e.type === 'task.started').at(-1)).toEqual({
+    expect(
+      readEvents(relay.db)
+        .filter((e) => e.type === 'task.started')
+        .at(-1),
+    ).toEqual({
       type: 'task.started',
       session_id: 's',
       task_id: 't2',

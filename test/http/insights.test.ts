@@ -47,7 +47,10 @@ it('keeps the prelude as standing context, cuts replies to one sentence, and nev
   // The chat is not an Insights session: its replies are the agent's own words.
   expect((chat.replies[0]!.json as { reply_text: string }).reply_text).toContain('a second sentence\nthat');
 
-  const texts = (task: string) => turn(task).memory.map((m) => m.text).join(' | ');
+  const texts = (task: string) =>
+    turn(task)
+      .memory.map((m) => m.text)
+      .join(' | ');
   expect(texts('i2')).toBe('transcript chunk one | Noted: transcript chunk one.');
   expect(texts('c2')).toContain('chat question one');
   expect(texts('c2')).not.toMatch(/transcript/);

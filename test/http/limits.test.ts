@@ -109,9 +109,9 @@ describe('limits given when embedding', () => {
   it('refuses a headers limit longer than the request limit before opening anything', async () => {
     const dir = tempDir();
     const db = join(dir, 'relay.db');
-    await expect(createAssistantHost({ db, token: TOKEN, agent: 'echo', headersTimeoutMs: 5_000, requestTimeoutMs: 1_000 })).rejects.toThrow(
-      /headersTimeoutMs must not be longer than requestTimeoutMs/,
-    );
+    await expect(
+      createAssistantHost({ db, token: TOKEN, agent: 'echo', headersTimeoutMs: 5_000, requestTimeoutMs: 1_000 }),
+    ).rejects.toThrow(/headersTimeoutMs must not be longer than requestTimeoutMs/);
     expect(existsSync(db)).toBe(false);
     rmSync(dir, { recursive: true, force: true });
   });

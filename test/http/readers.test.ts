@@ -118,7 +118,12 @@ describe('slow readers', () => {
     expect(all.map((r) => r.json.task_id)).toEqual(tasks);
     const settled = relay.events.filter((e) => e.type === 'task.settled');
     expect(all.map((r) => r.data)).toEqual(settled.map((e) => e.data));
-    expect(JSON.parse(resumed.frames.at(-1)!.data)).toEqual({ type: 'resync', session_id: 's', missed_task_ids: [], recovery_complete: true });
+    expect(JSON.parse(resumed.frames.at(-1)!.data)).toEqual({
+      type: 'resync',
+      session_id: 's',
+      missed_task_ids: [],
+      recovery_complete: true,
+    });
   });
 });
 

@@ -29,7 +29,13 @@ describe('replies', () => {
 
     const [intact, over, wayOver] = stream.replies;
     expect(Buffer.byteLength(intact!.data)).toBe(256 * 1024);
-    expect(intact!.json).toEqual({ session_id: 's', task_id: 'at-cap', status: 'message', message_id: expect.stringMatching(UUID), reply_text: 'x'.repeat(atCap) });
+    expect(intact!.json).toEqual({
+      session_id: 's',
+      task_id: 'at-cap',
+      status: 'message',
+      message_id: expect.stringMatching(UUID),
+      reply_text: 'x'.repeat(atCap),
+    });
     const tooLarge = { session_id: 's', status: 'errored', error_code: 'reply_too_large', error_message: REPLY_ERRORS.reply_too_large };
     expect(over!.json).toEqual({ ...tooLarge, task_id: 'over-cap' });
     expect(wayOver!.json).toEqual({ ...tooLarge, task_id: 'way-over' });
@@ -86,7 +92,9 @@ describe('replies', () => {
       [idOf(relay, 's', 1), { ...agentError, task_id: 'progress-only' }],
       [idOf(relay, 's', 2), { ...agentError, task_id: 'empty' }],
     ]);
-    const causes = readEvents(relay.db).filter((e) => e.type === 'task.settled').map((e) => e.cause);
+    const causes = readEvents(relay.db)
+      .filter((e) => e.type === 'task.settled')
+      .map((e) => e.cause);
     expect(causes).toEqual(['agent_error', 'agent_error']);
   });
 

@@ -13,7 +13,9 @@ type Reply = SseConnection['replies'][number];
 async function turns(relay: Relay, sessionId: string, n: number, step: unknown = { completed: true }): Promise<Reply[]> {
   const stream = await relay.subscribe(sessionId);
   const accepted = await Promise.all(
-    Array.from({ length: n }, (_, i) => relay.post({ session_id: sessionId, task_id: `t${i + 1}`, text: JSON.stringify({ script: [step] }) })),
+    Array.from({ length: n }, (_, i) =>
+      relay.post({ session_id: sessionId, task_id: `t${i + 1}`, text: JSON.stringify({ script: [step] }) }),
+    ),
   );
   expect(accepted.map((a) => a.status)).toEqual(Array(n).fill(202));
   await stream.untilReplies(n);
@@ -24,7 +26,11 @@ async function turns(relay: Relay, sessionId: string, n: number, step: unknown =
 }
 
 /** Reconnects with `lastEventId` and waits for the resync frame that ends the replay. */
-async function resumeFrom(relay: Relay, sessionId: string, lastEventId: string): Promise<{ stream: SseConnection; replayed: SseFrame[]; resync: unknown }> {
+async function resumeFrom(
+  relay: Relay,
+  sessionId: string,
+  lastEventId: string,
+): Promise<{ stream: SseConnection; replayed: SseFrame[]; resync: unknown }> {
   const stream = await relay.open(sessionId, { lastEventId });
   expect(stream.status).toBe(200);
   await stream.until((c) => c.frames.some((f) => f.event === 'resync'), 10_000, 'the resync frame');
@@ -96,7 +102,13 @@ describe('resume with Last-Event-ID', () => {
     const { replayed, resync: frame } = await resumeFrom(relay, 's', replies[0]!.id!);
     expect(replayed).toEqual(replies.slice(6).map(frameOf));
     expect(replayed).toHaveLength(64);
-    expect(frame).toEqual(resync('s', replies.slice(1, 6).map((r) => r.json.task_id as string), true));
+    expect(frame).toEqual(
+      resync(
+        's',
+        replies.slice(1, 6).map((r) => r.json.task_id as string),
+        true,
+      ),
+    );
 
     const fromRetained = await resumeFrom(relay, 's', replies[6]!.id!);
     expect(fromRetained.replayed).toEqual(replies.slice(7).map(frameOf));
@@ -143,7 +155,13 @@ describe('resume with Last-Event-ID', () => {
       for (const cursor of [1, 2]) {
         const { replayed, resync: frame } = await resumeFrom(relay, 's', idOf(relay, 's', cursor));
         expect(replayed).toEqual(replies.slice(6).map(frameOf));
-        expect(frame).toEqual(resync('s', replies.slice(3, 6).map((r) => r.json.task_id as string), false));
+        expect(frame).toEqual(
+          resync(
+            's',
+            replies.slice(3, 6).map((r) => r.json.task_id as string),
+            false,
+          ),
+        );
       }
     });
 
@@ -162,7 +180,13 @@ describe('resume with Last-Event-ID', () => {
       for (const cursor of cursors) {
         const { replayed, resync: frame } = await resumeFrom(relay, 's', cursor);
         expect(replayed).toEqual(replies.slice(6).map(frameOf));
-        expect(frame).toEqual(resync('s', replies.slice(3, 6).map((r) => r.json.task_id as string), false));
+        expect(frame).toEqual(
+          resync(
+            's',
+            replies.slice(3, 6).map((r) => r.json.task_id as string),
+            false,
+          ),
+        );
       }
     });
   });

@@ -61,7 +61,14 @@ describe('GET /v1/sessions/:session_id', () => {
     await stream.untilEnded();
     await until(() => relay.readers(session) === 0, 'the reader gone');
     const ended = (await view(relay, session)).body;
-    expect(ended).toMatchObject({ state: 'ended', end_reason: 'host', ended_at: opened + 4_000, pending_task_ids: [], readers: 0, last_event_id: idOf(relay, session, 4) });
+    expect(ended).toMatchObject({
+      state: 'ended',
+      end_reason: 'host',
+      ended_at: opened + 4_000,
+      pending_task_ids: [],
+      readers: 0,
+      last_event_id: idOf(relay, session, 4),
+    });
   });
 
   it('answers 404 session_not_found for a session the host never saw', async () => {

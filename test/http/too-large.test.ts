@@ -35,7 +35,11 @@ interface Exchange {
   readonly failure: string | undefined;
 }
 
-const headers = (target: Target, body: Buffer) => ({ authorization: `Bearer ${target.token}`, 'content-type': 'application/json', 'content-length': String(body.length) });
+const headers = (target: Target, body: Buffer) => ({
+  authorization: `Bearer ${target.token}`,
+  'content-type': 'application/json',
+  'content-length': String(body.length),
+});
 
 /** `node:http`, the whole body written at once, as most callers do; the exchange once the request has closed. */
 function viaNodeHttp(target: Target, body: Buffer): Promise<Exchange> {
@@ -67,8 +71,18 @@ async function viaFetch(target: Target, body: Buffer): Promise<Exchange> {
     },
   });
   try {
-    const response = await fetch(target.url, { method: 'POST', headers: headers(target, body), body: stream, duplex: 'half' } as RequestInit);
-    return { status: response.status, connection: response.headers.get('connection') ?? undefined, body: await response.json(), failure: undefined };
+    const response = await fetch(target.url, {
+      method: 'POST',
+      headers: headers(target, body),
+      body: stream,
+      duplex: 'half',
+    } as RequestInit);
+    return {
+      status: response.status,
+      connection: response.headers.get('connection') ?? undefined,
+      body: await response.json(),
+      failure: undefined,
+    };
   } catch (error) {
     return { status: 0, connection: undefined, body: undefined, failure: String((error as Error).cause ?? error) };
   }
@@ -83,12 +97,17 @@ function refusesAndReads(target: () => Target) {
   it.each(clients)('a %s client posting 5 MiB reads the 413, and nothing is logged', async (_name, send) => {
     const before = await target().events();
     const answer = await send(target(), target().body(5 * MIB));
-    expect(answer).toEqual({ status: 413, connection: 'close', body: { error: { code: 'body_too_large', message: expect.any(String) } }, failure: undefined });
+    expect(answer).toEqual({
+      status: 413,
+      connection: 'close',
+      body: { error: { code: 'body_too_large', message: expect.any(String) } },
+      failure: undefined,
+    });
     expect(await target().events()).toBe(before);
   });
 }
 
-describe('a body over the host\'s limit (POST /v1/incoming)', () => {
+describe("a body over the host's limit (POST /v1/incoming)", () => {
   let relay: Relay;
   beforeAll(async () => {
     relay = await Relay.start();
@@ -103,7 +122,7 @@ describe('a body over the host\'s limit (POST /v1/incoming)', () => {
   }));
 });
 
-describe('a body over the backend\'s limit (POST …/jobs)', () => {
+describe("a body over the backend's limit (POST …/jobs)", () => {
   let served: ServedBackend;
   let integration: { integration_id: string; client_token: string };
   beforeAll(async () => {
@@ -117,7 +136,15 @@ describe('a body over the backend\'s limit (POST …/jobs)', () => {
   refusesAndReads(() => ({
     url: `${served.url}/api/v1/assistant/integrations/${integration.integration_id}/jobs`,
     token: integration.client_token,
-    body: (bytes) => padded((text) => ({ job_id: randomUUID(), purpose: 'live_analysis', payload: { session_id: 's1', transcript: [{ speaker: 'Ana', text }] } }), bytes),
+    body: (bytes) =>
+      padded(
+        (text) => ({
+          job_id: randomUUID(),
+          purpose: 'live_analysis',
+          payload: { session_id: 's1', transcript: [{ speaker: 'Ana', text }] },
+        }),
+        bytes,
+      ),
     events: () => countBackendEvents(served.db),
   }));
 });

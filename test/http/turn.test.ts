@@ -16,7 +16,11 @@ describe('one Form A turn over real HTTP', () => {
     const stream = await SseConnection.open(`${t.url}/v1/events?session_id=s1`, { token: TOKEN });
     expect(stream.status).toBe(200);
     expect(stream.headers['content-type']).toMatch(/^text\/event-stream/);
-    const accepted = await post(t.url, TOKEN, { session_id: 's1', task_id: 't1', text: script({ typing: 'working' }, { message: 'done' }) });
+    const accepted = await post(t.url, TOKEN, {
+      session_id: 's1',
+      task_id: 't1',
+      text: script({ typing: 'working' }, { message: 'done' }),
+    });
     expect(accepted.status).toBe(202);
     expect(accepted.body).toEqual({ ok: true, session_id: 's1', task_id: 't1' });
     await stream.untilReplies(1);

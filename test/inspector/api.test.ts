@@ -35,15 +35,28 @@ interface Listing {
   readonly entities: Listed[];
 }
 interface Timeline extends Listed {
-  readonly entries: Array<{ position: number; at: number; type: string; state: string; status?: string; state_text: string; says?: string }>;
+  readonly entries: Array<{
+    position: number;
+    at: number;
+    type: string;
+    state: string;
+    status?: string;
+    state_text: string;
+    says?: string;
+  }>;
 }
 
-const listing = async (base: string, token?: string) => (await request(`${base}/api/entities`, token === undefined ? {} : { token })).body as Listing;
+const listing = async (base: string, token?: string) =>
+  (await request(`${base}/api/entities`, token === undefined ? {} : { token })).body as Listing;
 const timeline = async (base: string, key: string) => (await request(`${base}/api/entities/${encodeURIComponent(key)}`)).body as Timeline;
 
 /** Waits until the inspector lists an entity `found` accepts. */
 function listed(base: string, what: string, found: (entity: Listed) => boolean): Promise<Listing> {
-  return eventually(what, () => listing(base), (list) => list.entities.some(found));
+  return eventually(
+    what,
+    () => listing(base),
+    (list) => list.entities.some(found),
+  );
 }
 
 const notFound = { error: { code: 'not_found', message: expect.any(String) } };
@@ -75,8 +88,31 @@ describe('on a running Form A host', () => {
     expect(list.log).toBe('host');
     expect(list.fault).toBeUndefined();
     expect(list.entities).toEqual([
-      { key: `session::${session}`, kind: 'session', id: session, form: 'A', machine: 'session', state: 'open', events: expect.any(Number), last_at: expect.any(Number), state_text: 'open', says: said },
-      { key: `task:${session}:t1`, kind: 'task', id: 't1', session_id: session, machine: 'task', state: 'settled', status: 'message', events: 3, last_at: expect.any(Number), state_text: 'settled (message)', says: said },
+      {
+        key: `session::${session}`,
+        kind: 'session',
+        id: session,
+        form: 'A',
+        machine: 'session',
+        state: 'open',
+        events: expect.any(Number),
+        last_at: expect.any(Number),
+        state_text: 'open',
+        says: said,
+      },
+      {
+        key: `task:${session}:t1`,
+        kind: 'task',
+        id: 't1',
+        session_id: session,
+        machine: 'task',
+        state: 'settled',
+        status: 'message',
+        events: 3,
+        last_at: expect.any(Number),
+        state_text: 'settled (message)',
+        says: said,
+      },
     ]);
     expect(list.end).toBeGreaterThanOrEqual(5);
   });
@@ -101,7 +137,13 @@ describe('on a running Form A host', () => {
   });
 
   it('answers an unknown key, machine or route with 404 and the error body, never a 5xx', async () => {
-    for (const path of ['/api/entities/task%3Anobody%3At1', '/api/entities/%E2%9C%93', '/api/statecharts/nope.svg', '/api/statecharts/..%2Ftask.svg', '/api/nothing']) {
+    for (const path of [
+      '/api/entities/task%3Anobody%3At1',
+      '/api/entities/%E2%9C%93',
+      '/api/statecharts/nope.svg',
+      '/api/statecharts/..%2Ftask.svg',
+      '/api/nothing',
+    ]) {
       const answer = await request(`${inspector}${path}`);
       expect([path, answer.status, answer.body]).toEqual([path, 404, notFound]);
     }
@@ -121,14 +163,20 @@ describe('on a running Form A host', () => {
   it('refuses a Host header that is not loopback (DNS rebinding)', async () => {
     const { port } = new URL(inspector);
     const answer = await new Promise<{ status: number; body: string }>((resolve, reject) => {
-      const sent = httpRequest({ host: '127.0.0.1', port, path: '/api/entities', headers: { host: `rebound.example:${port}` } }, (response) => {
-        let body = '';
-        response.setEncoding('utf8').on('data', (chunk: string) => (body += chunk));
-        response.on('end', () => resolve({ status: response.statusCode!, body }));
-      });
+      const sent = httpRequest(
+        { host: '127.0.0.1', port, path: '/api/entities', headers: { host: `rebound.example:${port}` } },
+        (response) => {
+          let body = '';
+          response.setEncoding('utf8').on('data', (chunk: string) => (body += chunk));
+          response.on('end', () => resolve({ status: response.statusCode!, body }));
+        },
+      );
       sent.on('error', reject).end();
     });
-    expect([answer.status, JSON.parse(answer.body)]).toEqual([400, { error: { code: 'invalid_request', message: expect.stringContaining('loopback') } }]);
+    expect([answer.status, JSON.parse(answer.body)]).toEqual([
+      400,
+      { error: { code: 'invalid_request', message: expect.stringContaining('loopback') } },
+    ]);
   });
 
   it('/api/live says the end at once, then each new end as the log grows', async () => {
@@ -138,7 +186,11 @@ describe('on a running Form A host', () => {
     const first = (JSON.parse(live.frames[0]!.data) as { end: number }).end;
     expect(first).toBe((await listing(inspector)).end);
     expect((await post(host.url, TOKEN, { session_id: session, task_id: 't2', text: 'again' })).status).toBe(202);
-    await live.until((c) => c.frames.some((frame) => (JSON.parse(frame.data) as { end: number }).end > first), 5_000, 'a frame with a later end');
+    await live.until(
+      (c) => c.frames.some((frame) => (JSON.parse(frame.data) as { end: number }).end > first),
+      5_000,
+      'a frame with a later end',
+    );
     const ends = live.frames.map((frame) => (JSON.parse(frame.data) as { end: number }).end);
     expect(ends).toEqual([...new Set(ends)].sort((a, b) => a - b));
     live.close();
@@ -153,10 +205,26 @@ describe('on a running Form B host', () => {
     const host = await startHost({ form: 'B', inspect: true });
     try {
       const callback = { url: `${receiver.url}/cb`, token: 'callback-token' };
-      expect((await post(host.url, TOKEN, { session_id: 'conv', task_id: randomUUID(), text: script({ message: 'one' }), callback })).status).toBe(202);
-      const list = await listed(host.host.inspectorUrl!, 'the delivery succeeded', (entity) => entity.kind === 'delivery' && entity.state === 'succeeded');
-      expect(list.entities.find((entity) => entity.kind === 'session')).toMatchObject({ key: 'session::conv', form: 'B', machine: 'conversation', state: 'open' });
-      expect(list.entities.find((entity) => entity.kind === 'delivery')).toMatchObject({ key: 'delivery:conv:1', id: 1, session_id: 'conv', machine: 'delivery' });
+      expect(
+        (await post(host.url, TOKEN, { session_id: 'conv', task_id: randomUUID(), text: script({ message: 'one' }), callback })).status,
+      ).toBe(202);
+      const list = await listed(
+        host.host.inspectorUrl!,
+        'the delivery succeeded',
+        (entity) => entity.kind === 'delivery' && entity.state === 'succeeded',
+      );
+      expect(list.entities.find((entity) => entity.kind === 'session')).toMatchObject({
+        key: 'session::conv',
+        form: 'B',
+        machine: 'conversation',
+        state: 'open',
+      });
+      expect(list.entities.find((entity) => entity.kind === 'delivery')).toMatchObject({
+        key: 'delivery:conv:1',
+        id: 1,
+        session_id: 'conv',
+        machine: 'delivery',
+      });
       const delivery = await timeline(host.host.inspectorUrl!, 'delivery:conv:1');
       expect(delivery.entries.map((entry) => entry.state)).toEqual(['waiting', 'attempting', 'succeeded']);
     } finally {
@@ -180,7 +248,14 @@ describe('on a backend relay', () => {
     integrationId = integration.integration_id;
     base = `${url}/api/v1/assistant/integrations/${integration.integration_id}`;
     jobId = randomUUID();
-    expect((await request(`${base}/jobs`, { token: integration.client_token, body: { job_id: jobId, purpose: 'capability_probe', payload: {} } })).status).toBe(201);
+    expect(
+      (
+        await request(`${base}/jobs`, {
+          token: integration.client_token,
+          body: { job_id: jobId, purpose: 'capability_probe', payload: {} },
+        })
+      ).status,
+    ).toBe(201);
   });
 
   afterAll(async () => {
@@ -197,8 +272,16 @@ describe('on a backend relay', () => {
     ]);
     const job = await timeline(relay.inspectorUrl!, `job:${integrationId}:${jobId}`);
     // Its state once (`open.created`, never `open.created (created)`), and its purpose as its words.
-    expect(job).toMatchObject({ id: jobId, integration_id: integrationId, status: 'created', state_text: 'open.created', says: 'capability_probe' });
-    expect(job.entries).toEqual([expect.objectContaining({ type: 'job.created', state: 'open.created', state_text: 'open.created', says: 'capability_probe' })]);
+    expect(job).toMatchObject({
+      id: jobId,
+      integration_id: integrationId,
+      status: 'created',
+      state_text: 'open.created',
+      says: 'capability_probe',
+    });
+    expect(job.entries).toEqual([
+      expect.objectContaining({ type: 'job.created', state: 'open.created', state_text: 'open.created', says: 'capability_probe' }),
+    ]);
   });
 });
 
@@ -223,7 +306,9 @@ describe('on an address other than loopback', () => {
   });
 
   it('is refused without a token to ask for, and on a log that is not a file', async () => {
-    await expect(createBackendRelay({ db: join(dir, 'backend.db'), inspect: { host: '0.0.0.0' } })).rejects.toThrow(/not a loopback address, needs the process's token/);
+    await expect(createBackendRelay({ db: join(dir, 'backend.db'), inspect: { host: '0.0.0.0' } })).rejects.toThrow(
+      /not a loopback address, needs the process's token/,
+    );
     await expect(createAssistantHost({ db: ':memory:', token: TOKEN, agent: 'echo', inspect: true })).rejects.toThrow(/not :memory:/);
   });
 });
@@ -238,7 +323,9 @@ describe('on a damaged log', () => {
     expect((await post(host.url, TOKEN, { session_id: 's', task_id: 't2', text: 'again' })).status).toBe(202);
     await host.close();
     const db = new Database(host.db);
-    const damaged = (db.prepare("SELECT position FROM events WHERE type = 'task.started' ORDER BY position DESC LIMIT 1").get() as { position: number }).position;
+    const damaged = (
+      db.prepare("SELECT position FROM events WHERE type = 'task.started' ORDER BY position DESC LIMIT 1").get() as { position: number }
+    ).position;
     db.exec('DROP TRIGGER events_append_only_update');
     db.prepare("UPDATE events SET data = '{' WHERE position = ?").run(damaged);
     db.close();

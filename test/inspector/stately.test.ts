@@ -36,10 +36,25 @@ describe('statelyInspector', () => {
     const host = await createAssistantHost({ db, token: TOKEN, agent: 'script', statelyInspector: inspector });
     try {
       // What the log held already: each entity announced once, at its state now.
-      expect(ofActor(sent, 'task:before:b1')).toEqual([expect.objectContaining({ type: '@xstate.actor', name: 'task', parentId: 'session::before', snapshot: { status: 'active', value: 'settled', context: { status: 'message' } } })]);
+      expect(ofActor(sent, 'task:before:b1')).toEqual([
+        expect.objectContaining({
+          type: '@xstate.actor',
+          name: 'task',
+          parentId: 'session::before',
+          snapshot: { status: 'active', value: 'settled', context: { status: 'message' } },
+        }),
+      ]);
       const url = await host.listen();
-      expect((await post(url, TOKEN, { session_id: 's', task_id: 't1', text: script({ typing: 'thinking' }, { message: 'hi' }) })).status).toBe(202);
-      await waitFor('the task settled, reported', () => ofActor(sent, 'task:s:t1').some((event) => event.type === '@xstate.snapshot' && JSON.stringify(event.snapshot) === JSON.stringify({ status: 'active', value: 'settled', context: { status: 'message' } })));
+      expect(
+        (await post(url, TOKEN, { session_id: 's', task_id: 't1', text: script({ typing: 'thinking' }, { message: 'hi' }) })).status,
+      ).toBe(202);
+      await waitFor('the task settled, reported', () =>
+        ofActor(sent, 'task:s:t1').some(
+          (event) =>
+            event.type === '@xstate.snapshot' &&
+            JSON.stringify(event.snapshot) === JSON.stringify({ status: 'active', value: 'settled', context: { status: 'message' } }),
+        ),
+      );
       const session = ofActor(sent, 'session::s');
       expect(session[0]).toMatchObject({ type: '@xstate.actor', name: 'session', definition: expect.stringContaining('"id":"session"') });
       const task = ofActor(sent, 'task:s:t1');
@@ -71,14 +86,29 @@ describe('statelyInspector', () => {
       const integration = await relay.backend.integrations.create('assistant-relay');
       if ('refused' in integration) throw new Error(integration.refused.message);
       const job_id = randomUUID();
-      const created = await request(`${url}/api/v1/assistant/integrations/${integration.integration_id}/jobs`, { token: integration.client_token, body: { job_id, purpose: 'capability_probe', payload: {} } });
+      const created = await request(`${url}/api/v1/assistant/integrations/${integration.integration_id}/jobs`, {
+        token: integration.client_token,
+        body: { job_id, purpose: 'capability_probe', payload: {} },
+      });
       expect(created.status).toBe(201);
       await waitFor('the job reported', () => ofActor(sent, `job:${integration.integration_id}:${job_id}`).length === 3);
-      expect(ofActor(sent, `integration::${integration.integration_id}`)[0]).toMatchObject({ type: '@xstate.actor', name: 'integration', snapshot: { value: { active: 'unseen' } } });
-      expect(ofActor(sent, `job:${integration.integration_id}:${job_id}`).map((event) => event.type)).toEqual(['@xstate.actor', '@xstate.event', '@xstate.snapshot']);
-      expect(ofActor(sent, `job:${integration.integration_id}:${job_id}`)[2]).toMatchObject({ snapshot: { value: { open: 'created' }, context: { status: 'created' } } });
+      expect(ofActor(sent, `integration::${integration.integration_id}`)[0]).toMatchObject({
+        type: '@xstate.actor',
+        name: 'integration',
+        snapshot: { value: { active: 'unseen' } },
+      });
+      expect(ofActor(sent, `job:${integration.integration_id}:${job_id}`).map((event) => event.type)).toEqual([
+        '@xstate.actor',
+        '@xstate.event',
+        '@xstate.snapshot',
+      ]);
+      expect(ofActor(sent, `job:${integration.integration_id}:${job_id}`)[2]).toMatchObject({
+        snapshot: { value: { open: 'created' }, context: { status: 'created' } },
+      });
       // A job's actor is its integration's child: its id is unique within that integration only.
-      expect(ofActor(sent, `job:${integration.integration_id}:${job_id}`)[0]).toMatchObject({ parentId: `integration::${integration.integration_id}` });
+      expect(ofActor(sent, `job:${integration.integration_id}:${job_id}`)[0]).toMatchObject({
+        parentId: `integration::${integration.integration_id}`,
+      });
     } finally {
       await relay.close();
     }

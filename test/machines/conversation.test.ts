@@ -61,7 +61,8 @@ const reply = (task_id: string, body: Partial<ReplyBody> & { status: ReplyBody['
   epoch: 'e1',
   at,
 });
-const say = (task_id: string, text: string, at: number) => reply(task_id, { status: 'message', message_id: `m-${text}`, reply_text: text }, at);
+const say = (task_id: string, text: string, at: number) =>
+  reply(task_id, { status: 'message', message_id: `m-${text}`, reply_text: text }, at);
 const expire = (at: number, idleTtlMs: number): SessionCommand => ({ type: 'expire', session_id: S, idleTtlMs, epoch: 'e1', at });
 
 describe('the conversation (Form B, 3.2)', () => {

@@ -44,9 +44,23 @@ function run(outcomes: CallbackOutcome[]): { events: DeliveryEvent[]; last: Deli
 
 describe('judge: what an answer means (4.3 rule 5)', () => {
   it.each([
-    [200, 'succeeded'], [202, 'succeeded'], [204, 'succeeded'],
-    [408, 'retry'], [425, 'retry'], [429, 'retry'], [500, 'retry'], [502, 'retry'], [503, 'retry'], [599, 'retry'],
-    [301, 'permanent'], [302, 'permanent'], [307, 'permanent'], [400, 'permanent'], [401, 'permanent'], [404, 'permanent'], [410, 'permanent'],
+    [200, 'succeeded'],
+    [202, 'succeeded'],
+    [204, 'succeeded'],
+    [408, 'retry'],
+    [425, 'retry'],
+    [429, 'retry'],
+    [500, 'retry'],
+    [502, 'retry'],
+    [503, 'retry'],
+    [599, 'retry'],
+    [301, 'permanent'],
+    [302, 'permanent'],
+    [307, 'permanent'],
+    [400, 'permanent'],
+    [401, 'permanent'],
+    [404, 'permanent'],
+    [410, 'permanent'],
   ] as const)('status %i -> %s', (status, kind) => {
     expect(judgeDelivery(answered(status) as Exclude<CallbackOutcome, { kind: 'aborted' }>).kind).toBe(kind);
   });
@@ -62,8 +76,12 @@ describe('judge: what an answer means (4.3 rule 5)', () => {
 
 describe('backoff: 250 ms doubling; Retry-After honoured up to 10 s', () => {
   it.each([
-    [1, undefined, 250], [2, undefined, 500], [3, undefined, 1000],
-    [1, 2_000, 2_000], [1, 100, 250], [2, 60_000, 10_000],
+    [1, undefined, 250],
+    [2, undefined, 500],
+    [3, undefined, 1000],
+    [1, 2_000, 2_000],
+    [1, 100, 250],
+    [2, 60_000, 10_000],
   ])('after attempt %i with Retry-After %s: %i ms', (attempt, retryAfter, expected) => {
     expect(backoffMs(attempt, retryAfter)).toBe(expected);
   });
@@ -73,10 +91,14 @@ describe('decideDelivery: the delivery table', () => {
   it('503, 503, 503, 200: delivered on the 4th attempt, after 250, 500 and 1000 ms', () => {
     const { events, last } = run([answered(503), answered(503), answered(503), answered(200)]);
     expect(events.map((e) => e.type)).toEqual([
-      'delivery.attempted', 'delivery.failed',
-      'delivery.attempted', 'delivery.failed',
-      'delivery.attempted', 'delivery.failed',
-      'delivery.attempted', 'delivery.succeeded',
+      'delivery.attempted',
+      'delivery.failed',
+      'delivery.attempted',
+      'delivery.failed',
+      'delivery.attempted',
+      'delivery.failed',
+      'delivery.attempted',
+      'delivery.succeeded',
     ]);
     const waits = events.filter((e) => e.type === 'delivery.failed').map((e) => e.retry_at - e.at);
     expect(waits).toEqual([250, 500, 1000]);

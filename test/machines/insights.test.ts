@@ -26,7 +26,9 @@ describe('insightsSentence: one short sentence (4.4 rule 3)', () => {
   it('only a message is reshaped; typing and errored pass unchanged', () => {
     const typing = { session_id: 'insights:c', task_id: 't', status: 'typing', label: 'a. b. c.' } as const;
     expect(asInsight(typing)).toBe(typing);
-    expect(asInsight({ session_id: 'insights:c', task_id: 't', status: 'message', message_id: 'm', reply_text: 'One. Two.' })).toMatchObject({
+    expect(
+      asInsight({ session_id: 'insights:c', task_id: 't', status: 'message', message_id: 'm', reply_text: 'One. Two.' }),
+    ).toMatchObject({
       reply_text: 'One.',
     });
   });

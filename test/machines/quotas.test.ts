@@ -11,7 +11,18 @@ import { evolveIntegration, initialIntegration, REKEY_TIMES_KEPT, type Integrati
 import { jobDecider } from '../../machines/reasoning/job-decider.js';
 import type { JobCreated, JobEvent } from '../../machines/reasoning/job-events.js';
 import { isSettled, type JobSnapshot } from '../../machines/reasoning/job.js';
-import { countOneMore, overJobRate, overOpenJobs, overRekeys, overStatusChanges, overStreamOpens, quotasOf, RATE_WINDOW_MS, REKEY_WINDOW_MS, type WindowCount } from '../../machines/reasoning/quotas.js';
+import {
+  countOneMore,
+  overJobRate,
+  overOpenJobs,
+  overRekeys,
+  overStatusChanges,
+  overStreamOpens,
+  quotasOf,
+  RATE_WINDOW_MS,
+  REKEY_WINDOW_MS,
+  type WindowCount,
+} from '../../machines/reasoning/quotas.js';
 import { deciderSpecification } from '../support/decider.js';
 
 const I = 'int-1';
@@ -20,7 +31,10 @@ const HOUR = REKEY_WINDOW_MS;
 /** The integration as its events leave it. */
 function integrationAfter(events: readonly IntegrationEvent[]): IntegrationSnapshot {
   const [created, ...rest] = events;
-  return rest.reduce((snapshot, event) => evolveIntegration(snapshot, event as Parameters<typeof evolveIntegration>[1]), initialIntegration(created as never));
+  return rest.reduce(
+    (snapshot, event) => evolveIntegration(snapshot, event as Parameters<typeof evolveIntegration>[1]),
+    initialIntegration(created as never),
+  );
 }
 
 /** The open jobs its job events leave. */
@@ -30,7 +44,14 @@ function openJobsAfter(events: readonly JobEvent[]): JobSnapshot[] {
   return [...jobs.values()].filter((job) => !isSettled(job));
 }
 
-const created: IntegrationEvent = { type: 'integration.created', integration_id: I, provider_kind: 'assistant-relay', relay_token_digest: 'r', client_token_digest: 'c', at: 0 };
+const created: IntegrationEvent = {
+  type: 'integration.created',
+  integration_id: I,
+  provider_kind: 'assistant-relay',
+  relay_token_digest: 'r',
+  client_token_digest: 'c',
+  at: 0,
+};
 const seen = (at: number, status: 'ready' | 'busy' = 'ready'): IntegrationEvent => ({
   type: 'integration.seen',
   integration_id: I,
@@ -41,8 +62,23 @@ const seen = (at: number, status: 'ready' | 'busy' = 'ready'): IntegrationEvent 
   envelope_versions: { min: 1, max: 1 },
   at,
 });
-const rekeyRequested = (id: string, at: number): IntegrationEvent => ({ type: 'integration.rekey_requested', integration_id: I, rekey_id: id, kid: 'k', client_key: 'c', mac: 'm', at });
-const rekeyAnswered = (id: string, at: number): IntegrationEvent => ({ type: 'integration.rekey_answered', integration_id: I, rekey_id: id, assistant_key: 'a', mac: 'n', at });
+const rekeyRequested = (id: string, at: number): IntegrationEvent => ({
+  type: 'integration.rekey_requested',
+  integration_id: I,
+  rekey_id: id,
+  kid: 'k',
+  client_key: 'c',
+  mac: 'm',
+  at,
+});
+const rekeyAnswered = (id: string, at: number): IntegrationEvent => ({
+  type: 'integration.rekey_answered',
+  integration_id: I,
+  rekey_id: id,
+  assistant_key: 'a',
+  mac: 'n',
+  at,
+});
 const jobCreated = (n: number, deadline_at: number): JobCreated => ({
   type: 'job.created',
   job_id: `job-${n}`,
@@ -63,11 +99,19 @@ describe('open jobs (6e.18)', () => {
 
   it('given the limit open, when a new one is created, then it is refused until the earliest deadline, in whole seconds rounded up', () => {
     const open = openJobsAfter([jobCreated(1, 60_000), jobCreated(2, 15_500), jobCreated(3, 40_000)]);
-    expect(overOpenJobs(open, 3, 1_000)).toEqual({ over: 'too_many_open_jobs', retry_after_s: 15, message: expect.stringContaining('3 open jobs, the most it may have (3)') });
+    expect(overOpenJobs(open, 3, 1_000)).toEqual({
+      over: 'too_many_open_jobs',
+      retry_after_s: 15,
+      message: expect.stringContaining('3 open jobs, the most it may have (3)'),
+    });
   });
 
   it('given the limit reached with one job settled since, when a new one is created, then the settled one frees its slot', () => {
-    const open = openJobsAfter([jobCreated(1, 60_000), jobCreated(2, 60_000), { type: 'job.cancelled', job_id: 'job-2', integration_id: I, at: 500 }]);
+    const open = openJobsAfter([
+      jobCreated(1, 60_000),
+      jobCreated(2, 60_000),
+      { type: 'job.cancelled', job_id: 'job-2', integration_id: I, at: 500 },
+    ]);
     expect(overOpenJobs(open, 2, 1_000)).toBeUndefined();
   });
 
@@ -78,7 +122,11 @@ describe('open jobs (6e.18)', () => {
 
 describe('status changes (6e.20)', () => {
   it('given an online integration seen at 0, when news comes 10 s later (interval 30 s), then it is refused for the 20 s left', () => {
-    expect(overStatusChanges(integrationAfter([created, seen(0)]), 30_000, 10_000)).toEqual({ over: 'too_many_status_changes', retry_after_s: 20, message: expect.any(String) });
+    expect(overStatusChanges(integrationAfter([created, seen(0)]), 30_000, 10_000)).toEqual({
+      over: 'too_many_status_changes',
+      retry_after_s: 20,
+      message: expect.any(String),
+    });
   });
 
   it('given an online integration seen at 0, when news comes at the interval, then it is logged', () => {
@@ -87,7 +135,9 @@ describe('status changes (6e.20)', () => {
 
   it('given an integration unseen, or offline since, when news comes at once, then it is logged: coming online always is', () => {
     expect(overStatusChanges(integrationAfter([created]), 30_000, 1)).toBeUndefined();
-    expect(overStatusChanges(integrationAfter([created, seen(0), { type: 'integration.offline', integration_id: I, at: 5_000 }]), 30_000, 5_001)).toBeUndefined();
+    expect(
+      overStatusChanges(integrationAfter([created, seen(0), { type: 'integration.offline', integration_id: I, at: 5_000 }]), 30_000, 5_001),
+    ).toBeUndefined();
   });
 
   it('given an interval of 0, when news comes at once, then it is logged', () => {
@@ -104,13 +154,29 @@ describe('key rotations (6e.21)', () => {
 
   it('given one unanswered, when another comes before it may be replaced, then rekey_pending until then; at that age it may be', () => {
     const integration = integrationAfter([created, rekeyRequested('a', 1_000)]);
-    expect(overRekeys(integration, quotas, 61_000)).toEqual({ over: 'rekey_pending', retry_after_s: 540, message: expect.stringContaining('key rotation a waits') });
+    expect(overRekeys(integration, quotas, 61_000)).toEqual({
+      over: 'rekey_pending',
+      retry_after_s: 540,
+      message: expect.stringContaining('key rotation a waits'),
+    });
     expect(overRekeys(integration, quotas, 601_000)).toBeUndefined();
   });
 
-  it('given the hour\'s rotations asked for and answered, when one more comes, then too_many_rekeys until the oldest of them is an hour old', () => {
-    const integration = integrationAfter([created, rekeyRequested('a', 1_000), rekeyAnswered('a', 1_100), rekeyRequested('b', 2_000), rekeyAnswered('b', 2_100), rekeyRequested('c', 3_000), rekeyAnswered('c', 3_100)]);
-    expect(overRekeys(integration, quotas, 10_000)).toEqual({ over: 'too_many_rekeys', retry_after_s: (HOUR + 1_000 - 10_000) / 1000, message: expect.stringContaining('3 key rotations in the last hour') });
+  it("given the hour's rotations asked for and answered, when one more comes, then too_many_rekeys until the oldest of them is an hour old", () => {
+    const integration = integrationAfter([
+      created,
+      rekeyRequested('a', 1_000),
+      rekeyAnswered('a', 1_100),
+      rekeyRequested('b', 2_000),
+      rekeyAnswered('b', 2_100),
+      rekeyRequested('c', 3_000),
+      rekeyAnswered('c', 3_100),
+    ]);
+    expect(overRekeys(integration, quotas, 10_000)).toEqual({
+      over: 'too_many_rekeys',
+      retry_after_s: (HOUR + 1_000 - 10_000) / 1000,
+      message: expect.stringContaining('3 key rotations in the last hour'),
+    });
     expect(overRekeys(integration, quotas, HOUR + 1_000)).toBeUndefined();
   });
 
@@ -121,24 +187,34 @@ describe('key rotations (6e.21)', () => {
   });
 });
 
-describe('renewals of a running job\'s lease (6e.2)', () => {
+describe("renewals of a running job's lease (6e.2)", () => {
   const spec = deciderSpecification(jobDecider);
   const J = 'job-1';
   const fact = (at: number) => ({ job_id: J, integration_id: I, at });
-  const history: JobEvent[] = [jobCreated(1, 3_600_000), { type: 'job.delivered', ...fact(0), delivery: 1, seq: 1, lease_until: 90_000 }, { type: 'job.started', ...fact(1_000), lease_until: 91_000 }];
+  const history: JobEvent[] = [
+    jobCreated(1, 3_600_000),
+    { type: 'job.delivered', ...fact(0), delivery: 1, seq: 1, lease_until: 90_000 },
+    { type: 'job.started', ...fact(1_000), lease_until: 91_000 },
+  ];
 
   it('given a job started at 1 s under a 90 s lease, when it is said to run again 10 s later, then nothing is logged and it runs', () => {
     spec.given(history).when({ type: 'run', job_id: J, integration_id: I, lease_until: 101_000, at: 11_000 }).thenNothing('running');
   });
 
   it('given the same, when a third of a lease has passed, then the renewal is logged', () => {
-    spec.given(history).when({ type: 'run', job_id: J, integration_id: I, lease_until: 121_000, at: 31_000 }).then([{ type: 'job.renewed', ...fact(31_000), lease_until: 121_000 }], 'running');
+    spec
+      .given(history)
+      .when({ type: 'run', job_id: J, integration_id: I, lease_until: 121_000, at: 31_000 })
+      .then([{ type: 'job.renewed', ...fact(31_000), lease_until: 121_000 }], 'running');
   });
 
   it('a flood of runs logs one renewal per third of a lease', () => {
     let events = [...history];
     for (let at = 1_001; at <= 95_000; at += 100) {
-      const decision = jobDecider.decide({ type: 'run', job_id: J, integration_id: I, lease_until: at + 90_000, at }, foldEvents(jobDecider, events));
+      const decision = jobDecider.decide(
+        { type: 'run', job_id: J, integration_id: I, lease_until: at + 90_000, at },
+        foldEvents(jobDecider, events),
+      );
       events = [...events, ...decision.events];
     }
     expect(events.filter((event) => event.type === 'job.renewed')).toHaveLength(3);
@@ -196,7 +272,17 @@ describe('quotasOf', () => {
       maxSettledJobs: 1000,
       maxStreamsPerMinute: 10,
     });
-    for (const bad of [{ maxOpenJobs: 0 }, { maxJobsPerMinute: 0 }, { maxSettledJobs: 0 }, { maxStreamsPerMinute: 2.5 }, { maxFollowers: 1.5 }, { maxRekeysPerHour: REKEY_TIMES_KEPT + 1 }, { statusIntervalMs: 60_001 }, { statusIntervalMs: -1 }, { rekeyReplaceAfterMs: -1 }]) {
+    for (const bad of [
+      { maxOpenJobs: 0 },
+      { maxJobsPerMinute: 0 },
+      { maxSettledJobs: 0 },
+      { maxStreamsPerMinute: 2.5 },
+      { maxFollowers: 1.5 },
+      { maxRekeysPerHour: REKEY_TIMES_KEPT + 1 },
+      { statusIntervalMs: 60_001 },
+      { statusIntervalMs: -1 },
+      { rekeyReplaceAfterMs: -1 },
+    ]) {
       expect(() => quotasOf(bad, 30_000), JSON.stringify(bad)).toThrow(RangeError);
     }
   });

@@ -19,13 +19,39 @@ const incoming = (task_id: string, text: string, at: number, extra: Partial<Inco
   generation: 'g1',
   at,
 });
-const reply = (task_id: string, body: ReplyBody, at: number, epoch = E): SessionCommand => ({ type: 'reply', session_id: S, task_id, reply: body, epoch, at });
-const finish = (task_id: string, at: number, failed = false): SessionCommand => ({ type: 'finish', session_id: S, task_id, failed, epoch: E, at });
-const end = (at: number, reason: 'host' | 'agent' | 'idle' = 'host'): SessionCommand => ({ type: 'end', session_id: S, reason, epoch: E, at });
+const reply = (task_id: string, body: ReplyBody, at: number, epoch = E): SessionCommand => ({
+  type: 'reply',
+  session_id: S,
+  task_id,
+  reply: body,
+  epoch,
+  at,
+});
+const finish = (task_id: string, at: number, failed = false): SessionCommand => ({
+  type: 'finish',
+  session_id: S,
+  task_id,
+  failed,
+  epoch: E,
+  at,
+});
+const end = (at: number, reason: 'host' | 'agent' | 'idle' = 'host'): SessionCommand => ({
+  type: 'end',
+  session_id: S,
+  reason,
+  epoch: E,
+  at,
+});
 const expire = (at: number, idleTtlMs: number): SessionCommand => ({ type: 'expire', session_id: S, idleTtlMs, epoch: E, at });
 const interrupt = (at: number, epoch = E): SessionCommand => ({ type: 'interrupt', session_id: S, epoch, at });
 
-const message = (task_id: string, reply_text: string): TerminalReply => ({ session_id: S, task_id, status: 'message', message_id: `m-${task_id}`, reply_text });
+const message = (task_id: string, reply_text: string): TerminalReply => ({
+  session_id: S,
+  task_id,
+  status: 'message',
+  message_id: `m-${task_id}`,
+  reply_text,
+});
 const typing = (task_id: string): ReplyBody => ({ session_id: S, task_id, status: 'typing', label: 'thinking' });
 const hostError = (task_id: string, code: keyof typeof REPLY_ERRORS): TerminalReply => ({
   session_id: S,
@@ -34,7 +60,14 @@ const hostError = (task_id: string, code: keyof typeof REPLY_ERRORS): TerminalRe
   error_code: code,
   error_message: REPLY_ERRORS[code],
 });
-const settledEvent = (task_id: string, seq: number, body: TerminalReply, cause: TaskSettled['cause'], at: number, epoch = E): TaskSettled => ({
+const settledEvent = (
+  task_id: string,
+  seq: number,
+  body: TerminalReply,
+  cause: TaskSettled['cause'],
+  at: number,
+  epoch = E,
+): TaskSettled => ({
   type: 'task.settled',
   session_id: S,
   task_id,
@@ -77,7 +110,10 @@ describe('session decider: incoming', () => {
 
   it('on an open session starts the task only', () => {
     const h = withTasks(['t1'], 1);
-    h.when(incoming('t2', 'more', 200, { system_prelude: 'standing' })).then([{ type: 'task.started', session_id: S, task_id: 't2', text: 'more', system_prelude: 'standing', at: 200 }], 'accepted');
+    h.when(incoming('t2', 'more', 200, { system_prelude: 'standing' })).then(
+      [{ type: 'task.started', session_id: S, task_id: 't2', text: 'more', system_prelude: 'standing', at: 200 }],
+      'accepted',
+    );
     expect(h.pendingIds).toEqual(['t2']);
   });
 
@@ -100,14 +136,20 @@ describe('session decider: incoming', () => {
     h.when(incoming('t1', 'retry', 50)).thenNothing('duplicate');
     h.when(incoming('t2', 'retry', 51)).thenNothing('duplicate');
     h.run(incoming('t4', 'q', 52));
-    h.when(incoming('t2', 'much later', 60)).then([{ type: 'task.started', session_id: S, task_id: 't2', text: 'much later', at: 60 }], 'accepted');
+    h.when(incoming('t2', 'much later', 60)).then(
+      [{ type: 'task.started', session_id: S, task_id: 't2', text: 'much later', at: 60 }],
+      'accepted',
+    );
   });
 
   it('a callback named again is logged once: the later task notes same_callback', () => {
     const cb = { url: 'http://127.0.0.1:9/cb', token: 'k' };
     const h = new Harness();
     h.run(incoming('t1', 'a', 10, { callback: cb }));
-    h.when(incoming('t2', 'b', 20, { callback: cb })).then([{ type: 'task.started', session_id: S, task_id: 't2', text: 'b', same_callback: true, at: 20 }], 'accepted');
+    h.when(incoming('t2', 'b', 20, { callback: cb })).then(
+      [{ type: 'task.started', session_id: S, task_id: 't2', text: 'b', same_callback: true, at: 20 }],
+      'accepted',
+    );
     h.when(incoming('t3', 'c', 30)).then([{ type: 'task.started', session_id: S, task_id: 't3', text: 'c', at: 30 }], 'accepted');
     expect([...h.context.pending.values()].map((t) => t.context.callback)).toEqual([cb, cb, undefined]);
   });
@@ -123,12 +165,15 @@ describe('session decider: incoming', () => {
 });
 
 describe('session decider: replies', () => {
-  it.each<{ status: 'typing' | 'tool_call' }>([{ status: 'typing' }, { status: 'tool_call' }])('$status -> task.progressed, task stays pending, no seq', ({ status }) => {
-    const h = withTasks(['t1']);
-    const body: ProgressReply = { session_id: S, task_id: 't1', status, label: 'working' };
-    h.when(reply('t1', body, 50)).then([{ type: 'task.progressed', session_id: S, task_id: 't1', reply: body, at: 50 }], 'progressed');
-    expect([h.pendingIds, h.context.backlog.lastSeq, h.context.lastActivityAt]).toEqual([['t1'], 0, 50]);
-  });
+  it.each<{ status: 'typing' | 'tool_call' }>([{ status: 'typing' }, { status: 'tool_call' }])(
+    '$status -> task.progressed, task stays pending, no seq',
+    ({ status }) => {
+      const h = withTasks(['t1']);
+      const body: ProgressReply = { session_id: S, task_id: 't1', status, label: 'working' };
+      h.when(reply('t1', body, 50)).then([{ type: 'task.progressed', session_id: S, task_id: 't1', reply: body, at: 50 }], 'progressed');
+      expect([h.pendingIds, h.context.backlog.lastSeq, h.context.lastActivityAt]).toEqual([['t1'], 0, 50]);
+    },
+  );
 
   it.each<TerminalReply>([
     message('t2', 'answer'),
@@ -153,7 +198,10 @@ describe('session decider: replies', () => {
 
   it('a reply for a task never started -> reply.dropped task_unknown', () => {
     const h = withTasks(['t1']);
-    h.when(reply('ghost', message('ghost', 'boo'), 70)).then([{ type: 'reply.dropped', session_id: S, task_id: 'ghost', status: 'message', reason: 'task_unknown', at: 70 }], 'dropped');
+    h.when(reply('ghost', message('ghost', 'boo'), 70)).then(
+      [{ type: 'reply.dropped', session_id: S, task_id: 'ghost', status: 'message', reason: 'task_unknown', at: 70 }],
+      'dropped',
+    );
     expect(h.pendingIds).toEqual(['t1']);
   });
 
@@ -167,7 +215,10 @@ describe('session decider: replies', () => {
   it('a reply after the session ended -> reply.dropped session_ended', () => {
     const h = withTasks(['t1']);
     h.run(end(200));
-    h.when(reply('t1', message('t1', 'late'), 300)).then([{ type: 'reply.dropped', session_id: S, task_id: 't1', status: 'message', reason: 'session_ended', at: 300 }], 'dropped');
+    h.when(reply('t1', message('t1', 'late'), 300)).then(
+      [{ type: 'reply.dropped', session_id: S, task_id: 't1', status: 'message', reason: 'session_ended', at: 300 }],
+      'dropped',
+    );
   });
 
   it.each([false, true])("'finish' (failed: %s) settles a still-pending task errored/agent_error", (failed) => {
@@ -211,11 +262,14 @@ describe('session decider: reply size cap (256 KiB of compact JSON, UTF-8)', () 
 describe('session decider: end, expire, interrupt', () => {
   it("'end' settles every pending task errored/session_ended in start order, then ends", () => {
     const h = withTasks(['t1', 't2', 't3', 't4'], 2); // t3, t4 pending; lastSeq 2
-    h.when(end(900, 'agent')).then([
+    h.when(end(900, 'agent')).then(
+      [
         settledEvent('t3', 3, hostError('t3', 'session_ended'), 'session_ended', 900),
         settledEvent('t4', 4, hostError('t4', 'session_ended'), 'session_ended', 900),
         { type: 'session.ended', session_id: S, reason: 'agent', at: 900 },
-      ], 'ended');
+      ],
+      'ended',
+    );
     // Ended, it keeps the ids it issued; its replies are read from the log on a reconnect.
     expect([isTaskSessionEnded(h.session!), h.pendingIds, h.context.backlog.lastSeq, h.context.endReason]).toEqual([true, [], 4, 'agent']);
   });
@@ -258,10 +312,13 @@ describe('session decider: end, expire, interrupt', () => {
 
   it("'expire' settles what is still pending before ending idle", () => {
     const h = withTasks(['t1', 't2'], 1); // t2 pending, last activity 100
-    h.when(expire(2_000, 1_000)).then([
+    h.when(expire(2_000, 1_000)).then(
+      [
         settledEvent('t2', 2, hostError('t2', 'session_ended'), 'session_ended', 2_000),
         { type: 'session.ended', session_id: S, reason: 'idle', at: 2_000 },
-      ], 'ended');
+      ],
+      'ended',
+    );
   });
 
   it("'expire' counts progress as activity", () => {
@@ -280,10 +337,13 @@ describe('session decider: end, expire, interrupt', () => {
 
   it("'interrupt' settles pending tasks errored/interrupted with increasing seqs in the new epoch", () => {
     const h = withTasks(['t1', 't2', 't3'], 1);
-    h.when(interrupt(700, 'e2')).then([
+    h.when(interrupt(700, 'e2')).then(
+      [
         settledEvent('t2', 2, hostError('t2', 'interrupted'), 'interrupted', 700, 'e2'),
         settledEvent('t3', 3, hostError('t3', 'interrupted'), 'interrupted', 700, 'e2'),
-      ], 'settled');
+      ],
+      'settled',
+    );
     expect([h.session!.value, h.pendingIds, h.backlogIds]).toEqual(['open', [], ['e1:g1:1', 'e2:g1:2', 'e2:g1:3']]);
     expect(windowToArray(h.context.backlog.spans)).toEqual([
       { epoch: 'e1', firstSeq: 1 },

@@ -20,7 +20,11 @@ export const LIMITS_SPEC: SessionLimits = {
 export const decider = taskSessionDecider(LIMITS_SPEC);
 
 /** Folds logged events as the engine does, with the decider's own `evolve`. */
-export function fold(events: readonly TaskSessionEvent[], limits: SessionLimits = LIMITS_SPEC, from?: TaskSessionSnapshot): TaskSessionState {
+export function fold(
+  events: readonly TaskSessionEvent[],
+  limits: SessionLimits = LIMITS_SPEC,
+  from?: TaskSessionSnapshot,
+): TaskSessionState {
   return foldEvents(taskSessionDecider(limits), events, from);
 }
 

@@ -2,7 +2,13 @@ import { describe, expect, it } from 'vitest';
 import type { TerminalReply } from '../../protocol/index.js';
 import { emptyBacklog } from '../../machines/chat/backlog.js';
 import type { TaskSessionEvent, SessionOpened, TaskSettled } from '../../machines/chat/events.js';
-import { evolveTaskSession, isTaskSessionEnded, initialTaskSession, pendingInOrder, type SessionLimits } from '../../machines/chat/task-session.js';
+import {
+  evolveTaskSession,
+  isTaskSessionEnded,
+  initialTaskSession,
+  pendingInOrder,
+  type SessionLimits,
+} from '../../machines/chat/task-session.js';
 import { emptyWindow, windowToArray } from '../../machines/core/window.js';
 import { LIMITS_SPEC, fold } from './session-fixtures.js';
 
@@ -24,7 +30,13 @@ const progressed = (task_id: string, at: number): TaskSessionEvent => ({
   reply: { session_id: S, task_id, status: 'typing', label: 'thinking' },
   at,
 });
-const message = (task_id: string, reply_text: string): TerminalReply => ({ session_id: S, task_id, status: 'message', message_id: `m-${task_id}`, reply_text });
+const message = (task_id: string, reply_text: string): TerminalReply => ({
+  session_id: S,
+  task_id,
+  status: 'message',
+  message_id: `m-${task_id}`,
+  reply_text,
+});
 const settled = (task_id: string, seq: number, reply: TerminalReply, at: number, epoch = 'e1'): TaskSettled => ({
   type: 'task.settled',
   session_id: S,
@@ -36,7 +48,14 @@ const settled = (task_id: string, seq: number, reply: TerminalReply, at: number,
   cause: 'agent',
   at,
 });
-const dropped = (task_id: string, at: number): TaskSessionEvent => ({ type: 'reply.dropped', session_id: S, task_id, status: 'message', reason: 'task_settled', at });
+const dropped = (task_id: string, at: number): TaskSessionEvent => ({
+  type: 'reply.dropped',
+  session_id: S,
+  task_id,
+  status: 'message',
+  reason: 'task_settled',
+  at,
+});
 const ended = (at: number): TaskSessionEvent => ({ type: 'session.ended', session_id: S, reason: 'host', at });
 
 function summary(events: readonly TaskSessionEvent[], limits: SessionLimits = LIMITS_SPEC) {
@@ -75,7 +94,11 @@ describe('initialSession', () => {
 
 describe('evolveSession: the session table', () => {
   it.each<{ name: string; events: TaskSessionEvent[]; expected: ReturnType<typeof summary> }>([
-    { name: 'task.started', events: [started('t1', 'hi', 1_010)], expected: { value: 'open', pending: ['t1'], lastActivityAt: 1_010, backlog: [] } },
+    {
+      name: 'task.started',
+      events: [started('t1', 'hi', 1_010)],
+      expected: { value: 'open', pending: ['t1'], lastActivityAt: 1_010, backlog: [] },
+    },
     {
       name: 'two task.started',
       events: [started('t1', 'hi', 1_010), started('t2', 'again', 1_020)],
@@ -117,7 +140,13 @@ describe('evolveSession: the session table', () => {
   });
 
   it('keeps pending tasks in start order, whatever their ids (a record would put "10" before "b")', () => {
-    const s = fold([opened, started('b', 'x', 1_010), started('10', 'x', 1_020), started('2', 'x', 1_030), settled('10', 1, message('10', 'y'), 1_031)])!;
+    const s = fold([
+      opened,
+      started('b', 'x', 1_010),
+      started('10', 'x', 1_020),
+      started('2', 'x', 1_030),
+      settled('10', 1, message('10', 'y'), 1_031),
+    ])!;
     expect(pendingInOrder(s).map((t) => t.context.task_id)).toEqual(['b', '2']);
   });
 
@@ -131,7 +160,9 @@ describe('evolveSession: the session table', () => {
     const reply = message('t1', 'héllo'); // é is two bytes
     const s = fold([opened, started('t1', 'hi', 1_010), settled('t1', 1, reply, 1_020, 'e7')])!;
     const data = JSON.stringify(reply);
-    expect(windowToArray(s.context.backlog.replies)).toStrictEqual([{ seq: 1, id: 'e7:g1:1', task_id: 't1', data, bytes: data.length + 1 }]);
+    expect(windowToArray(s.context.backlog.replies)).toStrictEqual([
+      { seq: 1, id: 'e7:g1:1', task_id: 't1', data, bytes: data.length + 1 },
+    ]);
     expect(s.context.backlog.lastSeq).toBe(1);
     expect(s.context.backlog.bytes).toBe(data.length + 1);
   });
@@ -156,17 +187,32 @@ describe('evolveSession: the session table', () => {
 
   it('session.ended lets go of what fed the agent and the duplicate check', () => {
     const s = fold([opened, started('t1', 'hi', 1_010, 'standing'), settled('t1', 1, message('t1', 'hello'), 1_020), ended(1_040)])!;
-    expect([windowToArray(s.context.memory), s.context.memoryChars, s.context.prelude, windowToArray(s.context.taskIds)]).toEqual([[], 0, undefined, []]);
+    expect([windowToArray(s.context.memory), s.context.memoryChars, s.context.prelude, windowToArray(s.context.taskIds)]).toEqual([
+      [],
+      0,
+      undefined,
+      [],
+    ]);
   });
 
   it('remembers the newest taskIdWindow task ids, oldest forgotten first', () => {
-    const s = fold([opened, started('t1', 'a', 1_010), started('t2', 'b', 1_020), started('t3', 'c', 1_030)], { ...LIMITS_SPEC, taskIdWindow: 2 })!;
+    const s = fold([opened, started('t1', 'a', 1_010), started('t2', 'b', 1_020), started('t3', 'c', 1_030)], {
+      ...LIMITS_SPEC,
+      taskIdWindow: 2,
+    })!;
     expect(windowToArray(s.context.taskIds)).toEqual(['t2', 't3']);
   });
 
   it('reply.dropped changes nothing', () => {
     const before = fold([opened, started('t1', 'hi', 1_010)])!;
-    const after = evolveTaskSession(before, { type: 'reply.dropped', session_id: S, task_id: 'x', status: 'message', reason: 'task_unknown', at: 1_099 });
+    const after = evolveTaskSession(before, {
+      type: 'reply.dropped',
+      session_id: S,
+      task_id: 'x',
+      status: 'message',
+      reason: 'task_unknown',
+      at: 1_099,
+    });
     expect(after.value).toBe('open');
     expect(after.context).toStrictEqual(before.context);
   });
@@ -180,7 +226,11 @@ describe('evolveSession: memory', () => {
     { status: 'message', reply: message('t1', 'hello'), assistant: true },
     { status: 'completed', reply: { session_id: S, task_id: 't1', status: 'completed' }, assistant: false },
     { status: 'silent', reply: { session_id: S, task_id: 't1', status: 'silent' }, assistant: false },
-    { status: 'errored', reply: { session_id: S, task_id: 't1', status: 'errored', error_code: 'x', error_message: 'y' }, assistant: false },
+    {
+      status: 'errored',
+      reply: { session_id: S, task_id: 't1', status: 'errored', error_code: 'x', error_message: 'y' },
+      assistant: false,
+    },
   ])('a user turn answered with $status', ({ reply, assistant }) => {
     expect(memory([started('t1', 'hi', 1_010), settled('t1', 1, reply, 1_020)])).toStrictEqual([
       { role: 'user', task_id: 't1', text: 'hi', at: 1_010 },
@@ -189,7 +239,9 @@ describe('evolveSession: memory', () => {
   });
 
   it('progress does not enter memory', () => {
-    expect(memory([started('t1', 'hi', 1_010), progressed('t1', 1_011)])).toStrictEqual([{ role: 'user', task_id: 't1', text: 'hi', at: 1_010 }]);
+    expect(memory([started('t1', 'hi', 1_010), progressed('t1', 1_011)])).toStrictEqual([
+      { role: 'user', task_id: 't1', text: 'hi', at: 1_010 },
+    ]);
   });
 
   const threeTurns = [

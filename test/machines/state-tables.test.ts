@@ -45,12 +45,18 @@ function tableRows(name: string): string[] {
     .split('\n')
     .map((line) => line.replace(/^\s*\*\s?/, ''))
     .filter((line) => line.startsWith('|'))
-    .map((line) => line.split('|').slice(1, 4).map((cell) => cell.trim()));
+    .map((line) =>
+      line
+        .split('|')
+        .slice(1, 4)
+        .map((cell) => cell.trim()),
+    );
   // The header row and the |---| separator.
   return rows.slice(2).map(([state, event, next]) => `${state} --${event}--> ${next}`);
 }
 
-const nameOf = (node: AnyStateNode): string => (node.path.length === 0 ? 'any' : node.path.join('.') + (node.type === 'compound' ? '.*' : ''));
+const nameOf = (node: AnyStateNode): string =>
+  node.path.length === 0 ? 'any' : node.path.join('.') + (node.type === 'compound' ? '.*' : '');
 
 /** Every transition of the machine as `source --event--> target`. */
 function transitions(machine: AnyStateMachine): string[] {

@@ -50,17 +50,42 @@ const CASES: readonly Case[] = [
   {
     name: 'session',
     machine: taskSessionMachine,
-    input: { opened: { type: 'session.opened', session_id: S, generation: 'g', form: 'A', at: 1 }, limits: { ...LIMITS_SPEC, maxReplies: 2, ledgerMaxTasks: 2, taskIdWindow: 2 } },
+    input: {
+      opened: { type: 'session.opened', session_id: S, generation: 'g', form: 'A', at: 1 },
+      limits: { ...LIMITS_SPEC, maxReplies: 2, ledgerMaxTasks: 2, taskIdWindow: 2 },
+    },
     events: [
       () => ({ type: 'task.started', session_id: S, task_id: 't1', text: 'a', system_prelude: 'p', at: 2 }),
       () => ({ type: 'task.started', session_id: S, task_id: 't2', text: 'b', callback: cb, at: 3 }),
-      () => ({ type: 'task.progressed', session_id: S, task_id: 't1', reply: { session_id: S, task_id: 't1', status: 'typing', label: 'x' }, at: 4 }),
+      () => ({
+        type: 'task.progressed',
+        session_id: S,
+        task_id: 't1',
+        reply: { session_id: S, task_id: 't1', status: 'typing', label: 'x' },
+        at: 4,
+      }),
       (s: TaskSessionSnapshot) => {
         const seq = s.context.backlog.lastSeq + 1;
-        return { type: 'task.settled', session_id: S, task_id: 't1', reply: reply('t1'), cause: 'agent', epoch: 'e', seq, data: JSON.stringify(reply('t1')), at: 5 };
+        return {
+          type: 'task.settled',
+          session_id: S,
+          task_id: 't1',
+          reply: reply('t1'),
+          cause: 'agent',
+          epoch: 'e',
+          seq,
+          data: JSON.stringify(reply('t1')),
+          at: 5,
+        };
       },
       (s: TaskSessionSnapshot) => ({
-        type: 'task.settled', session_id: S, task_id: 't2', reply: reply('t2'), cause: 'agent', delivery: { n: s.context.deliveries + 1, task_id: 't2' }, at: 6,
+        type: 'task.settled',
+        session_id: S,
+        task_id: 't2',
+        reply: reply('t2'),
+        cause: 'agent',
+        delivery: { n: s.context.deliveries + 1, task_id: 't2' },
+        at: 6,
       }),
       () => ({ type: 'reply.dropped', session_id: S, task_id: 't9', status: 'message', reason: 'task_unknown', at: 7 }),
       () => ({ type: 'session.ended', session_id: S, reason: 'host', at: 8 }),
@@ -69,11 +94,19 @@ const CASES: readonly Case[] = [
   {
     name: 'conversation',
     machine: conversationMachine,
-    input: { opened: { type: 'session.opened', session_id: S, generation: 'g', form: 'B', at: 1 }, limits: { memoryMaxEntries: 3, memoryMaxChars: 100, taskIdWindow: 2 } },
+    input: {
+      opened: { type: 'session.opened', session_id: S, generation: 'g', form: 'B', at: 1 },
+      limits: { memoryMaxEntries: 3, memoryMaxChars: 100, taskIdWindow: 2 },
+    },
     events: [
       () => ({ type: 'message.received', session_id: S, task_id: 'u1', text: 'a', callback: cb, at: 2 }),
       (c: ConversationSnapshot) => ({
-        type: 'reply.queued', session_id: S, reply: reply('u1'), cause: 'agent', delivery: { n: c.context.deliveries + 1, task_id: 'u1' }, at: 3,
+        type: 'reply.queued',
+        session_id: S,
+        reply: reply('u1'),
+        cause: 'agent',
+        delivery: { n: c.context.deliveries + 1, task_id: 'u1' },
+        at: 3,
       }),
       () => ({ type: 'turn.finished', session_id: S, task_id: 'u1', at: 4 }),
       () => ({ type: 'reply.dropped', session_id: S, task_id: 'u9', status: 'message', reason: 'session_ended', at: 5 }),
@@ -86,9 +119,25 @@ const CASES: readonly Case[] = [
     input: { session_id: S, delivery: { n: 1, task_id: 't' }, callback: cb, body: '{}', progress: false, at: 1 },
     events: [
       (d: DeliverySnapshot) => ({ type: 'delivery.attempted', session_id: S, n: 1, attempt: d.context.attempts + 1, at: 2 }),
-      (d: DeliverySnapshot) => ({ type: 'delivery.failed', session_id: S, n: 1, attempt: d.context.attempts, outcome: 'status 503', retry_at: 10, at: 3 }),
+      (d: DeliverySnapshot) => ({
+        type: 'delivery.failed',
+        session_id: S,
+        n: 1,
+        attempt: d.context.attempts,
+        outcome: 'status 503',
+        retry_at: 10,
+        at: 3,
+      }),
       (d: DeliverySnapshot) => ({ type: 'delivery.succeeded', session_id: S, n: 1, attempt: d.context.attempts, status: 200, at: 4 }),
-      (d: DeliverySnapshot) => ({ type: 'delivery.abandoned', session_id: S, n: 1, attempts: d.context.attempts, reason: 'permanent', outcome: 'status 404', at: 5 }),
+      (d: DeliverySnapshot) => ({
+        type: 'delivery.abandoned',
+        session_id: S,
+        n: 1,
+        attempts: d.context.attempts,
+        reason: 'permanent',
+        outcome: 'status 404',
+        at: 5,
+      }),
       (d: DeliverySnapshot) => ({ type: 'delivery.interrupted', session_id: S, n: 1, attempt: d.context.attempts, at: 6 }),
       () => ({ type: 'delivery.superseded', session_id: S, n: 1, by: 2, at: 7 }),
     ],
@@ -97,11 +146,27 @@ const CASES: readonly Case[] = [
     name: 'job',
     machine: jobMachine,
     input: {
-      type: 'job.created', job_id: 'j', integration_id: 'i', purpose: 'live_analysis', payload: { a: 1 }, byo: false,
-      response_schema: { type: 'object' }, provider_kind: 'p', deadline_at: 100, at: 1,
+      type: 'job.created',
+      job_id: 'j',
+      integration_id: 'i',
+      purpose: 'live_analysis',
+      payload: { a: 1 },
+      byo: false,
+      response_schema: { type: 'object' },
+      provider_kind: 'p',
+      deadline_at: 100,
+      at: 1,
     },
     events: [
-      (j: JobSnapshot) => ({ type: 'job.delivered', job_id: 'j', integration_id: 'i', delivery: j.context.deliveries + 1, seq: j.context.deliveries + 1, lease_until: 50, at: 2 }),
+      (j: JobSnapshot) => ({
+        type: 'job.delivered',
+        job_id: 'j',
+        integration_id: 'i',
+        delivery: j.context.deliveries + 1,
+        seq: j.context.deliveries + 1,
+        lease_until: 50,
+        at: 2,
+      }),
       () => ({ type: 'job.started', job_id: 'j', integration_id: 'i', lease_until: 60, at: 3 }),
       () => ({ type: 'job.renewed', job_id: 'j', integration_id: 'i', lease_until: 70, at: 4 }),
       () => ({ type: 'job.released', job_id: 'j', integration_id: 'i', at: 5 }),
@@ -114,13 +179,26 @@ const CASES: readonly Case[] = [
   {
     name: 'integration',
     machine: integrationMachine,
-    input: { type: 'integration.created', integration_id: 'i', provider_kind: 'p', relay_token_digest: 'r', client_token_digest: 'c', at: 1 },
+    input: {
+      type: 'integration.created',
+      integration_id: 'i',
+      provider_kind: 'p',
+      relay_token_digest: 'r',
+      client_token_digest: 'c',
+      at: 1,
+    },
     events: [
       () => ({ type: 'integration.token_rotated', integration_id: 'i', role: 'relay', token_digest: 'r2', at: 2 }),
       () => ({ type: 'integration.token_rotated', integration_id: 'i', role: 'client', token_digest: 'c2', at: 3 }),
       () => ({
-        type: 'integration.seen', integration_id: 'i', plugin: { name: 'p', version: '1' }, reasoner: { name: 'builtin' }, status: 'ready',
-        schema_versions: { min: 1, max: 1 }, envelope_versions: { min: 1, max: 1 }, at: 4,
+        type: 'integration.seen',
+        integration_id: 'i',
+        plugin: { name: 'p', version: '1' },
+        reasoner: { name: 'builtin' },
+        status: 'ready',
+        schema_versions: { min: 1, max: 1 },
+        envelope_versions: { min: 1, max: 1 },
+        at: 4,
       }),
       () => ({ type: 'integration.offline', integration_id: 'i', at: 5 }),
       () => ({ type: 'integration.rekey_requested', integration_id: 'i', rekey_id: 'k', kid: 'd', client_key: 'c', mac: 'm', at: 6 }),
@@ -132,7 +210,17 @@ const CASES: readonly Case[] = [
     name: 'pairing',
     machine: pairingMachine,
     depth: 7,
-    input: { type: 'pairing.started', pairing_id: 'p', handle: 'H', provider_kind: 'k', schema_version: 1, envelope_version: 1, client_pairing_token_digest: 'c', expires_at: 100, at: 1 },
+    input: {
+      type: 'pairing.started',
+      pairing_id: 'p',
+      handle: 'H',
+      provider_kind: 'k',
+      schema_version: 1,
+      envelope_version: 1,
+      client_pairing_token_digest: 'c',
+      expires_at: 100,
+      at: 1,
+    },
     events: [
       () => ({ type: 'pairing.joined', pairing_id: 'p', assistant_pairing_token_digest: 'a', at: 2 }),
       () => ({ type: 'pairing.committed', pairing_id: 'p', commitment: 'm', at: 3 }),
@@ -283,7 +371,11 @@ describe('stepper equals xstate transition() on every reachable state and event'
           interpretedSteps += interpret.mock.calls.length - calls;
           pairs.add(`${JSON.stringify(snapshot.value)} ${event.type}`);
           if (interpret.mock.calls.length > calls) interpretedPairs.add(`${JSON.stringify(snapshot.value)} ${event.type}`);
-          const [theirs, theirActions]: [Traced, readonly { type: string; params?: unknown }[]] = transition(machine, snapshot, event as never);
+          const [theirs, theirActions]: [Traced, readonly { type: string; params?: unknown }[]] = transition(
+            machine,
+            snapshot,
+            event as never,
+          );
           expect(trace(mine, mineActions), `${event.type} from ${JSON.stringify(snapshot.value)}`).toEqual(trace(theirs, theirActions));
           compared += 1;
           // Stepping nothing leaves the very snapshot, as XState does (a fold relies on it to see that nothing moved).
@@ -293,9 +385,17 @@ describe('stepper equals xstate transition() on every reachable state and event'
           const restoredCalls = interpret.mock.calls.length;
           const [mineRestored, mineRestoredActions] = ours.next(restored as never, event as never);
           interpretedSteps += interpret.mock.calls.length - restoredCalls;
-          const [theirsRestored, theirRestoredActions]: [Traced, readonly { type: string; params?: unknown }[]] = transition(machine, restored, event as never);
-          expect(trace(mineRestored, mineRestoredActions), `${event.type} from a restored ${JSON.stringify(snapshot.value)}`).toEqual(trace(theirsRestored, theirRestoredActions));
-          const key = JSON.stringify([mine.value, mine.status, held(mine.context)], (_, v: unknown) => (v instanceof Map || v instanceof Set ? [...v] : v));
+          const [theirsRestored, theirRestoredActions]: [Traced, readonly { type: string; params?: unknown }[]] = transition(
+            machine,
+            restored,
+            event as never,
+          );
+          expect(trace(mineRestored, mineRestoredActions), `${event.type} from a restored ${JSON.stringify(snapshot.value)}`).toEqual(
+            trace(theirsRestored, theirRestoredActions),
+          );
+          const key = JSON.stringify([mine.value, mine.status, held(mine.context)], (_, v: unknown) =>
+            v instanceof Map || v instanceof Set ? [...v] : v,
+          );
           if (!seen.has(key)) {
             seen.add(key);
             next.push(mine);
@@ -310,7 +410,8 @@ describe('stepper equals xstate transition() on every reachable state and event'
       const children = Object.values(node.states);
       return children.length === 0 ? [node] : children.flatMap(leaves);
     };
-    const stateValue = (path: string[]): string => JSON.stringify(path.reduceRight<unknown>((inner, key) => (inner === undefined ? key : { [key]: inner }), undefined));
+    const stateValue = (path: string[]): string =>
+      JSON.stringify(path.reduceRight<unknown>((inner, key) => (inner === undefined ? key : { [key]: inner }), undefined));
     for (const node of leaves(machine.root as unknown as Node)) {
       // A transient state (only `always` out of it) is passed through, never rested in.
       if ((node.always?.length ?? 0) > 0) continue;

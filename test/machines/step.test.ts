@@ -23,7 +23,10 @@ function counterMachine(executed: string[]) {
       counting: {
         on: {
           inc: {
-            actions: [assign({ n: ({ context, event }) => context.n + event.by }), { type: 'report', params: ({ context }) => ({ n: context.n }) }],
+            actions: [
+              assign({ n: ({ context, event }) => context.n + event.by }),
+              { type: 'report', params: ({ context }) => ({ n: context.n }) },
+            ],
           },
           stop: 'stopped',
         },
@@ -81,7 +84,11 @@ describe('stepper', () => {
     const s = stepper(subscriptionMachine);
     let [ours, ourActions] = s.initial(input);
     let [theirs, theirActions] = initialTransition(subscriptionMachine, input);
-    const trace = (value: unknown, context: unknown, actions: readonly { type: string; params?: unknown }[]) => ({ value, context, actions: bare(actions) });
+    const trace = (value: unknown, context: unknown, actions: readonly { type: string; params?: unknown }[]) => ({
+      value,
+      context,
+      actions: bare(actions),
+    });
     expect(trace(ours.value, ours.context, ourActions)).toEqual(trace(theirs.value, theirs.context, theirActions));
     for (const event of events) {
       [ours, ourActions] = s.next(ours, event);

@@ -13,7 +13,12 @@ const KEEPALIVE = 20_000;
 const MAX_QUEUED = 100;
 
 /** Frames of 10 bytes by default; the text names them so a flush reads as the list of what went out. */
-const progress = (task_id: string, n: number, bytes = 10): Frame => ({ kind: 'progress', subject: task_id, text: `[p ${task_id}${n}]`, bytes });
+const progress = (task_id: string, n: number, bytes = 10): Frame => ({
+  kind: 'progress',
+  subject: task_id,
+  text: `[p ${task_id}${n}]`,
+  bytes,
+});
 const terminal = (task_id: string, bytes = 10): Frame => ({ kind: 'terminal', subject: task_id, text: `[T ${task_id}]`, bytes });
 const resync = (bytes = 10): Frame => ({ kind: 'resync', subject: '', text: '[resync]', bytes });
 
@@ -23,7 +28,8 @@ const bare = (actions: readonly { type: string; params?: unknown }[]): Action[] 
 
 /** Steps through events; returns the final snapshot and the actions of the last step. */
 function run(events: readonly SubscriptionEvent[], from?: SubscriptionSnapshot): [SubscriptionSnapshot, Action[]] {
-  let [snapshot, actions] = from === undefined ? subscription.initial({ keepaliveMs: KEEPALIVE, maxQueuedBytes: MAX_QUEUED, at: 0 }) : [from, []];
+  let [snapshot, actions] =
+    from === undefined ? subscription.initial({ keepaliveMs: KEEPALIVE, maxQueuedBytes: MAX_QUEUED, at: 0 }) : [from, []];
   for (const event of events) [snapshot, actions] = subscription.next(snapshot, event);
   return [snapshot, bare(actions)];
 }
@@ -94,7 +100,11 @@ describe('subscription: live.flowing', () => {
 describe('subscription: a committed batch of frames', () => {
   it('flowing: the whole batch in one write, in order', () => {
     const [s, actions] = run([batch([progress('a', 1), terminal('a'), terminal('b')], 1_500)], flowing());
-    expect([s.value, actions, s.context.lastWriteAt]).toEqual([{ live: 'flowing' }, [{ type: 'write', params: { chunk: '[p a1][T a][T b]' } }], 1_500]);
+    expect([s.value, actions, s.context.lastWriteAt]).toEqual([
+      { live: 'flowing' },
+      [{ type: 'write', params: { chunk: '[p a1][T a][T b]' } }],
+      1_500,
+    ]);
   });
 
   it('blocked: the batch is queued frame by frame, coalescing within the batch too', () => {
@@ -104,7 +114,11 @@ describe('subscription: a committed batch of frames', () => {
 
   it('blocked: a batch that would overflow disconnects the reader', () => {
     const [s, actions] = run([batch([terminal('a', 50), terminal('b', 50)])], blocked(1));
-    expect([s.value, actions, s.context.closeReason]).toEqual(['closed', [{ type: 'destroy', params: { reason: 'slow_reader' } }], 'slow_reader']);
+    expect([s.value, actions, s.context.closeReason]).toEqual([
+      'closed',
+      [{ type: 'destroy', params: { reason: 'slow_reader' } }],
+      'slow_reader',
+    ]);
   });
 });
 
@@ -162,7 +176,10 @@ describe('subscription: live.blocked queues, coalescing progress by task_id', ()
     { name: 'progress does not replace a terminal of its task', frames: [terminal('a'), b1, terminal('b')], queue: ['[T a]', '[T b]'] },
     { name: 'resync frames are kept in order', frames: [resync(), a1, terminal('b'), a2], queue: ['[resync]', '[p a2]', '[T b]'] },
   ])('$name', ({ frames, queue }) => {
-    const [s, actions] = run(frames.map((f) => frame(f)), blocked(0));
+    const [s, actions] = run(
+      frames.map((f) => frame(f)),
+      blocked(0),
+    );
     expect(s.value).toEqual({ live: 'blocked' });
     expect(actions).toEqual([]);
     expect(queueOf(s)).toEqual(queue);
@@ -200,7 +217,10 @@ describe('subscription: slow reader overflow', () => {
   it('coalesced progress is counted once', () => {
     const [s, actions] = run([frame(progress('a', 1)), frame(progress('a', 2)), frame(progress('a', 3))], blocked(90));
     expect([s.value, actions, queueOf(s), queuedBytes(s.context.queue)]).toEqual([{ live: 'blocked' }, [], ['[p a3]'], 10]);
-    expect(run([frame(progress('b', 1))], s)).toEqual([expect.objectContaining({ value: 'closed' }), [{ type: 'destroy', params: { reason: 'slow_reader' } }]]);
+    expect(run([frame(progress('b', 1))], s)).toEqual([
+      expect.objectContaining({ value: 'closed' }),
+      [{ type: 'destroy', params: { reason: 'slow_reader' } }],
+    ]);
   });
 
   it('a terminal that drops its task\u2019s progress is measured after the drop', () => {

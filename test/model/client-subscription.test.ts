@@ -9,7 +9,11 @@
 import { afterAll, afterEach, beforeAll, expect } from 'vitest';
 import { FormAClient } from '../../adapters/client/form-a.js';
 import type { ClientTransition } from '../../adapters/client/form-a-options.js';
-import { clientSubscriptionMachine, type ClientSubscriptionEvent, type ClientSubscriptionSnapshot } from '../../machines/client/client-subscription.js';
+import {
+  clientSubscriptionMachine,
+  type ClientSubscriptionEvent,
+  type ClientSubscriptionSnapshot,
+} from '../../machines/client/client-subscription.js';
 import { startHost, TOKEN, type TestHost } from '../support/host.js';
 import { post, request } from '../support/http.js';
 import { cuttableProxy, type CuttableProxy } from '../support/proxy.js';
@@ -47,7 +51,8 @@ interface Subject {
   replies: number;
 }
 
-const readersOf = async (session: string) => ((await request(`${t.url}/v1/sessions/${session}`, { token: TOKEN })).body as { readers: number }).readers;
+const readersOf = async (session: string) =>
+  ((await request(`${t.url}/v1/sessions/${session}`, { token: TOKEN })).body as { readers: number }).readers;
 
 describeModel<Subject, ClientSubscriptionEvent>('client subscription', {
   machine: clientSubscriptionMachine,
@@ -66,13 +71,26 @@ describeModel<Subject, ClientSubscriptionEvent>('client subscription', {
     expect((await post(t.url, TOKEN, { session_id: session, task_id: 'opening', text: 'hello' })).status).toBe(202);
     const proxy = await cuttableProxy(t.url);
     proxy.holdingStreams = true;
-    const subject: Subject = { session, proxy, client: undefined as never, taken: new Taken("the client's subscription"), snapshot: undefined, replies: 0 };
+    const subject: Subject = {
+      session,
+      proxy,
+      client: undefined as never,
+      taken: new Taken("the client's subscription"),
+      snapshot: undefined,
+      replies: 0,
+    };
     const inspect = (step: ClientTransition) => {
       if (step.machine !== 'clientSubscription' || step.session_id !== session) return;
       subject.taken.add(step.event.type);
       subject.snapshot = step.snapshot;
     };
-    const client = new FormAClient({ url: proxy.url, token: TOKEN, backoff: { baseMs: BACKOFF_MS, capMs: BACKOFF_MS }, random: () => 0.999, inspect });
+    const client = new FormAClient({
+      url: proxy.url,
+      token: TOKEN,
+      backoff: { baseMs: BACKOFF_MS, capMs: BACKOFF_MS },
+      random: () => 0.999,
+      inspect,
+    });
     Object.assign(subject, { client });
     cleanups.push(async () => {
       client.close();
@@ -94,14 +112,20 @@ describeModel<Subject, ClientSubscriptionEvent>('client subscription', {
       await agent.reply(subject.session, task).message('an answer');
     },
     // The wait runs out by itself (the next request is held again).
-    retry: async (subject) => waitFor('the stream request held again', () => subject.proxy.heldStreams === 1, { timeoutMs: 5_000, everyMs: 10 }),
+    retry: async (subject) =>
+      waitFor('the stream request held again', () => subject.proxy.heldStreams === 1, { timeoutMs: 5_000, everyMs: 10 }),
     close: async (subject) => subject.client.close(),
   },
   async check(subject, event, to) {
     await subject.taken.next(event.type);
     expect(subject.snapshot?.value, `the subscription after ${event.type}`).toEqual(to.value);
     const readers = to.value === 'open' ? 1 : 0;
-    await eventually(`${readers} reader(s) of ${subject.session} at the host`, () => readersOf(subject.session), (n) => n === readers, { everyMs: 10 });
+    await eventually(
+      `${readers} reader(s) of ${subject.session} at the host`,
+      () => readersOf(subject.session),
+      (n) => n === readers,
+      { everyMs: 10 },
+    );
     if (event.type === 'reply.id') expect(subject.client.cursor(subject.session)).toMatch(/^[0-9a-z]+:[0-9a-z]+:[0-9a-z]+$/);
   },
 });

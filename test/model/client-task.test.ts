@@ -52,7 +52,11 @@ interface Subject {
   readonly logged: Map<string, number>;
 }
 
-const log = (subject: Subject) => ({ db: t.db, name: subject.session, about: (event: Record<string, unknown>) => event.session_id === subject.session });
+const log = (subject: Subject) => ({
+  db: t.db,
+  name: subject.session,
+  about: (event: Record<string, unknown>) => event.session_id === subject.session,
+});
 
 /** The host has the task: a held POST is let through (its answer still held, if it was). */
 async function atHost(subject: Subject): Promise<void> {
@@ -150,6 +154,7 @@ describeModel<Subject, ClientTaskEvent>('client task', {
         break;
     }
     // Rule 3: the stream closes once no task waits on it (the session's other task is not this client's).
-    if (to.status === 'done') await waitFor('the stream closed', () => subject.client.subscription(subject.session) === undefined, { everyMs: 10 });
+    if (to.status === 'done')
+      await waitFor('the stream closed', () => subject.client.subscription(subject.session) === undefined, { everyMs: 10 });
   },
 });

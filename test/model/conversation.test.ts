@@ -43,7 +43,12 @@ interface Conversation {
 
 async function send(conversation: Conversation): Promise<string> {
   const task = randomUUID();
-  const answer = await post(t.url, TOKEN, { session_id: conversation.id, task_id: task, text: 'hello', callback: { url: `${receiver.url}/cb`, token: 'callback-token' } });
+  const answer = await post(t.url, TOKEN, {
+    session_id: conversation.id,
+    task_id: task,
+    text: 'hello',
+    callback: { url: `${receiver.url}/cb`, token: 'callback-token' },
+  });
   expect(answer.status).toBe(202);
   conversation.tasks.push(task);
   await waitFor(`the agent to get ${task}`, () => agent.has(conversation.id, task), { everyMs: 10 });
@@ -62,10 +67,20 @@ function finish(conversation: Conversation, task: string): void {
 
 describeModel<Conversation, ConversationEvent>('conversation', {
   machine: conversationMachine,
-  input: { opened: { type: 'session.opened', ...S, generation: 'g', form: 'B', at: 1 }, limits: { memoryMaxEntries: 200, memoryMaxChars: 1 << 20, taskIdWindow: 1024 } },
+  input: {
+    opened: { type: 'session.opened', ...S, generation: 'g', form: 'B', at: 1 },
+    limits: { memoryMaxEntries: 200, memoryMaxChars: 1 << 20, taskIdWindow: 1024 },
+  },
   events: [
     { type: 'message.received', ...S, task_id: 'u', text: 'a', at: 2 },
-    { type: 'reply.queued', ...S, reply: { ...S, status: 'message', message_id: 'm', reply_text: 'hi' }, cause: 'agent', delivery: { n: 1, task_id: 'u' }, at: 3 },
+    {
+      type: 'reply.queued',
+      ...S,
+      reply: { ...S, status: 'message', message_id: 'm', reply_text: 'hi' },
+      cause: 'agent',
+      delivery: { n: 1, task_id: 'u' },
+      at: 3,
+    },
     { type: 'turn.finished', ...S, task_id: 'u', at: 4 },
     { type: 'reply.dropped', ...S, task_id: 'u', status: 'message', reason: 'session_ended', at: 5 },
     { type: 'session.ended', ...S, reason: 'host', at: 6 },

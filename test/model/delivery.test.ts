@@ -63,11 +63,19 @@ async function answer(subject: Subject, status: number, body = ''): Promise<void
   entry!.response.writeHead(status, { 'content-type': 'application/json' }).end(body);
 }
 
-const countsOf = (subject: Subject) => (t.host.session(subject.session) as { callbacks: { queued: number; succeeded: number; abandoned: number } }).callbacks;
+const countsOf = (subject: Subject) =>
+  (t.host.session(subject.session) as { callbacks: { queued: number; succeeded: number; abandoned: number } }).callbacks;
 
 describeModel<Subject, DeliveryEvent>('delivery', {
   machine: deliveryMachine,
-  input: { session_id: 's', delivery: { n: 2, task_id: 't' }, callback: { url: 'http://127.0.0.1:9/cb', token: 'k' }, body: '{}', progress: true, at: 1 },
+  input: {
+    session_id: 's',
+    delivery: { n: 2, task_id: 't' },
+    callback: { url: 'http://127.0.0.1:9/cb', token: 'k' },
+    body: '{}',
+    progress: true,
+    at: 1,
+  },
   events: [
     { type: 'delivery.attempted', session_id: 's', n: 2, attempt: 1, at: 2 },
     { type: 'delivery.failed', session_id: 's', n: 2, attempt: 1, outcome: 'status 503', retry_at: 10, at: 3 },
@@ -80,7 +88,16 @@ describeModel<Subject, DeliveryEvent>('delivery', {
   async start() {
     const session = `model-${(conversations += 1)}`;
     const task = randomUUID();
-    expect((await post(t.url, TOKEN, { session_id: session, task_id: task, text: 'hello', callback: { url: `${receiver.url}/cb/${session}`, token: 'callback-token' } })).status).toBe(202);
+    expect(
+      (
+        await post(t.url, TOKEN, {
+          session_id: session,
+          task_id: task,
+          text: 'hello',
+          callback: { url: `${receiver.url}/cb/${session}`, token: 'callback-token' },
+        })
+      ).status,
+    ).toBe(202);
     await waitFor('the agent to get the message', () => agent.has(session, task), { everyMs: 10 });
     await agent.reply(session, task).message('first');
     await waitFor('delivery 1 on its way', () => pendingOf(session) >= 0, { everyMs: 10 });
@@ -117,7 +134,11 @@ describeModel<Subject, DeliveryEvent>('delivery', {
     },
   },
   async check(subject, event, to) {
-    await untilLogged({ db: t.db, name: `${subject.session} delivery 2`, about: (logged) => logged.session_id === subject.session && logged.n === 2 }, event.type, subject.seen);
+    await untilLogged(
+      { db: t.db, name: `${subject.session} delivery 2`, about: (logged) => logged.session_id === subject.session && logged.n === 2 },
+      event.type,
+      subject.seen,
+    );
     const first = subject.firstAnswered ? { queued: 0, succeeded: 1 } : { queued: 1, succeeded: 0 };
     expect(countsOf(subject), `${subject.session} after delivery 2's ${event.type}`).toEqual({
       queued: first.queued + (to.value === 'waiting' || to.value === 'attempting' ? 1 : 0) + subject.later,

@@ -44,7 +44,10 @@ interface Integration {
 
 async function requestRekey(integration: Integration): Promise<void> {
   integration.rekey = randomUUID();
-  const answer = await request(`${integration.base}/rekeys`, { token: integration.client, body: { rekey_id: integration.rekey, kid: 'AAAAAAAAAAAA', client_key: KEY, mac: KEY } });
+  const answer = await request(`${integration.base}/rekeys`, {
+    token: integration.client,
+    body: { rekey_id: integration.rekey, kid: 'AAAAAAAAAAAA', client_key: KEY, mac: KEY },
+  });
   expect(answer.status).toBe(201);
 }
 
@@ -52,7 +55,16 @@ describeModel<Integration, IntegrationEvent>('integration', {
   machine: integrationMachine,
   input: { type: 'integration.created', ...I, provider_kind: 'p', relay_token_digest: 'r', client_token_digest: 'c', at: 1 },
   events: [
-    { type: 'integration.seen', ...I, plugin: { name: 'p', version: '1' }, reasoner: { name: 'builtin' }, status: 'ready', schema_versions: { min: 1, max: 1 }, envelope_versions: { min: 1, max: 1 }, at: 4 },
+    {
+      type: 'integration.seen',
+      ...I,
+      plugin: { name: 'p', version: '1' },
+      reasoner: { name: 'builtin' },
+      status: 'ready',
+      schema_versions: { min: 1, max: 1 },
+      envelope_versions: { min: 1, max: 1 },
+      at: 4,
+    },
     { type: 'integration.offline', ...I, at: 5 },
     { type: 'integration.token_rotated', ...I, role: 'client', token_digest: 'c2', at: 3 },
     { type: 'integration.rekey_requested', ...I, rekey_id: 'k', kid: 'd', client_key: 'c', mac: 'm', at: 6 },
@@ -62,14 +74,28 @@ describeModel<Integration, IntegrationEvent>('integration', {
   async start() {
     const answer = await request(admin, { token: OPERATOR, body: {} });
     expect(answer.status).toBe(201);
-    const { integration_id, relay_token, client_token } = answer.body as { integration_id: string; relay_token: string; client_token: string };
-    return { id: integration_id, base: `${served.url}/api/v1/assistant/integrations/${integration_id}`, client: client_token, relay: relay_token, rekey: undefined, seen: new Map() };
+    const { integration_id, relay_token, client_token } = answer.body as {
+      integration_id: string;
+      relay_token: string;
+      client_token: string;
+    };
+    return {
+      id: integration_id,
+      base: `${served.url}/api/v1/assistant/integrations/${integration_id}`,
+      client: client_token,
+      relay: relay_token,
+      rekey: undefined,
+      seen: new Map(),
+    };
   },
   drivers: {
     'integration.seen': async (integration, from) => {
       // Something new of itself each time, so that a plugin already online is seen again: at most once a status interval (PROTOCOL.md 6e.20).
       if (integrationState(from as never) === 'online') clock.increment(HEARTBEAT_INTERVAL_MS);
-      const answer = await request(`${integration.base}/heartbeat`, { token: integration.relay, body: heartbeatOf({ plugin: { name: 'model', version: `1.0.${integration.seen.get('integration.seen') ?? 0}` } }) });
+      const answer = await request(`${integration.base}/heartbeat`, {
+        token: integration.relay,
+        body: heartbeatOf({ plugin: { name: 'model', version: `1.0.${integration.seen.get('integration.seen') ?? 0}` } }),
+      });
       expect(answer.status).toBe(200);
     },
     // Three heartbeats missed.
@@ -83,16 +109,28 @@ describeModel<Integration, IntegrationEvent>('integration', {
     // The plugin answers the rotation asked for, asking for one first if none waits.
     'integration.rekey_answered': async (integration) => {
       if (integration.rekey === undefined) await requestRekey(integration);
-      const answer = await request(`${integration.base}/rekeys/${integration.rekey}`, { token: integration.relay, body: { assistant_key: KEY, mac: KEY } });
+      const answer = await request(`${integration.base}/rekeys/${integration.rekey}`, {
+        token: integration.relay,
+        body: { assistant_key: KEY, mac: KEY },
+      });
       expect(answer.status).toBe(200);
       integration.rekey = undefined;
     },
-    'integration.revoked': async (integration) => expect((await request(`${admin}/${integration.id}/revoke`, { token: OPERATOR, method: 'POST' })).status).toBe(200),
+    'integration.revoked': async (integration) =>
+      expect((await request(`${admin}/${integration.id}/revoke`, { token: OPERATOR, method: 'POST' })).status).toBe(200),
   },
   async check(integration, event, to) {
     // An answer's driver may have asked for the rotation first: counted too.
-    await untilLogged({ db: served.db, name: integration.id, about: (event) => event.integration_id === integration.id }, event.type, integration.seen, ['integration.rekey_requested']);
+    await untilLogged(
+      { db: served.db, name: integration.id, about: (event) => event.integration_id === integration.id },
+      event.type,
+      integration.seen,
+      ['integration.rekey_requested'],
+    );
     const listed = (await request(admin, { token: OPERATOR })).body as { integrations: Array<{ integration_id: string; state: string }> };
-    expect(listed.integrations.find((each) => each.integration_id === integration.id)?.state, `integration ${integration.id} after ${event.type}`).toBe(integrationState(to as never));
+    expect(
+      listed.integrations.find((each) => each.integration_id === integration.id)?.state,
+      `integration ${integration.id} after ${event.type}`,
+    ).toBe(integrationState(to as never));
   },
 });

@@ -55,11 +55,22 @@ interface Job {
   readonly seen: Map<string, number>;
 }
 
-const posted = (path: string, token: string, body?: unknown) => request(path, { token, method: 'POST', ...(body === undefined ? {} : { body }) });
+const posted = (path: string, token: string, body?: unknown) =>
+  request(path, { token, method: 'POST', ...(body === undefined ? {} : { body }) });
 
 describeModel<Job, JobEvent>('job', {
   machine: jobMachine,
-  input: { type: 'job.created', ...J, purpose: 'live_analysis', payload: {}, byo: false, response_schema: {}, provider_kind: 'assistant-relay', deadline_at: 100, at: 0 },
+  input: {
+    type: 'job.created',
+    ...J,
+    purpose: 'live_analysis',
+    payload: {},
+    byo: false,
+    response_schema: {},
+    provider_kind: 'assistant-relay',
+    deadline_at: 100,
+    at: 0,
+  },
   events: [
     { type: 'job.delivered', ...J, delivery: 1, seq: 1, lease_until: 2, at: 1 },
     { type: 'job.started', ...J, lease_until: 3, at: 2 },
@@ -74,7 +85,14 @@ describeModel<Job, JobEvent>('job', {
     // Made while no stream is open, so that it waits in `created`.
     await closeStream();
     const id = randomUUID();
-    expect((await request(`${base}/jobs`, { token: client, body: { job_id: id, purpose: 'live_analysis', payload: PAYLOAD, deadline_ms: DEADLINE_MS } })).status).toBe(201);
+    expect(
+      (
+        await request(`${base}/jobs`, {
+          token: client,
+          body: { job_id: id, purpose: 'live_analysis', payload: PAYLOAD, deadline_ms: DEADLINE_MS },
+        })
+      ).status,
+    ).toBe(201);
     return { id, seen: new Map() };
   },
   drivers: {
@@ -96,7 +114,8 @@ describeModel<Job, JobEvent>('job', {
       clock.increment(LEASE_MS + 1);
     },
     'job.completed': async ({ id }) => expect((await posted(`${base}/jobs/${id}/result`, plugin, { result: RESULT })).status).toBe(200),
-    'job.failed': async ({ id }) => expect((await posted(`${base}/jobs/${id}/result`, plugin, { error: { code: 'reasoner_failed', message: 'no' } })).status).toBe(200),
+    'job.failed': async ({ id }) =>
+      expect((await posted(`${base}/jobs/${id}/result`, plugin, { error: { code: 'reasoner_failed', message: 'no' } })).status).toBe(200),
     'job.expired': async () => clock.increment(DEADLINE_MS + 1),
     'job.cancelled': async ({ id }) => expect((await posted(`${base}/jobs/${id}/cancel`, client)).status).toBe(200),
   },

@@ -62,10 +62,17 @@ function walkOf<Event extends EventObject>(model: Model<unknown, Event>) {
  * for (one that does nothing, such as a dropped reply's, included: it is a row of the machine's table).
  */
 function transitionsOf<Event extends EventObject>(model: Model<unknown, Event>): Array<Transition<Event>> {
-  const adjacency = getAdjacencyMap(model.machine, walkOf(model)) as Record<string, { state: AnyMachineSnapshot; transitions: Record<string, { event: Event; state: AnyMachineSnapshot }> }>;
+  const adjacency = getAdjacencyMap(model.machine, walkOf(model)) as Record<
+    string,
+    { state: AnyMachineSnapshot; transitions: Record<string, { event: Event; state: AnyMachineSnapshot }> }
+  >;
   const takes = (state: AnyMachineSnapshot, event: Event) => model.machine.getTransitionData(state as never, event as never).length > 0;
   return Object.values(adjacency).flatMap(({ state, transitions }) =>
-    state.status !== 'active' ? [] : Object.values(transitions).filter(({ event }) => takes(state, event)).map(({ event, state: to }) => ({ from: state, event, to })),
+    state.status !== 'active'
+      ? []
+      : Object.values(transitions)
+          .filter(({ event }) => takes(state, event))
+          .map(({ event, state: to }) => ({ from: state, event, to })),
   );
 }
 
@@ -89,18 +96,21 @@ export function describeModel<Subject, Event extends EventObject>(name: string, 
   };
 
   describe(`the ${name} statechart, driven through the real system`, () => {
-    it.each(all.map((t) => [`${key.state(t.from)} --${key.event(t.event)}--> ${key.state(t.to)}`, t] as const))('%s', async (_, transition) => {
-      const path = paths.find((candidate) => key.state(candidate.state as AnyMachineSnapshot) === key.state(transition.from));
-      expect(path, `a path to ${key.state(transition.from)}`).toBeDefined();
-      const subject = await model.start();
-      let at = path!.steps[0]!.state as AnyMachineSnapshot;
-      covered.states.add(key.state(at));
-      for (const step of path!.steps.slice(1)) {
-        await drive(subject, at, step.event as Event, step.state as AnyMachineSnapshot);
-        at = step.state as AnyMachineSnapshot;
-      }
-      await drive(subject, at, transition.event, transition.to);
-    });
+    it.each(all.map((t) => [`${key.state(t.from)} --${key.event(t.event)}--> ${key.state(t.to)}`, t] as const))(
+      '%s',
+      async (_, transition) => {
+        const path = paths.find((candidate) => key.state(candidate.state as AnyMachineSnapshot) === key.state(transition.from));
+        expect(path, `a path to ${key.state(transition.from)}`).toBeDefined();
+        const subject = await model.start();
+        let at = path!.steps[0]!.state as AnyMachineSnapshot;
+        covered.states.add(key.state(at));
+        for (const step of path!.steps.slice(1)) {
+          await drive(subject, at, step.event as Event, step.state as AnyMachineSnapshot);
+          at = step.state as AnyMachineSnapshot;
+        }
+        await drive(subject, at, transition.event, transition.to);
+      },
+    );
 
     it('covers every state and every transition of the machine', () => {
       const known = new Set(machineHas.map((t) => `${key.state(t.from)} ${key.event(t.event)}`));
@@ -111,7 +121,9 @@ export function describeModel<Subject, Event extends EventObject>(name: string, 
       const states = new Set(all.flatMap((t) => [key.state(t.from), key.state(t.to)]));
       const transitions = new Set(all.map((t) => `${key.state(t.from)} ${key.event(t.event)}`));
       const done = [...transitions].filter((key) => covered.transitions.has(key)).length;
-      console.log(`model coverage, ${name}: states ${[...states].filter((state) => covered.states.has(state)).length}/${states.size}, transitions ${done}/${transitions.size}`);
+      console.log(
+        `model coverage, ${name}: states ${[...states].filter((state) => covered.states.has(state)).length}/${states.size}, transitions ${done}/${transitions.size}`,
+      );
       for (const state of states) expect(covered.states, `state ${state}`).toContain(state);
       for (const key of transitions) expect(covered.transitions, `transition ${key}`).toContain(key);
     });
@@ -128,9 +140,15 @@ export async function untilLogged(
   seen: Map<string, number>,
   recount: readonly string[] = [],
 ): Promise<void> {
-  const logged = async (each: string) => (await readBackendEvents(log.db)).filter((event) => event.type === each && log.about(event)).length;
+  const logged = async (each: string) =>
+    (await readBackendEvents(log.db)).filter((event) => event.type === each && log.about(event)).length;
   const before = seen.get(type) ?? 0;
-  await eventually(`${type} of ${log.name}`, () => logged(type), (count) => count > before, { timeoutMs: 5_000, everyMs: 10 });
+  await eventually(
+    `${type} of ${log.name}`,
+    () => logged(type),
+    (count) => count > before,
+    { timeoutMs: 5_000, everyMs: 10 },
+  );
   for (const each of new Set([type, ...recount])) seen.set(each, await logged(each));
 }
 
@@ -166,7 +184,12 @@ export async function followedInView(
   to: AnyMachineSnapshot,
   recount: readonly string[],
 ): Promise<void> {
-  await untilLogged({ db: host.db, name: subject.id, about: (logged) => logged.session_id === subject.id }, event.type, subject.seen, recount);
+  await untilLogged(
+    { db: host.db, name: subject.id, about: (logged) => logged.session_id === subject.id },
+    event.type,
+    subject.seen,
+    recount,
+  );
   const view = await request(`${host.url}/v1/sessions/${subject.id}`, { token: host.token });
   expect([view.status, (view.body as { state?: string }).state], `${subject.id} after ${event.type}`).toEqual([200, to.value]);
 }

@@ -46,7 +46,17 @@ async function step(pairing: Pairing, path: string, token: string, body: unknown
 
 describeModel<Pairing, PairingEvent>('pairing', {
   machine: pairingMachine,
-  input: { type: 'pairing.started', ...P, handle: 'H', provider_kind: 'k', schema_version: 1, envelope_version: 1, client_pairing_token_digest: 'c', expires_at: 100, at: 1 },
+  input: {
+    type: 'pairing.started',
+    ...P,
+    handle: 'H',
+    provider_kind: 'k',
+    schema_version: 1,
+    envelope_version: 1,
+    client_pairing_token_digest: 'c',
+    expires_at: 100,
+    at: 1,
+  },
   events: [
     { type: 'pairing.joined', ...P, assistant_pairing_token_digest: 'a', at: 2 },
     { type: 'pairing.committed', ...P, commitment: 'm', at: 3 },
@@ -80,6 +90,9 @@ describeModel<Pairing, PairingEvent>('pairing', {
   async check(pairing, event, to) {
     await untilLogged({ db: served.db, name: pairing.id, about: (event) => event.pairing_id === pairing.id }, event.type, pairing.seen);
     const view = await request(`${pairings}/${pairing.id}`, { token: pairing.client });
-    expect([view.status, (view.body as { state?: string }).state], `pairing ${pairing.id} after ${event.type}`).toEqual([200, pairingState(to as PairingSnapshot)]);
+    expect([view.status, (view.body as { state?: string }).state], `pairing ${pairing.id} after ${event.type}`).toEqual([
+      200,
+      pairingState(to as PairingSnapshot),
+    ]);
   },
 });

@@ -56,7 +56,15 @@ afterEach(async () => {
 });
 
 async function startPlugin(backend: FakeBackend, db: string, reasoner: Reasoner): Promise<Plugin> {
-  const plugin = new Plugin({ backendUrl: backend.url, integrationId: INTEGRATION, relayToken: RELAY_TOKEN, reasoner, db, providerKind: 'test-provider', stopGraceMs: 0 });
+  const plugin = new Plugin({
+    backendUrl: backend.url,
+    integrationId: INTEGRATION,
+    relayToken: RELAY_TOKEN,
+    reasoner,
+    db,
+    providerKind: 'test-provider',
+    stopGraceMs: 0,
+  });
   await plugin.start();
   await backend.until(() => plugin.status().stream === 'open', 'the stream');
   return plugin;
@@ -103,11 +111,15 @@ describeModel<Subject, PluginJobEvent>('plugin-job', {
   },
   eventKey: (event) => (event.type === 'plugin.job_finished' ? `${event.type} (${outcomeKind(event.outcome)})` : event.type),
   unreachable: {
-    'open.received plugin.job_finished (result)': 'a result comes from a run, and a job runs only once the backend accepted it (plugin.job_started)',
-    'open.refused plugin.job_finished (result)': 'a result comes from a run, and a job runs only once the backend accepted it (plugin.job_started)',
-    'open.finished (result) plugin.job_finished (result)': 'a finished job never runs again: its next outcome is only the failure a refused result becomes',
+    'open.received plugin.job_finished (result)':
+      'a result comes from a run, and a job runs only once the backend accepted it (plugin.job_started)',
+    'open.refused plugin.job_finished (result)':
+      'a result comes from a run, and a job runs only once the backend accepted it (plugin.job_started)',
+    'open.finished (result) plugin.job_finished (result)':
+      'a finished job never runs again: its next outcome is only the failure a refused result becomes',
     'open.finished (error) plugin.job_finished (result)': 'a finished job never runs again',
-    'open.finished (error) plugin.job_finished (error)': 'a failure the backend refuses is closed, rejected; only a result is replaced (invalid_result)',
+    'open.finished (error) plugin.job_finished (error)':
+      'a failure the backend refuses is closed, rejected; only a result is replaced (invalid_result)',
   },
   // A plugin of its own on a backend of its own (a path may restart it), and a job it received: its `running` POST held.
   async start() {
@@ -117,14 +129,25 @@ describeModel<Subject, PluginJobEvent>('plugin-job', {
     const db = join(dir, 'plugin.db');
     const reasoner = gated();
     const job = makeJob(Date.now(), {}, 600_000);
-    const subject: Subject = { backend, db, job, id: job.job_id as string, reasoner, plugin: await startPlugin(backend, db, reasoner), seen: new Map() };
+    const subject: Subject = {
+      backend,
+      db,
+      job,
+      id: job.job_id as string,
+      reasoner,
+      plugin: await startPlugin(backend, db, reasoner),
+      seen: new Map(),
+    };
     cleanups.push(async () => {
       // Closing the backend drops the held POSTs, so that the plugin's stop need not wait for them.
       await Promise.all([subject.plugin.stop(), backend.close()]);
       rmSync(dir, { recursive: true, force: true });
     });
     backend.send(job);
-    await backend.until(() => backend.held.some((held) => held.job_id === subject.id && held.route === 'running'), 'the first running POST');
+    await backend.until(
+      () => backend.held.some((held) => held.job_id === subject.id && held.route === 'running'),
+      'the first running POST',
+    );
     await untilLogged({ db, name: subject.id, about: (event) => event.job_id === subject.id }, 'plugin.job_received', subject.seen);
     expect(subject.plugin.status().jobs[subject.id]).toBe('received');
     return subject;
@@ -144,7 +167,8 @@ describeModel<Subject, PluginJobEvent>('plugin-job', {
       const { outcome } = event as Extract<PluginJobEvent, { type: 'plugin.job_finished' }>;
       if (stage === 'started') return reasonerAnswers(subject, outcomeKind(outcome) === 'result' ? RESULT : new Error('no'));
       // The result is refused: it is reported as a failure instead.
-      if (stage === 'finished') return answer(subject, 'result', { status: 422, body: { error: { code: 'invalid_result', message: 'no' } } });
+      if (stage === 'finished')
+        return answer(subject, 'result', { status: 422, body: { error: { code: 'invalid_result', message: 'no' } } });
       // The backend cannot be told the job runs before its deadline.
       await toRunning(subject, from);
       await answer(subject, 'running', PAST_THE_DEADLINE);
@@ -160,7 +184,11 @@ describeModel<Subject, PluginJobEvent>('plugin-job', {
     await untilLogged({ db: subject.db, name: subject.id, about: (logged) => logged.job_id === subject.id }, event.type, subject.seen);
     expect(subject.plugin.status().jobs[subject.id], `${subject.id} after ${event.type}`).toBe(pluginJobStage(to as PluginJobSnapshot));
     if (event.type !== 'plugin.job_finished') return;
-    const finished = readEvents(subject.db).filter((logged) => logged.type === event.type && logged.job_id === subject.id).at(-1)!;
-    expect(outcomeKind(finished.outcome), `what the job finished with: ${JSON.stringify(finished.outcome)}`).toBe(outcomeKind(event.outcome));
+    const finished = readEvents(subject.db)
+      .filter((logged) => logged.type === event.type && logged.job_id === subject.id)
+      .at(-1)!;
+    expect(outcomeKind(finished.outcome), `what the job finished with: ${JSON.stringify(finished.outcome)}`).toBe(
+      outcomeKind(event.outcome),
+    );
   },
 });

@@ -54,11 +54,32 @@ const sinkOf = (session: Session, task: string) => agent.reply(session.id, task)
 
 describeModel<Session, TaskSessionEvent>('session', {
   machine: taskSessionMachine,
-  input: { opened: { type: 'session.opened', ...S, generation: 'g', form: 'A', at: 1 }, limits: { maxReplies: 64, maxBytes: 1 << 20, ledgerMaxTasks: 1024, maxSpans: 64, memoryMaxEntries: 200, memoryMaxChars: 1 << 20, taskIdWindow: 1024 } },
+  input: {
+    opened: { type: 'session.opened', ...S, generation: 'g', form: 'A', at: 1 },
+    limits: {
+      maxReplies: 64,
+      maxBytes: 1 << 20,
+      ledgerMaxTasks: 1024,
+      maxSpans: 64,
+      memoryMaxEntries: 200,
+      memoryMaxChars: 1 << 20,
+      taskIdWindow: 1024,
+    },
+  },
   events: [
     { type: 'task.started', ...S, task_id: 't', text: 'a', at: 2 },
     { type: 'task.progressed', ...S, task_id: 't', reply: { ...S, task_id: 't', status: 'typing', label: 'x' }, at: 3 },
-    { type: 'task.settled', ...S, task_id: 't', reply: { ...S, task_id: 't', status: 'completed' }, cause: 'agent', epoch: 'e', seq: 1, data: '{}', at: 4 },
+    {
+      type: 'task.settled',
+      ...S,
+      task_id: 't',
+      reply: { ...S, task_id: 't', status: 'completed' },
+      cause: 'agent',
+      epoch: 'e',
+      seq: 1,
+      data: '{}',
+      at: 4,
+    },
     { type: 'reply.dropped', ...S, task_id: 't', status: 'message', reason: 'task_unknown', at: 5 },
     { type: 'session.ended', ...S, reason: 'host', at: 6 },
   ] as TaskSessionEvent[],

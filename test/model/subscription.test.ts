@@ -102,13 +102,24 @@ describeModel<Subject, SubscriptionEvent>('subscription', {
   unreachable: {
     'opening disconnected': 'a reader is opened in the same step that creates it (engine/readers.ts): no socket event comes between',
     'closing (queued) frames': "a session's frames are pushed before its end closes its readers, and nothing follows the end",
-    'closing (queued) frames (over the bound)': "a session's frames are pushed before its end closes its readers, and nothing follows the end",
+    'closing (queued) frames (over the bound)':
+      "a session's frames are pushed before its end closes its readers, and nothing follows the end",
   },
   // A host of its own (a path may close it) on a simulated clock, and a session it knows, with nothing pending.
   async start() {
     const clock = new SimulatedClock();
     const t = await startHost({ agent, clock, keepaliveMs: KEEPALIVE_MS, readerMaxQueuedBytes: MAX_QUEUED });
-    const subject: Subject = { t, clock, session: `subscription-${(hosts += 1)}`, stream: undefined, hostClosed: false, cut: false, replies: 0, labels: 0, queuedBefore: 0 };
+    const subject: Subject = {
+      t,
+      clock,
+      session: `subscription-${(hosts += 1)}`,
+      stream: undefined,
+      hostClosed: false,
+      cut: false,
+      replies: 0,
+      labels: 0,
+      queuedBefore: 0,
+    };
     cleanups.push(async () => {
       subject.stream?.close();
       await t.cleanup();
@@ -153,7 +164,12 @@ describeModel<Subject, SubscriptionEvent>('subscription', {
     const state = dotPath(to.value);
     if (!subject.hostClosed) {
       const want = state === 'closed' ? [] : [{ state, queued: queued(to) }];
-      await eventually(`the reader ${JSON.stringify(want)}`, () => readerStates(subject), (states) => JSON.stringify(states.map((s) => ({ state: s.state, queued: s.queued_bytes > 0 }))) === JSON.stringify(want), { everyMs: 10 });
+      await eventually(
+        `the reader ${JSON.stringify(want)}`,
+        () => readerStates(subject),
+        (states) => JSON.stringify(states.map((s) => ({ state: s.state, queued: s.queued_bytes > 0 }))) === JSON.stringify(want),
+        { everyMs: 10 },
+      );
     }
     if (state === 'closed') {
       if (event.type === 'disconnected') return;
@@ -183,7 +199,12 @@ describeModel<Subject, SubscriptionEvent>('subscription', {
         else await stream.until((s) => s.frames.some((frame) => frame.data.includes(`"${label}"`)), 5_000, label);
         break;
       case 'drained':
-        await stream.until((s) => s.replies.length >= subject.replies && (subject.labels === 0 || s.frames.some((frame) => frame.data.includes(`"${label}"`))), 10_000, 'what was queued');
+        await stream.until(
+          (s) =>
+            s.replies.length >= subject.replies && (subject.labels === 0 || s.frames.some((frame) => frame.data.includes(`"${label}"`))),
+          10_000,
+          'what was queued',
+        );
         break;
       default:
         break;

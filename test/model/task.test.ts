@@ -63,7 +63,11 @@ describeModel<Subject, TaskMachineEvent>('task', {
     'reply.terminal': async (subject) => agent.reply(subject.session, TASK).message('the answer'),
   },
   async check(subject, event, to) {
-    await untilLogged({ db: t.db, name: `${subject.session}/${TASK}`, about: (logged) => logged.session_id === subject.session && logged.task_id === TASK }, LOGGED[event.type], subject.logged);
+    await untilLogged(
+      { db: t.db, name: `${subject.session}/${TASK}`, about: (logged) => logged.session_id === subject.session && logged.task_id === TASK },
+      LOGGED[event.type],
+      subject.logged,
+    );
     const view = (await request(`${t.url}/v1/sessions/${subject.session}`, { token: TOKEN })).body as { pending_task_ids: string[] };
     expect(view.pending_task_ids.includes(TASK), `${TASK} pending after ${event.type}`).toBe(to.value === 'pending');
     subject.frames += 1;

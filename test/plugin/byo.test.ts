@@ -19,7 +19,7 @@ const SENTINEL = 'SENTINEL-7c1e-plaintext';
 const transcript = [{ speaker: 'Ana', text: `There is a risk: ${SENTINEL}` }];
 
 describe('a BYO job', () => {
-  it('is opened for the reasoner, and its result goes back sealed with the client\'s binding, following its schema', async () => {
+  it("is opened for the reasoner, and its result goes back sealed with the client's binding, following its schema", async () => {
     const keys = pair();
     const reasoner = answering();
     const { backend } = await fixture.open({ reasoner, keys: keyringOf([keys.assistant]) });
@@ -36,10 +36,14 @@ describe('a BYO job', () => {
     expect(resultProblems(jsonSchemaOf(LiveAnalysisResult), result)).toBeUndefined();
   });
 
-  it('leaves no plaintext in the plugin\'s log file, its log lines, or anything the backend is sent', async () => {
+  it("leaves no plaintext in the plugin's log file, its log lines, or anything the backend is sent", async () => {
     const keys = pair();
     const { logger, lines } = capturingLogger();
-    const { plugin, backend } = await fixture.open({ reasoner: builtinReasoner({ providerKind: 'test-provider' }), keys: keyringOf([keys.assistant]), logger });
+    const { plugin, backend } = await fixture.open({
+      reasoner: builtinReasoner({ providerKind: 'test-provider' }),
+      keys: keyringOf([keys.assistant]),
+      logger,
+    });
     const job = byoJob(keys.client, { session_id: 's1', transcript });
     backend.send(job);
     await backend.until(closed(plugin, job), 'the job closed');
@@ -73,18 +77,27 @@ describe('a BYO job', () => {
   const keys = pair();
   const stranger = pair();
   const undone: Array<[string, () => Record<string, unknown>]> = [
-    ['a tampered envelope', () => {
-      const job = byoJob(keys.client, { session_id: 's', transcript });
-      const envelope = job.payload as ByoEnvelope;
-      const i = 10;
-      const flipped = envelope.ciphertext[i] === 'A' ? 'B' : 'A';
-      return { ...job, payload: { ...envelope, ciphertext: envelope.ciphertext.slice(0, i) + flipped + envelope.ciphertext.slice(i + 1) } };
-    }],
-    ['an envelope moved from another job', () => ({ ...makeJob(Date.now(), { byo: true }), payload: byoJob(keys.client, { session_id: 's', transcript }).payload })],
+    [
+      'a tampered envelope',
+      () => {
+        const job = byoJob(keys.client, { session_id: 's', transcript });
+        const envelope = job.payload as ByoEnvelope;
+        const i = 10;
+        const flipped = envelope.ciphertext[i] === 'A' ? 'B' : 'A';
+        return {
+          ...job,
+          payload: { ...envelope, ciphertext: envelope.ciphertext.slice(0, i) + flipped + envelope.ciphertext.slice(i + 1) },
+        };
+      },
+    ],
+    [
+      'an envelope moved from another job',
+      () => ({ ...makeJob(Date.now(), { byo: true }), payload: byoJob(keys.client, { session_id: 's', transcript }).payload }),
+    ],
     ["an envelope under another pairing's keys", () => byoJob(stranger.client, { session_id: 's', transcript })],
     ['an envelope that holds no JSON object', () => byoJob(keys.client, [SENTINEL])],
   ];
-  it.each(undone)('%s: failed envelope_invalid with the catalogue\'s words, never run, never retried', async (_what, make) => {
+  it.each(undone)("%s: failed envelope_invalid with the catalogue's words, never run, never retried", async (_what, make) => {
     const reasoner = answering();
     const { plugin, backend } = await fixture.open({ reasoner, keys: keyringOf([keys.assistant]) });
     const job = make();
@@ -92,19 +105,30 @@ describe('a BYO job', () => {
     await backend.until(closed(plugin, job), 'the job closed');
     backend.send(job);
     await backend.until(() => backend.results.length === 2, 'the same failure again, from the record');
-    expect(backend.results.map((r) => r.body)).toEqual(Array(2).fill({ error: { code: 'envelope_invalid', message: JOB_ERRORS.envelope_invalid } }));
+    expect(backend.results.map((r) => r.body)).toEqual(
+      Array(2).fill({ error: { code: 'envelope_invalid', message: JOB_ERRORS.envelope_invalid } }),
+    );
     expect(reasoner.calls).toHaveLength(0);
     expect(backend.running).toHaveLength(0);
   });
 
   it.each([
-    ["a ReasonerError: its code, reasoner_error's words", throwing(new ReasonerError('model_unavailable', `no model for ${SENTINEL}`)), 'model_unavailable', JOB_ERRORS.reasoner_error],
+    [
+      "a ReasonerError: its code, reasoner_error's words",
+      throwing(new ReasonerError('model_unavailable', `no model for ${SENTINEL}`)),
+      'model_unavailable',
+      JOB_ERRORS.reasoner_error,
+    ],
     ['any other throw: reasoner_error', throwing(new TypeError(`cannot read ${SENTINEL}`)), 'reasoner_error', JOB_ERRORS.reasoner_error],
     ['a result off its schema: invalid_result', answering(), 'invalid_result', JOB_ERRORS.invalid_result],
   ])('whose reasoner fails (%s) reports the code with the standard message only', async (_what, reasoner, code, message) => {
     const keys = pair();
     const { plugin, backend } = await fixture.open({ reasoner, keys: keyringOf([keys.assistant]) });
-    const job = byoJob(keys.client, { session_id: 's', transcript, answer: { insights: [{ text: SENTINEL, kind: 'rumour', confidence: 2 }] } });
+    const job = byoJob(keys.client, {
+      session_id: 's',
+      transcript,
+      answer: { insights: [{ text: SENTINEL, kind: 'rumour', confidence: 2 }] },
+    });
     backend.send(job);
     await backend.until(closed(plugin, job), 'the job closed');
     expect(backend.results.map((r) => r.body)).toEqual([{ error: { code, message } }]);

@@ -127,7 +127,8 @@ export class FakeBackend {
   private route(req: http.IncomingMessage, res: http.ServerResponse, text: string): void {
     const base = `/api/v1/assistant/integrations/${INTEGRATION}`;
     const path = req.url ?? '';
-    if (req.headers.authorization !== `Bearer ${RELAY_TOKEN}`) return answer(res, { status: 401, body: { error: { code: 'unauthorized', message: 'bad token' } } });
+    if (req.headers.authorization !== `Bearer ${RELAY_TOKEN}`)
+      return answer(res, { status: 401, body: { error: { code: 'unauthorized', message: 'bad token' } } });
     if (req.method === 'GET' && path === `${base}/stream`) return this.stream(req, res);
     const body = text.length > 0 ? (JSON.parse(text) as Record<string, unknown>) : {};
     if (req.method === 'POST' && path === `${base}/heartbeat`) {
@@ -173,7 +174,9 @@ function answer(res: http.ServerResponse, scripted: Scripted): void {
   if (scripted === 'hang') return;
   const headers: Record<string, string> = { 'content-type': 'application/json' };
   if (scripted.retryAfter !== undefined) headers['retry-after'] = String(scripted.retryAfter);
-  res.writeHead(scripted.status, headers).end(JSON.stringify(scripted.body ?? (scripted.status === 200 ? { ok: true } : { error: { code: 'scripted', message: 'scripted' } })));
+  res
+    .writeHead(scripted.status, headers)
+    .end(JSON.stringify(scripted.body ?? (scripted.status === 200 ? { ok: true } : { error: { code: 'scripted', message: 'scripted' } })));
 }
 
 /** A live_analysis job due `deadlineMs` after `now`; `overrides` replace any field. */

@@ -17,7 +17,11 @@ export function answering(): Reasoner & { calls: ReasoningRequest[] } {
     calls,
     async reason(request) {
       calls.push(request);
-      return (request.payload.answer as Record<string, unknown> | undefined) ?? { insights: [{ text: 'said hello', kind: 'fact', confidence: 1 }] };
+      return (
+        (request.payload.answer as Record<string, unknown> | undefined) ?? {
+          insights: [{ text: 'said hello', kind: 'fact', confidence: 1 }],
+        }
+      );
     },
   };
 }

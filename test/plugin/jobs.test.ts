@@ -25,8 +25,16 @@ describe('a job', () => {
     backend.send(job);
     await backend.until(() => backend.results.length === 1, 'the result');
     expect(backend.running).toEqual([job.job_id]);
-    expect(backend.results[0]).toEqual({ job_id: job.job_id, body: { result: { insights: [{ text: 'said hello', kind: 'fact', confidence: 1 }] } } });
-    expect(reasoner.calls[0]).toMatchObject({ job_id: job.job_id, purpose: 'live_analysis', payload: job.payload, deadline_at: Date.parse(job.deadline_at as string) });
+    expect(backend.results[0]).toEqual({
+      job_id: job.job_id,
+      body: { result: { insights: [{ text: 'said hello', kind: 'fact', confidence: 1 }] } },
+    });
+    expect(reasoner.calls[0]).toMatchObject({
+      job_id: job.job_id,
+      purpose: 'live_analysis',
+      payload: job.payload,
+      deadline_at: Date.parse(job.deadline_at as string),
+    });
     await backend.until(closed(plugin, job), 'the job closed');
     await plugin.stop();
     expect(readEvents(join(fixture.dir(), 'plugin.db')).map((e) => e.type)).toEqual([
@@ -51,7 +59,7 @@ describe('a job', () => {
     expect(backend.results[1]).toEqual(backend.results[0]);
   });
 
-  it("is not run when its running POST is answered 409 job_settled (cancelled or expired meanwhile)", async () => {
+  it('is not run when its running POST is answered 409 job_settled (cancelled or expired meanwhile)', async () => {
     const reasoner = answering();
     const { plugin, backend } = await fixture.open({ reasoner });
     const job = makeJob(Date.now());
@@ -97,12 +105,24 @@ describe('a failed job is posted, never dropped', () => {
   const failures: Array<[string, Record<string, unknown>, string]> = [
     ['schema_version 2', { schema_version: 2 }, 'unsupported_version'],
     ['envelope_version 0', { envelope_version: 0 }, 'unsupported_version'],
-    ['a BYO payload, to a plugin with no keys', { byo: true, payload: { kid: 'AAAAAAAAAAAA', nonce: 'A'.repeat(32), ciphertext: 'A'.repeat(22) } }, 'byo_unsupported'],
+    [
+      'a BYO payload, to a plugin with no keys',
+      { byo: true, payload: { kid: 'AAAAAAAAAAAA', nonce: 'A'.repeat(32), ciphertext: 'A'.repeat(22) } },
+      'byo_unsupported',
+    ],
     ['an envelope without a purpose', { purpose: undefined }, 'invalid_job'],
     ['a response_schema that is not a schema', { response_schema: { type: 12 } }, 'invalid_job'],
     // RE2 runs a pattern in linear time, and cannot run a lookaround or a backreference: it is not checked with another engine.
-    ['a response_schema with a lookahead', { response_schema: { type: 'object', properties: { a: { type: 'string', pattern: '^(?!admin)' } } } }, 'unsupported_response_schema'],
-    ['a recursive response_schema', { response_schema: { $defs: { node: { allOf: [{ $ref: '#/$defs/node' }] } }, $ref: '#/$defs/node' } }, 'unsupported_response_schema'],
+    [
+      'a response_schema with a lookahead',
+      { response_schema: { type: 'object', properties: { a: { type: 'string', pattern: '^(?!admin)' } } } },
+      'unsupported_response_schema',
+    ],
+    [
+      'a recursive response_schema',
+      { response_schema: { $defs: { node: { allOf: [{ $ref: '#/$defs/node' }] } }, $ref: '#/$defs/node' } },
+      'unsupported_response_schema',
+    ],
   ];
   it.each(failures)('%s: failed %s, not run', async (_what, overrides, code) => {
     const reasoner = answering();
@@ -152,7 +172,11 @@ describe('a failed job is posted, never dropped', () => {
   });
 
   it.each([
-    ["a ReasonerError: with the reasoner's code", new ReasonerError('model_unavailable', 'the model is not loaded'), { code: 'model_unavailable', message: 'the model is not loaded' }],
+    [
+      "a ReasonerError: with the reasoner's code",
+      new ReasonerError('model_unavailable', 'the model is not loaded'),
+      { code: 'model_unavailable', message: 'the model is not loaded' },
+    ],
     ['any other throw: reasoner_error', new TypeError('boom'), { code: 'reasoner_error', message: 'boom' }],
   ])('a reasoner that throws %s', async (_what, error, posted) => {
     const { backend } = await fixture.open({ reasoner: throwing(error) });
@@ -163,9 +187,15 @@ describe('a failed job is posted, never dropped', () => {
 
   it('a result that does not follow response_schema is not posted as a result: invalid_result, with what is wrong', async () => {
     const { backend } = await fixture.open({ reasoner: answering() });
-    backend.send(makeJob(Date.now(), { payload: { session_id: 's', transcript: [], answer: { insights: [{ text: 'x', kind: 'rumour', confidence: 2 }] } } }));
+    backend.send(
+      makeJob(Date.now(), {
+        payload: { session_id: 's', transcript: [], answer: { insights: [{ text: 'x', kind: 'rumour', confidence: 2 }] } },
+      }),
+    );
     await backend.until(() => backend.results.length === 1, 'the failure');
-    expect(backend.results[0]!.body).toEqual({ error: { code: 'invalid_result', message: expect.stringContaining('result/insights/0/kind') } });
+    expect(backend.results[0]!.body).toEqual({
+      error: { code: 'invalid_result', message: expect.stringContaining('result/insights/0/kind') },
+    });
   });
 
   it('a pattern that backtracks without end runs on RE2: the answer made to trip it is checked at once, invalid_result', async () => {
@@ -175,7 +205,9 @@ describe('a failed job is posted, never dropped', () => {
     const response_schema = { type: 'object', properties: { a: { type: 'string', pattern: '^(a+)+$' } }, required: ['a'] };
     backend.send(makeJob(Date.now(), { response_schema, payload: { session_id: 's', transcript: [], answer } }));
     await backend.until(() => backend.results.length === 1, 'the failure');
-    expect(backend.results[0]!.body).toEqual({ error: { code: 'invalid_result', message: expect.stringContaining('must match pattern "^(a+)+$"') } });
+    expect(backend.results[0]!.body).toEqual({
+      error: { code: 'invalid_result', message: expect.stringContaining('must match pattern "^(a+)+$"') },
+    });
   });
 
   it('the deadline aborts the reasoner, and deadline_exceeded is posted', async () => {
@@ -222,7 +254,11 @@ describe('posting a result', () => {
     // No retention: its timer would be one more on the clock.
     const { plugin, backend } = await fixture.open({ reasoner: answering(), clock, logger, retentionMs: Infinity });
     const job = makeJob(clock.now(), {}, 20_000);
-    backend.resultAnswers.set(job.job_id as string, [{ status: 429, retryAfter: 7 }, { status: 429, retryAfter: 7 }, { status: 429, retryAfter: 7 }]);
+    backend.resultAnswers.set(job.job_id as string, [
+      { status: 429, retryAfter: 7 },
+      { status: 429, retryAfter: 7 },
+      { status: 429, retryAfter: 7 },
+    ]);
     backend.send(job);
     // Each wait is armed on the clock beside the heartbeat's timer: two timers pending.
     await backend.until(() => backend.results.length === 1 && clock.pending === 2, 'the first POST, and the wait after it');
@@ -243,7 +279,9 @@ describe('posting a result', () => {
   it('a result the backend refuses as invalid (422) is reported as a failed job instead', async () => {
     const { plugin, backend } = await fixture.open({ reasoner: answering() });
     const job = makeJob(Date.now());
-    backend.resultAnswers.set(job.job_id as string, [{ status: 422, body: { error: { code: 'result_invalid', message: 'result/insights must be array' } } }]);
+    backend.resultAnswers.set(job.job_id as string, [
+      { status: 422, body: { error: { code: 'result_invalid', message: 'result/insights must be array' } } },
+    ]);
     backend.send(job);
     await backend.until(closed(plugin, job), 'the job closed');
     expect(backend.resultsOf(job.job_id as string)).toEqual([
@@ -259,7 +297,10 @@ describe('posting a result', () => {
     backend.resultAnswers.set(job.job_id as string, [{ status: 413, body: { error: { code: 'result_too_large', message } } }]);
     backend.send(job);
     await backend.until(closed(plugin, job), 'the job closed');
-    expect(backend.resultsOf(job.job_id as string)).toEqual([{ result: expect.any(Object) }, { error: { code: 'invalid_result', message } }]);
+    expect(backend.resultsOf(job.job_id as string)).toEqual([
+      { result: expect.any(Object) },
+      { error: { code: 'invalid_result', message } },
+    ]);
   });
 
   it('a run refused because the plugin is refused (403) leaves the job open and unrun; sent again, it runs', async () => {

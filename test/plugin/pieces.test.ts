@@ -28,7 +28,13 @@ describe('SseParser', () => {
 
 describe('the fold of the plugin log', () => {
   const job_id = '3f1c6f44-6a3e-4b5e-9b43-2f1d1c7b9a10';
-  const received: PluginEvent = { type: 'plugin.job_received', job_id, job: { job_id, deadline_at: '2026-01-01T00:00:30.000Z' }, cursor: '5', at: 1 };
+  const received: PluginEvent = {
+    type: 'plugin.job_received',
+    job_id,
+    job: { job_id, deadline_at: '2026-01-01T00:00:30.000Z' },
+    cursor: '5',
+    at: 1,
+  };
   const job = (state: PluginState, id = job_id) => {
     const snapshot = state.jobs.get(id)!;
     return { stage: pluginJobStage(snapshot), ...snapshot.context };
@@ -48,7 +54,11 @@ describe('the fold of the plugin log', () => {
       return job(state).stage;
     });
     expect(stages).toEqual(['received', 'started', 'finished', 'finished', 'closed']);
-    expect(job(state)).toMatchObject({ deadline_at: Date.UTC(2026, 0, 1, 0, 0, 30), outcome: { error: { code: 'invalid_result' } }, closed_at: 5 });
+    expect(job(state)).toMatchObject({
+      deadline_at: Date.UTC(2026, 0, 1, 0, 0, 30),
+      outcome: { error: { code: 'invalid_result' } },
+      closed_at: 5,
+    });
     expect(state.cursor).toBe('5');
   });
 
@@ -58,9 +68,14 @@ describe('the fold of the plugin log', () => {
     expect(job(state).deadline_at).toBe(42);
   });
 
-  it("folds a log as the plugin wrote it before its jobs were a statechart to the state its fold gave", () => {
+  it('folds a log as the plugin wrote it before its jobs were a statechart to the state its fold gave', () => {
     // Rows of a plugin log written before the statechart (its `data` column), every shape it logged.
-    const [a, b, c, d] = ['0b6a1b7e-1f0c-4c1e-8a39-5d1e2f3a4b5c', '1c7b2c8f-2a1d-4d2f-9b4a-6e2f3a4b5c6d', '2d8c3d9a-3b2e-4e3a-8c5b-7f3a4b5c6d7e', '3e9d4eab-4c3f-4f4b-9d6c-8a4b5c6d7e8f'];
+    const [a, b, c, d] = [
+      '0b6a1b7e-1f0c-4c1e-8a39-5d1e2f3a4b5c',
+      '1c7b2c8f-2a1d-4d2f-9b4a-6e2f3a4b5c6d',
+      '2d8c3d9a-3b2e-4e3a-8c5b-7f3a4b5c6d7e',
+      '3e9d4eab-4c3f-4f4b-9d6c-8a4b5c6d7e8f',
+    ];
     const rows = [
       `{"type":"plugin.job_received","job_id":"${a}","job":{"job_id":"${a}","deadline_at":"2026-01-01T00:00:30.000Z","byo":false},"cursor":"1","at":10}`,
       `{"type":"plugin.job_started","job_id":"${a}","at":11}`,
@@ -79,9 +94,27 @@ describe('the fold of the plugin log', () => {
     for (const row of rows) evolvePlugin(state, JSON.parse(row) as PluginEvent);
     // What the fold before the statechart held: each job's stage, envelope, deadline, outcome and closing time.
     expect([...state.jobs.keys()]).toEqual([b, c, d]);
-    expect(job(state, b)).toMatchObject({ stage: 'closed', deadline_at: Date.UTC(2026, 0, 1, 0, 1), outcome: undefined, closed_at: 15, reason: 'settled' });
-    expect(job(state, c)).toMatchObject({ stage: 'closed', deadline_at: 17, outcome: { error: { code: 'deadline_exceeded' } }, closed_at: 19, reason: 'gave_up' });
-    expect(job(state, d)).toMatchObject({ stage: 'started', job: { job_id: d }, deadline_at: 20, outcome: undefined, closed_at: undefined });
+    expect(job(state, b)).toMatchObject({
+      stage: 'closed',
+      deadline_at: Date.UTC(2026, 0, 1, 0, 1),
+      outcome: undefined,
+      closed_at: 15,
+      reason: 'settled',
+    });
+    expect(job(state, c)).toMatchObject({
+      stage: 'closed',
+      deadline_at: 17,
+      outcome: { error: { code: 'deadline_exceeded' } },
+      closed_at: 19,
+      reason: 'gave_up',
+    });
+    expect(job(state, d)).toMatchObject({
+      stage: 'started',
+      job: { job_id: d },
+      deadline_at: 20,
+      outcome: undefined,
+      closed_at: undefined,
+    });
     expect([...state.forgotten]).toEqual([[a, 1767225630000]]);
     expect(state.cursor).toBe('3');
   });
@@ -100,10 +133,18 @@ describe("the plugin's job error codes", () => {
     const text = readFileSync(new URL('../../PROTOCOL.md', import.meta.url), 'utf8');
     const section = text.slice(text.indexOf('## 6d.'));
     const table = section.slice(section.indexOf('| code | when |'));
-    const codes = table.split('\n').filter((line) => line.startsWith('| `')).map((line) => /^\| `([a-z_]+)`/.exec(line)![1]);
+    const codes = table
+      .split('\n')
+      .filter((line) => line.startsWith('| `'))
+      .map((line) => /^\| `([a-z_]+)`/.exec(line)![1]);
     // The plugin's own codes are job error codes of the catalogue.
     expect(Object.keys(JOB_ERRORS)).toEqual(expect.arrayContaining(codes));
-    const files = ['adapters/plugin/intake.ts', 'adapters/plugin/run.ts', 'adapters/plugin/jobs.ts', 'machines/reasoning/plugin-job-decider.ts'];
+    const files = [
+      'adapters/plugin/intake.ts',
+      'adapters/plugin/run.ts',
+      'adapters/plugin/jobs.ts',
+      'machines/reasoning/plugin-job-decider.ts',
+    ];
     const sources = files.map((file) => readFileSync(new URL(`../../${file}`, import.meta.url), 'utf8')).join('\n');
     for (const code of codes) expect(sources).toContain(`'${code}'`);
   });

@@ -37,7 +37,10 @@ describe('in process', () => {
     const [soon, later] = [makeJob(clock.now(), {}, 10_000), makeJob(clock.now(), {}, 60_000)];
     backend.send(soon!);
     backend.send(later!);
-    await backend.until(() => first.status().jobs[later!.job_id as string] === 'started' && first.status().jobs[soon!.job_id as string] === 'started', 'both running');
+    await backend.until(
+      () => first.status().jobs[later!.job_id as string] === 'started' && first.status().jobs[soon!.job_id as string] === 'started',
+      'both running',
+    );
     await first.stop();
     expect(backend.results).toHaveLength(0);
     clock.increment(10_000);
@@ -69,7 +72,11 @@ describe('a real plugin process, SIGKILLed mid-job', () => {
   });
 
   async function startChild(db: string, env: Record<string, string> = {}) {
-    const started = startProcess([], { PLUGIN_BACKEND: backend!.url, PLUGIN_INTEGRATION: INTEGRATION, PLUGIN_TOKEN: RELAY_TOKEN, PLUGIN_DB: db, ...env }, CHILD);
+    const started = startProcess(
+      [],
+      { PLUGIN_BACKEND: backend!.url, PLUGIN_INTEGRATION: INTEGRATION, PLUGIN_TOKEN: RELAY_TOKEN, PLUGIN_DB: db, ...env },
+      CHILD,
+    );
     await backend!.until(() => started.output.stdout.includes('{"ready":true}') || started.child.exitCode !== null, 'the child ready');
     expect(started.output.stdout, started.output.stderr).toContain('{"ready":true}');
     return started;
@@ -87,7 +94,10 @@ describe('a real plugin process, SIGKILLed mid-job', () => {
     await backend.until(() => backend!.streams === 1, 'the first stream');
     backend.send(unposted);
     backend.send(cutOff);
-    await backend.until(() => backend!.resultsOf(unposted.job_id as string).length === 1 && backend!.running.includes(cutOff.job_id as string), 'one posting, one running');
+    await backend.until(
+      () => backend!.resultsOf(unposted.job_id as string).length === 1 && backend!.running.includes(cutOff.job_id as string),
+      'one posting, one running',
+    );
     first.child.kill('SIGKILL');
     expect(await first.exited).toEqual({ code: null, signal: 'SIGKILL' });
 
@@ -96,7 +106,10 @@ describe('a real plugin process, SIGKILLed mid-job', () => {
     // At least once: the backend delivers both again.
     backend.send(unposted);
     backend.send(cutOff);
-    await backend.until(() => backend!.resultsOf(cutOff.job_id as string).length >= 1 && backend!.resultsOf(unposted.job_id as string).length >= 2, 'both posted');
+    await backend.until(
+      () => backend!.resultsOf(cutOff.job_id as string).length >= 1 && backend!.resultsOf(unposted.job_id as string).length >= 2,
+      'both posted',
+    );
     second.child.kill('SIGTERM');
     expect(await second.exited).toEqual({ code: 0, signal: null });
 
@@ -110,8 +123,16 @@ describe('a real plugin process, SIGKILLed mid-job', () => {
     const finished = (id: unknown) => events.filter((e) => e.type === 'plugin.job_finished' && e.job_id === id);
     expect(finished(cutOff.job_id)).toHaveLength(1);
     expect(finished(unposted.job_id)).toHaveLength(1);
-    expect(events.filter((e) => e.type === 'plugin.job_closed').map((e) => [e.job_id, e.reason]).sort()).toEqual(
-      [[cutOff.job_id, 'posted'], [unposted.job_id, 'posted']].sort(),
+    expect(
+      events
+        .filter((e) => e.type === 'plugin.job_closed')
+        .map((e) => [e.job_id, e.reason])
+        .sort(),
+    ).toEqual(
+      [
+        [cutOff.job_id, 'posted'],
+        [unposted.job_id, 'posted'],
+      ].sort(),
     );
   });
 });

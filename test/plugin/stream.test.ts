@@ -42,7 +42,10 @@ describe('the job stream', () => {
       clock.increment(wait - 1);
       expect(backend.connects).toHaveLength(n);
       clock.increment(1);
-      await backend.until(() => backend.connects.length === n + 1 && (n === 3 || plugin.status().nextStreamTryInMs !== undefined), `connect ${n + 1}`);
+      await backend.until(
+        () => backend.connects.length === n + 1 && (n === 3 || plugin.status().nextStreamTryInMs !== undefined),
+        `connect ${n + 1}`,
+      );
     }
     expect(waits).toEqual([187, 375, 750]);
     await backend.until(() => backend.streams === 1, 'the stream, open at last');
@@ -123,11 +126,18 @@ describe('the job stream', () => {
   it('a refused heartbeat stops the plugin taking jobs, heartbeats go on, and an accepted one resumes the stream', async () => {
     const clock = new SimulatedClock(Date.now());
     const backend = fixture.backend();
-    backend.heartbeatAnswer = { ok: true, interval_s: 15, probe_requested: false, refused: { code: 'unsupported_version', message: 'schema versions 1-1 are not allowed' } };
+    backend.heartbeatAnswer = {
+      ok: true,
+      interval_s: 15,
+      probe_requested: false,
+      refused: { code: 'unsupported_version', message: 'schema versions 1-1 are not allowed' },
+    };
     const { logger, lines } = capturingLogger();
     const plugin = await fixture.start({ reasoner: answering(), clock, logger });
     expect(plugin.status()).toMatchObject({ stream: 'paused', refused: { code: 'unsupported_version' } });
-    expect(lines).toContainEqual(expect.objectContaining({ level: 50, refused: { code: 'unsupported_version', message: 'schema versions 1-1 are not allowed' } }));
+    expect(lines).toContainEqual(
+      expect.objectContaining({ level: 50, refused: { code: 'unsupported_version', message: 'schema versions 1-1 are not allowed' } }),
+    );
     expect(backend.connects).toHaveLength(0);
     clock.increment(15_000);
     await backend.until(() => plugin.status().heartbeats === 2, 'the next heartbeat, at the interval the answer set');
@@ -137,7 +147,12 @@ describe('the job stream', () => {
     clock.increment(15_000);
     await backend.until(() => backend.streams === 1 && plugin.status().heartbeats === 3, 'the stream, once accepted');
     // Refused again while the stream is open: the stream is closed.
-    backend.heartbeatAnswer = { ok: true, interval_s: 15, probe_requested: false, refused: { code: 'provider_coming_soon', message: 'not yet' } };
+    backend.heartbeatAnswer = {
+      ok: true,
+      interval_s: 15,
+      probe_requested: false,
+      refused: { code: 'provider_coming_soon', message: 'not yet' },
+    };
     clock.increment(15_000);
     await backend.until(() => backend.streams === 0 && plugin.status().stream === 'paused', 'the stream closed');
   });

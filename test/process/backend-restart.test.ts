@@ -26,7 +26,11 @@ it('after a SIGKILL of the backend with jobs queued and running, every job compl
   const dir = folder();
   const db = join(dir, 'backend.db');
   const plugin = join(dir, 'plugin.db');
-  const integration = JSON.parse((await runCli(['backend', 'integration', 'create', '--db', db])).stdout) as { integration_id: string; relay_token: string; client_token: string };
+  const integration = JSON.parse((await runCli(['backend', 'integration', 'create', '--db', db])).stdout) as {
+    integration_id: string;
+    relay_token: string;
+    client_token: string;
+  };
   const tokenFile = join(dir, 'relay-token');
   writeFileSync(tokenFile, `${integration.relay_token}\n`, { mode: 0o600 });
   const reasoner = join(dir, 'slow-reasoner.mjs');
@@ -37,17 +41,48 @@ it('after a SIGKILL of the backend with jobs queued and running, every job compl
   const base = `${listening}/api/v1/assistant/integrations/${integration.integration_id}`;
   const ids = Array.from({ length: JOBS }, () => randomUUID());
   for (const job_id of ids) {
-    const created = await request(`${base}/jobs`, { token: integration.client_token, body: { job_id, purpose: 'live_analysis', payload: { session_id: 's', transcript: [{ speaker: 'Ana', text: 'What is the timeline?' }] }, deadline_ms: 60_000 } });
+    const created = await request(`${base}/jobs`, {
+      token: integration.client_token,
+      body: {
+        job_id,
+        purpose: 'live_analysis',
+        payload: { session_id: 's', transcript: [{ speaker: 'Ana', text: 'What is the timeline?' }] },
+        deadline_ms: 60_000,
+      },
+    });
     expect(created.status).toBe(201);
   }
-  const states = () => Promise.all(ids.map(async (id) => ((await request(`${base}/jobs/${id}`, { token: integration.client_token })).body as { state: string }).state));
+  const states = () =>
+    Promise.all(
+      ids.map(async (id) => ((await request(`${base}/jobs/${id}`, { token: integration.client_token })).body as { state: string }).state),
+    );
 
   await started([
-    'plugin', '--backend', listening, '--integration', integration.integration_id, '--relay-token-file', tokenFile, '--db', plugin,
-    '--max-concurrent-jobs', '2', '--reasoner', 'command', '--command', JSON.stringify([process.execPath, reasoner]), '--log-level', 'silent',
+    'plugin',
+    '--backend',
+    listening,
+    '--integration',
+    integration.integration_id,
+    '--relay-token-file',
+    tokenFile,
+    '--db',
+    plugin,
+    '--max-concurrent-jobs',
+    '2',
+    '--reasoner',
+    'command',
+    '--command',
+    JSON.stringify([process.execPath, reasoner]),
+    '--log-level',
+    'silent',
   ]);
   // Kill it while some jobs run and others wait their turn.
-  await eventually('a job running and one still queued', states, (s) => s.some((state) => state === 'running') && s.some((state) => state !== 'completed' && state !== 'running'), LONG);
+  await eventually(
+    'a job running and one still queued',
+    states,
+    (s) => s.some((state) => state === 'running') && s.some((state) => state !== 'completed' && state !== 'running'),
+    LONG,
+  );
   first.child.kill('SIGKILL');
   expect(await first.exited).toEqual({ code: null, signal: 'SIGKILL' });
 
@@ -60,8 +95,14 @@ it('after a SIGKILL of the backend with jobs queued and running, every job compl
 
   const events = readEvents(db);
   for (const id of ids) {
-    expect(events.filter((e) => e.job_id === id && e.type === 'job.created'), id).toHaveLength(1);
-    expect(events.filter((e) => e.job_id === id && ['job.completed', 'job.failed', 'job.expired', 'job.cancelled'].includes(e.type)), id).toEqual([expect.objectContaining({ type: 'job.completed' })]);
+    expect(
+      events.filter((e) => e.job_id === id && e.type === 'job.created'),
+      id,
+    ).toHaveLength(1);
+    expect(
+      events.filter((e) => e.job_id === id && ['job.completed', 'job.failed', 'job.expired', 'job.cancelled'].includes(e.type)),
+      id,
+    ).toEqual([expect.objectContaining({ type: 'job.completed' })]);
   }
   // The plugin finished each job once, whatever the backend redelivered.
   const finished = readEvents(plugin).filter((e) => e.type === 'plugin.job_finished');

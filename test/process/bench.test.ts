@@ -17,7 +17,10 @@ afterEach(() => {
 });
 
 interface Results {
-  readonly turns: ReadonlyArray<{ sessions: number; samples: ReadonlyArray<{ contender: { label: string }; turnsPerSecond: { median: number }; failed?: string }> }>;
+  readonly turns: ReadonlyArray<{
+    sessions: number;
+    samples: ReadonlyArray<{ contender: { label: string }; turnsPerSecond: { median: number }; failed?: string }>;
+  }>;
   readonly resume: ReadonlyArray<{ server: string; replayed?: number; note?: string }>;
   readonly idle: ReadonlyArray<{ server: string; kibPerStream?: number; note?: string }>;
   readonly restart: readonly unknown[];
@@ -30,7 +33,10 @@ interface Results {
 it('npm run bench -- --quick runs every scenario and every contender, and writes the report and its charts', async () => {
   const out = tempDir();
   dirs.push(out);
-  const child = spawn(process.execPath, ['--import', 'tsx', 'bench/run.ts', '--quick', '--out', out], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, ['--import', 'tsx', 'bench/run.ts', '--quick', '--out', out], {
+    cwd: ROOT,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   let output = '';
   child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
   child.stderr.on('data', (chunk: Buffer) => (output += chunk.toString()));
@@ -60,11 +66,32 @@ it('npm run bench -- --quick runs every scenario and every contender, and writes
   for (const row of results.idle) expect(typeof row.kibPerStream, `${row.server}: ${row.note ?? ''}`).toBe('number');
   for (const scenario of [results.restart, results.log, results.jobs]) expect(scenario.length).toBeGreaterThan(0);
   // Every attack ran and was answered (whatever the status); with no attack, the quiet tenant's jobs completed.
-  expect(results.hostile.map((row) => row.attack)).toEqual(['none', 'redos', 'oversize', 'open-jobs', 'followers', 'heartbeat-flips', 'rekeys', 'pairing-churn', 'pairing-hold']);
+  expect(results.hostile.map((row) => row.attack)).toEqual([
+    'none',
+    'redos',
+    'oversize',
+    'open-jobs',
+    'followers',
+    'heartbeat-flips',
+    'rekeys',
+    'pairing-churn',
+    'pairing-hold',
+  ]);
   expect(results.hostile[0]!.quiet.completed).toBeGreaterThan(0);
   for (const row of results.hostile.slice(1)) expect(Object.keys(row.attacker).length, row.attack).toBeGreaterThan(0);
 
   const report = readFileSync(`${out}/BENCHMARKS.md`, 'utf8');
-  for (const section of ['## Targets (issue 14)', '## Turns', '## Resume', '## Idle streams', '## Restart', '## The log', '## The reasoning channel', '## Hostile tenants']) expect(report).toContain(section);
-  for (const chart of ['turns', 'cpu', 'resume', 'idle', 'restart', 'log', 'jobs', 'hostile']) expect(existsSync(`${out}/bench/results/${chart}.svg`), chart).toBe(true);
+  for (const section of [
+    '## Targets (issue 14)',
+    '## Turns',
+    '## Resume',
+    '## Idle streams',
+    '## Restart',
+    '## The log',
+    '## The reasoning channel',
+    '## Hostile tenants',
+  ])
+    expect(report).toContain(section);
+  for (const chart of ['turns', 'cpu', 'resume', 'idle', 'restart', 'log', 'jobs', 'hostile'])
+    expect(existsSync(`${out}/bench/results/${chart}.svg`), chart).toBe(true);
 }, 240_000);

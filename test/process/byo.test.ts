@@ -40,7 +40,21 @@ async function pairedProcesses(dir: string, pluginArgs: readonly string[] = []) 
   await waitFor('the pairing code', () => pairing.output.stdout.includes('\n'), { timeoutMs: 20_000 });
   const code = (JSON.parse(pairing.output.stdout.split('\n')[0]!) as { pairing_code: string }).pairing_code;
   expect(code).toMatch(/^[0-9A-Z]{5}(-[0-9A-Z]{5}){3}$/);
-  const plugin = await started(['plugin', '--backend', listening, '--pairing-code', code, '--keys', assistantKeys, '--yes', '--db', join(dir, 'plugin.db'), '--log-level', 'warn', ...pluginArgs]);
+  const plugin = await started([
+    'plugin',
+    '--backend',
+    listening,
+    '--pairing-code',
+    code,
+    '--keys',
+    assistantKeys,
+    '--yes',
+    '--db',
+    join(dir, 'plugin.db'),
+    '--log-level',
+    'warn',
+    ...pluginArgs,
+  ]);
   expect(await pairing.exited).toEqual({ code: 0, signal: null });
   return { db, backend, listening, clientKeys, assistantKeys, pairing, plugin, code, ticket };
 }
@@ -80,20 +94,55 @@ it('pairs two processes through the backend and runs BYO jobs it cannot read', {
   // A recorded call: insights from the host (through the builtin reasoner), then its summary as a BYO job.
   const hostToken = join(dir, 'host-token');
   writeFileSync(hostToken, 'call-test-token\n', { mode: 0o600 });
-  const host = await ServeChild.start(['--port', '0', '--db', join(dir, 'relay.db'), '--token-file', hostToken, '--insights', 'builtin', '--log-level', 'silent']);
-  const played = await runCli(['call', '--url', host.url, '--token-file', hostToken, '--transcript', SAMPLE_CALL, '--pace', '1ms', ...client, '--json']);
+  const host = await ServeChild.start([
+    '--port',
+    '0',
+    '--db',
+    join(dir, 'relay.db'),
+    '--token-file',
+    hostToken,
+    '--insights',
+    'builtin',
+    '--log-level',
+    'silent',
+  ]);
+  const played = await runCli([
+    'call',
+    '--url',
+    host.url,
+    '--token-file',
+    hostToken,
+    '--transcript',
+    SAMPLE_CALL,
+    '--pace',
+    '1ms',
+    ...client,
+    '--json',
+  ]);
   expect([played.code, played.stderr]).toEqual([0, '']);
-  const events = played.stdout.trim().split('\n').map((line) => JSON.parse(line) as { kind: string; text?: string; summary?: string });
+  const events = played.stdout
+    .trim()
+    .split('\n')
+    .map((line) => JSON.parse(line) as { kind: string; text?: string; summary?: string });
   expect(events.filter((e) => e.kind === 'line')).toHaveLength(readFileSync(SAMPLE_CALL, 'utf8').trim().split('\n').length);
   expect(events.filter((e) => e.kind === 'insight').length).toBeGreaterThan(0);
   const summary = events.find((e) => e.kind === 'summary')!;
-  expect(PURPOSES.session_summary.result.safeParse({ summary: summary.summary, action_items: (summary as never as { action_items: unknown }).action_items, decisions: (summary as never as { decisions: unknown }).decisions }).success).toBe(true);
+  expect(
+    PURPOSES.session_summary.result.safeParse({
+      summary: summary.summary,
+      action_items: (summary as never as { action_items: unknown }).action_items,
+      decisions: (summary as never as { decisions: unknown }).decisions,
+    }).success,
+  ).toBe(true);
   expect(summary.summary).toMatch(/budget|pilot|security/i);
   await host.stop('SIGTERM');
 
   // The same keys file names the integration for every client command.
   const listed = await runCli(['integrations', ...client]);
-  expect([listed.code, (JSON.parse(listed.stdout) as Array<{ integration_id: string }>)[0]!.integration_id]).toEqual([0, paired.integration_id]);
+  expect([listed.code, (JSON.parse(listed.stdout) as Array<{ integration_id: string }>)[0]!.integration_id]).toEqual([
+    0,
+    paired.integration_id,
+  ]);
 
   // What the backend holds and printed, read as a debugger would: never the sentinel.
   const files = [db, `${db}-wal`].filter(existsSync);
@@ -109,7 +158,14 @@ it('rotates the keys while BYO jobs run: every job completes, those sealed under
   const client = new BackendClient(`${listening}/api/v1/assistant/integrations/${file.integration_id}`, file.client_token);
   const payload = { session_id: 's', transcript: [{ speaker: 'Ana', text: `What is the budget, ${SENTINEL}?` }] };
   /** A BYO job sealed under `keys`, created now; resolves with its job_id. */
-  const create = async (keys: SessionKeys) => (await new JobsClient(client, file.integration_id, keyringOf([keys])).create({ purpose: 'live_analysis', payload, deadline_ms: 60_000 })).job_id;
+  const create = async (keys: SessionKeys) =>
+    (
+      await new JobsClient(client, file.integration_id, keyringOf([keys])).create({
+        purpose: 'live_analysis',
+        payload,
+        deadline_ms: 60_000,
+      })
+    ).job_id;
   // Jobs under the old keys, created while the rotation runs.
   const rotation = runCli(['rekey', '--keys', clientKeys, '--timeout', '30s']);
   const old = await Promise.all(Array.from({ length: 30 }, () => create(before.current)));
@@ -124,7 +180,7 @@ it('rotates the keys while BYO jobs run: every job completes, those sealed under
   const jobs = new JobsClient(client, file.integration_id, after);
   for (const job_id of [...old, ...fresh]) {
     let view = await client.call(JobView, `/jobs/${job_id}`, { method: 'GET' });
-    for (const since = Date.now(); view.state !== 'completed' && view.state !== 'failed' && Date.now() - since < 30_000; ) {
+    for (const since = Date.now(); view.state !== 'completed' && view.state !== 'failed' && Date.now() - since < 30_000;) {
       await new Promise((resolve) => setTimeout(resolve, 50));
       view = await client.call(JobView, `/jobs/${job_id}`, { method: 'GET' });
     }
@@ -136,23 +192,36 @@ it('rotates the keys while BYO jobs run: every job completes, those sealed under
   }
 });
 
-it('refuses a keys file others can read, on either side, a pairing with a provider that is coming soon, and one without a ticket', { timeout: 60_000 }, async () => {
-  const dir = folder();
-  const { listening, clientKeys, assistantKeys, ticket: used } = await pairedProcesses(dir);
-  for (const file of [clientKeys, assistantKeys]) chmodSync(file, 0o644);
-  const job = await runCli(['job', 'create', '--keys', clientKeys, '--purpose', 'capability_probe']);
-  expect([job.code, job.stderr]).toEqual([2, expect.stringMatching(/keys file is not private: .*chmod 600/)]);
-  const plugin = await runCli(['plugin', '--keys', assistantKeys, '--db', join(dir, 'plugin-2.db')]);
-  expect([plugin.code, plugin.stderr]).toEqual([2, expect.stringMatching(/keys file is not private/)]);
-  const comingSoon = await runCli(['pair', '--backend', listening, '--keys', join(dir, 'other-keys.json'), '--provider', 'a2a-bridge', '--yes']);
-  expect([comingSoon.code, comingSoon.stderr]).toEqual([1, expect.stringMatching(/422 provider_refused: .*coming soon/)]);
-  // The ticket was used up by the pairing; without one this backend pairs no one.
-  for (const ticket of [[], ['--ticket', used]]) {
-    const refused = await runCli(['pair', '--backend', listening, '--keys', join(dir, 'other-keys.json'), '--yes', ...ticket]);
-    expect([refused.code, refused.stderr]).toEqual([1, expect.stringMatching(/403 pairing_ticket_(required|invalid)/)]);
-  }
-  expect(existsSync(join(dir, 'other-keys.json'))).toBe(false);
-});
+it(
+  'refuses a keys file others can read, on either side, a pairing with a provider that is coming soon, and one without a ticket',
+  { timeout: 60_000 },
+  async () => {
+    const dir = folder();
+    const { listening, clientKeys, assistantKeys, ticket: used } = await pairedProcesses(dir);
+    for (const file of [clientKeys, assistantKeys]) chmodSync(file, 0o644);
+    const job = await runCli(['job', 'create', '--keys', clientKeys, '--purpose', 'capability_probe']);
+    expect([job.code, job.stderr]).toEqual([2, expect.stringMatching(/keys file is not private: .*chmod 600/)]);
+    const plugin = await runCli(['plugin', '--keys', assistantKeys, '--db', join(dir, 'plugin-2.db')]);
+    expect([plugin.code, plugin.stderr]).toEqual([2, expect.stringMatching(/keys file is not private/)]);
+    const comingSoon = await runCli([
+      'pair',
+      '--backend',
+      listening,
+      '--keys',
+      join(dir, 'other-keys.json'),
+      '--provider',
+      'a2a-bridge',
+      '--yes',
+    ]);
+    expect([comingSoon.code, comingSoon.stderr]).toEqual([1, expect.stringMatching(/422 provider_refused: .*coming soon/)]);
+    // The ticket was used up by the pairing; without one this backend pairs no one.
+    for (const ticket of [[], ['--ticket', used]]) {
+      const refused = await runCli(['pair', '--backend', listening, '--keys', join(dir, 'other-keys.json'), '--yes', ...ticket]);
+      expect([refused.code, refused.stderr]).toEqual([1, expect.stringMatching(/403 pairing_ticket_(required|invalid)/)]);
+    }
+    expect(existsSync(join(dir, 'other-keys.json'))).toBe(false);
+  },
+);
 
 describe('the person confirms the short authentication string', () => {
   /** `pair` and `plugin --pairing-code` on terminals, through a backend; each side's person answers `answers`. */
@@ -161,9 +230,34 @@ describe('the person confirms the short authentication string', () => {
     const listening = backend.line.listening as string;
     const keys = { client: join(dir, 'client-keys.json'), assistant: join(dir, 'assistant-keys.json') };
     const pairing = start(['pair', '--backend', listening, '--keys', keys.client], {}, undefined, { terminal: true });
-    const code = (await eventually('the pairing code', () => /"pairing_code":"([^"]+)"/.exec(pairing.output.stdout)?.[1], (found) => found !== undefined, { timeoutMs: 20_000 }))!;
-    const plugin = start(['plugin', '--backend', listening, '--pairing-code', code, '--keys', keys.assistant, '--db', join(dir, 'plugin.db'), '--log-level', 'warn'], {}, undefined, { terminal: true });
-    for (const [side, answer] of [[pairing, answers.client], [plugin, answers.assistant]] as const) {
+    const code = (await eventually(
+      'the pairing code',
+      () => /"pairing_code":"([^"]+)"/.exec(pairing.output.stdout)?.[1],
+      (found) => found !== undefined,
+      { timeoutMs: 20_000 },
+    ))!;
+    const plugin = start(
+      [
+        'plugin',
+        '--backend',
+        listening,
+        '--pairing-code',
+        code,
+        '--keys',
+        keys.assistant,
+        '--db',
+        join(dir, 'plugin.db'),
+        '--log-level',
+        'warn',
+      ],
+      {},
+      undefined,
+      { terminal: true },
+    );
+    for (const [side, answer] of [
+      [pairing, answers.client],
+      [plugin, answers.assistant],
+    ] as const) {
       await waitFor('the question', () => /show \d{3} \d{3} too\? \[y\/N\]/.test(side.output.stdout), { timeoutMs: 20_000 });
       side.child.stdin!.write(`${answer}\n`);
     }
@@ -194,10 +288,26 @@ describe('the person confirms the short authentication string', () => {
     const nowhere = 'http://127.0.0.1:9';
     for (const args of [
       ['pair', '--backend', nowhere, '--keys', join(dir, 'client-keys.json')],
-      ['plugin', '--backend', nowhere, '--pairing-code', '7K3QD-M4X9P-ZR2T6-VHW8N', '--keys', join(dir, 'assistant-keys.json'), '--db', join(dir, 'plugin.db')],
+      [
+        'plugin',
+        '--backend',
+        nowhere,
+        '--pairing-code',
+        '7K3QD-M4X9P-ZR2T6-VHW8N',
+        '--keys',
+        join(dir, 'assistant-keys.json'),
+        '--db',
+        join(dir, 'plugin.db'),
+      ],
     ]) {
       const refused = await runCli(args);
-      expect([args[0], refused.code, refused.stderr]).toEqual([args[0], 2, expect.stringMatching(/a person must confirm that both sides show the same short authentication string, and stdin is not a terminal: .*--yes/)]);
+      expect([args[0], refused.code, refused.stderr]).toEqual([
+        args[0],
+        2,
+        expect.stringMatching(
+          /a person must confirm that both sides show the same short authentication string, and stdin is not a terminal: .*--yes/,
+        ),
+      ]);
     }
     expect(existsSync(join(dir, 'client-keys.json')) || existsSync(join(dir, 'assistant-keys.json'))).toBe(false);
   });

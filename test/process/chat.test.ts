@@ -19,7 +19,8 @@ const tmux = (...args: string[]) => execFileSync('tmux', args, { encoding: 'utf8
 const screen = () => tmux('capture-pane', '-p', '-t', TMUX);
 const count = (text: string, part: string) => text.split(part).length - 1;
 /** What the terminal shows once `done` holds of it (a capture is a process: every 50 ms is enough). */
-const onScreen = (what: string, done: (text: string) => boolean) => eventually(`the screen to show ${what}`, screen, done, { timeoutMs: 15_000, everyMs: 50 });
+const onScreen = (what: string, done: (text: string) => boolean) =>
+  eventually(`the screen to show ${what}`, screen, done, { timeoutMs: 15_000, everyMs: 50 });
 
 afterEach(() => {
   try {
@@ -39,7 +40,17 @@ it('a person chats in a terminal: types, reads replies, and sees the connection 
     return ['--port', port, '--db', db, '--token-file', tokenFile, '--agent', 'script', '--log-level', 'silent'];
   };
   const first = await ServeChild.start(serveArgs());
-  tmux('new-session', '-d', '-s', TMUX, '-x', '160', '-y', '40', `${process.execPath} ${CLI} chat --url ${first.url} --token-file ${tokenFile} --session s-1`);
+  tmux(
+    'new-session',
+    '-d',
+    '-s',
+    TMUX,
+    '-x',
+    '160',
+    '-y',
+    '40',
+    `${process.execPath} ${CLI} chat --url ${first.url} --token-file ${tokenFile} --session s-1`,
+  );
   await onScreen('the greeting', (text) => text.includes('chat in session s-1'));
 
   tmux('send-keys', '-t', TMUX, 'hello there', 'Enter');

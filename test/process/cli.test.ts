@@ -36,7 +36,11 @@ function serve(args: readonly string[], env: Record<string, string> = {}): Promi
 }
 
 /** The one JSON line a CLI that failed to start leaves on stderr. */
-function startFailure(result: { stdout: string; stderr: string }): { level: number; msg: string; err: { type: string; code: string; message: string } } {
+function startFailure(result: { stdout: string; stderr: string }): {
+  level: number;
+  msg: string;
+  err: { type: string; code: string; message: string };
+} {
   expect(result.stdout).toBe('');
   return JSON.parse(result.stderr.trim());
 }
@@ -49,7 +53,9 @@ describe('serve: stdout', () => {
     expect(child.url).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
     expect(Number(new URL(child.url).port)).toBeGreaterThan(0);
     const stream = await SseConnection.open(`${child.url}/v1/events?session_id=s`, { token: TOKEN });
-    expect((await post(child.url, TOKEN, { session_id: 's', task_id: 't1', text: script({ typing: 'x' }, { message: 'hi' }) })).status).toBe(202);
+    expect(
+      (await post(child.url, TOKEN, { session_id: 's', task_id: 't1', text: script({ typing: 'x' }, { message: 'hi' }) })).status,
+    ).toBe(202);
     await stream.untilReplies(1);
     expect(await child.stop('SIGTERM')).toEqual({ code: 0, signal: null });
     expect(child.stdout).toBe(`${JSON.stringify({ listening: child.url })}\n`);
@@ -197,7 +203,10 @@ describe('serve: configuration', () => {
       { args: ['--token', 'x', '--callback-loopback', 'maybe'], says: /--callback-loopback must be on or off/ },
       { args: ['--token', 'x', '--callback-loopback-ports', '9100-9000'], says: /--callback-loopback-ports: 9100-9000 runs backwards/ },
       { args: ['--token', 'x', '--callback-loopback-ports', ''], says: /--callback-loopback-ports/ },
-      { args: ['--token', 'x', '--callback-loopback', 'off', '--callback-loopback-ports', '8080'], says: /--callback-loopback-ports needs --callback-loopback on/ },
+      {
+        args: ['--token', 'x', '--callback-loopback', 'off', '--callback-loopback-ports', '8080'],
+        says: /--callback-loopback-ports needs --callback-loopback on/,
+      },
       { args: ['--token', 'x'], env: { ASSISTANT_RELAY_CALLBACK_LOOPBACK: 'no' }, says: /--callback-loopback/ },
       { args: ['--token', 'x', 'extra'], says: /extra/ },
       { args: ['--token', 'x'], env: { ASSISTANT_RELAY_PORT: '-1' }, says: /--port/ },
@@ -233,7 +242,7 @@ describe('serve: configuration', () => {
     expect(existsSync(db)).toBe(false);
   });
 
-  it('starts --help with the commands, one line each, and says where each one\'s options are', async () => {
+  it("starts --help with the commands, one line each, and says where each one's options are", async () => {
     const all = await runCli(['--help']);
     expect(all).toMatchObject({ code: 0, stderr: '' });
     const lines = all.stdout.trimEnd().split('\n');
@@ -248,15 +257,30 @@ describe('serve: configuration', () => {
     expect(await runCli(['help'])).toEqual(all);
   });
 
-  it('prints a command\'s usage on stdout and exits 0 for <command> --help, -h and help <command>', async () => {
+  it("prints a command's usage on stdout and exits 0 for <command> --help, -h and help <command>", async () => {
     const cases = [
-      ...([['serve', USAGE], ['backend', BACKEND_USAGE], ['plugin', PLUGIN_USAGE], ['pair', PAIR_USAGE], ['rekey', REKEY_USAGE], ['job', JOB_USAGE]] as const),
-      ...([['integrations', INTEGRATIONS_USAGE], ['chat', CHAT_USAGE], ['call', CALL_USAGE], ['demo', DEMO_USAGE], ['replay', REPLAY_USAGE]] as const),
+      ...([
+        ['serve', USAGE],
+        ['backend', BACKEND_USAGE],
+        ['plugin', PLUGIN_USAGE],
+        ['pair', PAIR_USAGE],
+        ['rekey', REKEY_USAGE],
+        ['job', JOB_USAGE],
+      ] as const),
+      ...([
+        ['integrations', INTEGRATIONS_USAGE],
+        ['chat', CHAT_USAGE],
+        ['call', CALL_USAGE],
+        ['demo', DEMO_USAGE],
+        ['replay', REPLAY_USAGE],
+      ] as const),
       ...([['inspect', INSPECT_USAGE]] as const),
     ].map(([command, usage]) => ({ args: [command, '--help'], usage }));
     cases.push({ args: ['replay', '-h'], usage: REPLAY_USAGE }, { args: ['help', 'job'], usage: JOB_USAGE });
     const results = await Promise.all(cases.map(({ args }) => runCli(args)));
-    results.forEach((result, i) => expect(result, cases[i]!.args.join(' ')).toMatchObject({ code: 0, stderr: '', stdout: `${cases[i]!.usage}\n` }));
+    results.forEach((result, i) =>
+      expect(result, cases[i]!.args.join(' ')).toMatchObject({ code: 0, stderr: '', stdout: `${cases[i]!.usage}\n` }),
+    );
   });
 
   it('refuses an unknown command with exit 2 and the list of commands on stderr', async () => {
@@ -268,7 +292,7 @@ describe('serve: configuration', () => {
     }
   });
 
-  it('prints the package\'s version for --version and -v', async () => {
+  it("prints the package's version for --version and -v", async () => {
     const { version } = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string };
     expect(await runCli(['--version'])).toEqual({ code: 0, signal: null, stdout: `${version}\n`, stderr: '' });
     expect(await runCli(['-v'])).toEqual({ code: 0, signal: null, stdout: `${version}\n`, stderr: '' });
@@ -327,7 +351,7 @@ describe('serve: --token-file', () => {
 });
 
 describe('serve: the event log and its files', () => {
-  it('refuses a second serve on the same --db, naming the first one\'s pid, and starts once the first is killed', async () => {
+  it("refuses a second serve on the same --db, naming the first one's pid, and starts once the first is killed", async () => {
     const db = join(folder(), 'relay.db');
     const first = await serve(['--db', db, '--token', TOKEN]);
     const second = await runCli(['serve', '--port', '0', '--db', db, '--token', TOKEN]);
@@ -353,7 +377,8 @@ describe('serve: the event log and its files', () => {
     process.umask(umask);
     await starting;
     expect([data, join(data, 'log')].map(modeOf)).toEqual([0o700, 0o700]);
-    for (const file of ['token', 'log/relay.db', 'log/relay.db-wal', 'log/relay.db-shm']) expect(modeOf(join(data, file)), file).toBe(0o600);
+    for (const file of ['token', 'log/relay.db', 'log/relay.db-wal', 'log/relay.db-shm'])
+      expect(modeOf(join(data, file)), file).toBe(0o600);
   });
 
   it('refuses a log or a token file that other users can access, saying what to run', async () => {
@@ -421,7 +446,11 @@ describe('serve: SIGTERM', () => {
     await post(child.url, TOKEN, { session_id: 's', task_id: 't1', text: 'first' });
     await stream.untilReplies(1);
     // A task still running at SIGTERM: shutdown must not wait for it, nor corrupt anything.
-    await post(child.url, TOKEN, { session_id: 's', task_id: 't2', text: script({ typing: 'long' }, { sleep: 60_000 }, { message: 'late' }) });
+    await post(child.url, TOKEN, {
+      session_id: 's',
+      task_id: 't2',
+      text: script({ typing: 'long' }, { sleep: 60_000 }, { message: 'late' }),
+    });
     await stream.until((c) => c.frames.length >= 2, 5_000, 'progress of t2');
 
     expect(await child.stop('SIGTERM')).toEqual({ code: 0, signal: null });
@@ -432,7 +461,10 @@ describe('serve: SIGTERM', () => {
     const check = new Database(db, { readonly: true });
     expect(check.pragma('integrity_check', { simple: true })).toBe('ok');
     check.close();
-    const log = EventLog.open<{ type: string; at: number; stream: string; task_id?: string; data?: string }>({ path: db, streamOf: (e) => e.stream });
+    const log = EventLog.open<{ type: string; at: number; stream: string; task_id?: string; data?: string }>({
+      path: db,
+      streamOf: (e) => e.stream,
+    });
     const events = [...log.read()].map((e) => e.event);
     await log.close();
     expect(events.filter((e) => e.type === 'task.started').map((e) => e.task_id)).toEqual(['t1', 't2']);
@@ -474,8 +506,14 @@ describe('backend integration create --store', () => {
     const result = await runCli(['backend', 'integration', 'create', '--store', POSTGRES_URL, '--schema', schema]);
     expect(result.code, result.stderr).toBe(0);
     const created = JSON.parse(result.stdout) as { integration_id: string; client_token: string };
-    expect(created).toMatchObject({ integration_id: expect.any(String), provider_kind: 'assistant-relay', relay_token: expect.any(String) });
+    expect(created).toMatchObject({
+      integration_id: expect.any(String),
+      provider_kind: 'assistant-relay',
+      relay_token: expect.any(String),
+    });
     const events = await readBackendEvents(`${POSTGRES_URL}#${schema}`);
-    expect(events.filter((event) => event.type === 'integration.created').map((event) => event.integration_id)).toEqual([created.integration_id]);
+    expect(events.filter((event) => event.type === 'integration.created').map((event) => event.integration_id)).toEqual([
+      created.integration_id,
+    ]);
   });
 });

@@ -46,7 +46,23 @@ async function cluster(postgres: string, broker: string): Promise<Cluster & { re
   const schema = testSchema();
   const namespace = `test_${randomUUID().replaceAll('-', '').slice(0, 12)}`;
   stops.push(() => removeNamespace(broker, namespace).catch(() => {}));
-  const args = ['backend', '--store', postgres, '--schema', schema, '--pubsub', broker, '--namespace', namespace, '--port', '0', '--token-file', tokenFile, '--log-level', 'warn'];
+  const args = [
+    'backend',
+    '--store',
+    postgres,
+    '--schema',
+    schema,
+    '--pubsub',
+    broker,
+    '--namespace',
+    namespace,
+    '--port',
+    '0',
+    '--token-file',
+    tokenFile,
+    '--log-level',
+    'warn',
+  ];
   const nodes: Cluster['nodes'] = [];
   for (let i = 0; i < 3; i += 1) {
     const node = await started(args);
@@ -96,13 +112,16 @@ async function createJob(c: Cluster, job_id: string): Promise<void> {
     }).catch(() => undefined);
     if (answer !== undefined && (answer.status === 201 || answer.status === 200)) return;
     refusals.push(answer === undefined ? 'no answer' : `${answer.status} ${(answer.body as { error?: { code?: string } }).error?.code}`);
-    if (answer !== undefined && answer.status < 500) throw new Error(`job ${job_id} refused: ${answer.status} ${JSON.stringify(answer.body)}`);
+    if (answer !== undefined && answer.status < 500)
+      throw new Error(`job ${job_id} refused: ${answer.status} ${JSON.stringify(answer.body)}`);
     if (Date.now() - since > 30_000) throw new Error(`job ${job_id} still not taken: ${answer?.status}`);
   }
 }
 
 async function stateOf(c: Cluster, job_id: string): Promise<string | undefined> {
-  const answer = await request(`${c.balancer.url}/api/v1/assistant/integrations/${c.integration.integration_id}/jobs/${job_id}`, { token: c.integration.client_token }).catch(() => undefined);
+  const answer = await request(`${c.balancer.url}/api/v1/assistant/integrations/${c.integration.integration_id}/jobs/${job_id}`, {
+    token: c.integration.client_token,
+  }).catch(() => undefined);
   return answer?.status === 200 ? (answer.body as { state: string }).state : undefined;
 }
 
@@ -130,8 +149,14 @@ async function expectEachEndedOnce(postgres: string, schema: string, jobIds: rea
   const jobs = await eventsByJob(postgres, schema);
   expect([...jobs.keys()].sort()).toEqual([...jobIds].sort());
   for (const [job_id, types] of jobs) {
-    expect(types.filter((type) => type === 'job.created'), job_id).toHaveLength(1);
-    expect(types.filter((type) => SETTLED.has(type)), job_id).toEqual(['job.completed']);
+    expect(
+      types.filter((type) => type === 'job.created'),
+      job_id,
+    ).toHaveLength(1);
+    expect(
+      types.filter((type) => SETTLED.has(type)),
+      job_id,
+    ).toEqual(['job.completed']);
     expect(types.at(-1), job_id).toBe('job.completed');
   }
 }
@@ -185,33 +210,49 @@ it('a node drained with SIGTERM tells its plugin to reconnect: the stream moves 
 it.each([
   ['NATS', ownNats],
   ['Redis', ownRedis],
-] as const)('PostgreSQL restarted, then the broker (%s), while jobs come in: none lost, none ended twice, no node restarted', async (_name, ownBroker) => {
-  const [postgres, broker]: [OwnService, OwnService] = [await ownPostgres(), await ownBroker()];
-  stops.push(() => postgres.stop(), () => broker.stop());
-  const c = await cluster(postgres.url, broker.url);
-  await plugin(c);
-  const jobIds = Array.from({ length: 30 }, () => randomUUID());
-  refusals.length = 0;
-  const restarts: Array<Promise<void>> = [];
-  for (const [i, job_id] of jobIds.entries()) {
-    // While jobs keep coming: some are refused (503) while PostgreSQL is away, and taken when tried again.
-    if (i === 8) {
-      restarts.push(postgres.restart({ downMs: 1_000 }));
-      // Meanwhile a node says so to its load balancer.
-      const away = await eventually('a node reporting the store away', () => request(`${c.nodes[0]!.url}/healthz`), (answer) => answer.status === 503, { everyMs: 50 });
-      expect(away.body).toMatchObject({ ok: false, store: { kind: 'postgres', reachable: false } });
+] as const)(
+  'PostgreSQL restarted, then the broker (%s), while jobs come in: none lost, none ended twice, no node restarted',
+  async (_name, ownBroker) => {
+    const [postgres, broker]: [OwnService, OwnService] = [await ownPostgres(), await ownBroker()];
+    stops.push(
+      () => postgres.stop(),
+      () => broker.stop(),
+    );
+    const c = await cluster(postgres.url, broker.url);
+    await plugin(c);
+    const jobIds = Array.from({ length: 30 }, () => randomUUID());
+    refusals.length = 0;
+    const restarts: Array<Promise<void>> = [];
+    for (const [i, job_id] of jobIds.entries()) {
+      // While jobs keep coming: some are refused (503) while PostgreSQL is away, and taken when tried again.
+      if (i === 8) {
+        restarts.push(postgres.restart({ downMs: 1_000 }));
+        // Meanwhile a node says so to its load balancer.
+        const away = await eventually(
+          'a node reporting the store away',
+          () => request(`${c.nodes[0]!.url}/healthz`),
+          (answer) => answer.status === 503,
+          { everyMs: 50 },
+        );
+        expect(away.body).toMatchObject({ ok: false, store: { kind: 'postgres', reachable: false } });
+      }
+      if (i === 18) restarts.push(broker.restart({ downMs: 1_000 }));
+      await createJob(c, job_id);
+      await new Promise((resolve) => setTimeout(resolve, 50));
     }
-    if (i === 18) restarts.push(broker.restart({ downMs: 1_000 }));
-    await createJob(c, job_id);
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
-  await Promise.all(restarts);
-  await untilAllCompleted(c, jobIds);
-  expect(refusals).toContain('503 store_unavailable');
-  await expectEachEndedOnce(postgres.url, c.schema, jobIds);
-  // Each node is connected again to both, by itself.
-  for (const node of c.nodes) {
-    const health = await eventually('the node healthy', async () => (await request(`${node.url}/healthz`)).body as { ok: boolean; store: { reachable: boolean }; broker: { connected: boolean } }, (body) => body.ok && body.store.reachable && body.broker.connected);
-    expect(health).toMatchObject({ ok: true, store: { reachable: true }, broker: { connected: true } });
-  }
-});
+    await Promise.all(restarts);
+    await untilAllCompleted(c, jobIds);
+    expect(refusals).toContain('503 store_unavailable');
+    await expectEachEndedOnce(postgres.url, c.schema, jobIds);
+    // Each node is connected again to both, by itself.
+    for (const node of c.nodes) {
+      const health = await eventually(
+        'the node healthy',
+        async () =>
+          (await request(`${node.url}/healthz`)).body as { ok: boolean; store: { reachable: boolean }; broker: { connected: boolean } },
+        (body) => body.ok && body.store.reachable && body.broker.connected,
+      );
+      expect(health).toMatchObject({ ok: true, store: { reachable: true }, broker: { connected: true } });
+    }
+  },
+);

@@ -35,7 +35,12 @@ it('a SIGKILL with deliveries pending loses none: each is delivered after the re
   const first = await ServeChild.start(args);
   const callback = { url: `${receiver.url}/cb`, token: 'cb-token' };
   for (let i = 1; i <= 4; i++) {
-    const response = await post(first.url, TOKEN, { session_id: 'conv', task_id: randomUUID(), text: script({ message: `${i}a` }, { message: `${i}b` }), callback });
+    const response = await post(first.url, TOKEN, {
+      session_id: 'conv',
+      task_id: randomUUID(),
+      text: script({ message: `${i}a` }, { message: `${i}b` }),
+      callback,
+    });
     expect(response.status).toBe(202);
   }
   await until(() => receiver.requests.length >= 1, 'the first attempt to arrive');

@@ -35,8 +35,13 @@ it('runs the whole system, walks a client through it, prints the timeline, and e
 
   expect(out).toMatch(/short authentication string (\d{3} \d{3}) on the client, \1 on the assistant: the same/);
   // Each side's person confirmed the strings match before the keys were written.
-  for (const [side, other] of [['client', 'assistant'], ['assistant', 'client']]) {
-    expect(said(out, 'pairing').join('\n')).toMatch(new RegExp(`the ${side} shows (\\d{3} \\d{3}); its person looks at the ${other}'s \\1 and confirms they match`));
+  for (const [side, other] of [
+    ['client', 'assistant'],
+    ['assistant', 'client'],
+  ]) {
+    expect(said(out, 'pairing').join('\n')).toMatch(
+      new RegExp(`the ${side} shows (\\d{3} \\d{3}); its person looks at the ${other}'s \\1 and confirms they match`),
+    );
   }
   expect(out.indexOf('confirms they match')).toBeLessThan(out.indexOf('paired: integration'));
   expect(out).toMatch(new RegExp(`paired: integration ${UUID}`));
@@ -46,7 +51,9 @@ it('runs the whole system, walks a client through it, prints the timeline, and e
   // The insights of the bundled call, in order; who they come from, and how to use a model.
   expect(said(out, 'insight')).toEqual(SALES_CALL_INSIGHTS.map((insight) => `★ ${insight.replace(/^\d+: /, '')}`));
   const lines = said(out, 'call');
-  expect(lines).toContain('insights and the summary come from the builtin reasoner: keyword rules on each sentence, no model. For a model:');
+  expect(lines).toContain(
+    'insights and the summary come from the builtin reasoner: keyword rules on each sentence, no model. For a model:',
+  );
   expect(lines).toContain('  npm start -- --reasoner openai --openai-base-url http://127.0.0.1:11434/v1 --openai-model llama3.2');
 
   expect(said(out, 'chat A')).toEqual([
@@ -68,22 +75,39 @@ it('runs the whole system, walks a client through it, prints the timeline, and e
   expect(out).toContain(`npx assistant-relay replay --db ${join(data, 'assistant-relay.db')}`);
   expect(out).toContain(`npx assistant-relay inspect --db ${join(data, 'assistant-relay.db')}`);
 
-  for (const file of ['backend.db', 'assistant-relay.db', 'assistant-relay.plugin.db', 'form-b.db', 'demo.log']) expect(statSync(join(data, file)).size).toBeGreaterThan(0);
+  for (const file of ['backend.db', 'assistant-relay.db', 'assistant-relay.plugin.db', 'form-b.db', 'demo.log'])
+    expect(statSync(join(data, file)).size).toBeGreaterThan(0);
 
   // It ends what it began: its sessions, and its plugin, which tells the backend (offline at once, not 90 s later).
   const integration = new RegExp(`paired: integration (${UUID})`).exec(out)![1]!;
-  expect(said(out, 'stop')).toEqual([expect.stringMatching(/^sessions ended: insights:call-\w+ and chat-\w+ on host A, desk-\w+ on host B$/)]);
+  expect(said(out, 'stop')).toEqual([
+    expect.stringMatching(/^sessions ended: insights:call-\w+ and chat-\w+ on host A, desk-\w+ on host B$/),
+  ]);
   expect(said(out, 'backend')).toContain(`integration ${integration}: offline`);
-  const finals = async (db: string) => (await runCli(['replay', '--db', join(data, db), '--json'])).stdout.trim().split('\n').map((line) => JSON.parse(line) as Record<string, unknown>);
+  const finals = async (db: string) =>
+    (await runCli(['replay', '--db', join(data, db), '--json'])).stdout
+      .trim()
+      .split('\n')
+      .map((line) => JSON.parse(line) as Record<string, unknown>);
   const sessions = [...(await finals('assistant-relay.db')), ...(await finals('form-b.db'))].filter((entry) => entry.kind === 'session');
   expect(new Set(sessions.filter((entry) => entry.event === 'session.ended').map((entry) => entry.id)).size).toBe(3);
-  expect((await finals('backend.db')).filter((entry) => entry.kind === 'integration').slice(-2)).toMatchObject([{ event: 'integration.offline' }, { final: 'active.offline' }]);
+  expect((await finals('backend.db')).filter((entry) => entry.kind === 'integration').slice(-2)).toMatchObject([
+    { event: 'integration.offline' },
+    { final: 'active.offline' },
+  ]);
 
   // demo.log: this run's lines of every part, requests included.
-  const logged = readFileSync(join(data, 'demo.log'), 'utf8').trim().split('\n').map((line) => JSON.parse(line) as { part?: string; component?: string; msg: string });
-  expect(new Set(logged.map((line) => [line.part, line.component].filter(Boolean).join('/')))).toEqual(new Set(['backend', 'host-a', 'host-a/plugin', 'host-b']));
+  const logged = readFileSync(join(data, 'demo.log'), 'utf8')
+    .trim()
+    .split('\n')
+    .map((line) => JSON.parse(line) as { part?: string; component?: string; msg: string });
+  expect(new Set(logged.map((line) => [line.part, line.component].filter(Boolean).join('/')))).toEqual(
+    new Set(['backend', 'host-a', 'host-a/plugin', 'host-b']),
+  );
   expect(logged.filter((line) => line.msg === 'request completed').length).toBeGreaterThan(26);
-  expect(modesUnder(data).map(([path]) => path)).toEqual(expect.arrayContaining(['.', 'backend.db', 'backend.db.lock', 'demo.log', 'client-keys.json', 'assistant-keys.json', 'token']));
+  expect(modesUnder(data).map(([path]) => path)).toEqual(
+    expect.arrayContaining(['.', 'backend.db', 'backend.db.lock', 'demo.log', 'client-keys.json', 'assistant-keys.json', 'token']),
+  );
   expect(notPrivate(data)).toEqual([]);
 });
 
@@ -92,7 +116,11 @@ it('shows insights and a summary drawn from the transcript it plays, and a secon
   const transcript = join(dir, 'call.txt');
   writeFileSync(
     transcript,
-    ['Zed: We are worried the Quokka migration is delayed again.', 'Ada: I will send the Quokka rollback plan by Monday.', 'Zed: We agreed to go with the Quokka pilot.'].join('\n'),
+    [
+      'Zed: We are worried the Quokka migration is delayed again.',
+      'Ada: I will send the Quokka rollback plan by Monday.',
+      'Zed: We agreed to go with the Quokka pilot.',
+    ].join('\n'),
   );
   const args = ['demo', '--data', join(dir, 'data'), '--transcript', transcript, '--pace', '20ms'];
   const first = await runCli(args);
@@ -109,7 +137,9 @@ it('shows insights and a summary drawn from the transcript it plays, and a secon
   expect(second.stdout).toContain(`the integration of the run before, ${integration}, is revoked`);
   expect(new RegExp(`paired: integration (${UUID})`).exec(second.stdout)![1]).not.toBe(integration);
   // The log holds the second run's lines only: one start of each server.
-  const started = readFileSync(join(dir, 'data', 'demo.log'), 'utf8').split('\n').filter((line) => line.includes('Server listening'));
+  const started = readFileSync(join(dir, 'data', 'demo.log'), 'utf8')
+    .split('\n')
+    .filter((line) => line.includes('Server listening'));
   expect(started).toHaveLength(3);
 });
 
@@ -119,13 +149,21 @@ it('with --keep stays up for other clients, and stops cleanly on Ctrl-C', { time
   writeFileSync(transcript, 'Zed: A short call.\n');
   const data = join(dir, 'data');
   const running = start(['demo', '--keep', '--data', data, '--transcript', transcript, '--pace', '10ms'], {});
-  const out = await eventually('the demo to say it keeps running', () => running.output.stdout, (text) => text.includes('Ctrl-C stops it'), { timeoutMs: 60_000 });
+  const out = await eventually(
+    'the demo to say it keeps running',
+    () => running.output.stdout,
+    (text) => text.includes('Ctrl-C stops it'),
+    { timeoutMs: 60_000 },
+  );
   const [, url, tokenFile] = /assistant-relay chat --url (\S+) --token-file (\S+)/.exec(out)!;
 
   // Another client, on the host the demo left running: an approval step of its own.
   const client = new FormAClient({ url: url!, token: readFileSync(tokenFile!, 'utf8').trim() });
   const asked = await client.send('kept', 'Order lunch for the team').reply;
-  expect(asked).toMatchObject({ status: 'message', reply_text: 'About to: Order lunch for the team. Reply /approve to go ahead or /deny to cancel.' });
+  expect(asked).toMatchObject({
+    status: 'message',
+    reply_text: 'About to: Order lunch for the team. Reply /approve to go ahead or /deny to cancel.',
+  });
   expect(await client.send('kept', '/approve').reply).toMatchObject({ status: 'message', reply_text: 'Done: Order lunch for the team.' });
   client.close();
 

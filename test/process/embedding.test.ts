@@ -87,7 +87,12 @@ describe('createAssistantHost', () => {
       task_id: 't3',
       text: 'still there?',
       system_prelude: 'You are terse.',
-      memory: [entry('user', 't1', 'hello'), entry('assistant', 't1', 're: hello'), entry('user', 't2', 'again'), entry('assistant', 't2', 're: again')],
+      memory: [
+        entry('user', 't1', 'hello'),
+        entry('assistant', 't1', 're: hello'),
+        entry('user', 't2', 'again'),
+        entry('assistant', 't2', 're: again'),
+      ],
       insights: false,
     });
     resumed.close();
@@ -136,7 +141,11 @@ describe('createAssistantHost', () => {
   it('ends a session: its pending task settles, its streams close, later messages are ignored', async () => {
     const t = await start();
     const stream = await SseConnection.open(`${t.url}/v1/events?session_id=x`, { token: TOKEN });
-    await post(t.url, TOKEN, { session_id: 'x', task_id: 't1', text: script({ typing: 'waiting' }, { sleep: 60_000 }, { message: 'never' }) });
+    await post(t.url, TOKEN, {
+      session_id: 'x',
+      task_id: 't1',
+      text: script({ typing: 'waiting' }, { sleep: 60_000 }, { message: 'never' }),
+    });
     await stream.until((c) => c.frames.length >= 1, 5_000, 'typing');
 
     expect(await t.host.endSession('x')).toBe(true);

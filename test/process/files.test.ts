@@ -25,16 +25,43 @@ it('serve, backend, plugin, inspect and replay make only private folders and fil
   const relayTokenFile = join(folder(), 'relay-token');
   writeFileSync(relayTokenFile, `${relay_token}\n`, { mode: 0o600 });
 
-  const backend = await withOpenUmask(() => started(['backend', '--port', '0', '--db', backendDb, '--token-file', join(data, 'backend', 'operator-token'), '--log-level', 'warn']));
+  const backend = await withOpenUmask(() =>
+    started(['backend', '--port', '0', '--db', backendDb, '--token-file', join(data, 'backend', 'operator-token'), '--log-level', 'warn']),
+  );
   const plugin = await withOpenUmask(() =>
-    started(['plugin', '--backend', backend.line.listening as string, '--integration', integration_id, '--relay-token-file', relayTokenFile, '--db', join(data, 'plugin', 'plugin.db'), '--log-level', 'warn']),
+    started([
+      'plugin',
+      '--backend',
+      backend.line.listening as string,
+      '--integration',
+      integration_id,
+      '--relay-token-file',
+      relayTokenFile,
+      '--db',
+      join(data, 'plugin', 'plugin.db'),
+      '--log-level',
+      'warn',
+    ]),
   );
   const host = await withOpenUmask(() => ServeChild.start(['--port', '0', '--db', hostDb, '--token-file', join(data, 'host', 'token')]));
   expect((await post(host.url, 'x', {})).status).toBe(401);
-  const inspector = await withOpenUmask(() => started(['inspect', '--port', '0', '--db', hostDb, '--token-file', join(data, 'inspector', 'token'), '--log-level', 'warn']));
+  const inspector = await withOpenUmask(() =>
+    started(['inspect', '--port', '0', '--db', hostDb, '--token-file', join(data, 'inspector', 'token'), '--log-level', 'warn']),
+  );
 
   expect(modesUnder(data).map(([path]) => path)).toEqual(
-    expect.arrayContaining(['.', 'backend', 'backend/backend.db', 'backend/backend.db-wal', 'backend/backend.db.holder', 'backend/operator-token', 'plugin/plugin.db', 'host/relay.db-shm', 'host/token', 'inspector/token']),
+    expect.arrayContaining([
+      '.',
+      'backend',
+      'backend/backend.db',
+      'backend/backend.db-wal',
+      'backend/backend.db.holder',
+      'backend/operator-token',
+      'plugin/plugin.db',
+      'host/relay.db-shm',
+      'host/token',
+      'inspector/token',
+    ]),
   );
   expect(notPrivate(data)).toEqual([]);
 

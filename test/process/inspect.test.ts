@@ -28,7 +28,10 @@ describe('inspect on a backend log', () => {
     if ('refused' in integration) throw new Error(integration.refused.message);
     // No plugin takes them: they stay created.
     for (const job_id of [randomUUID(), randomUUID()]) {
-      const created = await request(`${backend.url}/api/v1/assistant/integrations/${integration.integration_id}/jobs`, { token: integration.client_token, body: { job_id, purpose: 'capability_probe', payload: {} } });
+      const created = await request(`${backend.url}/api/v1/assistant/integrations/${integration.integration_id}/jobs`, {
+        token: integration.client_token,
+        body: { job_id, purpose: 'capability_probe', payload: {} },
+      });
       expect(created.status).toBe(201);
     }
     // A plugin's log: a job it received, and the backend refused to let it run.
@@ -43,7 +46,10 @@ describe('inspect on a backend log', () => {
   it('prints one ready line, lists the jobs of the running backend, and exits 0 on SIGTERM', async () => {
     const { child, output, exited, line } = await started(['inspect', '--db', db, '--port', '0']);
     expect(line).toEqual({ inspecting: expect.stringMatching(/^http:\/\/127\.0\.0\.1:\d+$/), db });
-    const list = (await request(`${line.inspecting as string}/api/entities`)).body as { log: string; entities: Array<{ kind: string; state: string }> };
+    const list = (await request(`${line.inspecting as string}/api/entities`)).body as {
+      log: string;
+      entities: Array<{ kind: string; state: string }>;
+    };
     expect(list.log).toBe('backend');
     expect(list.entities.filter((entity) => entity.kind === 'job').map((entity) => entity.state)).toEqual(['open.created', 'open.created']);
     expect(list.entities.filter((entity) => entity.kind === 'integration')).toHaveLength(1);
@@ -64,9 +70,14 @@ describe('inspect on a backend log', () => {
 
   it("lists a plugin's jobs in their plugin-job states", async () => {
     const { child, exited, line } = await started(['inspect', '--db', join(dir, 'plugin.db'), '--port', '0']);
-    const list = (await request(`${line.inspecting as string}/api/entities`)).body as { log: string; entities: Array<{ kind: string; id: string; machine: string; state: string }> };
+    const list = (await request(`${line.inspecting as string}/api/entities`)).body as {
+      log: string;
+      entities: Array<{ kind: string; id: string; machine: string; state: string }>;
+    };
     expect(list.log).toBe('plugin');
-    expect(list.entities.map(({ kind, id, machine, state }) => ({ kind, id, machine, state }))).toEqual([{ kind: 'plugin-job', id: PLUGIN_JOB, machine: 'plugin-job', state: 'open.refused' }]);
+    expect(list.entities.map(({ kind, id, machine, state }) => ({ kind, id, machine, state }))).toEqual([
+      { kind: 'plugin-job', id: PLUGIN_JOB, machine: 'plugin-job', state: 'open.refused' },
+    ]);
     child.kill('SIGTERM');
     expect((await exited).code).toBe(0);
   });
@@ -76,7 +87,10 @@ describe('inspect: usage errors', () => {
   it.each([
     [[], '--db is required'],
     [['--db', 'x.db', '--port', 'many'], '--port must be a whole number, not "many"'],
-    [['--db', 'x.db', '--host', '0.0.0.0'], '--host 0.0.0.0 is not a loopback address: give --token-file, whose token the inspector then asks for'],
+    [
+      ['--db', 'x.db', '--host', '0.0.0.0'],
+      '--host 0.0.0.0 is not a loopback address: give --token-file, whose token the inspector then asks for',
+    ],
     [['--db', 'x.db', '--verbose'], "Unknown option '--verbose'"],
   ])('%j: %s', async (args, message) => {
     const result = await runCli(['inspect', ...args]);
@@ -89,7 +103,10 @@ describe('inspect: usage errors', () => {
     const notALog = join(folder(), 'notes.db');
     writeFileSync(notALog, 'just text, not SQLite');
     const refused = await runCli(['inspect', '--db', notALog]);
-    expect([refused.code, refused.stderr]).toEqual([2, expect.stringMatching(/^assistant-relay: --db: .*notes\.db is not an assistant-relay event log\nusage: assistant-relay inspect/)]);
+    expect([refused.code, refused.stderr]).toEqual([
+      2,
+      expect.stringMatching(/^assistant-relay: --db: .*notes\.db is not an assistant-relay event log\nusage: assistant-relay inspect/),
+    ]);
     const missing = await runCli(['inspect', '--db', join(folder(), 'missing.db')]);
     expect([missing.code, missing.stderr]).toEqual([2, expect.stringMatching(/^assistant-relay: --db: .*missing\.db is not a file\n/)]);
   });

@@ -23,9 +23,25 @@ it('creates an integration, runs backend and plugin, and probes, analyses and su
   const tokenFile = join(dir, 'relay-token');
   writeFileSync(tokenFile, `${integration.relay_token}\n`, { mode: 0o600 });
 
-  const { listening } = (await started(['backend', '--port', '0', '--db', db, '--token-file', join(dir, 'operator-token'), '--log-level', 'warn'])).line as { listening: string };
+  const { listening } = (
+    await started(['backend', '--port', '0', '--db', db, '--token-file', join(dir, 'operator-token'), '--log-level', 'warn'])
+  ).line as { listening: string };
   expect(
-    (await started(['plugin', '--backend', listening, '--integration', integration.integration_id, '--relay-token-file', tokenFile, '--db', join(dir, 'plugin.db'), '--log-level', 'warn'])).line,
+    (
+      await started([
+        'plugin',
+        '--backend',
+        listening,
+        '--integration',
+        integration.integration_id,
+        '--relay-token-file',
+        tokenFile,
+        '--db',
+        join(dir, 'plugin.db'),
+        '--log-level',
+        'warn',
+      ])
+    ).line,
   ).toMatchObject({ plugin: 'started', reasoner: 'builtin' });
 
   const base = `${listening}/api/v1/assistant/integrations/${integration.integration_id}`;
@@ -51,7 +67,13 @@ it('creates an integration, runs backend and plugin, and probes, analyses and su
   const listed = await runCli(['integrations', ...client]);
   expect([listed.code, JSON.parse(listed.stdout)]).toEqual([
     0,
-    [expect.objectContaining({ integration_id: integration.integration_id, state: 'online', capability_profile: JSON.parse(probed.stdout) })],
+    [
+      expect.objectContaining({
+        integration_id: integration.integration_id,
+        state: 'online',
+        capability_profile: JSON.parse(probed.stdout),
+      }),
+    ],
   ]);
   // The operator token file was created on first use, 0600, and opens the admin routes.
   const operator = readFileSync(join(dir, 'operator-token'), 'utf8').trim();

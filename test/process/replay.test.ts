@@ -37,12 +37,21 @@ interface Line {
   readonly cause?: string;
 }
 
-const jsonLines = (stdout: string): Line[] => stdout.trim().split('\n').filter(Boolean).map((line) => JSON.parse(line) as Line);
+const jsonLines = (stdout: string): Line[] =>
+  stdout
+    .trim()
+    .split('\n')
+    .filter(Boolean)
+    .map((line) => JSON.parse(line) as Line);
 const positionOf = (events: Logged[], found: (event: Logged) => boolean) => events.findIndex(found) + 1;
 
 /** Waits until the log at `db` holds an event `found` accepts. */
 async function logged(db: string, what: string, found: (event: Logged) => boolean): Promise<void> {
-  await eventually(what, () => readEvents(db), (events) => events.some(found));
+  await eventually(
+    what,
+    () => readEvents(db),
+    (events) => events.some(found),
+  );
 }
 
 /** A copy of a live log, taken by SQLite itself from a read-only connection (as a backup tool would). */
@@ -70,7 +79,10 @@ describe('replay of a host log', () => {
   beforeAll(async () => {
     const receiver = await Receiver.start();
     const first = await startHost({ dir, db });
-    expect((await post(first.url, TOKEN, { session_id: 'chat-a', task_id: 'a1', text: script({ typing: 'thinking' }, { message: 'hello' }) })).status).toBe(202);
+    expect(
+      (await post(first.url, TOKEN, { session_id: 'chat-a', task_id: 'a1', text: script({ typing: 'thinking' }, { message: 'hello' }) }))
+        .status,
+    ).toBe(202);
     expect((await post(first.url, TOKEN, { session_id: 'chat-a', task_id: 'a2', text: script({ sleep: 60_000 }) })).status).toBe(202);
     await logged(db, 'a1 settled', (event) => event.type === 'task.settled' && event.task_id === 'a1');
     await first.close();
@@ -78,7 +90,16 @@ describe('replay of a host log', () => {
     host = await startHost({ dir, db, form: 'B' });
     conversation = randomUUID();
     const callback = { url: `${receiver.url}/cb`, token: 'callback-token' };
-    expect((await post(host.url, TOKEN, { session_id: 'conv-b', task_id: conversation, text: script({ message: 'one' }, { message: 'two' }), callback })).status).toBe(202);
+    expect(
+      (
+        await post(host.url, TOKEN, {
+          session_id: 'conv-b',
+          task_id: conversation,
+          text: script({ message: 'one' }, { message: 'two' }),
+          callback,
+        })
+      ).status,
+    ).toBe(202);
     await logged(db, 'both replies delivered', (event) => event.type === 'delivery.succeeded' && event.n === 2);
   });
 
@@ -96,7 +117,9 @@ describe('replay of a host log', () => {
     expect(text.indexOf('session chat-a (Form A)')).toBeGreaterThan(0);
     expect(text.indexOf('conversation conv-b (Form B)')).toBeGreaterThan(text.indexOf('session chat-a (Form A)'));
     // Each event with its words: the user's text and the reply in quotes, cut to fit the line.
-    expect(text).toMatch(/\n {2}#\d+ +\d{4}-\d\d-\d\dT[\d:.]+Z {2}task\.started +task a1 pending {2}“\{"script":\[\{"typing":"thinking"\},\{"message":"hello"\}\]\}”\n/);
+    expect(text).toMatch(
+      /\n {2}#\d+ +\d{4}-\d\d-\d\dT[\d:.]+Z {2}task\.started +task a1 pending {2}“\{"script":\[\{"typing":"thinking"\},\{"message":"hello"\}\]\}”\n/,
+    );
     expect(text).toMatch(/ {2}task\.settled +task a1 settled \(message\) {2}“hello”\n/);
     expect(text).toMatch(/ {2}task\.settled +task a2 settled \(errored, interrupted\) {2}interrupted: [^\n]+\n/);
     expect(text).toMatch(/ {2}reply\.queued +delivery 2 waiting {2}“two”\n/);
@@ -113,7 +136,17 @@ describe('replay of a host log', () => {
     const positions = entries.map((line) => line.position!);
     expect(positions).toEqual([...positions].sort((a, b) => a - b));
     const settled = positionOf(events, (event) => event.type === 'task.settled' && event.task_id === 'a1');
-    expect(entries).toContainEqual({ kind: 'task', id: 'a1', session_id: 'chat-a', position: settled, at: new Date(events[settled - 1]!.at as number).toISOString(), event: 'task.settled', state: 'settled', status: 'message', says: '“hello”' });
+    expect(entries).toContainEqual({
+      kind: 'task',
+      id: 'a1',
+      session_id: 'chat-a',
+      position: settled,
+      at: new Date(events[settled - 1]!.at as number).toISOString(),
+      event: 'task.settled',
+      state: 'settled',
+      status: 'message',
+      says: '“hello”',
+    });
     const finals = lines.slice(entries.length);
     expect(finals.every((line) => line.final !== undefined)).toBe(true);
     expect(finals).toEqual([
@@ -142,7 +175,10 @@ describe('replay of a host log', () => {
     const named = /^assistant-relay: --session c is the start of 2 ids \(chat-a, conv-b\): give more of it\nusage:/;
     expect([shared.code, shared.stderr]).toEqual([2, expect.stringMatching(named)]);
     const missing = await runCli(['replay', '--db', db, '--session', 'nobody']);
-    expect([missing.code, missing.stderr]).toEqual([1, expect.stringMatching(/^assistant-relay replay: .* has no session nobody through event #\d+\n$/)]);
+    expect([missing.code, missing.stderr]).toEqual([
+      1,
+      expect.stringMatching(/^assistant-relay replay: .* has no session nobody through event #\d+\n$/),
+    ]);
   });
 
   it('--until: stops after that position, so a task is seen as it was just before it settled', async () => {
@@ -162,7 +198,9 @@ describe('replay of a host log', () => {
     const events = readEvents(db);
     const at = events.find((event) => event.type === 'session.opened' && event.session_id === 'chat-a')!.at as number;
     const through = events.findIndex((event) => (event.at as number) > at);
-    const [iso, ms] = await Promise.all([new Date(at).toISOString(), String(at)].map((flag) => runCli(['replay', '--db', db, '--at', flag, '--json'])));
+    const [iso, ms] = await Promise.all(
+      [new Date(at).toISOString(), String(at)].map((flag) => runCli(['replay', '--db', db, '--at', flag, '--json'])),
+    );
     expect([iso!.code, ms!.code, ms!.stdout]).toEqual([0, 0, iso!.stdout]);
     const lines = jsonLines(iso!.stdout);
     expect(Math.max(...lines.map((line) => line.position ?? 0))).toBe(through);
@@ -200,13 +238,19 @@ describe('replay of a host log', () => {
     damage(broken, settled, 'task.settled', '{"type": "task.settled", "at": ');
     for (const args of [[], ['--verify'], ['--json']]) {
       const result = await runCli(['replay', '--db', broken, ...args]);
-      expect([result.code, result.stderr]).toEqual([1, expect.stringMatching(new RegExp(`^assistant-relay replay: event #${settled} \\(task\\.settled\\) is not JSON`))]);
+      expect([result.code, result.stderr]).toEqual([
+        1,
+        expect.stringMatching(new RegExp(`^assistant-relay replay: event #${settled} \\(task\\.settled\\) is not JSON`)),
+      ]);
     }
     const unknown = copyOf(db, join(folder(), 'unknown.db'));
     damage(unknown, settled, 'task.exploded', JSON.stringify({ ...events[settled - 1], type: 'task.exploded' }));
     for (const args of [[], ['--verify']]) {
       const result = await runCli(['replay', '--db', unknown, ...args]);
-      expect([result.code, result.stderr]).toEqual([1, `assistant-relay replay: event #${settled} (task.exploded) is not an event of a host log\n`]);
+      expect([result.code, result.stderr]).toEqual([
+        1,
+        `assistant-relay replay: event #${settled} (task.exploded) is not an event of a host log\n`,
+      ]);
     }
   });
   it('--verify checks the fold against every snapshot the host stored, and names where an event changed under one parts from it', async () => {
@@ -222,7 +266,9 @@ describe('replay of a host log', () => {
     damage(changed, settled, 'task.settled', JSON.stringify({ ...original, data: String(original.data).replace('hello', 'HELLO') }));
     const result = await runCli(['replay', '--db', changed, '--verify']);
     expect(result.code).toBe(1);
-    expect(result.stdout).toMatch(new RegExp(`after event #${snapshot} \\([a-z.]+\\), the snapshot stored at #${snapshot} differs from the fold: sessions › chat-a › `));
+    expect(result.stdout).toMatch(
+      new RegExp(`after event #${snapshot} \\([a-z.]+\\), the snapshot stored at #${snapshot} differs from the fold: sessions › chat-a › `),
+    );
   });
 });
 
@@ -254,7 +300,9 @@ describe('replay of a backend log', () => {
   });
 
   it('prints each job created and completed, and its integration, and verifies', async () => {
-    const jobs = readEvents(backend.db).filter((event) => event.type === 'job.created').map((event) => event.job_id as string);
+    const jobs = readEvents(backend.db)
+      .filter((event) => event.type === 'job.created')
+      .map((event) => event.job_id as string);
     expect(jobs).toHaveLength(3);
     const result = await runCli(['replay', '--db', backend.db]);
     expect([result.code, result.stderr]).toEqual([0, '']);
@@ -285,15 +333,25 @@ describe('replay of a backend log', () => {
 
   it("prints each job of the plugin's own log, received to closed, and verifies it", async () => {
     const pluginDb = join(dir, 'plugin.db');
-    const jobs = readEvents(backend.db).filter((event) => event.type === 'job.created').map((event) => event.job_id as string);
-    await eventually('the plugin closes every job', () => readEvents(pluginDb).filter((event) => event.type === 'plugin.job_closed').length, (closed) => closed === jobs.length);
+    const jobs = readEvents(backend.db)
+      .filter((event) => event.type === 'job.created')
+      .map((event) => event.job_id as string);
+    await eventually(
+      'the plugin closes every job',
+      () => readEvents(pluginDb).filter((event) => event.type === 'plugin.job_closed').length,
+      (closed) => closed === jobs.length,
+    );
     const result = await runCli(['replay', '--db', pluginDb]);
     expect([result.code, result.stderr]).toEqual([0, '']);
     expect(result.stdout).toMatch(/^plugin log .*\n\n/);
     for (const job of jobs) {
       // Each line ends with the event's words: the job's purpose when received, its result when finished.
-      expect(result.stdout).toMatch(new RegExp(`\\nplugin-job ${job}\\n.*plugin\\.job_received +open\\.received  [a-z_]+\\n.*plugin\\.job_started +open\\.started\\n` +
-        `.*plugin\\.job_finished +open\\.finished  result \\{.*\\n.*plugin\\.job_closed +closed \\(posted\\)\\n`));
+      expect(result.stdout).toMatch(
+        new RegExp(
+          `\\nplugin-job ${job}\\n.*plugin\\.job_received +open\\.received  [a-z_]+\\n.*plugin\\.job_started +open\\.started\\n` +
+            `.*plugin\\.job_finished +open\\.finished  result \\{.*\\n.*plugin\\.job_closed +closed \\(posted\\)\\n`,
+        ),
+      );
     }
     const one = jsonLines((await runCli(['replay', '--db', pluginDb, '--job', jobs[0]!, '--json'])).stdout);
     expect(one.map((line) => line.state ?? line.final)).toEqual(['open.received', 'open.started', 'open.finished', 'closed', 'closed']);
@@ -305,25 +363,42 @@ describe('replay of a backend log', () => {
   it('refuses a host flag on a backend log or a plugin log as a usage error', async () => {
     for (const db of [backend.db, join(dir, 'plugin.db')]) {
       const session = await runCli(['replay', '--db', db, '--session', 's']);
-      expect([session.code, session.stderr]).toEqual([2, expect.stringMatching(/^assistant-relay: --session names a session of a host's log; .* is a (backend|plugin)'s/)]);
+      expect([session.code, session.stderr]).toEqual([
+        2,
+        expect.stringMatching(/^assistant-relay: --session names a session of a host's log; .* is a (backend|plugin)'s/),
+      ]);
     }
   });
 });
 
-describe('replay of a backend log from before job ids were each integration\'s', () => {
-  it('folds a job whose events span its older stream and its new one as one, and --job shows every integration\'s job of that id', async () => {
+describe("replay of a backend log from before job ids were each integration's", () => {
+  it("folds a job whose events span its older stream and its new one as one, and --job shows every integration's job of that id", async () => {
     const db = join(folder(), 'older.db');
     const [c, d, x, z] = [randomUUID(), randomUUID(), randomUUID(), randomUUID()];
     const [integration, created] = [(id: string) => integrationCreated(id, 2), jobCreated];
-    await writeOlderBackendLog(db, [{ type: 'backend.started', epoch: 'older', at: 1 }, integration(c), integration(d), created(c, x, 3), { type: 'job.cancelled', job_id: x, integration_id: c, at: 4 }, created(c, z, 5)]);
+    await writeOlderBackendLog(db, [
+      { type: 'backend.started', epoch: 'older', at: 1 },
+      integration(c),
+      integration(d),
+      created(c, x, 3),
+      { type: 'job.cancelled', job_id: x, integration_id: c, at: 4 },
+      created(c, z, 5),
+    ]);
     // The upgraded backend goes on: C's open job Z expires in its new stream, and D takes the id X.
     const log = EventLog.open<BackendEvent>({ path: db, streamOf: backendStreamOf });
-    for (const event of [{ type: 'backend.started', epoch: 'newer', at: 6 }, { type: 'job.expired', job_id: z, integration_id: c, at: 60_005 }, created(d, x, 60_006)] satisfies BackendEvent[]) void log.append(event);
+    for (const event of [
+      { type: 'backend.started', epoch: 'newer', at: 6 },
+      { type: 'job.expired', job_id: z, integration_id: c, at: 60_005 },
+      created(d, x, 60_006),
+    ] satisfies BackendEvent[])
+      void log.append(event);
     await log.close();
 
     const text = await runCli(['replay', '--db', db]);
     expect([text.code, text.stderr]).toEqual([0, '']);
-    expect(text.stdout).toMatch(new RegExp(`\\njob ${z} \\(integration ${c}\\)\\n.*job\\.created +open\\.created  \\w+\\n.*job\\.expired +expired\\n`));
+    expect(text.stdout).toMatch(
+      new RegExp(`\\njob ${z} \\(integration ${c}\\)\\n.*job\\.created +open\\.created  \\w+\\n.*job\\.expired +expired\\n`),
+    );
     const json = jsonLines((await runCli(['replay', '--db', db, '--job', x, '--json'])).stdout);
     expect(json.filter((line) => line.final !== undefined)).toEqual([
       { kind: 'job', id: x, integration_id: c, final: 'cancelled', status: 'cancelled' },
@@ -344,7 +419,11 @@ describe('replay: what it refuses', () => {
     [['--db', 'x.db', '--session', ''], '--session must name one'],
   ])('%j: %s (exit 2)', async (args, message) => {
     const result = await runCli(['replay', ...args]);
-    expect([result.code, result.stdout, result.stderr]).toEqual([2, '', expect.stringContaining(`assistant-relay: ${message}\nusage: assistant-relay replay`)]);
+    expect([result.code, result.stdout, result.stderr]).toEqual([
+      2,
+      '',
+      expect.stringContaining(`assistant-relay: ${message}\nusage: assistant-relay replay`),
+    ]);
   });
 
   it('a missing file, a folder and a file that is not a log are usage errors that say so', async () => {

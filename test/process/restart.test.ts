@@ -77,7 +77,9 @@ it('after a SIGKILL mid-burst, a restart resumes every client exactly, settles p
   const url = first.url;
   const oldEpoch = ((await request(`${url}/healthz`)).body as { epoch: string }).epoch;
   const streams = Object.fromEntries(
-    await Promise.all(SESSIONS.map(async (s) => [s, await SseConnection.open(`${url}/v1/events?session_id=${s}`, { token: TOKEN })] as const)),
+    await Promise.all(
+      SESSIONS.map(async (s) => [s, await SseConnection.open(`${url}/v1/events?session_id=${s}`, { token: TOKEN })] as const),
+    ),
   ) as Record<Session, SseConnection>;
   const accept = async (session: Session, task: string, text: string) => {
     const response = await post(url, TOKEN, { session_id: session, task_id: task, text });
@@ -97,12 +99,19 @@ it('after a SIGKILL mid-burst, a restart resumes every client exactly, settles p
     [`${s}-done`, script({ tool_call: 'lookup' }, { completed: true })],
     [`${s}-quiet`, script({ silent: true })],
     [`${s}-fail`, script({ errored: { code: 'boom', message: 'scripted failure' } })],
-    ...[0, 1, 2, 3, 4, 5].map((i): [string, string] => [`${s}-late${i}`, script({ typing: 'busy' }, { sleep: 20 + 60 * i }, { message: `late ${i}` })]),
+    ...[0, 1, 2, 3, 4, 5].map((i): [string, string] => [
+      `${s}-late${i}`,
+      script({ typing: 'busy' }, { sleep: 20 + 60 * i }, { message: `late ${i}` }),
+    ]),
     [`${s}-long`, script({ typing: 'waiting' }, { sleep: 60_000 }, { message: 'never' })],
   ];
   await Promise.all(SESSIONS.flatMap((s) => turns(s).map(([task, text]) => accept(s, task, text))));
   for (const s of SESSIONS) {
-    await streams[s].until((c) => immediate(s).every((t) => c.replies.some((r) => r.json.task_id === t)), 10_000, `immediate replies on ${s}`);
+    await streams[s].until(
+      (c) => immediate(s).every((t) => c.replies.some((r) => r.json.task_id === t)),
+      10_000,
+      `immediate replies on ${s}`,
+    );
   }
   // r1's client goes away; a reply it surely has not read is then committed.
   streams.r1.close();
@@ -121,7 +130,13 @@ it('after a SIGKILL mid-burst, a restart resumes every client exactly, settles p
     [0, 1, 2].map((i) => {
       const task = `${s}-burst${i}`;
       const text = i === 1 ? 'plain' : script({ sleep: 10 * i }, { message: `burst ${i}` });
-      return { task, status: post(url, TOKEN, { session_id: s, task_id: task, text }).then((r) => r.status, () => 'failed' as const) };
+      return {
+        task,
+        status: post(url, TOKEN, { session_id: s, task_id: task, text }).then(
+          (r) => r.status,
+          () => 'failed' as const,
+        ),
+      };
     }),
   );
   await Promise.race(burst.map((b) => b.status));
@@ -162,13 +177,19 @@ it('after a SIGKILL mid-burst, a restart resumes every client exactly, settles p
     const pendingAtKill = started.filter((t) => !settledAtKill.some((e) => e.task_id === t));
     expect(pendingAtKill, label).toContain(`${s}-long`);
     const interrupted = settledIn(sinceRestart, s);
-    expect(interrupted.map((e) => e.task_id), label).toEqual(pendingAtKill);
+    expect(
+      interrupted.map((e) => e.task_id),
+      label,
+    ).toEqual(pendingAtKill);
     for (const e of interrupted) {
       expect(e, label).toMatchObject({ epoch, cause: 'interrupted', reply: { status: 'errored', error_code: 'interrupted' } });
     }
     // One terminal reply per task, seqs 1..n with no gap across both epochs.
     expect(new Set(settled.map((e) => e.task_id)).size, label).toBe(settled.length);
-    expect(settled.map((e) => e.seq), label).toEqual(settled.map((_, i) => i + 1));
+    expect(
+      settled.map((e) => e.seq),
+      label,
+    ).toEqual(settled.map((_, i) => i + 1));
 
     // Nothing was sent that the log lacks: every reply read before the kill is in it, byte for byte.
     for (const frame of read[s]) {
@@ -202,7 +223,10 @@ it('after a SIGKILL mid-burst, a restart resumes every client exactly, settles p
     expect(resync, label).toEqual({ type: 'resync', session_id: s, missed_task_ids: [], recovery_complete: true });
     // What the client read plus the replay is every terminal reply, in order, each once.
     expect([...read[s].map((f) => f.id), ...replay.map((f) => f.id)], label).toEqual(settled.map(idOf));
-    expect(replay.map((f) => JSON.parse(f.data).task_id), label).toContain(`${s}-long`);
+    expect(
+      replay.map((f) => JSON.parse(f.data).task_id),
+      label,
+    ).toContain(`${s}-long`);
   }
   expect(sinceRestart.every((e) => e.type === 'task.settled')).toBe(true);
   // r1 had left before `r1-unread` settled: it arrives from the old epoch's backlog.

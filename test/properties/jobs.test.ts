@@ -18,7 +18,12 @@ import { eventually } from '../support/wait.js';
 const RUNS = Number(process.env.PROPERTY_RUNS ?? 25);
 const SEED = process.env.PROPERTY_SEED === undefined ? 44 : Number(process.env.PROPERTY_SEED);
 const PATH = process.env.PROPERTY_PATH;
-const JOBS = ['1a2b3c4d-0000-4000-8000-000000000001', '1a2b3c4d-0000-4000-8000-000000000002', '1a2b3c4d-0000-4000-8000-000000000003', '1a2b3c4d-0000-4000-8000-000000000004'];
+const JOBS = [
+  '1a2b3c4d-0000-4000-8000-000000000001',
+  '1a2b3c4d-0000-4000-8000-000000000002',
+  '1a2b3c4d-0000-4000-8000-000000000003',
+  '1a2b3c4d-0000-4000-8000-000000000004',
+];
 const TERMINAL = new Set(['job.completed', 'job.failed', 'job.expired', 'job.cancelled']);
 
 type Step =
@@ -32,7 +37,14 @@ const job = fc.nat(JOBS.length - 1);
 const step: fc.Arbitrary<Step> = fc.oneof(
   { weight: 3, arbitrary: fc.record({ kind: fc.constant('create' as const), job, deadline_ms: fc.integer({ min: 1_000, max: 120_000 }) }) },
   { weight: 1, arbitrary: fc.record({ kind: fc.constant('cancel' as const), job }) },
-  { weight: 4, arbitrary: fc.record({ kind: fc.constant('plugin' as const), job, act: fc.constantFrom('running' as const, 'result' as const, 'error' as const, 'unfit result' as const) }) },
+  {
+    weight: 4,
+    arbitrary: fc.record({
+      kind: fc.constant('plugin' as const),
+      job,
+      act: fc.constantFrom('running' as const, 'result' as const, 'error' as const, 'unfit result' as const),
+    }),
+  },
   { weight: 2, arbitrary: fc.record({ kind: fc.constant('advance' as const), ms: fc.integer({ min: 0, max: 90_000 }) }) },
   { weight: 1, arbitrary: fc.constant({ kind: 'reconnect' as const }) },
 );
@@ -60,7 +72,10 @@ async function run(steps: readonly Step[]): Promise<void> {
     for (const each of steps) {
       switch (each.kind) {
         case 'create': {
-          const answer = await request(`${base}/jobs`, { ...client, body: { job_id: JOBS[each.job], purpose: 'live_analysis', payload: PAYLOAD, deadline_ms: each.deadline_ms } });
+          const answer = await request(`${base}/jobs`, {
+            ...client,
+            body: { job_id: JOBS[each.job], purpose: 'live_analysis', payload: PAYLOAD, deadline_ms: each.deadline_ms },
+          });
           // Created, the same job again, or another body under its id.
           expect([201, 200, 409]).toContain(answer.status);
           break;
@@ -70,7 +85,14 @@ async function run(steps: readonly Step[]): Promise<void> {
           break;
         case 'plugin': {
           const path = `${base}/jobs/${JOBS[each.job]}/${each.act === 'running' ? 'running' : 'result'}`;
-          const body = each.act === 'running' ? undefined : each.act === 'result' ? { result: RESULT } : each.act === 'error' ? { error: { code: 'reasoner_failed', message: 'no' } } : { result: { insights: 'none' } };
+          const body =
+            each.act === 'running'
+              ? undefined
+              : each.act === 'result'
+                ? { result: RESULT }
+                : each.act === 'error'
+                  ? { error: { code: 'reasoner_failed', message: 'no' } }
+                  : { result: { insights: 'none' } };
           const answer = await request(path, { ...plugin, method: 'POST', ...(body === undefined ? {} : { body }) });
           expect(answer.status, JSON.stringify(answer.body)).toBeLessThan(500);
           break;
@@ -95,7 +117,10 @@ async function run(steps: readonly Step[]): Promise<void> {
     for (const id of new Set(events.map((event) => event.job_id as string))) {
       const mine = events.filter((event) => event.job_id === id);
       expect(mine[0]?.type, `job ${id} begins with its creation`).toBe('job.created');
-      expect(mine.filter((event) => event.type === 'job.created'), `job ${id} created once`).toHaveLength(1);
+      expect(
+        mine.filter((event) => event.type === 'job.created'),
+        `job ${id} created once`,
+      ).toHaveLength(1);
       const terminal = mine.filter((event) => TERMINAL.has(event.type));
       expect(terminal, `job ${id} settles once`).toHaveLength(1);
       // Nothing happens to a job after it settled.
@@ -108,7 +133,11 @@ async function run(steps: readonly Step[]): Promise<void> {
 }
 
 describe('reasoning jobs under random clients, plugins and clocks', () => {
-  it('every job created settles exactly once, and nothing happens to it after', async () => {
-    await fc.assert(fc.asyncProperty(workloads, run), { numRuns: RUNS, seed: SEED, ...(PATH === undefined ? {} : { path: PATH }) });
-  }, 30_000 + RUNS * 1_000);
+  it(
+    'every job created settles exactly once, and nothing happens to it after',
+    async () => {
+      await fc.assert(fc.asyncProperty(workloads, run), { numRuns: RUNS, seed: SEED, ...(PATH === undefined ? {} : { path: PATH }) });
+    },
+    30_000 + RUNS * 1_000,
+  );
 });

@@ -28,7 +28,15 @@ type Step =
   | { readonly kind: 'kill' };
 
 const step: fc.Arbitrary<Step> = fc.oneof(
-  { weight: 4, arbitrary: fc.record({ kind: fc.constant('send' as const), session: fc.nat(1), pauseMs: fc.constantFrom(0, 0, 300), text: fc.string({ maxLength: 30 }) }) },
+  {
+    weight: 4,
+    arbitrary: fc.record({
+      kind: fc.constant('send' as const),
+      session: fc.nat(1),
+      pauseMs: fc.constantFrom(0, 0, 300),
+      text: fc.string({ maxLength: 30 }),
+    }),
+  },
   { weight: 2, arbitrary: fc.record({ kind: fc.constant('resume' as const), session: fc.nat(1) }) },
   { weight: 1, arbitrary: fc.constant({ kind: 'kill' as const }) },
 );
@@ -62,24 +70,38 @@ async function run(steps: readonly Step[]): Promise<void> {
         continue;
       }
       const cursor = cursors.get(session);
-      const stream = await SseConnection.open(`${serve.url}/v1/events?session_id=${session}`, { token: TOKEN, ...(cursor === undefined ? {} : { lastEventId: cursor }) });
+      const stream = await SseConnection.open(`${serve.url}/v1/events?session_id=${session}`, {
+        token: TOKEN,
+        ...(cursor === undefined ? {} : { lastEventId: cursor }),
+      });
       expect(stream.status).toBe(200);
       if (cursor !== undefined) await stream.until((c) => c.frames.some((frame) => frame.event === 'resync'), 10_000, 'the resync frame');
       stream.close();
       const seqs = stream.frames.filter((frame) => frame.id !== undefined).map((frame) => Number(frame.id!.split(':')[2]));
       const after = cursor === undefined ? 0 : Number(cursor.split(':')[2]);
       // Only ids after the cursor, increasing.
-      seqs.forEach((seq, i) => expect(seq, `${session}: replayed ${seqs.join(',')} after ${after}`).toBeGreaterThan(i === 0 ? after : seqs[i - 1]!));
+      seqs.forEach((seq, i) =>
+        expect(seq, `${session}: replayed ${seqs.join(',')} after ${after}`).toBeGreaterThan(i === 0 ? after : seqs[i - 1]!),
+      );
       const last = stream.frames.filter((frame) => frame.id !== undefined).at(-1)?.id;
       if (last !== undefined) cursors.set(session, last);
     }
     // Whatever a kill cut off is settled by the start after it; the rest answer on their own.
-    const settled = () => readEvents(db).filter((event) => event.type === 'task.settled').map((event) => `${String(event.session_id)}/${String(event.task_id)}`);
+    const settled = () =>
+      readEvents(db)
+        .filter((event) => event.type === 'task.settled')
+        .map((event) => `${String(event.session_id)}/${String(event.task_id)}`);
     await waitFor('every accepted task to settle', () => accepted.every((task) => settled().includes(task)), { timeoutMs: 15_000 });
-    for (const task of accepted) expect(settled().filter((each) => each === task), `${task} settles once`).toHaveLength(1);
+    for (const task of accepted)
+      expect(
+        settled().filter((each) => each === task),
+        `${task} settles once`,
+      ).toHaveLength(1);
     const events = readEvents(db);
     for (const session of [0, 1].map(sessionId)) {
-      const seqs = events.filter((event) => event.type === 'task.settled' && event.session_id === session && event.seq !== undefined).map((event) => event.seq as number);
+      const seqs = events
+        .filter((event) => event.type === 'task.settled' && event.session_id === session && event.seq !== undefined)
+        .map((event) => event.seq as number);
       seqs.forEach((seq, i) => expect(seq, `${session}'s ids across restarts: ${seqs.join(',')}`).toBe(i + 1));
     }
   } finally {
@@ -89,7 +111,11 @@ async function run(steps: readonly Step[]): Promise<void> {
 }
 
 describe('restarts at random steps', () => {
-  it('every accepted task settles once, ids go on increasing, a resume replays only what follows its cursor, the log verifies', async () => {
-    await fc.assert(fc.asyncProperty(workloads, run), { numRuns: RUNS, seed: SEED, ...(PATH === undefined ? {} : { path: PATH }) });
-  }, 60_000 + RUNS * 10_000);
+  it(
+    'every accepted task settles once, ids go on increasing, a resume replays only what follows its cursor, the log verifies',
+    async () => {
+      await fc.assert(fc.asyncProperty(workloads, run), { numRuns: RUNS, seed: SEED, ...(PATH === undefined ? {} : { path: PATH }) });
+    },
+    60_000 + RUNS * 10_000,
+  );
 });

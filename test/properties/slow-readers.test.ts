@@ -42,14 +42,24 @@ interface Reply {
 }
 
 /** `slow`: the reader comes back, stops reading while these replies come, then reads again. */
-type Step = ({ readonly kind: 'reply' } & Reply) | { readonly kind: 'slow'; readonly replies: readonly Reply[] } | { readonly kind: 'leave' };
+type Step =
+  ({ readonly kind: 'reply' } & Reply) | { readonly kind: 'slow'; readonly replies: readonly Reply[] } | { readonly kind: 'leave' };
 
-const reply: fc.Arbitrary<Reply> = fc.record({ bytes: fc.oneof(fc.integer({ min: 1, max: 2_000 }), fc.integer({ min: 100 * 1024, max: 270 * 1024 })), progress: fc.nat(2) });
+const reply: fc.Arbitrary<Reply> = fc.record({
+  bytes: fc.oneof(fc.integer({ min: 1, max: 2_000 }), fc.integer({ min: 100 * 1024, max: 270 * 1024 })),
+  progress: fc.nat(2),
+});
 /** Big replies, enough of them in a slow spell to fill what the sockets hold (about 4 MB on loopback here) and then the reader's queue. */
 const bigReply: fc.Arbitrary<Reply> = fc.record({ bytes: fc.integer({ min: 200 * 1024, max: 270 * 1024 }), progress: fc.nat(2) });
 const step: fc.Arbitrary<Step> = fc.oneof(
   { weight: 5, arbitrary: reply.map((each) => ({ kind: 'reply' as const, ...each })) },
-  { weight: 2, arbitrary: fc.record({ kind: fc.constant('slow' as const), replies: fc.array(fc.oneof({ weight: 4, arbitrary: bigReply }, { weight: 1, arbitrary: reply }), { minLength: 24, maxLength: 40 }) }) },
+  {
+    weight: 2,
+    arbitrary: fc.record({
+      kind: fc.constant('slow' as const),
+      replies: fc.array(fc.oneof({ weight: 4, arbitrary: bigReply }, { weight: 1, arbitrary: reply }), { minLength: 24, maxLength: 40 }),
+    }),
+  },
   { weight: 1, arbitrary: fc.constant<Step>({ kind: 'leave' }) },
 );
 const workloads = fc.array(step, { minLength: 1, maxLength: 8, size: 'max' });
@@ -78,7 +88,10 @@ class Reader {
     // As the client library does (PROTOCOL.md 8.3): a stream that ends before any reply resumes from an id
     // no session issued, so it gets the whole backlog, not only what comes next.
     const lastEventId = this.read.ids.at(-1) ?? (this.connections++ > 0 ? '0:0:1' : undefined);
-    this.stream = await SseConnection.open(`${this.t.url}/v1/events?session_id=${SESSION}`, { token: TOKEN, ...(lastEventId === undefined ? {} : { lastEventId }) });
+    this.stream = await SseConnection.open(`${this.t.url}/v1/events?session_id=${SESSION}`, {
+      token: TOKEN,
+      ...(lastEventId === undefined ? {} : { lastEventId }),
+    });
     expect(this.stream.status).toBe(200);
     this.taken = 0;
     this.paused = false;
@@ -90,7 +103,8 @@ class Reader {
     for (; this.taken < frames.length; this.taken += 1) {
       const frame = frames[this.taken]!;
       this.read.frames.push(Buffer.byteLength(frame.data));
-      if (frame.event === 'resync') for (const task of (JSON.parse(frame.data) as { missed_task_ids: string[] }).missed_task_ids) this.read.missed.add(task);
+      if (frame.event === 'resync')
+        for (const task of (JSON.parse(frame.data) as { missed_task_ids: string[] }).missed_task_ids) this.read.missed.add(task);
       else if (frame.id !== undefined) {
         this.read.ids.push(frame.id);
         this.read.tasks.push((JSON.parse(frame.data) as { task_id: string }).task_id);
@@ -137,7 +151,9 @@ async function run(steps: readonly Step[]): Promise<void> {
       const task = `t${(tasks += 1)}`;
       const text = script(...Array.from({ length: each.progress }, () => ({ typing: 'thinking' })), { message_bytes: each.bytes });
       expect((await post(t.url, TOKEN, { session_id: SESSION, task_id: task, text })).status).toBe(202);
-      await waitFor(`${task} to settle`, () => events.some((event) => event.type === 'task.settled' && event.task_id === task), { everyMs: 5 });
+      await waitFor(`${task} to settle`, () => events.some((event) => event.type === 'task.settled' && event.task_id === task), {
+        everyMs: 5,
+      });
       // What waits for the reader stays within the bound.
       for (const state of (t.host.session(SESSION) as TaskSessionView).reader_states) {
         expect(state.queued_bytes + state.socket_buffered, 'queued for a reader').toBeLessThanOrEqual(MAX_QUEUED + ONE_WRITE);
@@ -175,7 +191,9 @@ async function run(steps: readonly Step[]): Promise<void> {
     for (const event of events) {
       if (event.type !== 'task.settled' || event.seq === undefined) continue;
       const got = read.filter((task) => task === event.task_id).length;
-      expect([got, missed.has(event.task_id)], `${event.task_id}: read, named missed`).toSatisfy(([n, named]: [number, boolean]) => (n === 1 && !named) || (n === 0 && named));
+      expect([got, missed.has(event.task_id)], `${event.task_id}: read, named missed`).toSatisfy(
+        ([n, named]: [number, boolean]) => (n === 1 && !named) || (n === 0 && named),
+      );
     }
     for (const bytes of frames) expect(bytes).toBeLessThanOrEqual(PROTOCOL_LIMITS.replyMaxBytes);
   } finally {
@@ -185,10 +203,14 @@ async function run(steps: readonly Step[]): Promise<void> {
 }
 
 describe('slow and fast readers under random workloads', () => {
-  it('every reply reaches the reader once or is named missed, in id order, and a reader never has more than its bound and one write waiting', async () => {
-    await fc.assert(fc.asyncProperty(workloads, run), { numRuns: RUNS, seed: SEED, ...(PATH === undefined ? {} : { path: PATH }) });
-    console.log(`slow readers: ${dropped} dropped by the host over ${RUNS} runs`);
-    // The workloads make readers slow enough to be dropped: otherwise this property tests only fast ones.
-    expect(dropped).toBeGreaterThan(0);
-  }, 60_000 + RUNS * 60_000);
+  it(
+    'every reply reaches the reader once or is named missed, in id order, and a reader never has more than its bound and one write waiting',
+    async () => {
+      await fc.assert(fc.asyncProperty(workloads, run), { numRuns: RUNS, seed: SEED, ...(PATH === undefined ? {} : { path: PATH }) });
+      console.log(`slow readers: ${dropped} dropped by the host over ${RUNS} runs`);
+      // The workloads make readers slow enough to be dropped: otherwise this property tests only fast ones.
+      expect(dropped).toBeGreaterThan(0);
+    },
+    60_000 + RUNS * 60_000,
+  );
 });

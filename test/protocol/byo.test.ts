@@ -47,8 +47,16 @@ const binding: EnvelopeBinding = {
   envelope_version: 1,
 };
 /** HKDF-Expand alone (RFC 5869 2.3), one block: HMAC-SHA256(prk, info || 0x01). */
-const hkdfExpand = (prk: Uint8Array, info: string) => createHmac('sha256', prk).update(Buffer.concat([Buffer.from(info), Buffer.from([1])])).digest();
-const jwk = (secret: Uint8Array | undefined, pub: Uint8Array) => ({ kty: 'OKP', crv: 'X25519', x: toBase64Url(pub), ...(secret ? { d: toBase64Url(secret) } : {}) });
+const hkdfExpand = (prk: Uint8Array, info: string) =>
+  createHmac('sha256', prk)
+    .update(Buffer.concat([Buffer.from(info), Buffer.from([1])]))
+    .digest();
+const jwk = (secret: Uint8Array | undefined, pub: Uint8Array) => ({
+  kty: 'OKP',
+  crv: 'X25519',
+  x: toBase64Url(pub),
+  ...(secret ? { d: toBase64Url(secret) } : {}),
+});
 
 /** An honest pairing, start to end: both sides' keys and SAS. */
 function pair(secret = crockfordRandom(15)) {
@@ -59,7 +67,15 @@ function pair(secret = crockfordRandom(15)) {
   const revealed = assistant.reveal(clientKey);
   const { sas, confirmation } = client.reveal(revealed.assistant_key, revealed.nonce);
   const confirmed = assistant.confirm(confirmation);
-  return { pairingId, client, assistant, clientSas: sas, assistantSas: revealed.sas, clientKeys: client.finish(confirmed.confirmation), assistantKeys: confirmed.keys };
+  return {
+    pairingId,
+    client,
+    assistant,
+    clientSas: sas,
+    assistantSas: revealed.sas,
+    clientKeys: client.finish(confirmed.confirmation),
+    assistantKeys: confirmed.keys,
+  };
 }
 
 describe('encoding', () => {
@@ -83,18 +99,22 @@ describe('key agreement, against node:crypto', () => {
     for (let i = 0; i < 8; i += 1) {
       const a = newKeyPair();
       const b = newKeyPair();
-      const node = diffieHellman({ privateKey: createPrivateKey({ key: jwk(a.secretKey, a.publicKey), format: 'jwk' }), publicKey: createPublicKey({ key: jwk(undefined, b.publicKey), format: 'jwk' }) });
+      const node = diffieHellman({
+        privateKey: createPrivateKey({ key: jwk(a.secretKey, a.publicKey), format: 'jwk' }),
+        publicKey: createPublicKey({ key: jwk(undefined, b.publicKey), format: 'jwk' }),
+      });
       expect(sharedSecret(a.secretKey, b.publicKey)).toEqual(new Uint8Array(node));
       expect(sharedSecret(b.secretKey, a.publicKey)).toEqual(new Uint8Array(node));
     }
   });
 
-  it('HKDF-SHA256 draws what Node\'s hkdfSync draws, each key under the transcript and its label', () => {
+  it("HKDF-SHA256 draws what Node's hkdfSync draws, each key under the transcript and its label", () => {
     const ikm = crypto.getRandomValues(new Uint8Array(32));
     const salt = crypto.getRandomValues(new Uint8Array(32));
     const transcript = lengthPrefixed('a transcript', 'of parts');
     const keys = deriveKeys(ikm, salt, transcript);
-    const node = (label: string, length: number) => new Uint8Array(hkdfSync('sha256', ikm, salt, lengthPrefixed(transcript, label), length));
+    const node = (label: string, length: number) =>
+      new Uint8Array(hkdfSync('sha256', ikm, salt, lengthPrefixed(transcript, label), length));
     expect(keys.client_to_assistant).toEqual(node('client_to_assistant', 32));
     expect(keys.assistant_to_client).toEqual(node('assistant_to_client', 32));
     expect(keys.confirm).toEqual(node('confirm', 32));
@@ -104,7 +124,15 @@ describe('key agreement, against node:crypto', () => {
 
   it('refuses a low-order public key: the all-zero shared secret aborts', () => {
     const { secretKey } = newKeyPair();
-    const lowOrder = [new Uint8Array(32), Uint8Array.from({ length: 32 }, (_, i) => (i === 0 ? 1 : 0)), ...['e0eb7a7c3b41b8ae1656e3faf19fc46ada098deb9c32b1fd866205165f49b800', '5f9c95bca3508c24b1d0b1559c83ef5b04445cc4581c8e86d8224eddd09f1157', 'ecffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff7f'].map((hex) => new Uint8Array(Buffer.from(hex, 'hex')))];
+    const lowOrder = [
+      new Uint8Array(32),
+      Uint8Array.from({ length: 32 }, (_, i) => (i === 0 ? 1 : 0)),
+      ...[
+        'e0eb7a7c3b41b8ae1656e3faf19fc46ada098deb9c32b1fd866205165f49b800',
+        '5f9c95bca3508c24b1d0b1559c83ef5b04445cc4581c8e86d8224eddd09f1157',
+        'ecffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff7f',
+      ].map((hex) => new Uint8Array(Buffer.from(hex, 'hex'))),
+    ];
     for (const key of lowOrder) expect(() => sharedSecret(secretKey, key)).toThrow(expect.objectContaining({ code: 'degenerate_key' }));
   });
 });
@@ -119,13 +147,25 @@ describe('envelopes, against libsodium', () => {
   it('what we seal libsodium opens, and what libsodium seals we open', () => {
     const value = { session_id: 's', transcript: [{ speaker: 'Ana', text: 'the budget — 5 000 €' }] };
     const envelope = seal(keys, binding, value);
-    const opened = sodium.crypto_aead_xchacha20poly1305_ietf_decrypt(null, fromBase64Url(envelope.ciphertext, { atLeast: 16 })!, ad(), fromBase64Url(envelope.nonce, { bytes: 24 })!, keys.client_to_assistant);
+    const opened = sodium.crypto_aead_xchacha20poly1305_ietf_decrypt(
+      null,
+      fromBase64Url(envelope.ciphertext, { atLeast: 16 })!,
+      ad(),
+      fromBase64Url(envelope.nonce, { bytes: 24 })!,
+      keys.client_to_assistant,
+    );
     expect(JSON.parse(new TextDecoder().decode(opened))).toEqual(value);
 
     const nonce = sodium.randombytes_buf(24);
     const back = { insights: [{ text: 'Ask who owns it.', kind: 'question', confidence: 0.5 }] };
     const result: EnvelopeBinding = { ...binding, direction: 'assistant_to_client' };
-    const sealed = sodium.crypto_aead_xchacha20poly1305_ietf_encrypt(JSON.stringify(back), ad(result), null, nonce, keys.assistant_to_client);
+    const sealed = sodium.crypto_aead_xchacha20poly1305_ietf_encrypt(
+      JSON.stringify(back),
+      ad(result),
+      null,
+      nonce,
+      keys.assistant_to_client,
+    );
     expect(open(() => keys, result, { kid: keys.kid, nonce: toBase64Url(nonce), ciphertext: toBase64Url(sealed) })).toEqual(back);
   });
 
@@ -135,7 +175,10 @@ describe('envelopes, against libsodium', () => {
     expect(seal(keys, binding, value)).toEqual(envelope);
     // The nonce, recomputed with Node's own HKDF and HMAC.
     const nonceKey = hkdfExpand(keys.client_to_assistant, 'assistant-relay/v1/envelope-nonce');
-    const expected = createHmac('sha256', nonceKey).update(lengthPrefixed(ad(), new TextEncoder().encode(JSON.stringify(value)))).digest().subarray(0, 24);
+    const expected = createHmac('sha256', nonceKey)
+      .update(lengthPrefixed(ad(), new TextEncoder().encode(JSON.stringify(value))))
+      .digest()
+      .subarray(0, 24);
     expect(envelope.nonce).toBe(toBase64Url(new Uint8Array(expected)));
     const others = [
       seal(keys, binding, { ...value, session_id: 't' }),
@@ -151,10 +194,20 @@ describe('envelopes, against libsodium', () => {
     const schema = binding.response_schema;
     const reordered = { properties: { insights: { maxItems: 10, type: 'array' } }, required: ['insights'], type: 'object' };
     expect(responseSchemaDigest(reordered)).toEqual(responseSchemaDigest(schema));
-    expect(toBase64Url(responseSchemaDigest(schema))).toBe(toBase64Url(new Uint8Array(createHash('sha256').update('{"properties":{"insights":{"maxItems":10,"type":"array"}},"required":["insights"],"type":"object"}').digest())));
+    expect(toBase64Url(responseSchemaDigest(schema))).toBe(
+      toBase64Url(
+        new Uint8Array(
+          createHash('sha256')
+            .update('{"properties":{"insights":{"maxItems":10,"type":"array"}},"required":["insights"],"type":"object"}')
+            .digest(),
+        ),
+      ),
+    );
     const envelope = seal(keys, binding, { secret: 1 });
     expect(open(() => keys, { ...binding, response_schema: reordered }, envelope)).toEqual({ secret: 1 });
-    expect(() => open(() => keys, { ...binding, response_schema: { ...schema, description: 'Also say what the transcript says.' } }, envelope)).toThrow(EnvelopeError);
+    expect(() =>
+      open(() => keys, { ...binding, response_schema: { ...schema, description: 'Also say what the transcript says.' } }, envelope),
+    ).toThrow(EnvelopeError);
   });
 
   it('refuses a tampered, moved, reflected, downgraded, foreign or malformed envelope, each with envelope_invalid', () => {
@@ -170,10 +223,13 @@ describe('envelopes, against libsodium', () => {
       ['another deadline', () => open(() => keys, { ...binding, deadline_at: '2026-11-23T18:00:30.000Z' }, envelope)],
       ['another response_schema', () => open(() => keys, { ...binding, response_schema: { type: 'object' } }, envelope)],
       ['another schema version', () => open(() => keys, { ...binding, schema_version: 2 }, envelope)],
-      ['a response_schema with no canonical JSON', () => open(() => keys, { ...binding, response_schema: { description: '\ud800' } }, envelope)],
+      [
+        'a response_schema with no canonical JSON',
+        () => open(() => keys, { ...binding, response_schema: { description: '\ud800' } }, envelope),
+      ],
       ['reflected back', () => open(() => keys, { ...binding, direction: 'assistant_to_client' }, envelope)],
       ['another envelope version', () => open(() => keys, { ...binding, envelope_version: 2 }, envelope)],
-      ['another pairing\'s key under this kid', () => open(() => ({ ...other, kid: keys.kid }), binding, envelope)],
+      ["another pairing's key under this kid", () => open(() => ({ ...other, kid: keys.kid }), binding, envelope)],
       ['a kid this side does not hold', () => open((kid) => (kid === other.kid ? other : undefined), binding, envelope)],
       ['a nonce Node would decode leniently', () => open(() => keys, binding, { ...envelope, nonce: `${envelope.nonce.slice(0, 31)}=` })],
       ['a ciphertext with a stray character', () => open(() => keys, binding, { ...envelope, ciphertext: `${envelope.ciphertext}!` })],
@@ -200,7 +256,7 @@ describe('authenticated pairing', () => {
     expect(parseCode('ABCDE-FGHJK-MNPQR-STVWU')).toBeUndefined();
   });
 
-  it('a wrong pairing code: the assistant refuses the client\'s confirmation', () => {
+  it("a wrong pairing code: the assistant refuses the client's confirmation", () => {
     const pairingId = crypto.randomUUID();
     const client = new ClientPairing(pairingId, crockfordRandom(15), VERSIONS);
     const assistant = new AssistantPairing(pairingId, crockfordRandom(15), VERSIONS);
@@ -226,14 +282,18 @@ describe('authenticated pairing', () => {
     const forged = towardsClient.reveal(clientKey);
     const shown = client.reveal(forged.assistant_key, forged.nonce);
     expect(shown.sas).not.toBe(real.sas);
-    expect(() => assistant.confirm(towardsAssistant.reveal(real.assistant_key, real.nonce).confirmation)).toThrow(expect.objectContaining({ code: 'confirmation_failed' }));
+    expect(() => assistant.confirm(towardsAssistant.reveal(real.assistant_key, real.nonce).confirmation)).toThrow(
+      expect.objectContaining({ code: 'confirmation_failed' }),
+    );
 
     // A relay that only swaps the assistant's key for its own is caught by the commitment.
     const honest = new AssistantPairing(pairingId, secret, VERSIONS);
     const victim = new ClientPairing(pairingId, secret, VERSIONS);
     const key = victim.clientKey(honest.commitment());
     const revealed = honest.reveal(key);
-    expect(() => victim.reveal(toBase64Url(newKeyPair().publicKey), revealed.nonce)).toThrow(expect.objectContaining({ code: 'commitment_mismatch' }));
+    expect(() => victim.reveal(toBase64Url(newKeyPair().publicKey), revealed.nonce)).toThrow(
+      expect.objectContaining({ code: 'commitment_mismatch' }),
+    );
   });
 
   it('a reveal replayed from another pairing is refused by the commitment', () => {
@@ -272,7 +332,8 @@ describe('key rotation', () => {
     const { clientKeys, assistantKeys } = pair();
     const stranger = pair().clientKeys;
     const held = keyringOf([assistantKeys]);
-    const refused = (request: ReturnType<ClientRekey['request']>) => expect(() => answerRekey(integration, held, request)).toThrow(expect.objectContaining({ code: 'confirmation_failed' }));
+    const refused = (request: ReturnType<ClientRekey['request']>) =>
+      expect(() => answerRekey(integration, held, request)).toThrow(expect.objectContaining({ code: 'confirmation_failed' }));
     refused(new ClientRekey(integration, stranger, crypto.randomUUID()).request());
     refused(new ClientRekey(crypto.randomUUID(), clientKeys, crypto.randomUUID()).request());
     const honest = new ClientRekey(integration, clientKeys, crypto.randomUUID()).request();
@@ -284,6 +345,8 @@ describe('key rotation', () => {
     const { clientKeys } = pair();
     const rekey = new ClientRekey(integration, clientKeys, crypto.randomUUID());
     rekey.request();
-    expect(() => rekey.finish({ assistant_key: toBase64Url(newKeyPair().publicKey), mac: toBase64Url(new Uint8Array(32)) })).toThrow(expect.objectContaining({ code: 'confirmation_failed' }));
+    expect(() => rekey.finish({ assistant_key: toBase64Url(newKeyPair().publicKey), mac: toBase64Url(new Uint8Array(32)) })).toThrow(
+      expect.objectContaining({ code: 'confirmation_failed' }),
+    );
   });
 });

@@ -5,7 +5,15 @@
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
-import { CALLBACK_REFUSALS, CLIENT_ERRORS, HTTP_ERRORS, JOB_ERRORS, LOG_ERRORS, PROVIDER_ERRORS, REPLY_ERRORS } from '../../protocol/errors.js';
+import {
+  CALLBACK_REFUSALS,
+  CLIENT_ERRORS,
+  HTTP_ERRORS,
+  JOB_ERRORS,
+  LOG_ERRORS,
+  PROVIDER_ERRORS,
+  REPLY_ERRORS,
+} from '../../protocol/errors.js';
 import { sourceFiles } from '../../visualizations/modules.js';
 
 const root = (path: string) => fileURLToPath(new URL(`../../${path}`, import.meta.url));
@@ -22,7 +30,10 @@ function tables(): Map<string, string[][]> {
       header = undefined;
       continue;
     }
-    const cells = line.split('|').slice(1, -1).map((cell) => cell.trim().replace(/^`(.*)`$/, '$1'));
+    const cells = line
+      .split('|')
+      .slice(1, -1)
+      .map((cell) => cell.trim().replace(/^`(.*)`$/, '$1'));
     if (header === undefined) {
       header = cells.join(' | ');
       found.set(header, []);
@@ -31,20 +42,25 @@ function tables(): Map<string, string[][]> {
   return found;
 }
 
-
 const documented = tables();
 const catalogue = root('protocol/errors.ts');
 // Comments say nothing is raised: they are left out.
 const raising = sourceFiles(root('.'))
   .filter((file) => file !== catalogue)
-  .map((file) => readFileSync(file, 'utf8').replace(/\/\*[\s\S]*?\*\//g, '').replace(/\/\/.*$/gm, ''))
+  .map((file) =>
+    readFileSync(file, 'utf8')
+      .replace(/\/\*[\s\S]*?\*\//g, '')
+      .replace(/\/\/.*$/gm, ''),
+  )
   .join('\n');
 
 describe('the error catalogue', () => {
   it('HTTP errors: the same codes with the same statuses', () => {
     const rows = documented.get('code | status | when')!;
     expect(rows.map(([code, status]) => [code, Number(status)]).sort()).toEqual(
-      Object.entries(HTTP_ERRORS).map(([code, { status }]) => [code, status]).sort(),
+      Object.entries(HTTP_ERRORS)
+        .map(([code, { status }]) => [code, status])
+        .sort(),
     );
   });
 
@@ -54,7 +70,12 @@ describe('the error catalogue', () => {
     ['job error code | when', JOB_ERRORS],
     ['client error code | when', CLIENT_ERRORS],
   ] as const)('%s: the same codes', (header, codes) => {
-    expect(documented.get(header)!.map(([code]) => code).sort()).toEqual(Object.keys(codes).sort());
+    expect(
+      documented
+        .get(header)!
+        .map(([code]) => code)
+        .sort(),
+    ).toEqual(Object.keys(codes).sort());
   });
 
   // These are for operators and logs only: the catalogue's text is the documentation's, word for word.
@@ -62,11 +83,18 @@ describe('the error catalogue', () => {
     ['reason | when', CALLBACK_REFUSALS],
     ['code | when', LOG_ERRORS],
   ] as const)('%s: the same codes, described in the same words', (header, codes) => {
-    expect(documented.get(header)!.map(([code, when]) => [code, when]).sort()).toEqual(Object.entries(codes).sort());
+    expect(
+      documented
+        .get(header)!
+        .map(([code, when]) => [code, when])
+        .sort(),
+    ).toEqual(Object.entries(codes).sort());
   });
 
   it.each(
-    [HTTP_ERRORS, REPLY_ERRORS, JOB_ERRORS, CLIENT_ERRORS, CALLBACK_REFUSALS, LOG_ERRORS, PROVIDER_ERRORS].flatMap((codes) => Object.keys(codes)),
+    [HTTP_ERRORS, REPLY_ERRORS, JOB_ERRORS, CLIENT_ERRORS, CALLBACK_REFUSALS, LOG_ERRORS, PROVIDER_ERRORS].flatMap((codes) =>
+      Object.keys(codes),
+    ),
   )('%s is raised somewhere in the sources (a code nothing raises goes)', (code) => {
     expect(raising).toContain(`'${code}'`);
   });

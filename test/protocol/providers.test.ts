@@ -26,7 +26,12 @@ const ranges = (schema: [number, number], envelope: [number, number]): VersionRa
 
 describe('the shipped registry', () => {
   it('loads: assistant-relay available, a2a-bridge coming soon, both at version 1', () => {
-    const summary = shippedProviderRegistry().providers.map(({ provider_kind, status, ...versions }) => [provider_kind, status, versions.schema_versions, versions.envelope_versions]);
+    const summary = shippedProviderRegistry().providers.map(({ provider_kind, status, ...versions }) => [
+      provider_kind,
+      status,
+      versions.schema_versions,
+      versions.envelope_versions,
+    ]);
     expect(summary).toEqual([
       ['assistant-relay', 'available', { min: 1, max: 1 }, { min: 1, max: 1 }],
       ['a2a-bridge', 'coming_soon', { min: 1, max: 1 }, { min: 1, max: 1 }],
@@ -35,7 +40,9 @@ describe('the shipped registry', () => {
 
   it('follows schemas/provider-registry.json, the JSON Schema its $schema names', () => {
     const json = JSON.parse(shippedText) as { $schema: string };
-    const schema = JSON.parse(readFileSync(fileURLToPath(new URL(json.$schema, new URL('../../providers/', import.meta.url))), 'utf8')) as object;
+    const schema = JSON.parse(
+      readFileSync(fileURLToPath(new URL(json.$schema, new URL('../../providers/', import.meta.url))), 'utf8'),
+    ) as object;
     const validate = new Ajv2020({ strict: false }).compile(schema);
     expect(validate(json), JSON.stringify(validate.errors)).toBe(true);
   });
@@ -62,39 +69,71 @@ describe('a broken registry file is refused, naming the file and the field', () 
   }
 
   it.each([
-    ['a provider_kind listed twice', (r) => (r.providers[1]!.provider_kind = 'assistant-relay'), 'provider_kind "assistant-relay" is listed twice', 'providers[1].provider_kind'],
-    ['a provider_kind with capitals', (r) => (r.providers[0]!.provider_kind = 'Assistant'), 'provider_kind is 1 to 100 of a-z', 'providers[0].provider_kind'],
+    [
+      'a provider_kind listed twice',
+      (r) => (r.providers[1]!.provider_kind = 'assistant-relay'),
+      'provider_kind "assistant-relay" is listed twice',
+      'providers[1].provider_kind',
+    ],
+    [
+      'a provider_kind with capitals',
+      (r) => (r.providers[0]!.provider_kind = 'Assistant'),
+      'provider_kind is 1 to 100 of a-z',
+      'providers[0].provider_kind',
+    ],
     ['a misspelt field', (r) => (r.providers[0]!.instal_commands = []), 'instal_commands', 'providers[0]'],
     ['a field missing', (r) => delete r.providers[0]!.display_name, 'expected string', 'providers[0].display_name'],
     ['an unknown status', (r) => (r.providers[1]!.status = 'beta'), 'coming_soon', 'providers[1].status'],
-    ['a range running backwards', (r) => (r.providers[0]!.schema_versions = { min: 2, max: 1 }), 'min <= max', 'providers[0].schema_versions'],
+    [
+      'a range running backwards',
+      (r) => (r.providers[0]!.schema_versions = { min: 2, max: 1 }),
+      'min <= max',
+      'providers[0].schema_versions',
+    ],
     ['version 0', (r) => (r.providers[0]!.envelope_versions = { min: 0, max: 1 }), '>=1', 'providers[0].envelope_versions.min'],
-    ['a version that is not an integer', (r) => (r.providers[0]!.envelope_versions = { min: 1, max: 1.5 }), 'expected int', 'providers[0].envelope_versions.max'],
-    ['an unknown placeholder', (r) => (r.providers[0]!.install_commands = ['npm install', 'run --token {relay_token}']), '{base_url} and {integration_id}', 'providers[0].install_commands[1]'],
-    ['a command of two lines', (r) => (r.providers[0]!.install_commands = ['npm install\nrm -rf ~']), 'one line', 'providers[0].install_commands[0]'],
-    ['an available provider with no pairing steps', (r) => (r.providers[0]!.pairing_instructions = []), 'at least one install command and one pairing step', 'providers[0]'],
+    [
+      'a version that is not an integer',
+      (r) => (r.providers[0]!.envelope_versions = { min: 1, max: 1.5 }),
+      'expected int',
+      'providers[0].envelope_versions.max',
+    ],
+    [
+      'an unknown placeholder',
+      (r) => (r.providers[0]!.install_commands = ['npm install', 'run --token {relay_token}']),
+      '{base_url} and {integration_id}',
+      'providers[0].install_commands[1]',
+    ],
+    [
+      'a command of two lines',
+      (r) => (r.providers[0]!.install_commands = ['npm install\nrm -rf ~']),
+      'one line',
+      'providers[0].install_commands[0]',
+    ],
+    [
+      'an available provider with no pairing steps',
+      (r) => (r.providers[0]!.pairing_instructions = []),
+      'at least one install command and one pairing step',
+      'providers[0]',
+    ],
     ['no providers', (r) => (r.providers = []), '>=1', 'providers'],
     ['a field beside providers', (r) => (r.version = 2), '"version"', ''],
-  ] as Array<[string, Edit, string, string]>)(
-    '%s',
-    (_, edit, says, field) => {
-      const file = fileWith(edit);
-      const error = (() => {
-        try {
-          loadProviderRegistry(file);
-        } catch (thrown) {
-          return thrown;
-        }
-      })();
-      expect(error).toBeInstanceOf(ProviderRegistryError);
-      const lines = (error as Error).message.split('\n');
-      expect(lines[0]).toBe(`${file} is not a valid provider registry:`);
-      expect((error as Error).message).toContain(says);
-      // zod's prettified issues: the field's path on its own line, nothing at the top level.
-      if (field === '') expect(lines.filter((line) => line.includes('→ at'))).toEqual([]);
-      else expect(lines).toContain(`  → at ${field}`);
-    },
-  );
+  ] as Array<[string, Edit, string, string]>)('%s', (_, edit, says, field) => {
+    const file = fileWith(edit);
+    const error = (() => {
+      try {
+        loadProviderRegistry(file);
+      } catch (thrown) {
+        return thrown;
+      }
+    })();
+    expect(error).toBeInstanceOf(ProviderRegistryError);
+    const lines = (error as Error).message.split('\n');
+    expect(lines[0]).toBe(`${file} is not a valid provider registry:`);
+    expect((error as Error).message).toContain(says);
+    // zod's prettified issues: the field's path on its own line, nothing at the top level.
+    if (field === '') expect(lines.filter((line) => line.includes('→ at'))).toEqual([]);
+    else expect(lines).toContain(`  → at ${field}`);
+  });
 
   it('a file that is not JSON', () => {
     const file = join(dir, 'not-json.json');
@@ -110,8 +149,23 @@ describe('a broken registry file is refused, naming the file and the field', () 
 describe('providerOf', () => {
   it.each([
     ['assistant-relay', { ok: true, provider: expect.objectContaining({ provider_kind: 'assistant-relay' }) }],
-    ['a2a-bridge', { ok: false, error: { code: 'provider_coming_soon', message: 'A2A agent bridge (a2a-bridge) is coming soon: it cannot be used yet' } }],
-    ['openclaw', { ok: false, error: { code: 'unknown_provider', message: 'no provider in the registry has this provider_kind: "openclaw" (known: assistant-relay, a2a-bridge)' } }],
+    [
+      'a2a-bridge',
+      {
+        ok: false,
+        error: { code: 'provider_coming_soon', message: 'A2A agent bridge (a2a-bridge) is coming soon: it cannot be used yet' },
+      },
+    ],
+    [
+      'openclaw',
+      {
+        ok: false,
+        error: {
+          code: 'unknown_provider',
+          message: 'no provider in the registry has this provider_kind: "openclaw" (known: assistant-relay, a2a-bridge)',
+        },
+      },
+    ],
     ['', { ok: false, error: { code: 'unknown_provider', message: expect.stringContaining(': "" (known:') } }],
     ['Assistant-Relay', { ok: false, error: expect.objectContaining({ code: 'unknown_provider' }) }],
   ])('%j', (kind, verdict) => {
@@ -125,7 +179,9 @@ describe('providerOf', () => {
   });
 
   it('judges by the registry it is given', () => {
-    const registry = ProviderRegistry.parse({ providers: [{ ...JSON.parse(shippedText).providers[1], status: 'available', install_commands: ['a'], pairing_instructions: ['b'] }] });
+    const registry = ProviderRegistry.parse({
+      providers: [{ ...JSON.parse(shippedText).providers[1], status: 'available', install_commands: ['a'], pairing_instructions: ['b'] }],
+    });
     expect(providerOf('a2a-bridge', registry).ok).toBe(true);
     expect(providerOf('assistant-relay', registry)).toEqual({ ok: false, error: expect.objectContaining({ code: 'unknown_provider' }) });
   });
@@ -145,13 +201,30 @@ describe('admitsPlugin', () => {
   ] as Array<[string, [number, number], [number, number], [number, number], [number, number], VersionRanges]>)(
     '%s: admitted, with the overlap',
     (_, providerSchema, providerEnvelope, pluginSchema, pluginEnvelope, versions) => {
-      expect(admitsPlugin(provider(providerSchema, providerEnvelope), ranges(pluginSchema, pluginEnvelope))).toEqual({ ok: true, versions });
+      expect(admitsPlugin(provider(providerSchema, providerEnvelope), ranges(pluginSchema, pluginEnvelope))).toEqual({
+        ok: true,
+        versions,
+      });
     },
   );
 
   it.each([
-    ['a newer schema only', [1, 1], [1, 1], [2, 3], [1, 1], 'the plugin handles schema_versions 2-3, provider assistant-relay allows 1-1: they do not overlap'],
-    ['an older envelope only', [1, 1], [3, 4], [1, 1], [1, 2], 'the plugin handles envelope_versions 1-2, provider assistant-relay allows 3-4: they do not overlap'],
+    [
+      'a newer schema only',
+      [1, 1],
+      [1, 1],
+      [2, 3],
+      [1, 1],
+      'the plugin handles schema_versions 2-3, provider assistant-relay allows 1-1: they do not overlap',
+    ],
+    [
+      'an older envelope only',
+      [1, 1],
+      [3, 4],
+      [1, 1],
+      [1, 2],
+      'the plugin handles envelope_versions 1-2, provider assistant-relay allows 3-4: they do not overlap',
+    ],
     [
       'neither',
       [1, 1],
@@ -193,6 +266,9 @@ describe('handlesJob', () => {
       "the job's schema_version 9 is outside the 1-2 this plugin handles; the job's envelope_version 9 is outside the 1-1 this plugin handles",
     ],
   ])('schema_version %d, envelope_version %d: unsupported_version', (schema_version, envelope_version, message) => {
-    expect(handlesJob(plugin, { schema_version, envelope_version })).toEqual({ ok: false, error: { code: 'unsupported_version', message } });
+    expect(handlesJob(plugin, { schema_version, envelope_version })).toEqual({
+      ok: false,
+      error: { code: 'unsupported_version', message },
+    });
   });
 });

@@ -10,7 +10,17 @@ import canonicalize from 'canonicalize';
 import { x25519 } from '@noble/curves/ed25519.js';
 import sodium from 'libsodium-wrappers';
 import { beforeAll, expect, it } from 'vitest';
-import { AssistantPairing, ClientPairing, associatedData, fromBase64Url, lengthPrefixed, parseCode, seal, toBase64Url, type EnvelopeBinding } from '../../protocol/index.js';
+import {
+  AssistantPairing,
+  ClientPairing,
+  associatedData,
+  fromBase64Url,
+  lengthPrefixed,
+  parseCode,
+  seal,
+  toBase64Url,
+  type EnvelopeBinding,
+} from '../../protocol/index.js';
 
 interface Example {
   readonly inputs: {
@@ -47,24 +57,44 @@ it('every value of the worked example follows from its inputs', () => {
   const versions = { schema_version: inputs.schema_version, envelope_version: inputs.envelope_version };
   const pairOf = (secret: string) => ({ secretKey: hex(secret), publicKey: x25519.getPublicKey(hex(secret)) });
   const client = new ClientPairing(inputs.pairing_id, code.secret, versions, { keyPair: pairOf(inputs.client_secret_key) });
-  const assistant = new AssistantPairing(inputs.pairing_id, code.secret, versions, { keyPair: pairOf(inputs.assistant_secret_key), revealNonce: fromBase64Url(inputs.reveal_nonce, { bytes: 32 })! });
+  const assistant = new AssistantPairing(inputs.pairing_id, code.secret, versions, {
+    keyPair: pairOf(inputs.assistant_secret_key),
+    revealNonce: fromBase64Url(inputs.reveal_nonce, { bytes: 32 })!,
+  });
   const commitment = assistant.commitment();
   const client_key = client.clientKey(commitment);
   const revealed = assistant.reveal(client_key);
   const shown = client.reveal(revealed.assistant_key, revealed.nonce);
   const confirmed = assistant.confirm(shown.confirmation);
   const keys = client.finish(confirmed.confirmation);
-  expect({ commitment, client_key, assistant_key: revealed.assistant_key, sas: shown.sas, client_confirmation: shown.confirmation, assistant_confirmation: confirmed.confirmation }).toEqual(example.pairing);
+  expect({
+    commitment,
+    client_key,
+    assistant_key: revealed.assistant_key,
+    sas: shown.sas,
+    client_confirmation: shown.confirmation,
+    assistant_confirmation: confirmed.confirmation,
+  }).toEqual(example.pairing);
   expect(revealed.sas).toBe(shown.sas);
-  expect({ kid: keys.kid, client_to_assistant: toHex(keys.client_to_assistant), assistant_to_client: toHex(keys.assistant_to_client), confirm: toHex(keys.confirm) }).toEqual(example.keys);
+  expect({
+    kid: keys.kid,
+    client_to_assistant: toHex(keys.client_to_assistant),
+    assistant_to_client: toHex(keys.assistant_to_client),
+    confirm: toHex(keys.confirm),
+  }).toEqual(example.keys);
   expect(createHash('sha256').update(canonicalize(inputs.binding.response_schema)!).digest('hex')).toBe(example.response_schema_digest);
   const ad = associatedData(inputs.binding, keys.kid);
   expect(toHex(ad)).toBe(example.associated_data);
   // HKDF-Expand (RFC 5869 2.3) of one block, then HMAC-SHA256 of LP(associated data, plaintext), first 24 bytes.
   const sealing = hex(example.keys[inputs.binding.direction]!);
-  const nonceKey = createHmac('sha256', sealing).update(Buffer.concat([Buffer.from('assistant-relay/v1/envelope-nonce'), Buffer.from([1])])).digest();
+  const nonceKey = createHmac('sha256', sealing)
+    .update(Buffer.concat([Buffer.from('assistant-relay/v1/envelope-nonce'), Buffer.from([1])]))
+    .digest();
   expect(nonceKey.toString('hex')).toBe(example.nonce_key);
-  const nonce = createHmac('sha256', nonceKey).update(lengthPrefixed(ad, new TextEncoder().encode(JSON.stringify(inputs.plaintext)))).digest().subarray(0, 24);
+  const nonce = createHmac('sha256', nonceKey)
+    .update(lengthPrefixed(ad, new TextEncoder().encode(JSON.stringify(inputs.plaintext))))
+    .digest()
+    .subarray(0, 24);
   expect(example.envelope.nonce).toBe(toBase64Url(new Uint8Array(nonce)));
   expect(seal(keys, inputs.binding, inputs.plaintext)).toEqual(example.envelope);
 });

@@ -7,16 +7,20 @@ import { transcriptLine } from '../../protocol/index.js';
 import { CALL, failureOf, job } from './job.js';
 
 const reasoner = builtinReasoner({ providerKind: 'assistant-relay' });
-const schemaFile = (name: string) => JSON.parse(readFileSync(fileURLToPath(new URL(`../../schemas/purposes/${name}.json`, import.meta.url)), 'utf8')) as object;
+const schemaFile = (name: string) =>
+  JSON.parse(readFileSync(fileURLToPath(new URL(`../../schemas/purposes/${name}.json`, import.meta.url)), 'utf8')) as object;
 const ajv = new Ajv2020({ strict: false });
 
 describe('the builtin reasoner', () => {
-  it.each(['live_analysis', 'session_summary', 'capability_probe'] as const)('answers %s with a result its shipped schema accepts, the same for the same payload', async (purpose) => {
-    const payload = purpose === 'capability_probe' ? {} : CALL;
-    const result = await reasoner.reason(job(purpose, payload));
-    expect(ajv.validate(schemaFile(`${purpose}.result`), result), ajv.errorsText()).toBe(true);
-    expect(await reasoner.reason(job(purpose, structuredClone(payload)))).toEqual(result);
-  });
+  it.each(['live_analysis', 'session_summary', 'capability_probe'] as const)(
+    'answers %s with a result its shipped schema accepts, the same for the same payload',
+    async (purpose) => {
+      const payload = purpose === 'capability_probe' ? {} : CALL;
+      const result = await reasoner.reason(job(purpose, payload));
+      expect(ajv.validate(schemaFile(`${purpose}.result`), result), ajv.errorsText()).toBe(true);
+      expect(await reasoner.reason(job(purpose, structuredClone(payload)))).toEqual(result);
+    },
+  );
 
   it("draws insights from the transcript's newest line: its worry, its figure; the question still has its answer to come", async () => {
     const { insights } = (await reasoner.reason(job('live_analysis', CALL))) as { insights: Array<{ kind: string; text: string }> };
@@ -33,7 +37,13 @@ describe('the builtin reasoner', () => {
 
   it('suggests inviting others in when one speaker has said most of a call, once there is a call to judge', async () => {
     const words = (n: number) => Array.from({ length: n }, (_, i) => `word${i}`).join(' ');
-    const talk = (n: number) => ({ session_id: 's', transcript: [{ speaker: 'Ana', text: words(n) }, { speaker: 'Ben', text: 'ok' }] });
+    const talk = (n: number) => ({
+      session_id: 's',
+      transcript: [
+        { speaker: 'Ana', text: words(n) },
+        { speaker: 'Ben', text: 'ok' },
+      ],
+    });
     expect(await reasoner.reason(job('live_analysis', talk(120)))).toEqual({
       insights: [{ kind: 'suggestion', text: 'Ana has said over 60% of the words so far: invite the others in.', confidence: 0.4 }],
     });
@@ -69,7 +79,9 @@ describe('the builtin reasoner', () => {
   });
 
   it('summarises the bundled call (samples/sales-call.txt) as a person would, from what was said', async () => {
-    const lines = readFileSync(fileURLToPath(new URL('../../samples/sales-call.txt', import.meta.url)), 'utf8').split('\n').filter(Boolean);
+    const lines = readFileSync(fileURLToPath(new URL('../../samples/sales-call.txt', import.meta.url)), 'utf8')
+      .split('\n')
+      .filter(Boolean);
     const summary = await reasoner.reason(job('session_summary', { session_id: 'call', transcript: lines.map(transcriptLine) }));
     expect(summary).toEqual({
       summary: [
@@ -89,12 +101,17 @@ describe('the builtin reasoner', () => {
         { text: 'I will set up a meeting with Priya next week.', owner: 'Daniel' },
         { text: 'We can send our security documents today so they can start early.', owner: 'Maya' },
       ],
-      decisions: ['We agreed internally to pilot one tool this quarter, so that fits.', "Let's go with a two-week pilot if security signs off."],
+      decisions: [
+        'We agreed internally to pilot one tool this quarter, so that fits.',
+        "Let's go with a two-week pilot if security signs off.",
+      ],
     });
   });
 
   it('answers a capability probe with its skills and the provider_kind it was given', async () => {
-    const profile = await builtinReasoner({ providerKind: 'kind-x', limits: { max_concurrent_jobs: 8, max_payload_bytes: 1000 } }).reason(job('capability_probe', {}));
+    const profile = await builtinReasoner({ providerKind: 'kind-x', limits: { max_concurrent_jobs: 8, max_payload_bytes: 1000 } }).reason(
+      job('capability_probe', {}),
+    );
     expect(profile).toMatchObject({
       provider_kind: 'kind-x',
       skills: [{ name: 'live_analysis' }, { name: 'session_summary' }],
@@ -122,7 +139,9 @@ describe('the builtin reasoner', () => {
   });
 
   it('fails invalid_response_schema on a schema that does not compile', async () => {
-    expect((await failureOf(reasoner.reason(job('session_summary', CALL, { response_schema: { type: 'nonsense' } })))).code).toBe('invalid_response_schema');
+    expect((await failureOf(reasoner.reason(job('session_summary', CALL, { response_schema: { type: 'nonsense' } })))).code).toBe(
+      'invalid_response_schema',
+    );
   });
 
   it('does not start a job whose deadline has passed, nor one the plugin stopped', async () => {

@@ -21,13 +21,18 @@ export interface ChatServer {
 }
 
 export function completion(message: Record<string, unknown>): string {
-  return JSON.stringify({ id: 'chatcmpl-1', object: 'chat.completion', choices: [{ index: 0, message: { role: 'assistant', ...message }, finish_reason: 'stop' }] });
+  return JSON.stringify({
+    id: 'chatcmpl-1',
+    object: 'chat.completion',
+    choices: [{ index: 0, message: { role: 'assistant', ...message }, finish_reason: 'stop' }],
+  });
 }
 
 /** The content in three deltas, CRLF line ends, a comment and a role-only first chunk, as servers send them. */
 function streamed(content: string, response: http.ServerResponse): void {
   const third = Math.ceil(content.length / 3);
-  const chunk = (delta: Record<string, unknown>) => `data: ${JSON.stringify({ object: 'chat.completion.chunk', choices: [{ index: 0, delta }] })}\r\n\r\n`;
+  const chunk = (delta: Record<string, unknown>) =>
+    `data: ${JSON.stringify({ object: 'chat.completion.chunk', choices: [{ index: 0, delta }] })}\r\n\r\n`;
   response.writeHead(200, { 'content-type': 'text/event-stream' });
   response.write(': keep-alive\r\n\r\n');
   response.write(chunk({ role: 'assistant' }));

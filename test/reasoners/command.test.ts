@@ -43,28 +43,43 @@ describe('the command reasoner', () => {
   });
 
   it('returns a good answer', async () => {
-    expect(await program('good').reason(job('live_analysis', CALL))).toEqual({ insights: [{ text: 'Ask about the budget.', kind: 'question', confidence: 0.5 }] });
+    expect(await program('good').reason(job('live_analysis', CALL))).toEqual({
+      insights: [{ text: 'Ask about the budget.', kind: 'question', confidence: 0.5 }],
+    });
   });
 
   it('fails invalid_result on output that is not JSON, or that does not follow the schema', async () => {
-    expect(await failureOf(program('bad-json').reason(job('live_analysis', CALL)))).toMatchObject({ name: 'ReasonerError', code: 'invalid_result', message: expect.stringContaining('did not write one JSON object') });
+    expect(await failureOf(program('bad-json').reason(job('live_analysis', CALL)))).toMatchObject({
+      name: 'ReasonerError',
+      code: 'invalid_result',
+      message: expect.stringContaining('did not write one JSON object'),
+    });
     expect((await failureOf(program('good').reason(job('session_summary', CALL)))).code).toBe('invalid_result');
   });
 
   it('fails reasoner_error on a non-zero exit, with the end of its stderr', async () => {
     const failure = await failureOf(program('fail').reason(job('live_analysis', CALL)));
-    expect(failure).toMatchObject({ code: 'reasoner_error', message: expect.stringMatching(/exited with status 3: x+\nmodel not found: llama9$/) });
+    expect(failure).toMatchObject({
+      code: 'reasoner_error',
+      message: expect.stringMatching(/exited with status 3: x+\nmodel not found: llama9$/),
+    });
     expect(failure.message.length).toBeLessThan(1_200);
   });
 
   it('fails invalid_result on output past its bound, and kills the program', async () => {
     const reasoner = commandReasoner({ argv: [process.execPath, SCRIPT, 'flood'], maxOutputBytes: 100_000 });
-    expect(await failureOf(reasoner.reason(job('live_analysis', CALL)))).toMatchObject({ code: 'invalid_result', message: expect.stringContaining('more than 100000 bytes') });
+    expect(await failureOf(reasoner.reason(job('live_analysis', CALL)))).toMatchObject({
+      code: 'invalid_result',
+      message: expect.stringContaining('more than 100000 bytes'),
+    });
   });
 
   it('fails reasoner_unavailable when the program cannot start', async () => {
     const reasoner = commandReasoner({ argv: ['/nonexistent/reasoner'] });
-    expect(await failureOf(reasoner.reason(job('live_analysis', CALL)))).toMatchObject({ code: 'reasoner_unavailable', message: 'could not start /nonexistent/reasoner: ENOENT' });
+    expect(await failureOf(reasoner.reason(job('live_analysis', CALL)))).toMatchObject({
+      code: 'reasoner_unavailable',
+      message: 'could not start /nonexistent/reasoner: ENOENT',
+    });
   });
 
   it.each([
@@ -84,7 +99,9 @@ describe('the command reasoner', () => {
     const dir = tempDir();
     dirs.push(dir);
     const pidFile = join(dir, 'pids');
-    expect((await failureOf(program('hang', pidFile).reason(job('live_analysis', CALL, { deadlineMs: -1 })))).code).toBe('deadline_exceeded');
+    expect((await failureOf(program('hang', pidFile).reason(job('live_analysis', CALL, { deadlineMs: -1 })))).code).toBe(
+      'deadline_exceeded',
+    );
     expect(existsSync(pidFile)).toBe(false);
   });
 

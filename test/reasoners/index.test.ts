@@ -7,7 +7,8 @@ import { CALL, job } from './job.js';
 
 afterEach(closeReceivers);
 
-const from = (name: string, flags: ReasonerOptions['flags'] = {}, env: NodeJS.ProcessEnv = {}) => reasonerFrom(name, { providerKind: 'assistant-relay', flags }, env);
+const from = (name: string, flags: ReasonerOptions['flags'] = {}, env: NodeJS.ProcessEnv = {}) =>
+  reasonerFrom(name, { providerKind: 'assistant-relay', flags }, env);
 const OLLAMA = { 'openai-base-url': 'http://127.0.0.1:11434/v1', 'openai-model': 'llama3.2' };
 
 function usage(build: () => unknown): string {
@@ -37,7 +38,10 @@ describe('reasonerFrom', () => {
     [{ 'openai-model': 'm' }, '--openai-base-url (or OPENAI_BASE_URL) is required, e.g. http://127.0.0.1:11434/v1 for Ollama'],
     [{ ...OLLAMA, 'openai-base-url': 'localhost:11434' }, '--openai-base-url must be http or https'],
     [{ ...OLLAMA, 'openai-base-url': 'not a url' }, '--openai-base-url must be an absolute URL, not "not a url"'],
-    [{ ...OLLAMA, 'openai-base-url': 'https://user:sk-secret@api.example.com/v1' }, '--openai-base-url must not carry credentials: put the key in OPENAI_API_KEY or --openai-key-env'],
+    [
+      { ...OLLAMA, 'openai-base-url': 'https://user:sk-secret@api.example.com/v1' },
+      '--openai-base-url must not carry credentials: put the key in OPENAI_API_KEY or --openai-key-env',
+    ],
     [{ ...OLLAMA, 'openai-base-url': 'http://127.0.0.1:11434/v1?x=1' }, '--openai-base-url is a base URL: no query string or fragment'],
     [{ 'openai-base-url': 'http://127.0.0.1:11434/v1' }, '--openai-model (or OPENAI_MODEL) is required, e.g. llama3.2'],
     [{ ...OLLAMA, 'openai-key-env': 'MY-KEY' }, '--openai-key-env must be the name of an environment variable'],

@@ -50,7 +50,9 @@ describe('the openai reasoner', () => {
     expect(second.messages.map((m: { role: string }) => m.role)).toEqual(['system', 'user', 'assistant', 'user']);
     expect(second.messages[2].content).toBe(JSON.stringify(BAD));
     // Ajv's account stops at the first problem: a hostile result's every problem would be megabytes.
-    expect(second.messages[3].content).toMatch(/does not follow the schema: result\/insights\/0\/text must NOT have fewer than 1 characters\./);
+    expect(second.messages[3].content).toMatch(
+      /does not follow the schema: result\/insights\/0\/text must NOT have fewer than 1 characters\./,
+    );
   });
 
   it('takes an answer inside a Markdown code fence, and asks again after one that is not JSON', async () => {
@@ -61,18 +63,28 @@ describe('the openai reasoner', () => {
 
   it('fails invalid_result when the answer does not conform twice, after exactly two requests', async () => {
     const { server, reasoner } = await setup([{ content: JSON.stringify(BAD) }]);
-    expect(await failureOf(reasoner.reason(job('live_analysis', CALL)))).toMatchObject({ name: 'ReasonerError', code: 'invalid_result', message: expect.stringContaining('twice') });
+    expect(await failureOf(reasoner.reason(job('live_analysis', CALL)))).toMatchObject({
+      name: 'ReasonerError',
+      code: 'invalid_result',
+      message: expect.stringContaining('twice'),
+    });
     expect(server.receiver.requests).toHaveLength(2);
   });
 
   it('fails reasoner_refused when the model declines, without asking again', async () => {
     const { server, reasoner } = await setup([{ refusal: 'I cannot help with that.' }]);
-    expect(await failureOf(reasoner.reason(job('live_analysis', CALL)))).toMatchObject({ code: 'reasoner_refused', message: 'the model declined: I cannot help with that.' });
+    expect(await failureOf(reasoner.reason(job('live_analysis', CALL)))).toMatchObject({
+      code: 'reasoner_refused',
+      message: 'the model declined: I cannot help with that.',
+    });
     expect(server.receiver.requests).toHaveLength(1);
   });
 
   it.each([429, 503])('waits out a %i whose Retry-After ends before the deadline, then asks again', async (status) => {
-    const { server, reasoner } = await setup([{ status, headers: { 'retry-after': '1' }, body: '{"error":{"message":"slow down"}}' }, { content: JSON.stringify(GOOD) }]);
+    const { server, reasoner } = await setup([
+      { status, headers: { 'retry-after': '1' }, body: '{"error":{"message":"slow down"}}' },
+      { content: JSON.stringify(GOOD) },
+    ]);
     expect(await reasoner.reason(job('live_analysis', CALL))).toEqual(GOOD);
     expect(server.receiver.requests).toHaveLength(2);
   });
@@ -90,13 +102,19 @@ describe('the openai reasoner', () => {
 
   it('fails reasoner_unavailable on a 500, with the server’s message, without asking again', async () => {
     const { server, reasoner } = await setup([{ status: 500, body: '{"error":{"message":"model crashed"}}' }]);
-    expect(await failureOf(reasoner.reason(job('live_analysis', CALL)))).toMatchObject({ code: 'reasoner_unavailable', message: 'the chat server answered 500: model crashed' });
+    expect(await failureOf(reasoner.reason(job('live_analysis', CALL)))).toMatchObject({
+      code: 'reasoner_unavailable',
+      message: 'the chat server answered 500: model crashed',
+    });
     expect(server.receiver.requests).toHaveLength(1);
   });
 
   it('fails reasoner_error on a 4xx, and follows no redirect', async () => {
     const bad = await setup([{ status: 400, body: '{"error":{"message":"unknown model"}}' }]);
-    expect(await failureOf(bad.reasoner.reason(job('live_analysis', CALL)))).toMatchObject({ code: 'reasoner_error', message: 'the chat server answered 400: unknown model' });
+    expect(await failureOf(bad.reasoner.reason(job('live_analysis', CALL)))).toMatchObject({
+      code: 'reasoner_error',
+      message: 'the chat server answered 400: unknown model',
+    });
     const moved = await setup([{ status: 307, headers: { location: 'http://127.0.0.2:9/v1/chat/completions' } }]);
     expect((await failureOf(moved.reasoner.reason(job('live_analysis', CALL)))).code).toBe('reasoner_error');
     expect(moved.server.receiver.requests).toHaveLength(1);
@@ -104,7 +122,10 @@ describe('the openai reasoner', () => {
 
   it('fails reasoner_unavailable when nothing listens at the base URL', async () => {
     const reasoner = openAiReasoner({ baseUrl: `http://127.0.0.1:${await closedPort()}/v1`, model: 'm', providerKind: 'assistant-relay' });
-    expect(await failureOf(reasoner.reason(job('live_analysis', CALL)))).toMatchObject({ code: 'reasoner_unavailable', message: expect.stringContaining('ECONNREFUSED') });
+    expect(await failureOf(reasoner.reason(job('live_analysis', CALL)))).toMatchObject({
+      code: 'reasoner_unavailable',
+      message: expect.stringContaining('ECONNREFUSED'),
+    });
   });
 
   it('aborts a request that hangs past the deadline: deadline_exceeded, the connection closed', async () => {
@@ -131,7 +152,10 @@ describe('the openai reasoner', () => {
 
   it('answers a capability probe from its configuration, naming its model, without asking the server', async () => {
     const { server, reasoner } = await setup([{ status: 500 }]);
-    expect(await reasoner.reason(job('capability_probe', {}))).toMatchObject({ provider_kind: 'assistant-relay', models: [{ id: 'llama3.2' }] });
+    expect(await reasoner.reason(job('capability_probe', {}))).toMatchObject({
+      provider_kind: 'assistant-relay',
+      models: [{ id: 'llama3.2' }],
+    });
     expect(server.receiver.requests).toHaveLength(0);
   });
 });

@@ -24,6 +24,8 @@ describe("a result checked against the job's response_schema", () => {
   });
 
   it('fails invalid_response_schema on a schema that does not compile', () => {
-    expect(() => conformingResult({ type: 'object', required: 'n' }, {})).toThrow(expect.objectContaining({ code: 'invalid_response_schema' }));
+    expect(() => conformingResult({ type: 'object', required: 'n' }, {})).toThrow(
+      expect.objectContaining({ code: 'invalid_response_schema' }),
+    );
   });
 });

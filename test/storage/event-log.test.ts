@@ -88,7 +88,10 @@ describe('opening a file', () => {
     const db = raw();
     db.pragma(`user_version = ${LOG_SCHEMA_VERSION + 1}`);
     db.close();
-    expect(refusal()).toMatchObject({ code: 'event_log_schema_mismatch', message: expect.stringMatching(`schema version ${LOG_SCHEMA_VERSION + 1}`) });
+    expect(refusal()).toMatchObject({
+      code: 'event_log_schema_mismatch',
+      message: expect.stringMatching(`schema version ${LOG_SCHEMA_VERSION + 1}`),
+    });
     expect(refusal()).toBeInstanceOf(SchemaMismatchError);
     const check = raw(path, true);
     expect(check.pragma('user_version', { simple: true })).toBe(LOG_SCHEMA_VERSION + 1);
@@ -113,7 +116,10 @@ describe('opening a file', () => {
     const text = 'not a database, '.repeat(100);
     writeFileSync(other, text);
     expect(refusal(other)).toBeInstanceOf(SchemaMismatchError);
-    expect(refusal(other)).toMatchObject({ code: 'event_log_schema_mismatch', message: expect.stringMatching(/not an assistant-relay event log/) });
+    expect(refusal(other)).toMatchObject({
+      code: 'event_log_schema_mismatch',
+      message: expect.stringMatching(/not an assistant-relay event log/),
+    });
     expect(readFileSync(other, 'utf8')).toBe(text);
   });
 });
@@ -191,7 +197,10 @@ describe('file modes', () => {
     await child.kill();
     const wal = readFileSync(`${path}-wal`);
     chmodSync(`${path}-wal`, 0o640);
-    expect(refusal()).toMatchObject({ code: 'event_log_permissions', message: expect.stringMatching(new RegExp(`run chmod 600 ${path}-wal$`)) });
+    expect(refusal()).toMatchObject({
+      code: 'event_log_permissions',
+      message: expect.stringMatching(new RegExp(`run chmod 600 ${path}-wal$`)),
+    });
     expect(readFileSync(`${path}-wal`)).toEqual(wal);
     chmodSync(`${path}-wal`, 0o600);
     expect(open().count()).toBeGreaterThanOrEqual(7);
@@ -232,7 +241,10 @@ describe('group commit', () => {
 
     // The next turn's appends are the next batch.
     await Promise.all([log.append(event(5)), log.append(event(6))]);
-    expect(batches).toEqual([[0, 1, 2, 3, 4], [5, 6]]);
+    expect(batches).toEqual([
+      [0, 1, 2, 3, 4],
+      [5, 6],
+    ]);
   });
 
   it('commits a lone append on the next setImmediate, not later', async () => {
@@ -276,7 +288,10 @@ describe('group commit', () => {
     }
     expect(batches.length).toBe(EARLY_COMMITS_PER_TURN);
     await Promise.all(appends);
-    expect(batches).toEqual([...Array.from({ length: EARLY_COMMITS_PER_TURN }, (_, n) => [n]), [0, 1, 2, 3].map((i) => EARLY_COMMITS_PER_TURN + i)]);
+    expect(batches).toEqual([
+      ...Array.from({ length: EARLY_COMMITS_PER_TURN }, (_, n) => [n]),
+      [0, 1, 2, 3].map((i) => EARLY_COMMITS_PER_TURN + i),
+    ]);
     // The next turn may commit early again.
     await nextTurn();
     void log.append(event(6));
@@ -343,7 +358,11 @@ describe('reading and closing', () => {
     expect(log.lastPositionOf('s1')).toBe(5);
     const db = raw(path, true);
     try {
-      const plan = db.prepare("EXPLAIN QUERY PLAN SELECT e.position, e.data FROM stream_positions s JOIN events e ON e.position = s.position WHERE s.stream = 's0' ORDER BY s.position").all() as { detail: string }[];
+      const plan = db
+        .prepare(
+          "EXPLAIN QUERY PLAN SELECT e.position, e.data FROM stream_positions s JOIN events e ON e.position = s.position WHERE s.stream = 's0' ORDER BY s.position",
+        )
+        .all() as { detail: string }[];
       expect(plan.map((row) => row.detail).join(' ')).not.toMatch(/SCAN (events|s)\b/);
     } finally {
       db.close();
@@ -356,7 +375,10 @@ describe('reading and closing', () => {
     const indexed = () => {
       const db = raw(path, true);
       try {
-        return [db.prepare('SELECT position FROM stream_positions_to').pluck().get(), db.prepare('SELECT count(*) FROM stream_positions').pluck().get()];
+        return [
+          db.prepare('SELECT position FROM stream_positions_to').pluck().get(),
+          db.prepare('SELECT count(*) FROM stream_positions').pluck().get(),
+        ];
       } finally {
         db.close();
       }

@@ -44,7 +44,8 @@ async function read<T>(path: string, bounds: ReadBounds, what: (view: LogView) =
 describe('log reader', () => {
   it('reads the events in position order within its bounds, and says whose log it is', async () => {
     const path = await logOf(EVENTS);
-    const positions = (bounds: ReadBounds) => read(path, bounds, (view) => [view.count, view.end, [...view.events()].map((e) => e.position)]);
+    const positions = (bounds: ReadBounds) =>
+      read(path, bounds, (view) => [view.count, view.end, [...view.events()].map((e) => e.position)]);
     expect(await positions({})).toEqual([5, 5, [1, 2, 3, 4, 5]]);
     expect(await positions({ untilPosition: 3 })).toEqual([3, 3, [1, 2, 3]]);
     expect(await positions({ untilPosition: 99 })).toEqual([5, 5, [1, 2, 3, 4, 5]]);
@@ -65,18 +66,26 @@ describe('log reader', () => {
     expect(await read(path, {}, (view) => view.last('session.ended'))).toBeUndefined();
   });
 
-  it("reads a stream from the stream index and from the tail the index has not reached, in pages, within the bounds", async () => {
+  it('reads a stream from the stream index and from the tail the index has not reached, in pages, within the bounds', async () => {
     // Past the lag, so that the index holds the first events and a tail follows it.
-    const events: Noted[] = Array.from({ length: STREAM_INDEX_LAG + 2_500 }, (_, n) => ({ type: 'test.appended', stream: `s${n % 3}`, at: n }));
+    const events: Noted[] = Array.from({ length: STREAM_INDEX_LAG + 2_500 }, (_, n) => ({
+      type: 'test.appended',
+      stream: `s${n % 3}`,
+      at: n,
+    }));
     const path = await logOf(events);
-    const positionsOf = (stream: string, after: number, until: number) => events.flatMap((event, i) => (event.stream === stream && i + 1 > after && i + 1 <= until ? [i + 1] : []));
+    const positionsOf = (stream: string, after: number, until: number) =>
+      events.flatMap((event, i) => (event.stream === stream && i + 1 > after && i + 1 <= until ? [i + 1] : []));
     const end = events.length;
     expect(await read(path, {}, (view) => [...view.events('s1')].map((e) => e.position))).toEqual(positionsOf('s1', 0, end));
-    expect(await read(path, { afterPosition: 4_000, untilPosition: 5_000 }, (view) => [...view.events('s2')].map((e) => e.position))).toEqual(positionsOf('s2', 4_000, 5_000));
+    expect(
+      await read(path, { afterPosition: 4_000, untilPosition: 5_000 }, (view) => [...view.events('s2')].map((e) => e.position)),
+    ).toEqual(positionsOf('s2', 4_000, 5_000));
   });
 
   it('knows a backend log, a plugin log, an empty log and one it cannot name by their first event', async () => {
-    const kind = async (type: string | undefined) => read(await logOf(type === undefined ? [] : [{ type, stream: '', at: 1 }]), {}, (view) => view.kind);
+    const kind = async (type: string | undefined) =>
+      read(await logOf(type === undefined ? [] : [{ type, stream: '', at: 1 }]), {}, (view) => view.kind);
     expect(await kind('backend.started')).toBe('backend');
     expect(await kind('plugin.job_received')).toBe('plugin');
     expect(await kind(undefined)).toBeUndefined();
@@ -98,8 +107,12 @@ describe('log reader', () => {
     conn.prepare('UPDATE events SET data = ? WHERE position = 3').run(JSON.stringify({ type: 'session.ended', stream: 'b', at: 30 }));
     conn.close();
     await expect(read(path, { untilPosition: 2 }, (view) => [...view.events()])).rejects.toThrow(CorruptEventError);
-    await expect(read(path, { untilPosition: 2 }, (view) => [...view.events()])).rejects.toThrow(/^event #2 \(session\.opened\) is not JSON/);
-    await expect(read(path, { afterPosition: 2 }, (view) => [...view.events()])).rejects.toThrow('event #3 (session.opened) holds data that is not that event');
+    await expect(read(path, { untilPosition: 2 }, (view) => [...view.events()])).rejects.toThrow(
+      /^event #2 \(session\.opened\) is not JSON/,
+    );
+    await expect(read(path, { afterPosition: 2 }, (view) => [...view.events()])).rejects.toThrow(
+      'event #3 (session.opened) holds data that is not that event',
+    );
   });
 
   it('holds one view for its whole read while another process goes on appending, and never holds that process up', async () => {

@@ -3,7 +3,14 @@ import type { BackendEvent } from '../../machines/reasoning/backend-events.js';
 import type { JobCreated } from '../../machines/reasoning/job-events.js';
 
 export function integrationCreated(integration_id: string, at: number): BackendEvent {
-  return { type: 'integration.created', integration_id, provider_kind: 'assistant-relay', relay_token_digest: 'r', client_token_digest: 'c', at };
+  return {
+    type: 'integration.created',
+    integration_id,
+    provider_kind: 'assistant-relay',
+    relay_token_digest: 'r',
+    client_token_digest: 'c',
+    at,
+  };
 }
 
 /** A capability probe the integration's client created at `at`, due a minute later unless `over` says otherwise. */

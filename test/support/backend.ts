@@ -72,7 +72,9 @@ export async function serveBackend(options: ServeOptions = {}): Promise<ServedBa
 const schemas = new Map<string, string>();
 
 /** Three nodes on a shared store and broker behind a balancer. */
-export async function serveCluster(options: ServeOptions & { readonly nodes?: number; readonly broker?: 'nats' | 'redis'; readonly namespace?: string } = {}): Promise<ServedBackend> {
+export async function serveCluster(
+  options: ServeOptions & { readonly nodes?: number; readonly broker?: 'nats' | 'redis'; readonly namespace?: string } = {},
+): Promise<ServedBackend> {
   const dir = options.dir ?? tempDir();
   // The same folder is the same cluster: serving it again is a restart of every node.
   const schema = schemas.get(dir) ?? testSchema();
@@ -148,7 +150,11 @@ export async function probeAnalyseSummarise(base: string, clientToken: string): 
     const job_id = randomUUID();
     expect((await request(`${base}/jobs`, { token: clientToken, body: { job_id, purpose, payload: PAYLOADS[purpose] } })).status).toBe(201);
     let view: Record<string, unknown> = {};
-    for (const since = Date.now(); view.state !== 'completed' && view.state !== 'failed'; await new Promise((resolve) => setTimeout(resolve, 20))) {
+    for (
+      const since = Date.now();
+      view.state !== 'completed' && view.state !== 'failed';
+      await new Promise((resolve) => setTimeout(resolve, 20))
+    ) {
       if (Date.now() - since > 15_000) throw new Error(`the ${purpose} job is still ${String(view.state)}`);
       view = (await request(`${base}/jobs/${job_id}`, { token: clientToken })).body as Record<string, unknown>;
     }

@@ -37,7 +37,9 @@ export async function startBalancer(upstreams: () => readonly string[]): Promise
         const index = next++ % nodes.length;
         const target = new URL(incoming.url ?? '/', nodes[index]);
         // As nginx's `proxy_add_x_forwarded_for`: the client's address after any the client sent.
-        const forwarded = [incoming.headers['x-forwarded-for'], incoming.socket.remoteAddress].filter((part) => part !== undefined).join(', ');
+        const forwarded = [incoming.headers['x-forwarded-for'], incoming.socket.remoteAddress]
+          .filter((part) => part !== undefined)
+          .join(', ');
         const headers = { ...endToEnd(incoming.headers), host: target.host, 'x-forwarded-for': forwarded };
         const upstream = request(target, { method: incoming.method, headers, agent }, (answer: IncomingMessage) => {
           taken.push({ node: index, path: target.pathname });
@@ -57,7 +59,9 @@ export async function startBalancer(upstreams: () => readonly string[]): Promise
           // A node that is down, or a kept-alive connection the node closed as it was reused: the next node, as nginx does.
           const retryable = error.code === 'ECONNREFUSED' || (upstream.reusedSocket && error.code === 'ECONNRESET');
           if (retryable && tries + 1 < nodes.length) return forward(tries + 1);
-          outgoing.writeHead(502, { 'content-type': 'application/json' }).end(JSON.stringify({ error: { code: 'bad_gateway', message: String(error) } }));
+          outgoing
+            .writeHead(502, { 'content-type': 'application/json' })
+            .end(JSON.stringify({ error: { code: 'bad_gateway', message: String(error) } }));
         });
         upstream.end(body);
       };

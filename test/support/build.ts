@@ -11,7 +11,6 @@ import { sourceFiles } from '../../visualizations/modules.js';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 
-
 function mtime(path: string): number | undefined {
   try {
     return statSync(path).mtimeMs;

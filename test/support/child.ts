@@ -38,7 +38,11 @@ export function start(args: readonly string[], env: Record<string, string>, scri
   // On a terminal: util-linux `script` runs it on a pseudo-terminal fed from our pipe (what is written to
   // `child.stdin` is typed there); its stdout and stderr both come out on stdout, with \r\n.
   const child = terminal
-    ? spawn('script', ['--quiet', '--return', '--command', command.map((word) => `'${word.replaceAll("'", "'\\''")}'`).join(' '), '/dev/null'], { env: childEnv(env), stdio: ['pipe', 'pipe', 'pipe'] })
+    ? spawn(
+        'script',
+        ['--quiet', '--return', '--command', command.map((word) => `'${word.replaceAll("'", "'\\''")}'`).join(' '), '/dev/null'],
+        { env: childEnv(env), stdio: ['pipe', 'pipe', 'pipe'] },
+      )
     : spawn(command[0]!, command.slice(1), { env: childEnv(env), stdio: ['ignore', 'pipe', 'pipe'] });
   live.add(child);
   const output = { stdout: '', stderr: '' };

@@ -20,7 +20,10 @@ export async function request(
     headers['content-type'] ??= 'application/json';
   }
   const sent = { method: init.method ?? (body === undefined ? 'GET' : 'POST'), headers, ...(body !== undefined ? { body } : {}) };
-  const response = init.from === undefined ? await fetch(url, sent) : ((await fetchVia(url, { ...sent, dispatcher: agentFrom(init.from) })) as unknown as Response);
+  const response =
+    init.from === undefined
+      ? await fetch(url, sent)
+      : ((await fetchVia(url, { ...sent, dispatcher: agentFrom(init.from) })) as unknown as Response);
   const text = await response.text();
   let parsed: unknown = undefined;
   try {

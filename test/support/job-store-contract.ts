@@ -91,13 +91,17 @@ export function describeJobStore(name: string, open: (dir: string) => Promise<Op
       const outcomes = await Promise.all([
         store.update(INTEGRATION, job_id, decided({ type: 'complete', integration_id: INTEGRATION, job_id, result: { insights: [] }, at })),
         store.update(INTEGRATION, job_id, decided({ type: 'cancel', integration_id: INTEGRATION, job_id, at })),
-        store.update(INTEGRATION, job_id, decided({ type: 'fail', integration_id: INTEGRATION, job_id, error: { code: 'reasoner_error', message: 'x' }, at })),
+        store.update(
+          INTEGRATION,
+          job_id,
+          decided({ type: 'fail', integration_id: INTEGRATION, job_id, error: { code: 'reasoner_error', message: 'x' }, at }),
+        ),
       ]);
       expect(outcomes).toEqual(['completed', 'settled', 'settled']);
       expect((await store.job(INTEGRATION, job_id))!.version).toBe(2);
     });
 
-    it('refuses a decision with another job\'s event and appends nothing of it', async () => {
+    it("refuses a decision with another job's event and appends nothing of it", async () => {
       const { store, committed } = await openAt();
       const job_id = randomUUID();
       const stray = (): Decision<JobEvent, JobOutcome> => jobDecider.decide(create(randomUUID()), undefined);
@@ -124,17 +128,26 @@ export function describeJobStore(name: string, open: (dir: string) => Promise<Op
       expect((await store.openJobs(INTEGRATION)).jobs.map((job) => job.context.job_id)).toEqual([job_id]);
       expect((await store.openJobs(OTHER)).jobs).toEqual([]);
       // A decision on one integration's job that emits the other's event is refused.
-      await expect(store.update(INTEGRATION, job_id, () => ({ events: [{ type: 'job.cancelled', integration_id: OTHER, job_id, at: 3_000 }], outcome: 'cancelled' }))).rejects.toThrow(/job store/);
+      await expect(
+        store.update(INTEGRATION, job_id, () => ({
+          events: [{ type: 'job.cancelled', integration_id: OTHER, job_id, at: 3_000 }],
+          outcome: 'cancelled',
+        })),
+      ).rejects.toThrow(/job store/);
       expect(jobState((await store.job(INTEGRATION, job_id))!.job)).toBe('created');
     });
 
-    it('lists an integration\'s open jobs oldest first with its newest frame id; settled ones leave the list', async () => {
+    it("lists an integration's open jobs oldest first with its newest frame id; settled ones leave the list", async () => {
       const { store } = await openAt();
       const [a, b, c] = [randomUUID(), randomUUID(), randomUUID()];
       for (const job_id of [a, b, c]) await store.update(INTEGRATION, job_id, decided(create(job_id)));
       const elsewhere = randomUUID();
       await store.update('another-integration', elsewhere, decided(create(elsewhere, 'another-integration')));
-      await store.update(INTEGRATION, a, decided({ type: 'deliver', integration_id: INTEGRATION, job_id: a, seq: 7, lease_until: 90_000, at: 2_000 }));
+      await store.update(
+        INTEGRATION,
+        a,
+        decided({ type: 'deliver', integration_id: INTEGRATION, job_id: a, seq: 7, lease_until: 90_000, at: 2_000 }),
+      );
       await store.update(INTEGRATION, b, decided({ type: 'cancel', integration_id: INTEGRATION, job_id: b, at: 2_000 }));
       const open = await store.openJobs(INTEGRATION);
       expect([open.jobs.map((job) => job.context.job_id), open.lastSeq]).toEqual([[a, c], 7]);
@@ -146,7 +159,11 @@ export function describeJobStore(name: string, open: (dir: string) => Promise<Op
       const first = await openAt();
       const job_id = randomUUID();
       await first.store.update(INTEGRATION, job_id, decided(create(job_id)));
-      await first.store.update(INTEGRATION, job_id, decided({ type: 'deliver', integration_id: INTEGRATION, job_id, seq: 1, lease_until: 90_000, at: 2_000 }));
+      await first.store.update(
+        INTEGRATION,
+        job_id,
+        decided({ type: 'deliver', integration_id: INTEGRATION, job_id, seq: 1, lease_until: 90_000, at: 2_000 }),
+      );
       await first.store.update(OTHER, job_id, decided(create(job_id, OTHER)));
       await first.close();
       opened.splice(opened.indexOf(first), 1);

@@ -17,11 +17,20 @@ export function format1Snapshot(events: readonly BackendEvent[]): string {
   const projection = new BackendProjection();
   for (const event of events) projection.apply(event);
   const state = projection.state();
-  return [...encodeInParts({ format: 1, kind: 'backend' }, { ...state, jobs: byJobId(state.jobs), versions: byJobId(state.versions) })].join('');
+  return [
+    ...encodeInParts({ format: 1, kind: 'backend' }, { ...state, jobs: byJobId(state.jobs), versions: byJobId(state.versions) }),
+  ].join('');
 }
 
-export async function writeOlderBackendLog(path: string, events: readonly BackendEvent[], options: { readonly snapshot?: boolean } = {}): Promise<void> {
-  const log = EventLog.open<BackendEvent>({ path, streamOf: (event) => (isJobEvent(event) ? olderJobStream(event.job_id) : backendStreamOf(event)) });
+export async function writeOlderBackendLog(
+  path: string,
+  events: readonly BackendEvent[],
+  options: { readonly snapshot?: boolean } = {},
+): Promise<void> {
+  const log = EventLog.open<BackendEvent>({
+    path,
+    streamOf: (event) => (isJobEvent(event) ? olderJobStream(event.job_id) : backendStreamOf(event)),
+  });
   for (const event of events) void log.append(event);
   await log.settled();
   if (options.snapshot === true) log.writeSnapshot(log.lastPosition, format1Snapshot(events), events.at(-1)!.at);

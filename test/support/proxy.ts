@@ -53,10 +53,12 @@ export async function cuttableProxy(target: string): Promise<CuttableProxy> {
   let holdingStreams = false;
 
   const flush = (link: Link) => {
-    if (!link.streamHeld && !(link.kind === 'incoming' && incoming === 'held')) for (const chunk of link.requests.splice(0)) link.outbound.write(chunk);
+    if (!link.streamHeld && !(link.kind === 'incoming' && incoming === 'held'))
+      for (const chunk of link.requests.splice(0)) link.outbound.write(chunk);
     if (!(link.kind === 'incoming' && incoming !== 'passing')) for (const chunk of link.answers.splice(0)) link.inbound.write(chunk);
   };
-  const heldOf = (kind: Link['kind']) => [...links].filter((link) => link.kind === kind && (link.requests.length > 0 || link.answers.length > 0)).length;
+  const heldOf = (kind: Link['kind']) =>
+    [...links].filter((link) => link.kind === kind && (link.requests.length > 0 || link.answers.length > 0)).length;
 
   const proxy: CuttableProxy = {
     url: '',

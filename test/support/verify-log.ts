@@ -13,7 +13,8 @@ export async function verifyLogFile(db: string): Promise<void> {
   try {
     await reader.read({}, (view) => {
       const { difference } = verifyLog(view);
-      if (difference !== undefined) throw new Error(`replay --verify of ${db}: after event #${difference.position} (${difference.type}), ${difference.what}`);
+      if (difference !== undefined)
+        throw new Error(`replay --verify of ${db}: after event #${difference.position} (${difference.type}), ${difference.what}`);
     });
   } finally {
     reader.close();

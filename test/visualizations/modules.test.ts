@@ -20,7 +20,14 @@ describe('modules', () => {
 
   it("names an import from one channel's folder into the other's, and a folder no rule names", () => {
     const wrong: ModuleGraph = {
-      modules: ['engine/reasoning/engine', 'engine/chat/view', 'engine/core/clock', 'adapters/client/form-a', 'adapters/cli/flags', 'adapters/shiny/new'],
+      modules: [
+        'engine/reasoning/engine',
+        'engine/chat/view',
+        'engine/core/clock',
+        'adapters/client/form-a',
+        'adapters/cli/flags',
+        'adapters/shiny/new',
+      ],
       imports: [
         ['engine/reasoning/engine', 'engine/chat/view'],
         ['engine/reasoning/engine', 'engine/core/clock'],
@@ -28,7 +35,11 @@ describe('modules', () => {
         ['adapters/shiny/new', 'adapters/cli/flags'],
       ],
     };
-    expect(layerViolations(wrong)).toEqual(['engine/reasoning/engine -> engine/chat/view', 'adapters/client/form-a -> adapters/cli/flags', 'adapters/shiny/new -> adapters/cli/flags']);
+    expect(layerViolations(wrong)).toEqual([
+      'engine/reasoning/engine -> engine/chat/view',
+      'adapters/client/form-a -> adapters/cli/flags',
+      'adapters/shiny/new -> adapters/cli/flags',
+    ]);
   });
 
   it('every module opens with a comment that says what it is', () => {

@@ -55,9 +55,18 @@ async function read(svg: string): Promise<Drawing> {
   return page.evaluate((text) => {
     const doc = new DOMParser().parseFromString(text, 'image/svg+xml');
     const root = doc.documentElement;
-    const rect = (e: XmlElement) => ({ x: +e.getAttribute('x')!, y: +e.getAttribute('y')!, width: +e.getAttribute('width')!, height: +e.getAttribute('height')! });
+    const rect = (e: XmlElement) => ({
+      x: +e.getAttribute('x')!,
+      y: +e.getAttribute('y')!,
+      width: +e.getAttribute('width')!,
+      height: +e.getAttribute('height')!,
+    });
     const points = (g: XmlElement) =>
-      g.querySelector('polyline')!.getAttribute('points')!.split(' ').map((p) => p.split(',').map(Number) as [number, number]);
+      g
+        .querySelector('polyline')!
+        .getAttribute('points')!
+        .split(' ')
+        .map((p) => p.split(',').map(Number) as [number, number]);
     return {
       error: doc.querySelector('parsererror')?.textContent ?? undefined,
       namespace: root.namespaceURI,
@@ -121,7 +130,9 @@ describe('the statechart pictures', () => {
       const paths = statesOf(machine.root).map((node) => node.path.join('.'));
       expect(drawing.states.map((s) => s.path)).toEqual(paths);
 
-      const mermaidArrows = toMermaid(machine).split('\n').filter((line) => / --> /.test(line) && !line.includes('[*]'));
+      const mermaidArrows = toMermaid(machine)
+        .split('\n')
+        .filter((line) => / --> /.test(line) && !line.includes('[*]'));
       expect(drawing.transitions).toHaveLength(arrowCount(machine));
       expect(drawing.transitions).toHaveLength(mermaidArrows.length);
       // The same arrows as the Mermaid diagram's, in Mermaid's ids (paths joined by `_`).
@@ -140,7 +151,10 @@ describe('the statechart pictures', () => {
       }
       // Every child lies inside its parent's box, and everything inside the picture.
       for (const node of statesOf(machine.root)) {
-        const outer = node.parent === machine.root ? { x: 0, y: 0, width: drawing.width, height: drawing.height } : box.get(node.parent!.path.join('.'))!;
+        const outer =
+          node.parent === machine.root
+            ? { x: 0, y: 0, width: drawing.width, height: drawing.height }
+            : box.get(node.parent!.path.join('.'))!;
         const inner = box.get(node.path.join('.'))!;
         expect(inner.x >= outer.x && inner.y >= outer.y, node.id).toBe(true);
         expect(inner.x + inner.width <= outer.x + outer.width && inner.y + inner.height <= outer.y + outer.height, node.id).toBe(true);
@@ -191,7 +205,11 @@ describe('the statechart pictures', () => {
   });
 
   it('is refused for a kind of state it cannot draw', async () => {
-    const split = setup({}).createMachine({ id: 'split', initial: 'both', states: { both: { type: 'parallel', states: { a: {}, b: {} } } } });
+    const split = setup({}).createMachine({
+      id: 'split',
+      initial: 'both',
+      states: { both: { type: 'parallel', states: { a: {}, b: {} } } },
+    });
     await expect(toSvg(split, 'split')).rejects.toThrow('state split.both: parallel states are not drawn');
   });
 });
