@@ -11,15 +11,12 @@
  * embedded SQLite log of this process, or PostgreSQL shared by several nodes, is the composition root's
  * choice. On a shared log every node folds every event and dispatches it once, its own and the others',
  * so deadlines, leases and offline deadlines are kept on every node and a node's death loses no timer; a
- * channel that reaches the other nodes is told of this node's commits, so that they fold them at once.
+ * channel that reaches the other nodes is told of this node's commits, so that they fold them at once (loop.ts).
  */
 import type { CodedError, JobCreateBody, JobResultBody } from '../../protocol/index.js';
-import { isJobEvent, type BackendEvent } from '../../machines/reasoning/backend-events.js';
 import type { IntegrationSnapshot } from '../../machines/reasoning/integration.js';
 import { quotasOf, type OverQuota, type Quotas } from '../../machines/reasoning/quotas.js';
-import type { JobEvent } from '../../machines/reasoning/job-events.js';
 import type { JobSnapshot } from '../../machines/reasoning/job.js';
-import { AfterCommit } from '../core/after-commit.js';
 import type { Clock } from '../core/clock.js';
 import { inBackground, type FailureContext } from '../core/failures.js';
 import { DEFAULT_RETENTION_MS, Retention } from '../core/retention.js';
@@ -39,14 +36,14 @@ import type { JobAnswer } from './job-answers.js';
 import { JobCommands } from './job-commands.js';
 import { LogJobStore } from './job-store.js';
 import { JobTimers } from './job-timers.js';
+import { backendLoop } from './loop.js';
 import { pairingLimitsOf } from './pairing-limits.js';
 import { PAIRING_TTL_MS, Pairings } from './pairings.js';
 import { inlineResultChecker } from './result-check.js';
 import { BackendProjection, type BackendState, type ProbedProfile } from './projection.js';
-import { assistantChannel, noticeOf, type PubSub } from './pubsub.js';
+import type { PubSub } from './pubsub.js';
 import { DEFAULT_PAIRING_RETENTION_MS, forgetEndedRecords } from './retention.js';
 import type { BackendSeams } from './seams.js';
-import { backendSnapshotCodec } from './snapshot.js';
 import { JobStreams } from './streams.js';
 
 /** An integration and its current capability profile, as a client or the operator reads them. */
@@ -72,7 +69,6 @@ export class ReasoningEngine {
   private readonly store: LogJobStore;
   private readonly jobs: JobCommands;
   private readonly pubsub: PubSub;
-  private readonly afterCommit: AfterCommit<BackendEvent>;
   private readonly timers: JobTimers;
   private readonly streams: JobStreams;
   private readonly held: HeldStreams;
@@ -117,9 +113,6 @@ export class ReasoningEngine {
       maxOpensPerMinute: this.quotas.maxStreamsPerMinute,
     });
     this.followers = new JobFollowers({ clock: this.clock, keepaliveMs, store: this.store, pubsub: this.pubsub, background });
-    this.afterCommit = new AfterCommit((error, what, event) =>
-      this.report(error, { what: event === undefined ? what : `${what} (${event.type})` }),
-    );
     this.timers = new JobTimers(
       this.clock,
       (job) => background(this.jobs.command({ type: 'expire', ...job, at: this.clock.now() }), 'job deadline'),
@@ -151,36 +144,13 @@ export class ReasoningEngine {
       attempts: seams.attempts,
       onExpiryFailure: (work) => background(work, 'pairing expiry'),
     });
-    this.afterCommit.add({ name: 'integration streams', event: (event) => this.held.committed(event) });
-    this.afterCommit.add({ name: 'offline deadlines', event: (event) => this.integrations.committed(event) });
-    this.afterCommit.add({ name: 'pairing expiries', event: (event) => this.pairings.committed(event) });
-    // The store first: a notice's listener reads the job as this event left it.
-    this.afterCommit.add({
-      name: 'job store',
-      event: (event) =>
-        isJobEvent(event) ? this.store.committed(event) : event.type === 'backend.forgotten' && this.store.forgotten(event),
-    });
-    this.afterCommit.add({ name: 'jobs', event: (event) => isJobEvent(event) && this.committed(event) });
   }
 
   /** Folds the log (from its newest good snapshot on), starts a new epoch, and re-arms every open job's deadline and lease from it. */
   static async start(seams: BackendSeams, config: ReasoningEngineConfig = {}): Promise<ReasoningEngine> {
     const backend = new ReasoningEngine(seams, config);
-    await backend.log.start({
-      codec: backendSnapshotCodec(backend.projection),
-      fold: (event) => backend.fold(event),
-      foldCommitted: (event) => {
-        backend.fold(event);
-        if (isJobEvent(event)) backend.store.committed(event);
-        // Retention may have left a forgotten job's events in the log (their removal comes after the commit).
-        else if (event.type === 'backend.forgotten') backend.store.forgotten(event);
-      },
-      restore: (state) => {
-        backend.projection.restore(state ?? new BackendProjection().state());
-        backend.store.restored();
-      },
-      dispatch: (events, own) => backend.dispatch(events, own),
-    });
+    const { projection, store, timers, held, integrations, pairings, pubsub, report } = backend;
+    await backend.log.start(backendLoop({ projection, store, timers, held, integrations, pairings, pubsub, report }));
     const at = backend.clock.now();
     await backend.log.decide(() => ({ events: [{ type: 'backend.started', epoch: backend.epoch, at }], outcome: undefined }));
     for (const job of await backend.store.allOpenJobs()) backend.timers.arm(job);
@@ -280,27 +250,6 @@ export class ReasoningEngine {
     this.followers.closeAll();
     await this.retention.stop();
     await this.log.close();
-  }
-
-  // ---- the loop ----------------------------------------------------------------------------------
-
-  private fold(event: BackendEvent): void {
-    this.projection.apply(event);
-    if (isJobEvent(event)) this.store.folded(event);
-  }
-
-  /** Committed events: the after-commit handlers; and, for a channel that reaches other nodes, news of this node's for them. */
-  private dispatch(events: readonly BackendEvent[], own: boolean): void {
-    this.afterCommit.dispatch(events);
-    if (!own || this.pubsub.announce === undefined) return;
-    const integrations = new Set(events.flatMap((event) => ('integration_id' in event ? [event.integration_id] : [])));
-    for (const id of integrations) this.pubsub.announce(id);
-  }
-
-  /** Once committed: the job's timers follow it, and its integration's topic hears of it. */
-  private committed(event: JobEvent): void {
-    this.timers.committed(event);
-    this.pubsub.publish(assistantChannel(event.integration_id), noticeOf(event));
   }
 
   private background(work: Promise<unknown>, what: string): void {

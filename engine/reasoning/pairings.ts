@@ -5,19 +5,12 @@
  * holds no secret of the pairing and could not check one: the code's secret never reaches it, and the
  * sides check each other's confirmations.
  *
- * Bounds (pairing-limits.ts): open pairings, starts and codes that name no pairing, each per source, and
- * open pairings in all; an open pairing expires after `ttlMs`. With the `ticket` policy a start must use
- * up a ticket the operator issued (`issueTicket`); tickets expire, and there are at most so many unused.
+ * Bounds (pairing-limits.ts; a start's: pairing-start.ts): open pairings, starts and codes that name no
+ * pairing, each per source, and open pairings in all; an open pairing expires after `ttlMs`. With the
+ * `ticket` policy a start must use up a ticket the operator issued (`issueTicket`); tickets expire, and
+ * there are at most so many unused.
  */
-import {
-  crockfordRandom,
-  HANDLE_LENGTH,
-  newToken,
-  providerOf,
-  tokenDigest,
-  matchesDigest,
-  type PairingStartBody,
-} from '../../protocol/index.js';
+import { newToken, tokenDigest, matchesDigest, type PairingStartBody } from '../../protocol/index.js';
 import { isPairingEvent, type BackendEvent } from '../../machines/reasoning/backend-events.js';
 import { nothing, type Decision } from '../../machines/core/decider.js';
 import { pairingDecider, type PairingCommand, type PairingOutcome } from '../../machines/reasoning/pairing-decider.js';
@@ -27,7 +20,8 @@ import { secondsUntil, windowFull } from '../../machines/reasoning/quotas.js';
 import type { Clock, IdSource } from '../core/clock.js';
 import { Deadlines } from '../core/deadlines.js';
 import type { BackendLog } from './backend-log.js';
-import { openRefusal, type PairingLimits, type PairingPolicy, type PairingRefusal } from './pairing-limits.js';
+import type { PairingLimits, PairingPolicy, PairingRefusal } from './pairing-limits.js';
+import { startPairing, type PairingStartParts } from './pairing-start.js';
 import type { PairingAttempts } from './presence.js';
 import type { BackendProjection } from './projection.js';
 
@@ -42,16 +36,7 @@ export interface PairingAnswer {
   readonly token?: string;
 }
 
-export interface PairingsOptions {
-  readonly projection: BackendProjection;
-  readonly log: BackendLog<unknown>;
-  readonly clock: Clock;
-  readonly ids: IdSource;
-  readonly ttlMs: number;
-  readonly policy: PairingPolicy;
-  readonly limits: PairingLimits;
-  /** Each source's starts and codes that named no pairing (shared by the nodes of a service). */
-  readonly attempts: PairingAttempts;
+export interface PairingsOptions extends PairingStartParts {
   readonly onExpiryFailure: (work: Promise<unknown>) => void;
 }
 
@@ -61,18 +46,16 @@ export class Pairings {
   private readonly log: BackendLog<unknown>;
   private readonly clock: Clock;
   private readonly ids: IdSource;
-  private readonly ttlMs: number;
   readonly policy: PairingPolicy;
   readonly limits: PairingLimits;
   private readonly attempts: PairingAttempts;
 
-  constructor(options: PairingsOptions) {
+  constructor(private readonly options: PairingsOptions) {
     ({
       projection: this.projection,
       log: this.log,
       clock: this.clock,
       ids: this.ids,
-      ttlMs: this.ttlMs,
       policy: this.policy,
       limits: this.limits,
       attempts: this.attempts,
@@ -103,57 +86,15 @@ export class Pairings {
 
   /**
    * The client starts a pairing from `source`; the handle goes into its code, the token carries its later
-   * messages. Refused past the source's limits, and, with the `ticket` policy, without an unused ticket.
+   * messages. Refused past the source's limits, and, with the `ticket` policy, without an unused ticket (pairing-start.ts).
    */
   async start(
     body: PairingStartBody,
     source: string,
   ): Promise<{ readonly pairing: PairingSnapshot; readonly token: string } | PairingRefusal> {
-    const provider = providerOf(body.provider_kind);
-    if (!provider.ok) return { refused: 'provider_refused', message: provider.error.message };
-    if (this.policy === 'ticket' && body.ticket === undefined) return { refused: 'pairing_ticket_required' };
-    const at = this.clock.now();
-    const { limits } = this;
-    const starts = await this.attempts.since('start', source, at - limits.startWindowMs);
-    const wait = windowFull(starts, limits.startsPerSource, limits.startWindowMs, at);
-    if (wait !== undefined)
-      return {
-        refused: 'too_many_pairing_starts',
-        message: `this source started ${starts.length} pairings in ${limits.startWindowMs / 60_000} minutes, the most it may`,
-        retryAfterS: wait,
-      };
-    const token = newToken();
-    const pairing_id = this.ids.uuid();
-    // A ticket is used up only where the policy asks for one: a client that always sends one pairs anywhere.
-    const ticket_digest = this.policy === 'ticket' ? tokenDigest(body.ticket!) : undefined;
-    const unusable = () => ticket_digest !== undefined && !((this.projection.ticketExpiry(ticket_digest) ?? 0) > at);
-    // Asked first without a decision, so that made-up tickets cost the log nothing; asked again in it, where it counts.
-    if (unusable()) return { refused: 'pairing_ticket_invalid' };
-    const refused = await this.log.decide((): Decision<BackendEvent, PairingRefusal | undefined> => {
-      if (unusable()) return nothing({ refused: 'pairing_ticket_invalid' });
-      const full = openRefusal(this.projection.openPairings(), source, limits, at);
-      if (full !== undefined) return nothing(full);
-      let handle = crockfordRandom(HANDLE_LENGTH);
-      while (this.projection.pairingByHandle(handle) !== undefined) handle = crockfordRandom(HANDLE_LENGTH);
-      const command: PairingCommand = {
-        type: 'start',
-        pairing_id,
-        handle,
-        provider_kind: body.provider_kind,
-        schema_version: body.schema_version,
-        envelope_version: body.envelope_version,
-        client_pairing_token_digest: tokenDigest(token),
-        expires_at: at + this.ttlMs,
-        source,
-        ...(ticket_digest === undefined ? {} : { ticket_digest }),
-        at,
-      };
-      return { events: pairingDecider.decide(command, this.projection.pairing(pairing_id)).events, outcome: undefined };
-    });
-    if (refused !== undefined) return refused;
-    await this.attempts.record('start', source, at);
-    this.expiries.set(pairing_id, at + this.ttlMs);
-    return { pairing: this.projection.pairing(pairing_id)!, token };
+    const started = await startPairing(this.options, body, source);
+    if ('pairing' in started) this.expiries.set(started.pairing.context.pairing_id, started.pairing.context.expires_at);
+    return started;
   }
 
   /** The assistant's side joins from `source` with a handle; codes that name no pairing are counted against their source. */

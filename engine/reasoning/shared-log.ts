@@ -11,8 +11,8 @@
  * next step, so the node resumes by itself once the database is back.
  *
  * A node snapshots the fold every `snapshotEveryEvents` events of its own commits and when it stops (one
- * table, the newest two kept), so that a start, or a fold again, begins at the newest snapshot instead of
- * the log's start.
+ * table, the newest two kept: shared-snapshots.ts), so that a start, or a fold again, begins at the newest
+ * snapshot instead of the log's start.
  */
 import type { BackendEvent } from '../../machines/reasoning/backend-events.js';
 import type { Decision } from '../../machines/core/decider.js';
@@ -20,9 +20,10 @@ import type { StoredEvent } from '../../storage/event-log.js';
 import { StoreBehindError } from '../../storage/postgres/connection.js';
 import type { PgEventLog } from '../../storage/postgres/event-log.js';
 import type { Clock } from '../core/clock.js';
-import { SNAPSHOT_EVERY_EVENTS, inSlices } from '../core/snapshots.js';
+import { SNAPSHOT_EVERY_EVENTS } from '../core/snapshots.js';
 import type { BackendLog, FoldParts } from './backend-log.js';
 import { LOOK_EVERY_MS, Looks } from './looks.js';
+import { SharedSnapshots } from './shared-snapshots.js';
 
 /** Enough for every request a node takes at once to have its decision waiting, and not so many that memory grows while the store is slow. */
 const DEFAULT_MAX_QUEUED = 10_000;
@@ -65,16 +66,15 @@ export class SharedBackendLog<S> implements BackendLog<S> {
   private working: Promise<void> | undefined;
 
   private readonly maxQueued: number;
-  /** This node's own committed events since its last snapshot. */
-  private sinceSnapshot = 0;
-  private writing: Promise<void> = Promise.resolve();
+  private readonly snapshots: SharedSnapshots<S>;
   private readonly looks: Looks;
 
   constructor(
     private readonly log: PgEventLog<BackendEvent>,
-    private readonly options: SharedLogOptions,
+    options: SharedLogOptions,
   ) {
     this.maxQueued = options.maxQueued ?? DEFAULT_MAX_QUEUED;
+    this.snapshots = new SharedSnapshots(log, options.clock, options.snapshotEveryEvents ?? SNAPSHOT_EVERY_EVENTS, options.report);
     this.looks = new Looks(options.clock, options.lookEveryMs ?? LOOK_EVERY_MS, () => this.caughtUp());
   }
 
@@ -84,7 +84,7 @@ export class SharedBackendLog<S> implements BackendLog<S> {
 
   async start(parts: FoldParts<S>): Promise<void> {
     this.parts = parts;
-    await this.restoreNewest(Infinity);
+    this.folded = await this.snapshots.restoreNewest(parts, Infinity);
     await this.foldFrom(this.folded, false);
     this.dispatched = this.folded;
     this.looks.start();
@@ -128,54 +128,20 @@ export class SharedBackendLog<S> implements BackendLog<S> {
 
   compacted(): void {
     if (this.working === undefined && !this.stale) this.snapshot();
-    else this.sinceSnapshot = this.snapshotEveryEvents;
+    else this.snapshots.due();
   }
 
   /** Settles the steps under way, then takes a snapshot of what this node committed since its last (a clean stop), and waits for it. */
   async close(): Promise<void> {
     this.looks.stop();
     while (this.working !== undefined) await this.working;
-    if (this.sinceSnapshot > 0 && !this.stale) this.snapshot();
-    await this.writing;
+    if (this.snapshots.pending && !this.stale) this.snapshot();
+    await this.snapshots.written();
   }
 
-  private get snapshotEveryEvents(): number {
-    return this.options.snapshotEveryEvents ?? SNAPSHOT_EVERY_EVENTS;
-  }
-
-  /**
-   * The fold replaced by the newest snapshot at or before `upTo` that decodes (each one passed over is
-   * reported, never trusted), or by nothing; `folded` is where it stands then.
-   */
-  private async restoreNewest(upTo: number): Promise<void> {
-    for (const snapshot of await this.log.snapshots()) {
-      if (snapshot.position > upTo) continue;
-      try {
-        this.parts!.restore(this.parts!.codec.decode(snapshot.data));
-        this.folded = snapshot.position;
-        return;
-      } catch (error) {
-        this.options.report(error, { what: `using the snapshot at position ${snapshot.position}` });
-      }
-    }
-    this.parts!.restore(undefined);
-    this.folded = 0;
-  }
-
-  /** A snapshot of the fold now, when it holds exactly what is committed; encoded and written off the step. */
+  /** A snapshot of the fold now: called when it holds exactly what is committed. */
   private snapshot(): void {
-    this.sinceSnapshot = 0;
-    const position = this.folded;
-    if (position === 0) return;
-    const state = this.parts!.codec.capture();
-    const at = this.options.clock.now();
-    this.writing = this.writing.then(async () => {
-      try {
-        await this.log.writeSnapshot(position, await inSlices(this.parts!.codec.encode(state)), at);
-      } catch (error) {
-        this.options.report(error, { what: 'writing a snapshot' });
-      }
-    });
+    this.snapshots.take(this.parts!.codec, this.folded);
   }
 
   private work(): void {
@@ -279,8 +245,7 @@ export class SharedBackendLog<S> implements BackendLog<S> {
         appended.map(({ event }) => event),
         true,
       );
-      this.sinceSnapshot += appended.length;
-      if (this.sinceSnapshot >= this.snapshotEveryEvents) this.snapshot();
+      this.snapshots.committed(appended.length, this.parts!.codec, this.folded);
     }
     batch.forEach(({ resolve, reject }, i) => {
       const outcome = outcomes[i]!;
@@ -292,7 +257,7 @@ export class SharedBackendLog<S> implements BackendLog<S> {
   /** The fold went ahead of the log (a batch whose commit failed): fold it again from a snapshot or the start, dispatching only what is new. */
   private async refold(): Promise<void> {
     // Not from a snapshot past what this node dispatched: what lies between would never be dispatched.
-    await this.restoreNewest(this.dispatched);
+    this.folded = await this.snapshots.restoreNewest(this.parts!, this.dispatched);
     for (let page = await this.log.read(this.folded); page.length > 0; page = await this.log.read(this.folded)) {
       const known = page.filter(({ position }) => position <= this.dispatched);
       this.take(known, false);

@@ -1,0 +1,79 @@
+/**
+ * The backend engine's loop: how its parts follow its log. Every event is folded into the projection and
+ * the job store; every committed one, this node's or another's, goes to the after-commit handlers in
+ * their order; and a channel that reaches other nodes is told of this node's commits, so that they fold
+ * them at once.
+ */
+import { isJobEvent, type BackendEvent } from '../../machines/reasoning/backend-events.js';
+import { AfterCommit } from '../core/after-commit.js';
+import type { FailureContext } from '../core/failures.js';
+import type { FoldParts } from './backend-log.js';
+import type { HeldStreams } from './held-streams.js';
+import type { Integrations } from './integrations.js';
+import type { LogJobStore } from './job-store.js';
+import type { JobTimers } from './job-timers.js';
+import type { Pairings } from './pairings.js';
+import { BackendProjection, type BackendState } from './projection.js';
+import { assistantChannel, noticeOf, type PubSub } from './pubsub.js';
+import { backendSnapshotCodec } from './snapshot.js';
+
+/** The parts that follow the log. */
+export interface LoopParts {
+  readonly projection: BackendProjection;
+  readonly store: LogJobStore;
+  readonly timers: JobTimers;
+  readonly held: HeldStreams;
+  readonly integrations: Integrations;
+  readonly pairings: Pairings;
+  readonly pubsub: PubSub;
+  readonly report: (error: unknown, context: FailureContext) => void;
+}
+
+/** What the engine's log folds with and dispatches to. */
+export function backendLoop(parts: LoopParts): FoldParts<BackendState> {
+  const { projection, store, timers, held, integrations, pairings, pubsub, report } = parts;
+  const afterCommit = new AfterCommit<BackendEvent>((error, what, event) =>
+    report(error, { what: event === undefined ? what : `${what} (${event.type})` }),
+  );
+  afterCommit.add({ name: 'integration streams', event: (event) => held.committed(event) });
+  afterCommit.add({ name: 'offline deadlines', event: (event) => integrations.committed(event) });
+  afterCommit.add({ name: 'pairing expiries', event: (event) => pairings.committed(event) });
+  // The store first: a notice's listener reads the job as this event left it.
+  afterCommit.add({
+    name: 'job store',
+    event: (event) => (isJobEvent(event) ? store.committed(event) : event.type === 'backend.forgotten' && store.forgotten(event)),
+  });
+  // Once committed: the job's timers follow it, and its integration's topic hears of it.
+  afterCommit.add({
+    name: 'jobs',
+    event: (event) => {
+      if (!isJobEvent(event)) return;
+      timers.committed(event);
+      pubsub.publish(assistantChannel(event.integration_id), noticeOf(event));
+    },
+  });
+  const fold = (event: BackendEvent) => {
+    projection.apply(event);
+    if (isJobEvent(event)) store.folded(event);
+  };
+  return {
+    codec: backendSnapshotCodec(projection),
+    fold,
+    foldCommitted: (event) => {
+      fold(event);
+      if (isJobEvent(event)) store.committed(event);
+      // Retention may have left a forgotten job's events in the log (their removal comes after the commit).
+      else if (event.type === 'backend.forgotten') store.forgotten(event);
+    },
+    restore: (state) => {
+      projection.restore(state ?? new BackendProjection().state());
+      store.restored();
+    },
+    dispatch: (events, own) => {
+      afterCommit.dispatch(events);
+      if (!own || pubsub.announce === undefined) return;
+      const announced = new Set(events.flatMap((event) => ('integration_id' in event ? [event.integration_id] : [])));
+      for (const id of announced) pubsub.announce(id);
+    },
+  };
+}
