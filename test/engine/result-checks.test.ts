@@ -34,8 +34,12 @@ const COSTLY_SCHEMA = {
 const COSTLY_RESULT = { a: 'a'.repeat(4 * 1024 * 1024) };
 /** Costly by the estimate (more than 1 Mi members × bytes), quick to check. */
 const CONFORMING = { a: 'a'.repeat(5000) };
-/** Long enough to compile the schema in a new thread, under load, many times over. */
-const BUDGET_MS = 1000;
+/**
+ * The budget counts the schema's compiling in a fresh thread too: on two busy cores that alone took over
+ * a second, and the conforming check failed as too costly. Three seconds leave it room many times over,
+ * while the costly check (480 `maxLength` over 4 MiB, about 13 s) still runs past it.
+ */
+const BUDGET_MS = 3000;
 const SMALL_SCHEMA = { type: 'object', properties: { n: { type: 'number' } }, required: ['n'] };
 const insights = { insights: [{ text: 'Ask about the budget.', kind: 'question', confidence: 0.8 }] };
 
