@@ -128,10 +128,13 @@ export const Heartbeat = z.object({
 });
 export type Heartbeat = z.infer<typeof Heartbeat>;
 
+/** The longest heartbeat interval a backend may set (PROTOCOL.md 6e.25), and a plugin follows: 10 minutes. */
+export const MAX_HEARTBEAT_INTERVAL_S = 600;
+
 /** The backend's answer to a heartbeat: what the plugin must act on. */
 export const HeartbeatAnswer = z.object({
   ok: z.literal(true),
-  /** When to send the next one. */
+  /** When to send the next one: the backend's setting (30 s unless its operator says otherwise), followed from the next heartbeat on. */
   interval_s: z.number().int().min(1),
   /** Refused: the plugin must stop taking jobs and tell its operator (`code`: e.g. `unsupported_version`). */
   refused: CodedError.optional(),

@@ -5,6 +5,7 @@
  * (the lock refuses it otherwise) and prints its tokens, once; and `assistant-relay backend
  * pairing-ticket` (pairing-ticket.ts).
  */
+import { HEARTBEAT_INTERVAL_MS } from '../../engine/reasoning/config.js';
 import { ReasoningEngine } from '../../engine/reasoning/engine.js';
 import { REKEY_TIMES_KEPT } from '../../machines/reasoning/integration.js';
 import type { Quotas } from '../../machines/reasoning/quotas.js';
@@ -14,6 +15,7 @@ import { backendSeams } from '../backend/seams.js';
 import { DEFAULT_NAMESPACE, NAMESPACE } from '../brokers/broker.js';
 import { BROKER_SCHEMES } from '../brokers/connect.js';
 import { UsageError, integer, parseDuration, logLevelOf, parseOrigins, parseProxies, readFlags, retentionOf } from './flags.js';
+import { LIVENESS_FLAGS, LIVENESS_USAGE, livenessFlags } from './liveness-flags.js';
 import { PAIRING_TICKET_USAGE, pairingTicketCommand } from './pairing-ticket.js';
 import { exitOnFatal, jsonLogger, readTokenFile, runUntilSignalled } from './service.js';
 
@@ -51,8 +53,9 @@ export const BACKEND_USAGE = `usage: assistant-relay backend [options]
   --max-followers N        job followers (…/jobs/ID/events) an integration may hold open on this node
                            (default 64)
   --max-node-followers N   job followers this node holds, all integrations together (default 1024)
+${LIVENESS_USAGE}
   --status-interval D      what a plugin says of itself (status, versions) is logged at most once per D;
-                           a change sooner is refused 429 (default 30s, the heartbeat interval; at most 60s)
+                           a change sooner is refused 429 (default the heartbeat interval; at most two)
   --max-rekeys-per-hour N  key rotations an integration may ask for in an hour (default 6, at most 32)
   --rekey-replace-after D  an unanswered key rotation stands in the way of a new one for D (default 10m)
   --max-jobs-per-minute N  jobs an integration may create in a minute of the clock; one more is
@@ -93,6 +96,7 @@ const FLAGS = {
   'max-open-jobs': { type: 'string' },
   'max-followers': { type: 'string' },
   'max-node-followers': { type: 'string' },
+  ...LIVENESS_FLAGS,
   'status-interval': { type: 'string' },
   'max-rekeys-per-hour': { type: 'string' },
   'rekey-replace-after': { type: 'string' },
@@ -125,12 +129,14 @@ export async function backendCommand(argv: readonly string[], env: NodeJS.Proces
   const pairingRetention = get('pairing-retention');
   const storeQueue = get('store-queue');
   const maxJobBytes = get('max-job-bytes');
+  const liveness = livenessFlags(get);
   const config = {
     onFatal: exitOnFatal(logger),
+    ...liveness,
     ...(retentionMs === undefined ? {} : { retentionMs }),
     ...(pairingRetention === undefined ? {} : { pairingRetentionMs: parseDuration('pairing-retention', pairingRetention) }),
     ...(storeQueue === undefined ? {} : { maxQueuedDecisions: integer('store-queue', storeQueue, 1, 10_000_000) }),
-    quotas: quotaFlags(get),
+    quotas: quotaFlags(get, liveness.heartbeatIntervalMs),
     ...(maxJobBytes === undefined ? {} : { maxJobBytes: integer('max-job-bytes', maxJobBytes, 1024, 256 * 1024 * 1024) }),
   };
   const pairing = get('pairing') ?? 'ticket';
@@ -183,6 +189,7 @@ export function quotaFlags(
       | 'max-settled-jobs'
       | 'max-stream-opens-per-minute',
   ) => string | undefined,
+  heartbeatIntervalMs = HEARTBEAT_INTERVAL_MS,
 ): Partial<Quotas> {
   const count = (flag: Parameters<typeof get>[0], key: keyof Quotas, max: number) => {
     const text = get(flag);
@@ -196,8 +203,8 @@ export function quotaFlags(
     ...count('max-open-jobs', 'maxOpenJobs', 1_000_000),
     ...count('max-followers', 'maxFollowers', 1_000_000),
     ...count('max-node-followers', 'maxNodeFollowers', 1_000_000),
-    // Two heartbeat intervals: a plugin waits out the Retry-After, and three missed heartbeats show it offline.
-    ...duration('status-interval', 'statusIntervalMs', 60_000),
+    // Two heartbeat intervals: a plugin waits out the Retry-After, and missed heartbeats (three by default) show it offline.
+    ...duration('status-interval', 'statusIntervalMs', 2 * heartbeatIntervalMs),
     ...count('max-rekeys-per-hour', 'maxRekeysPerHour', REKEY_TIMES_KEPT),
     ...duration('rekey-replace-after', 'rekeyReplaceAfterMs'),
     ...count('max-jobs-per-minute', 'maxJobsPerMinute', 1_000_000),

@@ -1,14 +1,15 @@
 /**
  * Heartbeats (2.3): one at start, then one every `interval_s` of the backend's last answer (30 s until it
- * says otherwise), never sooner, whatever changes in between: a status change waits for the next. A
- * heartbeat that fails is logged and the next goes out on schedule: the backend shows the integration
- * offline after three missed, and online again after one. A 429 (news of the plugin sooner than the
- * backend logs it, PROTOCOL.md 6e.20) is sent again once its `Retry-After` has passed. The last one, as the
- * plugin stops, says `stopped`: the backend shows the integration offline at once, not three intervals later.
+ * says otherwise; at most 10 minutes), never sooner, whatever changes in between: a status change waits
+ * for the next. A heartbeat that fails is logged and the next goes out on schedule: the backend shows the
+ * integration offline after so many missed (three unless its operator says otherwise), and online again
+ * after one. A 429 (news of the plugin sooner than the backend logs it, PROTOCOL.md 6e.20) is sent again
+ * once its `Retry-After` has passed. The last one, as the plugin stops, says `stopped`: the backend shows
+ * the integration offline at once, not intervals later.
  */
 import type { BaseLogger } from 'pino';
 import type { Clock, TimerHandle } from '../../engine/core/clock.js';
-import { HeartbeatAnswer, type Heartbeat } from '../../protocol/index.js';
+import { HeartbeatAnswer, MAX_HEARTBEAT_INTERVAL_S, type Heartbeat } from '../../protocol/index.js';
 import type { BackendLink } from './backend-link.js';
 
 const HEARTBEAT_INTERVAL_MS = 30_000;
@@ -60,7 +61,7 @@ export class Heartbeats {
     const why = answer.kind === 'unreachable' ? { err: answer.error } : { status: answer.status, body: answer.body };
     this.options.logger.info(
       why,
-      'the last heartbeat (stopped) was not taken: the backend shows this plugin offline after three intervals',
+      'the last heartbeat (stopped) was not taken: the backend shows this plugin offline when heartbeats stop coming',
     );
   }
 
@@ -102,7 +103,8 @@ export class Heartbeats {
       { interval_s: parsed.data.interval_s, ...(parsed.data.refused === undefined ? {} : { refused: parsed.data.refused }) },
       'heartbeat answered',
     );
-    this.intervalMs = parsed.data.interval_s * 1000;
+    // The backend's operator sets the interval (PROTOCOL.md 6e.25); one past the bound would leave the integration offline for good.
+    this.intervalMs = Math.min(parsed.data.interval_s, MAX_HEARTBEAT_INTERVAL_S) * 1000;
     onAnswer(parsed.data);
   }
 }

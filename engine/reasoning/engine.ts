@@ -22,13 +22,7 @@ import { inBackground, type FailureContext } from '../core/failures.js';
 import { DEFAULT_RETENTION_MS, Retention } from '../core/retention.js';
 import type { SubscriberTransport, SubscriptionActor } from '../core/subscription-actor.js';
 import type { BackendLog } from './backend-log.js';
-import {
-  DEFAULT_KEEPALIVE_MS,
-  DEFAULT_LEASE_MS,
-  DEFAULT_MAX_JOB_BYTES,
-  HEARTBEAT_INTERVAL_MS,
-  type ReasoningEngineConfig,
-} from './config.js';
+import { DEFAULT_KEEPALIVE_MS, DEFAULT_MAX_JOB_BYTES, livenessOf, type ReasoningEngineConfig } from './config.js';
 import { JobFollowers, type RenderJob } from './followers.js';
 import { HeldStreams } from './held-streams.js';
 import { Integrations } from './integrations.js';
@@ -78,8 +72,9 @@ export class ReasoningEngine {
 
   private constructor(seams: BackendSeams, config: ReasoningEngineConfig) {
     ({ log: this.log, pubsub: this.pubsub, clock: this.clock, report: this.report } = seams);
-    const leaseMs = config.leaseMs ?? DEFAULT_LEASE_MS;
-    this.quotas = quotasOf(config.quotas ?? {}, config.heartbeatIntervalMs ?? HEARTBEAT_INTERVAL_MS);
+    const liveness = livenessOf(config);
+    const { leaseMs } = liveness;
+    this.quotas = quotasOf(config.quotas ?? {}, liveness.heartbeatIntervalMs);
     this.maxJobBytes = config.maxJobBytes ?? DEFAULT_MAX_JOB_BYTES;
     this.epoch = seams.ids.token();
     this.retention = new Retention({
@@ -123,7 +118,7 @@ export class ReasoningEngine {
       this.log,
       seams.presence,
       this.clock,
-      config.heartbeatIntervalMs ?? HEARTBEAT_INTERVAL_MS,
+      liveness,
       (integrationId, jobIds, at) =>
         Promise.all(
           jobIds.map((job_id) => this.jobs.command({ type: 'run', integration_id: integrationId, job_id, lease_until: at + leaseMs, at })),

@@ -9,9 +9,6 @@ import { admitsPlugin, providerOf, type CodedError, type Heartbeat } from '../..
 import type { IntegrationSeen } from '../../machines/reasoning/backend-events.js';
 import { isOnline, type IntegrationSnapshot } from '../../machines/reasoning/integration.js';
 
-/** A plugin is shown offline after this many heartbeat intervals without one. */
-export const MISSED_HEARTBEATS = 3;
-
 /** Why the backend refuses the plugin, if it does. */
 export function refusalOf(integration: IntegrationSnapshot, heartbeat: Heartbeat): CodedError | undefined {
   const { provider_kind } = integration.context;

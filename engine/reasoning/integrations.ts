@@ -1,10 +1,11 @@
 /**
  * The backend's integrations: created for a provider of the registry with two tokens kept as digests,
- * authenticated in constant time, and followed by their heartbeats (2.3): online until three intervals
- * pass without one, what their plugin says of itself logged when it is news, refused when their provider
- * does not admit the plugin's versions. Each change is a decision on the log (`BackendLog.decide`), taken
- * against the integration as it stands with everything committed; heartbeats meet in `Presence`, so that
- * any node may take them and every node's offline deadline asks before it goes offline.
+ * authenticated in constant time, and followed by their heartbeats (2.3): online until `missedHeartbeats`
+ * intervals pass without one (three by default), what their plugin says of itself logged when it is news,
+ * refused when their provider does not admit the plugin's versions. Each change is a decision on the log
+ * (`BackendLog.decide`), taken against the integration as it stands with everything committed; heartbeats
+ * meet in `Presence`, so that any node may take them and every node's offline deadline asks before it
+ * goes offline.
  */
 import { randomUUID } from 'node:crypto';
 import {
@@ -25,7 +26,8 @@ import { overRekeys, overStatusChanges, type OverQuota, type Quotas } from '../.
 import type { Clock } from '../core/clock.js';
 import { Deadlines } from '../core/deadlines.js';
 import type { BackendLog } from './backend-log.js';
-import { MISSED_HEARTBEATS, refusalOf, seenOf } from './heartbeats.js';
+import type { Liveness } from './config.js';
+import { refusalOf, seenOf } from './heartbeats.js';
 import type { Presence } from './presence.js';
 import type { BackendProjection } from './projection.js';
 
@@ -46,7 +48,8 @@ export class Integrations {
     private readonly log: BackendLog<unknown>,
     private readonly heartbeats: Presence,
     private readonly clock: Clock,
-    private readonly heartbeatIntervalMs: number,
+    /** The interval plugins are told, and how many of them pass without a heartbeat before an integration is offline. */
+    private readonly liveness: Pick<Liveness, 'heartbeatIntervalMs' | 'missedHeartbeats'>,
     /** Renews the leases of the jobs a heartbeat names as running (those of another integration are not touched). */
     private readonly renew: (integrationId: string, jobIds: readonly string[], at: number) => Promise<unknown>,
     onOfflineFailure: (work: Promise<unknown>) => void,
@@ -73,7 +76,7 @@ export class Integrations {
   }
 
   private get graceMs(): number {
-    return MISSED_HEARTBEATS * this.heartbeatIntervalMs;
+    return this.liveness.missedHeartbeats * this.liveness.heartbeatIntervalMs;
   }
 
   stop(): void {
@@ -144,11 +147,11 @@ export class Integrations {
   }
 
   /**
-   * A heartbeat (2.3): the integration is online until three intervals pass without one; what its plugin
-   * says of itself is logged when it is news; the jobs it names as running keep their leases. The answer
-   * says whether the plugin is refused (its versions, its provider) and when to send the next one. News
-   * sooner than the status interval after the last is refused (`OverQuota`, nothing logged): the heartbeat
-   * still keeps the integration online, but renews no lease.
+   * A heartbeat (2.3): the integration is online until `missedHeartbeats` intervals pass without one;
+   * what its plugin says of itself is logged when it is news; the jobs it names as running keep their
+   * leases. The answer says whether the plugin is refused (its versions, its provider) and when to send
+   * the next one. News sooner than the status interval after the last is refused (`OverQuota`, nothing
+   * logged): the heartbeat still keeps the integration online, but renews no lease.
    */
   async heartbeat(integrationId: string, heartbeat: Heartbeat): Promise<HeartbeatAnswer | OverQuota | undefined> {
     const at = this.clock.now();
@@ -176,7 +179,7 @@ export class Integrations {
   }
 
   private answer(): HeartbeatAnswer {
-    return { ok: true, interval_s: Math.max(1, Math.round(this.heartbeatIntervalMs / 1000)), probe_requested: false };
+    return { ok: true, interval_s: this.liveness.heartbeatIntervalMs / 1000, probe_requested: false };
   }
 
   /**

@@ -20,12 +20,14 @@ import { PLUGIN_USAGE } from '../../adapters/cli/plugin.js';
 import { REPLAY_USAGE } from '../../adapters/cli/replay.js';
 import { INSPECT_USAGE } from '../../adapters/cli/inspect.js';
 import { EventLog } from '../../storage/event-log.js';
-import { ServeChild, runCli, useChildFolder } from '../support/child.js';
+import { heartbeatOf } from '../support/backend.js';
+import { ServeChild, runCli, started, useChildFolder } from '../support/child.js';
 import { post, request, script } from '../support/http.js';
 import { RawSocket } from '../support/raw-socket.js';
 import { SseConnection } from '../support/sse.js';
-import { readBackendEvents } from '../support/log.js';
+import { readBackendEvents, readEvents } from '../support/log.js';
 import { POSTGRES_URL, testSchema } from '../support/postgres.js';
+import { eventually } from '../support/wait.js';
 
 const TOKEN = 'cli-test-token-7f3a9c';
 
@@ -497,6 +499,46 @@ describe('backend: the store and the broker', () => {
     expect(result.code).toBe(2);
     expect(result.stderr).toMatch(says);
     expect(result.stderr).toContain(BACKEND_USAGE);
+  });
+});
+
+describe('backend: the heartbeat interval, the missed heartbeats and the delivery lease (PROTOCOL.md 6e.25)', () => {
+  it.each([
+    [['--heartbeat-interval', '500ms'], {}, /--heartbeat-interval\) must be whole seconds/],
+    [['--delivery-lease', '30s'], {}, /--delivery-lease\) must be from two heartbeat intervals/],
+    [[], { ASSISTANT_RELAY_MISSED_HEARTBEATS: '0' }, /--missed-heartbeats must be between 1 and 100/],
+  ])('refuses %j %j with the usage', async (args, env, says) => {
+    const result = await runCli(['backend', '--port', '0', ...args], env);
+    expect(result.code).toBe(2);
+    expect(result.stderr).toMatch(says);
+    expect(result.stderr).toContain(BACKEND_USAGE);
+  });
+
+  it('tells plugins its interval, and shows an integration offline once that many intervals pass without a heartbeat', async () => {
+    const db = join(folder(), 'backend.db');
+    const created = await runCli(['backend', 'integration', 'create', '--db', db]);
+    const { integration_id, relay_token, client_token } = JSON.parse(created.stdout) as {
+      [K in 'integration_id' | 'relay_token' | 'client_token']: string;
+    };
+    const backend = await started(['backend', '--port', '0', '--db', db, '--missed-heartbeats', '2', '--log-level', 'silent'], {
+      ASSISTANT_RELAY_HEARTBEAT_INTERVAL: '1s',
+      ASSISTANT_RELAY_DELIVERY_LEASE: '2s',
+    });
+    try {
+      const base = `${String(backend.line.listening)}/api/v1/assistant/integrations/${integration_id}`;
+      const answer = await request(`${base}/heartbeat`, { token: relay_token, body: heartbeatOf() });
+      expect(answer).toMatchObject({ status: 200, body: { interval_s: 1 } });
+      const state = async () => ((await request(base, { token: client_token })).body as { state: string }).state;
+      expect(await state()).toBe('online');
+      await eventually('the integration offline', state, (now) => now === 'offline', { timeoutMs: 15_000 });
+    } finally {
+      backend.child.kill('SIGTERM');
+      await backend.exited;
+    }
+    // Two missed intervals of a second after the heartbeat, not three of 30 s.
+    const [seen, offline] = readEvents(db).filter((e) => e.type === 'integration.seen' || e.type === 'integration.offline');
+    expect([seen?.type, offline?.type]).toEqual(['integration.seen', 'integration.offline']);
+    expect(Number(offline!.at) - Number(seen!.at)).toBeGreaterThanOrEqual(2_000);
   });
 });
 
