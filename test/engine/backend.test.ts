@@ -8,6 +8,7 @@ import { rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { backendSeams } from '../../adapters/backend/seams.js';
+import type { ReasoningEngineConfig } from '../../engine/reasoning/config.js';
 import { ReasoningEngine } from '../../engine/reasoning/engine.js';
 import type { NewIntegration } from '../../engine/reasoning/integrations.js';
 import { LocalPubSub, type ChannelNotice, type NoticeHandler, type PubSub } from '../../engine/reasoning/pubsub.js';
@@ -34,11 +35,9 @@ interface Started {
   stop(): Promise<void>;
 }
 
-async function start(dir = tempDir(), clock = new SimulatedClock(), pubsub?: PubSub): Promise<Started> {
+async function start(dir = tempDir(), clock = new SimulatedClock(), pubsub?: PubSub, config: ReasoningEngineConfig = {}): Promise<Started> {
   const log = EventLog.open<BackendEvent>({ path: join(dir, 'backend.db'), streamOf: backendStreamOf });
-  const backend = await ReasoningEngine.start(backendSeams(log, { clock, ...(pubsub === undefined ? {} : { pubsub }) }), {
-    leaseMs: 90_000,
-  });
+  const backend = await ReasoningEngine.start(backendSeams(log, { clock, ...(pubsub === undefined ? {} : { pubsub }) }), config);
   let stopped = false;
   const stop = async () => {
     if (stopped) return;
@@ -372,6 +371,34 @@ describe('backend: time', () => {
     ]);
   });
 
+  it('with a delivery lease set short, sends a job again that much sooner (PROTOCOL.md 6e.25)', async () => {
+    const { backend, clock } = await start(tempDir(), new SimulatedClock(), undefined, { heartbeatIntervalMs: 1_000, leaseMs: 2_000 });
+    const { socket, body } = await streamingJob(backend);
+    clock.increment(1_999);
+    await settle();
+    expect(jobFrames(socket).map(([id]) => id)).toEqual(['1']);
+    clock.increment(1);
+    await settle();
+    await settle();
+    expect(jobFrames(socket).map(([id, job]) => [id, job.job_id])).toEqual([
+      ['1', body.job_id],
+      ['2', body.job_id],
+    ]);
+  });
+
+  it('refuses a liveness setting that cannot work before it opens anything (PROTOCOL.md 6e.25)', async () => {
+    for (const config of [
+      { heartbeatIntervalMs: 1_500 },
+      { heartbeatIntervalMs: 601_000, leaseMs: 3_600_000 },
+      { missedHeartbeats: 0 },
+      { missedHeartbeats: 2.5 },
+      { heartbeatIntervalMs: 10_000, leaseMs: 19_999 },
+      { leaseMs: 3_600_001 },
+    ]) {
+      await expect(start(tempDir(), new SimulatedClock(), undefined, config), JSON.stringify(config)).rejects.toThrow(RangeError);
+    }
+  });
+
   it('a restart re-arms deadlines from the log: one that passed while it was down fires at once', async () => {
     const dir = tempDir();
     const first = await start(dir);
@@ -521,6 +548,23 @@ describe('backend: heartbeats', () => {
     expect(stateOf(backend, integration_id)).toEqual({ active: 'offline' });
     await backend.integrations.heartbeat(integration_id, beat());
     expect(stateOf(backend, integration_id)).toEqual({ active: 'online' });
+  });
+
+  it('with a short interval and missed heartbeats set, tells plugins that interval and is offline after interval × missed (PROTOCOL.md 6e.25)', async () => {
+    const { backend, clock } = await start(tempDir(), new SimulatedClock(), undefined, { heartbeatIntervalMs: 2_000, missedHeartbeats: 2 });
+    const { integration_id } = await integrationOf(backend);
+    expect(await backend.integrations.heartbeat(integration_id, beat())).toEqual({ ok: true, interval_s: 2, probe_requested: false });
+    clock.increment(3_999);
+    await settle();
+    expect(stateOf(backend, integration_id)).toEqual({ active: 'online' });
+    // A heartbeat within the grace keeps it online for another two intervals from then.
+    await backend.integrations.heartbeat(integration_id, beat());
+    clock.increment(3_999);
+    await settle();
+    expect(stateOf(backend, integration_id)).toEqual({ active: 'online' });
+    clock.increment(1);
+    await settle();
+    expect(stateOf(backend, integration_id)).toEqual({ active: 'offline' });
   });
 
   it("a plugin's last heartbeat (stopped) shows it offline at once, logged within the status interval, and renews nothing", async () => {

@@ -1,4 +1,4 @@
-/** The plugin's heartbeats against a backend that refuses one for load (PROTOCOL.md 6d.14, 6e.20): sent again after the 429's Retry-After, not at the interval, and not taken for a refusal of the plugin. */
+/** The plugin's heartbeats (PROTOCOL.md 6d.14): at the interval the backend says (6e.25); against a backend that refuses one for load (6e.20), sent again after the 429's Retry-After, not at the interval, and not taken for a refusal of the plugin. */
 import { describe, expect, it } from 'vitest';
 import { SimulatedClock } from '../support/clock.js';
 import { answering, capturingLogger, usePlugins } from './fixture.js';
@@ -36,6 +36,40 @@ describe('heartbeats answered 429', () => {
     expect(backend.heartbeats).toHaveLength(1);
     clock.increment(1);
     await backend.until(() => plugin.status().heartbeats === 2, 'the heartbeat sent again');
+  });
+});
+
+describe("the backend's interval (PROTOCOL.md 6e.25)", () => {
+  it("is followed from the next heartbeat on: the operator's setting reaches the plugin without configuring it", async () => {
+    const clock = new SimulatedClock(Date.now());
+    const backend = fixture.backend();
+    backend.heartbeatAnswer = { ok: true, interval_s: 2, probe_requested: false };
+    const plugin = await fixture.start({ reasoner: answering(), clock });
+    await backend.until(() => plugin.status().heartbeats === 1, 'the first heartbeat done');
+    clock.increment(1_999);
+    expect(backend.heartbeats).toHaveLength(1);
+    clock.increment(1);
+    await backend.until(() => plugin.status().heartbeats === 2, 'the next, two seconds later');
+    // The backend's operator changes it: the plugin follows at its next answer.
+    backend.heartbeatAnswer = { ok: true, interval_s: 5, probe_requested: false };
+    clock.increment(2_000);
+    await backend.until(() => plugin.status().heartbeats === 3, 'one more at the old interval');
+    clock.increment(4_999);
+    expect(backend.heartbeats).toHaveLength(3);
+    clock.increment(1);
+    await backend.until(() => plugin.status().heartbeats === 4, 'the next at the new interval');
+  });
+
+  it('is at most 10 minutes, whatever the backend says: a heartbeat still goes out', async () => {
+    const clock = new SimulatedClock(Date.now());
+    const backend = fixture.backend();
+    backend.heartbeatAnswer = { ok: true, interval_s: 86_400 * 30, probe_requested: false };
+    const plugin = await fixture.start({ reasoner: answering(), clock });
+    await backend.until(() => plugin.status().heartbeats === 1, 'the first heartbeat done');
+    clock.increment(599_999);
+    expect(backend.heartbeats).toHaveLength(1);
+    clock.increment(1);
+    await backend.until(() => plugin.status().heartbeats === 2, 'the next, ten minutes later');
   });
 });
 
