@@ -7,7 +7,6 @@
  */
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, expect } from 'vitest';
-import { HEARTBEAT_INTERVAL_MS } from '../../engine/reasoning/config.js';
 import type { IntegrationEvent } from '../../machines/reasoning/backend-events.js';
 import { integrationMachine, integrationState } from '../../machines/reasoning/integration.js';
 import { heartbeatOf, serveBackend, type ServedBackend } from '../support/backend.js';
@@ -20,11 +19,17 @@ const KEY = 'A'.repeat(43);
 const I = { integration_id: 'i' };
 
 const clock = new SimulatedClock();
+/** Not the defaults: the model drives an operator's settings (PROTOCOL.md 6e.25). */
+const HEARTBEAT_INTERVAL_MS = 5_000;
+const MISSED_HEARTBEATS = 2;
 let served: ServedBackend;
 let admin = '';
 
 beforeAll(async () => {
-  served = await serveBackend({ config: { clock }, operatorToken: OPERATOR });
+  served = await serveBackend({
+    config: { clock, heartbeatIntervalMs: HEARTBEAT_INTERVAL_MS, missedHeartbeats: MISSED_HEARTBEATS },
+    operatorToken: OPERATOR,
+  });
   admin = `${served.url}/api/v1/admin/integrations`;
 });
 
@@ -98,8 +103,8 @@ describeModel<Integration, IntegrationEvent>('integration', {
       });
       expect(answer.status).toBe(200);
     },
-    // Three heartbeats missed.
-    'integration.offline': async () => clock.increment(3 * HEARTBEAT_INTERVAL_MS + 1),
+    // The heartbeats it may miss, missed.
+    'integration.offline': async () => clock.increment(MISSED_HEARTBEATS * HEARTBEAT_INTERVAL_MS + 1),
     'integration.token_rotated': async (integration) => {
       const answer = await request(`${admin}/${integration.id}/tokens/client/rotate`, { token: OPERATOR, method: 'POST' });
       expect(answer.status).toBe(200);
