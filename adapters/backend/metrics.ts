@@ -113,8 +113,12 @@ export function observeBackend(registry: Registry, parts: BackendMetricsParts): 
     scraped(registry, {
       kind: 'gauge',
       name: 'fold_lag_events',
-      help: "Events committed to the shared log that this node has not folded yet (NaN: the store could not be read).",
-      read: () => shared.store.head().then((head) => Math.max(0, head - shared.log.position), () => undefined),
+      help: 'Events committed to the shared log that this node has not folded yet (NaN: the store could not be read).',
+      read: () =>
+        shared.store.head().then(
+          (head) => Math.max(0, head - shared.log.position),
+          () => undefined,
+        ),
     });
   }
   if (broker !== undefined) {
@@ -152,6 +156,9 @@ function count(tally: Tally, event: BackendEvent): void {
       return;
     case 'job.cancelled':
       tally.cancelled += 1;
+      return;
+    default:
+      // Nothing else is counted.
       return;
   }
 }

@@ -23,7 +23,12 @@ export function observeHost(registry: Registry, engine: ChatEngine): void {
   const tally: Tally = { progress: 0, terminal: 0, message: 0, succeeded: 0, failed: 0, abandoned: 0 };
   engine.subscribeEvents((event) => count(tally, event));
   const gauges = onceAScrape<ChatGauges>(() => engine.gauges());
-  scraped(registry, { kind: 'gauge', name: 'sessions_open', help: 'Sessions of either form not ended.', read: () => gauges().sessionsOpen });
+  scraped(registry, {
+    kind: 'gauge',
+    name: 'sessions_open',
+    help: 'Sessions of either form not ended.',
+    read: () => gauges().sessionsOpen,
+  });
   scraped(registry, {
     kind: 'gauge',
     name: 'tasks_pending',
@@ -78,6 +83,9 @@ function count(tally: Tally, event: DomainEvent): void {
       return;
     case 'delivery.abandoned':
       tally.abandoned += 1;
+      return;
+    default:
+      // Nothing else is counted.
       return;
   }
 }

@@ -31,7 +31,11 @@ async function start(options: Partial<BackendRelayOptions> = {}): Promise<{ rela
   return { relay, url: await relay.listen() };
 }
 
-const job = () => ({ job_id: randomUUID(), purpose: 'live_analysis', payload: { session_id: 's', transcript: [{ speaker: 'a', text: 'hi' }] } });
+const job = () => ({
+  job_id: randomUUID(),
+  purpose: 'live_analysis',
+  payload: { session_id: 's', transcript: [{ speaker: 'a', text: 'hi' }] },
+});
 const result = { insights: [{ text: 'Ask about the budget.', kind: 'question', confidence: 0.7 }] };
 
 describe('backend /metrics', () => {
