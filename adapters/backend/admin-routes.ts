@@ -3,7 +3,7 @@
  * list them, rotate a token, revoke an integration; issue a pairing ticket (7.8). Guarded by the operator token, checked in constant time
  * against its digest before the body is read; a backend started without one has no admin routes at all.
  */
-import type { FastifyPluginAsync } from 'fastify';
+import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import {
   IntegrationCreateBody,
   IntegrationPath,
@@ -20,16 +20,21 @@ import { integrationView } from './view.js';
 
 const BASE = '/api/v1/admin/integrations';
 
-export const adminRoutes: FastifyPluginAsync<{ readonly backend: ReasoningEngine; readonly operatorTokenDigest: string }> = async (
-  scope,
-  { backend, operatorTokenDigest },
-) => {
-  scope.addHook('onRequest', async (request, reply) => {
+/** The operator's credential, checked in constant time before the body is read: an `onRequest` hook (the admin routes', `/metrics`'). */
+export function operatorGuard(operatorTokenDigest: string) {
+  return async (request: FastifyRequest, reply: FastifyReply) => {
     const token = bearerToken(request.headers.authorization);
     if (token === undefined || !matchesDigest(token, operatorTokenDigest)) {
       return sendError(reply, 'unauthorized', undefined, { 'www-authenticate': 'Bearer realm="assistant-relay-admin"' });
     }
-  });
+  };
+}
+
+export const adminRoutes: FastifyPluginAsync<{ readonly backend: ReasoningEngine; readonly operatorTokenDigest: string }> = async (
+  scope,
+  { backend, operatorTokenDigest },
+) => {
+  scope.addHook('onRequest', operatorGuard(operatorTokenDigest));
   const app = scope.withTypeProvider<ZodTypeProvider>();
 
   app.post(BASE, { schema: { body: IntegrationCreateBody } }, async (request, reply) => {

@@ -10,12 +10,15 @@
  *   await createBackendRelay({ store: { url: 'postgres://…/relay' }, broker: { url: 'nats://…' } });
  */
 import type { FastifyBaseLogger, FastifyInstance } from 'fastify';
+import { Registry } from 'prom-client';
 import { tokenDigest } from '../../protocol/index.js';
 import { ReasoningEngine } from '../../engine/reasoning/engine.js';
+import { SharedBackendLog } from '../../engine/reasoning/shared-log.js';
 import { backendStreamOf, type BackendEvent } from '../../machines/reasoning/backend-events.js';
 import { EventLog } from '../../storage/event-log.js';
 import { DEFAULT_SCHEMA, type PostgresOptions } from '../../storage/postgres/connection.js';
 import { PgEventLog } from '../../storage/postgres/event-log.js';
+import { observeBackend, storeAppendTimer } from './metrics.js';
 import { ResultChecks, type ResultCheckLimits } from './result-checks.js';
 import { backendSeams, type BackendRelayConfig, type BackendStore } from './seams.js';
 import { buildBackendServer } from './server.js';
@@ -138,6 +141,8 @@ export async function createBackendRelay(options: BackendRelayOptions): Promise<
   let broker: BrokerPubSub | undefined;
   let backend: ReasoningEngine;
   const checks = new ResultChecks(options.resultChecks);
+  // This relay's own: several relays may run in one process.
+  const metrics = new Registry();
   try {
     if (options.broker !== undefined) broker = await connectBroker({ ...options.broker, report });
     const config: BackendRelayConfig = {
@@ -148,7 +153,10 @@ export async function createBackendRelay(options: BackendRelayOptions): Promise<
       ...options.config,
       ...(options.pairing === undefined ? {} : { pairing: options.pairing }),
     };
-    backend = await ReasoningEngine.start(backendSeams(log, config, broker), config);
+    const seams = backendSeams(log, config, broker, log instanceof EventLog ? undefined : storeAppendTimer(metrics));
+    backend = await ReasoningEngine.start(seams, config);
+    const shared = seams.log instanceof SharedBackendLog && !(log instanceof EventLog) ? { log: seams.log, store: log } : undefined;
+    observeBackend(metrics, { backend, checks, ...(shared === undefined ? {} : { shared }), ...(broker === undefined ? {} : { broker }) });
   } catch (error) {
     await broker?.close();
     await log.close();
@@ -179,6 +187,7 @@ export async function createBackendRelay(options: BackendRelayOptions): Promise<
     server = await buildBackendServer(backend, {
       limits: HTTP_LIMITS,
       health,
+      metrics,
       ...(logger === undefined ? {} : { logger }),
       ...(options.corsOrigins === undefined ? {} : { corsOrigins: options.corsOrigins }),
       ...(options.trustProxy === undefined ? {} : { trustProxy: options.trustProxy }),

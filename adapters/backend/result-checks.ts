@@ -72,6 +72,16 @@ export class ResultChecks implements ResultChecker {
     return verdict.finally(() => this.holders.delete(check.integrationId));
   }
 
+  /** Costly checks running in a thread now. */
+  get running(): number {
+    return this.threads.filter((thread) => thread.busy).length;
+  }
+
+  /** Costly checks waiting for a thread. */
+  get queued(): number {
+    return this.waiting.length;
+  }
+
   /** Terminates the threads; a check under way is refused as too costly. */
   async close(): Promise<void> {
     await Promise.all(this.threads.map((thread) => thread.close()));

@@ -40,8 +40,16 @@ export interface BackendRelayConfig extends ReasoningEngineConfig {
   readonly onError?: (error: unknown, context: FailureContext) => void;
 }
 
-/** The seams of a backend on `store`; `broker` carries the channel between the nodes of a shared one. */
-export function backendSeams(store: BackendStore, config: BackendRelayConfig = {}, broker?: PubSub): BackendSeams {
+/**
+ * The seams of a backend on `store`; `broker` carries the channel between the nodes of a shared one, and
+ * `appending` is handed each append to a shared one (its timing, for `/metrics`).
+ */
+export function backendSeams(
+  store: BackendStore,
+  config: BackendRelayConfig = {},
+  broker?: PubSub,
+  appending?: (append: Promise<unknown>) => void,
+): BackendSeams {
   const clock = config.clock ?? systemClock;
   const report = config.onError ?? warnOf;
   const subscriberFailed = (error: unknown, topic: string) => report(error, { what: `a subscriber of ${topic}` });
@@ -72,6 +80,7 @@ export function backendSeams(store: BackendStore, config: BackendRelayConfig = {
     ...snapshots,
     ...(config.maxQueuedDecisions === undefined ? {} : { maxQueued: config.maxQueuedDecisions }),
     ...(config.lookEveryMs === undefined ? {} : { lookEveryMs: config.lookEveryMs }),
+    ...(appending === undefined ? {} : { appending }),
   });
   const caughtUp = () => inBackground(log.caughtUp(), report, { what: 'folding what other nodes committed' });
   return {

@@ -1,11 +1,13 @@
-/** The backend relay's HTTP surface (4.1): the plugin's routes, the client's, pairing's and the operator's, each with its own credential. */
+/** The backend relay's HTTP surface (4.1): the plugin's routes, the client's, pairing's and the operator's (`/metrics` among them), each with its own credential. */
 import type { FastifyBaseLogger, FastifyInstance } from 'fastify';
+import type { Registry } from 'prom-client';
 import type { ReasoningEngine } from '../../engine/reasoning/engine.js';
 import { newHttpApp } from '../http/app.js';
 import type { HealthReport } from '../http/health.js';
 import type { HttpLimits } from '../http/limits.js';
+import { metricsRoute } from '../http/metrics.js';
 import { validationPlugin } from '../http/validation.js';
-import { adminRoutes } from './admin-routes.js';
+import { adminRoutes, operatorGuard } from './admin-routes.js';
 import { BACKEND_BODY_LIMIT } from './body-limits.js';
 import { clientRoutes } from './client-routes.js';
 import { pairingRoutes } from './pairing-routes.js';
@@ -22,6 +24,8 @@ export interface BackendHttpOptions {
   readonly trustProxy?: readonly string[];
   /** What `/healthz` answers: the node, its store and its broker. */
   readonly health?: () => Promise<HealthReport>;
+  /** This server's metrics: its requests are counted there, and `/metrics` (the operator's) answers them. */
+  readonly metrics?: Registry;
 }
 
 export async function buildBackendServer(backend: ReasoningEngine, options: BackendHttpOptions): Promise<FastifyInstance> {
@@ -35,7 +39,16 @@ export async function buildBackendServer(backend: ReasoningEngine, options: Back
     ...(options.corsOrigins === undefined ? {} : { corsOrigins: options.corsOrigins }),
     ...(options.trustProxy === undefined ? {} : { trustProxy: options.trustProxy }),
     ...(options.health === undefined ? {} : { health: options.health }),
+    ...(options.metrics === undefined ? {} : { metrics: options.metrics }),
   });
+  const { metrics, operatorTokenDigest } = options;
+  // Outside the scope below: a scrape does not wait for the fold to catch up with the store (nor fail when it cannot).
+  if (metrics !== undefined && operatorTokenDigest !== undefined) {
+    await app.register(async (scope) => {
+      scope.addHook('onRequest', operatorGuard(operatorTokenDigest));
+      metricsRoute(scope, metrics);
+    });
+  }
   await app.register(async (scope) => {
     // On a shared store, a request reads what any node committed before it came (nothing to do for one node).
     scope.addHook('onRequest', () => backend.caughtUp());
@@ -43,8 +56,7 @@ export async function buildBackendServer(backend: ReasoningEngine, options: Back
     await scope.register(pluginRoutes, { backend });
     await scope.register(clientRoutes, { backend });
     await scope.register(pairingRoutes, { backend });
-    if (options.operatorTokenDigest !== undefined)
-      await scope.register(adminRoutes, { backend, operatorTokenDigest: options.operatorTokenDigest });
+    if (operatorTokenDigest !== undefined) await scope.register(adminRoutes, { backend, operatorTokenDigest });
   });
   return app;
 }

@@ -8,6 +8,7 @@
  * jobs from a backend relay and answers them with your reasoner, until `close()`.
  */
 import type { FastifyBaseLogger, FastifyInstance } from 'fastify';
+import { Registry } from 'prom-client';
 import type { Agent } from '../../engine/chat/agent.js';
 import type { CallbackTransport } from '../../engine/chat/callback.js';
 import type { Clock, IdSource } from '../../engine/core/clock.js';
@@ -25,6 +26,7 @@ import { httpLimits } from '../http/limits.js';
 import type { ListenOptions } from '../http/app.js';
 import { startPlugin, type Plugin, type PluginOptions } from '../plugin/index.js';
 import type { Reasoner } from '../reasoners/reasoner.js';
+import { observeHost } from './metrics.js';
 import { buildServer } from './server.js';
 import { checkInspection, startInspection, type Inspection, type InspectOption } from '../inspector/process.js';
 import type { StatelyInspector } from '../inspector/stately.js';
@@ -203,10 +205,14 @@ export async function createAssistantHost(options: AssistantHostOptions): Promis
     await log.close();
     throw error;
   }
+  // This host's own: several hosts may run in one process.
+  const metrics = new Registry();
+  observeHost(metrics, engine);
   const server = await buildServer(engine, {
     token: options.token,
     callbacks,
     limits,
+    metrics,
     ...(options.logger ? { logger: options.logger } : {}),
     ...(options.corsOrigins ? { corsOrigins: options.corsOrigins } : {}),
   });

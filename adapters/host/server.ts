@@ -1,5 +1,6 @@
 /** The HTTP surface of both forms as a fastify instance: one plugin per concern. */
 import type { FastifyBaseLogger, FastifyInstance } from 'fastify';
+import type { Registry } from 'prom-client';
 import { LIMITS } from '../../protocol/index.js';
 import type { ChatEngine } from '../../engine/chat/engine.js';
 import type { CallbackPolicy } from '../callback/policy.js';
@@ -7,6 +8,7 @@ import { authPlugin } from '../http/auth.js';
 import { eventsPlugin } from './events.js';
 import { incomingPlugin } from './incoming.js';
 import { newHttpApp } from '../http/app.js';
+import { metricsRoute } from '../http/metrics.js';
 import type { HttpLimits } from '../http/limits.js';
 import { sessionsPlugin } from './sessions.js';
 import { STREAMS_RETRY_AFTER_SECONDS, StreamSlots } from '../http/stream-slots.js';
@@ -23,6 +25,8 @@ export interface HttpOptions {
   readonly limits: HttpLimits;
   /** Browser origins allowed to call the host (CORS); none by default. */
   readonly corsOrigins?: readonly string[];
+  /** This server's metrics: its requests are counted there, and `/metrics` (with the token) answers them. */
+  readonly metrics?: Registry;
 }
 
 export async function buildServer(engine: ChatEngine, options: HttpOptions): Promise<FastifyInstance> {
@@ -35,6 +39,7 @@ export async function buildServer(engine: ChatEngine, options: HttpOptions): Pro
     epoch: engine.epoch,
     ...(options.logger === undefined ? {} : { logger: options.logger }),
     ...(options.corsOrigins === undefined ? {} : { corsOrigins: options.corsOrigins }),
+    ...(options.metrics === undefined ? {} : { metrics: options.metrics }),
   });
   await app.register(async (scope) => {
     // Zod validation for our routes only: routes an embedder adds to the instance keep fastify's JSON Schema.
@@ -48,6 +53,7 @@ export async function buildServer(engine: ChatEngine, options: HttpOptions): Pro
       streamsRetryAfterSeconds: STREAMS_RETRY_AFTER_SECONDS,
     });
     await scope.register(sessionsPlugin, { engine });
+    if (options.metrics !== undefined) metricsRoute(scope, options.metrics);
   });
   return app;
 }

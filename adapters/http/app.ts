@@ -1,15 +1,17 @@
 /**
  * A fastify instance with what every HTTP surface of ours has (the host's and the backend's): the time
  * limits, our error body on every failure (Node's own answers included), UTF-8 JSON bodies only, and
- * `GET /healthz`; an HTTP/1.1 request without Host refused with our body; a close that does not wait for connections that never sent a request; and CORS for the browser origins an operator lists (none by default: then no
+ * `GET /healthz`; each request counted and timed for `/metrics` (metrics.ts); an HTTP/1.1 request without Host refused with our body; a close that does not wait for connections that never sent a request; and CORS for the browser origins an operator lists (none by default: then no
  * cross-origin browser request is let through). Each surface registers its routes on it.
  */
 import cors from '@fastify/cors';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
+import type { Registry } from 'prom-client';
 import { answerClientError } from './client-errors.js';
 import { answerError, errorsPlugin, sendError } from './errors.js';
 import { healthPlugin, type HealthReport } from './health.js';
 import { jsonBodyPlugin } from './json-body.js';
+import { countRequests } from './metrics.js';
 import type { HttpLimits } from './limits.js';
 import { RequestLogController } from './request-log.js';
 import { closeSpareConnectionsOnClose } from './spare-connections.js';
@@ -30,6 +32,8 @@ export interface HttpAppOptions {
    * `X-Forwarded-For` names a request's client address (`request.ip`); none by default: the peer's address.
    */
   readonly trustProxy?: readonly string[];
+  /** The server's metrics registry: every request it answers is counted and timed there. */
+  readonly metrics?: Registry;
 }
 
 /** What a browser client sends besides simple headers, and may read besides simple ones. */
@@ -64,6 +68,7 @@ export async function newHttpApp(options: HttpAppOptions): Promise<FastifyInstan
     clientErrorHandler: answerClientError,
   });
   closeSpareConnectionsOnClose(app);
+  if (options.metrics !== undefined) countRequests(app, options.metrics);
   app.addHook('onRequest', async (request, reply) => {
     if (request.raw.httpVersion === '1.1' && request.headers.host === undefined) {
       return sendError(reply, 'invalid_request', 'an HTTP/1.1 request needs a Host header', { connection: 'close' });

@@ -18,6 +18,7 @@ import { HostClosingError, inBackground } from '../core/failures.js';
 import { IdleDeadlines } from './idle.js';
 import { OutboxPump } from './outbox-pump.js';
 import { chatSnapshotCodec } from './chat-snapshot.js';
+import { chatGauges, type ChatGauges } from './gauges.js';
 import { ChatProjection, replayableSession, type ChatState } from './projection.js';
 import { Readers, type SubscribeResult } from './readers.js';
 import { recover } from './recovery.js';
@@ -29,6 +30,7 @@ import type { DeliveryStats, SessionView } from './view.js';
 
 export type { ChatEngineConfig } from './config.js';
 export type { SubscribeResult } from './readers.js';
+export type { ChatGauges } from './gauges.js';
 export { HostClosingError } from '../core/failures.js';
 
 export type IncomingResult = 'accepted' | 'duplicate' | 'session_ended' | 'callback_required';
@@ -175,6 +177,11 @@ export class ChatEngine implements CommandPort {
 
   sessionIds(): string[] {
     return this.projection.sessionIds();
+  }
+
+  /** Sessions open, tasks pending, readers and deliveries queued now: what an operator's scrape reads. */
+  gauges(): ChatGauges {
+    return chatGauges(this.projection.state(), this.readers.count);
   }
 
   /** Every committed event, as it commits. Returns an unsubscribe function. */

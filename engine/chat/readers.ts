@@ -52,6 +52,13 @@ export class Readers implements AfterCommitHandler<DomainEvent> {
     private readonly fromLog: (sessionId: string) => TaskSessionSnapshot | undefined,
   ) {}
 
+  /** Live readers of every session. */
+  get count(): number {
+    let count = 0;
+    for (const readers of this.bySession.values()) count += readers.size;
+    return count;
+  }
+
   /** Live readers of a session, as each one's subscription stands. */
   views(sessionId: string): ReaderView[] {
     return [...(this.bySession.get(sessionId) ?? [])].map((actor) => actor.view);

@@ -24,13 +24,14 @@ import type { SubscriberTransport, SubscriptionActor } from '../core/subscriptio
 import type { BackendLog } from './backend-log.js';
 import { DEFAULT_KEEPALIVE_MS, DEFAULT_MAX_JOB_BYTES, livenessOf, type ReasoningEngineConfig } from './config.js';
 import { JobFollowers, type RenderJob } from './followers.js';
+import { backendGauges, type BackendGauges } from './gauges.js';
 import { HeldStreams } from './held-streams.js';
 import { Integrations } from './integrations.js';
 import type { JobAnswer } from './job-answers.js';
 import { JobCommands } from './job-commands.js';
 import { LogJobStore } from './job-store.js';
 import { JobTimers } from './job-timers.js';
-import { backendLoop } from './loop.js';
+import { backendLoop, type CommitListener } from './loop.js';
 import { pairingLimitsOf } from './pairing-limits.js';
 import { PAIRING_TTL_MS, Pairings } from './pairings.js';
 import { inlineResultChecker } from './result-check.js';
@@ -68,6 +69,7 @@ export class ReasoningEngine {
   private readonly held: HeldStreams;
   private readonly followers: JobFollowers;
   private readonly report: (error: unknown, context: FailureContext) => void;
+  private readonly listeners = new Set<CommitListener>();
   private closed = false;
 
   private constructor(seams: BackendSeams, config: ReasoningEngineConfig) {
@@ -144,8 +146,8 @@ export class ReasoningEngine {
   /** Folds the log (from its newest good snapshot on), starts a new epoch, and re-arms every open job's deadline and lease from it. */
   static async start(seams: BackendSeams, config: ReasoningEngineConfig = {}): Promise<ReasoningEngine> {
     const backend = new ReasoningEngine(seams, config);
-    const { projection, store, timers, held, integrations, pairings, pubsub, report } = backend;
-    await backend.log.start(backendLoop({ projection, store, timers, held, integrations, pairings, pubsub, report }));
+    const { projection, store, timers, held, integrations, pairings, pubsub, report, listeners } = backend;
+    await backend.log.start(backendLoop({ projection, store, timers, held, integrations, pairings, pubsub, report, listeners }));
     const at = backend.clock.now();
     await backend.log.decide(() => ({ events: [{ type: 'backend.started', epoch: backend.epoch, at }], outcome: undefined }));
     for (const job of await backend.store.allOpenJobs()) backend.timers.arm(job);
@@ -158,6 +160,17 @@ export class ReasoningEngine {
   /** The position of the newest committed event this node has folded. */
   get position(): number {
     return this.log.position;
+  }
+
+  /** Jobs by state, integrations, and this node's streams and followers now: what an operator's scrape reads. */
+  gauges(): BackendGauges {
+    return backendGauges(this.projection.state(), this.streams.count, this.followers.count);
+  }
+
+  /** Hears every committed batch once, `own` when this node decided it (what its counters count). Returns an unsubscribe function. */
+  onCommitted(listener: CommitListener): () => void {
+    this.listeners.add(listener);
+    return () => this.listeners.delete(listener);
   }
 
   /** Folds what other nodes committed up to now (nothing to do on a log of this process alone): what a request reads next is as fresh as the store. */

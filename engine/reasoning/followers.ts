@@ -33,6 +33,11 @@ export class JobFollowers {
 
   constructor(private readonly parts: FollowerParts) {}
 
+  /** Followers open on this node. */
+  get count(): number {
+    return this.actors.size;
+  }
+
   /** Opens a follower of the job; it is sent the job now unless its cursor shows it has this version. */
   open(job: JobSnapshot, cursor: number | undefined, connect: () => SubscriberTransport, render: RenderJob): SubscriptionActor {
     const { job_id, integration_id } = job.context;

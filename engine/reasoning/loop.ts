@@ -27,11 +27,16 @@ export interface LoopParts {
   readonly pairings: Pairings;
   readonly pubsub: PubSub;
   readonly report: (error: unknown, context: FailureContext) => void;
+  /** The embedder's listeners of committed batches (an operator's counters). */
+  readonly listeners: ReadonlySet<CommitListener>;
 }
+
+/** Hears a committed batch: `own` when this node decided it, else another node's, read from a shared log. */
+export type CommitListener = (events: readonly BackendEvent[], own: boolean) => void;
 
 /** What the engine's log folds with and dispatches to. */
 export function backendLoop(parts: LoopParts): FoldParts<BackendState> {
-  const { projection, store, timers, held, integrations, pairings, pubsub, report } = parts;
+  const { projection, store, timers, held, integrations, pairings, pubsub, report, listeners } = parts;
   const afterCommit = new AfterCommit<BackendEvent>((error, what, event) =>
     report(error, { what: event === undefined ? what : `${what} (${event.type})` }),
   );
@@ -71,6 +76,13 @@ export function backendLoop(parts: LoopParts): FoldParts<BackendState> {
     },
     dispatch: (events, own) => {
       afterCommit.dispatch(events);
+      for (const listener of listeners) {
+        try {
+          listener(events, own);
+        } catch (error) {
+          report(error, { what: 'a listener of committed events' });
+        }
+      }
       if (!own || pubsub.announce === undefined) return;
       const announced = new Set(events.flatMap((event) => ('integration_id' in event ? [event.integration_id] : [])));
       for (const id of announced) pubsub.announce(id);

@@ -37,6 +37,8 @@ export interface SharedLogOptions {
   /** How often a node looks for what other nodes committed, whatever the broker says. Default 1 s. */
   readonly lookEveryMs?: number;
   readonly report: (error: unknown, context: { readonly what: string }) => void;
+  /** Is handed each append to the store as it starts (an operator's timing of it: the engine keeps no time of its own). */
+  readonly appending?: (append: Promise<unknown>) => void;
 }
 
 interface Queued {
@@ -66,6 +68,7 @@ export class SharedBackendLog<S> implements BackendLog<S> {
   private working: Promise<void> | undefined;
 
   private readonly maxQueued: number;
+  private readonly appending: ((append: Promise<unknown>) => void) | undefined;
   private readonly snapshots: SharedSnapshots<S>;
   private readonly looks: Looks;
 
@@ -74,12 +77,18 @@ export class SharedBackendLog<S> implements BackendLog<S> {
     options: SharedLogOptions,
   ) {
     this.maxQueued = options.maxQueued ?? DEFAULT_MAX_QUEUED;
+    this.appending = options.appending;
     this.snapshots = new SharedSnapshots(log, options.clock, options.snapshotEveryEvents ?? SNAPSHOT_EVERY_EVENTS, options.report);
     this.looks = new Looks(options.clock, options.lookEveryMs ?? LOOK_EVERY_MS, () => this.caughtUp());
   }
 
   get position(): number {
     return this.folded;
+  }
+
+  /** Decisions asked for and not yet answered: queued for the store, or in the step under way. */
+  get undecidedCount(): number {
+    return this.undecided;
   }
 
   async start(parts: FoldParts<S>): Promise<void> {
@@ -216,7 +225,7 @@ export class SharedBackendLog<S> implements BackendLog<S> {
     const outcomes: Array<{ ok: true; outcome: unknown } | { ok: false; error: unknown }> = [];
     let appended: StoredEvent<BackendEvent>[];
     try {
-      appended = await this.log.append(this.folded, (committed) => {
+      const append = this.log.append(this.folded, (committed) => {
         this.take(committed, true);
         outcomes.length = 0;
         const events: BackendEvent[] = [];
@@ -234,6 +243,8 @@ export class SharedBackendLog<S> implements BackendLog<S> {
         if (events.length > 0) this.stale = true;
         return events;
       });
+      this.appending?.(append);
+      appended = await append;
     } catch (error) {
       for (const { reject } of batch) reject(error);
       return;

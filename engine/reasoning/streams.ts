@@ -60,6 +60,11 @@ export class JobStreams {
 
   constructor(private readonly parts: StreamParts) {}
 
+  /** The integrations' streams open on this node. */
+  get count(): number {
+    return this.streams.size;
+  }
+
   /**
    * Opens the integration's stream, taking over from the one it had. It is sent every job waiting for
    * the plugin: created ones, and delivered ones the cursor does not show the plugin received; a running
