@@ -164,6 +164,7 @@ function endpoints(): Array<Endpoint & { readonly server: keyof typeof served }>
   const A = '/api/v1/admin/integrations';
   return [
     { server: 'hostA', name: 'health', method: 'GET', route: '/healthz', host: a },
+    { server: 'hostA', name: 'metrics', method: 'GET', route: '/metrics', token: hostToken, host: a },
     {
       server: 'hostA',
       name: 'Form A incoming',
@@ -207,6 +208,7 @@ function endpoints(): Array<Endpoint & { readonly server: keyof typeof served }>
       host: b,
     },
     { server: 'backend', name: 'backend health', method: 'GET', route: '/healthz', host: backend },
+    { server: 'backend', name: 'backend metrics', method: 'GET', route: '/metrics', token: () => OPERATOR, host: backend },
     {
       server: 'backend',
       name: 'operator: create integration',

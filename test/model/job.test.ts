@@ -28,7 +28,8 @@ let plugin = '';
 let stream: SseConnection | undefined;
 
 beforeAll(async () => {
-  served = await serveBackend({ config: { clock, leaseMs: LEASE_MS } });
+  // The lease is two heartbeat intervals, the least the backend takes (PROTOCOL.md 6e.25).
+  served = await serveBackend({ config: { clock, leaseMs: LEASE_MS, heartbeatIntervalMs: LEASE_MS / 2 } });
   const created = await served.backend.integrations.create('assistant-relay');
   if ('refused' in created) throw new Error(created.refused.message);
   base = `${served.url}/api/v1/assistant/integrations/${created.integration_id}`;

@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
-import { layerViolations, readModuleGraph, withModuleSection, type ModuleGraph } from '../../visualizations/modules.js';
+import { layerViolations, readModuleGraph, sourceFiles, withModuleSection, type ModuleGraph } from '../../visualizations/modules.js';
 
 const root = (path: string) => fileURLToPath(new URL(`../../${path}`, import.meta.url));
 const graph = readModuleGraph(root('.'));
@@ -49,5 +49,19 @@ describe('modules', () => {
   it("docs/modules.md's list and pictures are the ones the sources give (run `npm run diagrams` after adding a module or moving an import)", () => {
     const text = readFileSync(root('docs/modules.md'), 'utf8');
     expect(text).toBe(withModuleSection(text, graph));
+  });
+});
+
+describe('sizes a reader can take in', () => {
+  const lines = (path: string) => readFileSync(path, 'utf8').split('\n').length - 1;
+
+  it('no source file is over 300 lines (split it by idea)', () => {
+    const over = sourceFiles(root('.')).filter((file) => lines(file) > 300);
+    expect(over.map((file) => `${file.slice(root('.').length)}: ${lines(file)} lines`)).toEqual([]);
+  });
+
+  it('README.md is a front door of at most 200 lines, ARCHITECTURE.md at most 400 (reference pages go in docs/)', () => {
+    expect(lines(root('README.md'))).toBeLessThanOrEqual(200);
+    expect(lines(root('ARCHITECTURE.md'))).toBeLessThanOrEqual(400);
   });
 });
