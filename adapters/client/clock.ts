@@ -17,17 +17,3 @@ export const clientClock: Clock = {
   setTimeout: (fn, ms) => setTimeout(fn, Math.min(MAX_TIMER_MS, Math.max(0, ms))),
   clearTimeout: (handle) => clearTimeout(handle as ReturnType<typeof setTimeout> | undefined),
 };
-
-/** Resolves once `ms` have passed on `clock`, or at once when `signal` aborts (its timer cancelled, so nothing waits on it). */
-export function pause(clock: Clock, ms: number, signal?: AbortSignal): Promise<void> {
-  return new Promise((resolve) => {
-    if (signal?.aborted) return resolve();
-    const done = () => {
-      clock.clearTimeout(timer);
-      signal?.removeEventListener('abort', done);
-      resolve();
-    };
-    const timer = clock.setTimeout(done, ms);
-    signal?.addEventListener('abort', done, { once: true });
-  });
-}

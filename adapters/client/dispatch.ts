@@ -8,7 +8,7 @@ import { clientTaskState } from '../../machines/client/client-task.js';
 import { fullJitter } from '../../protocol/backoff.js';
 import { ErrorBody, IncomingAccepted, IncomingIgnored } from '../../protocol/wire.js';
 import { retryAfterMs, safeJson } from './answers.js';
-import { pause } from './clock.js';
+import { sleep } from '../../engine/core/clock.js';
 import type { FormASettings } from './form-a-options.js';
 import type { SessionLink } from './session-link.js';
 import { isOpen, type Task, type TaskFailed } from './task.js';
@@ -63,6 +63,6 @@ export async function dispatch(
       return;
     }
     const wait = (response === undefined ? undefined : retryAfterMs(response, clock)) ?? fullJitter(attempt + 1, options.random);
-    await pause(clock, wait, link.signal);
+    await sleep(clock, wait, link.signal);
   }
 }

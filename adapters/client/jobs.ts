@@ -9,7 +9,7 @@
 import { seal, type Keyring } from '../../protocol/byo/index.js';
 import { JobView, OPEN_JOB_STATES, type JobPurpose } from '../../protocol/reasoning.js';
 import { BackendError, type BackendClient } from './backend-client.js';
-import { pause } from './clock.js';
+import { sleep } from '../../engine/core/clock.js';
 import { JobCheckError, bindingOf, checkedView, knownFrom, responseSchemaOf, type KnownJob } from './job-checks.js';
 
 /** How often a cut event stream is followed again in a row before following gives up. */
@@ -90,7 +90,7 @@ export class JobsClient {
       if (!OPEN_JOB_STATES.has(view.state)) break;
       cuts += 1;
       if (cuts >= FOLLOW_ATTEMPTS) throw cut;
-      await pause(this.client.clock, 250 * 2 ** cuts);
+      await sleep(this.client.clock, 250 * 2 ** cuts);
     }
     return view;
   }

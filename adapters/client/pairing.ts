@@ -28,7 +28,8 @@ import {
 } from '../../protocol/pairing-wire.js';
 import { ENVELOPE_VERSION, SCHEMA_VERSION } from '../../protocol/reasoning.js';
 import { BackendClient, BackendError } from './backend-client.js';
-import { clientClock, pause, type Clock } from './clock.js';
+import { sleep } from '../../engine/core/clock.js';
+import { clientClock, type Clock } from './clock.js';
 
 export interface PairingOptions {
   /** The backend relay's base URL. */
@@ -101,7 +102,7 @@ class Exchange {
       const view = await this.client.call(PairingView, '', { method: 'GET' });
       if (ready(view)) return view;
       failIfEnded(view);
-      await pause(this.client.clock, this.pollMs);
+      await sleep(this.client.clock, this.pollMs);
     }
   }
 
@@ -115,7 +116,7 @@ class Exchange {
     const watching = (async () => {
       while (!asking.signal.aborted) {
         failIfEnded(await this.client.call(PairingView, '', { method: 'GET' }));
-        await pause(this.client.clock, this.pollMs);
+        await sleep(this.client.clock, this.pollMs);
       }
       // Only an ended pairing settles this first: the loop stops once the answer is in.
       return false;

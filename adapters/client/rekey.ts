@@ -6,7 +6,7 @@
 import { ClientRekey, type SessionKeys } from '../../protocol/byo/index.js';
 import { RekeyView } from '../../protocol/pairing-wire.js';
 import type { BackendClient } from './backend-client.js';
-import { pause } from './clock.js';
+import { sleep } from '../../engine/core/clock.js';
 import { PairingFailed } from './pairing.js';
 
 export async function rotateKeys(options: {
@@ -28,6 +28,6 @@ export async function rotateKeys(options: {
     if (clock.now() >= until) {
       throw new PairingFailed('rekey_unanswered', 'the assistant did not answer the key rotation in time: the keys are unchanged');
     }
-    await pause(clock, options.pollMs ?? 250);
+    await sleep(clock, options.pollMs ?? 250);
   }
 }

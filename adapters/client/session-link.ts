@@ -16,7 +16,7 @@ import { fullJitter } from '../../protocol/backoff.js';
 import { SseParser, textChunks, type SseEvent } from '../../protocol/sse-parser.js';
 import { ErrorBody, ProgressReply, ResyncFrame, TerminalReply } from '../../protocol/wire.js';
 import { retryAfterMs, safeJson } from './answers.js';
-import { pause } from './clock.js';
+import { sleep } from '../../engine/core/clock.js';
 import type { FormASettings } from './form-a-options.js';
 import { TaskFailed, isOpen, stepTask, type Task } from './task.js';
 
@@ -95,7 +95,7 @@ export class SessionLink {
       const retry = await this.connect();
       if (this.closed || retry === undefined) return;
       this.options.onStream?.(this.sessionId, 'waiting');
-      await pause(clock, retry - clock.now(), this.aborter.signal);
+      await sleep(clock, retry - clock.now(), this.aborter.signal);
       if (!this.closed) this.step({ type: 'retry', at: clock.now() });
     }
   }

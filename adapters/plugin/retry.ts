@@ -4,7 +4,7 @@
  * until the job's deadline: past it the backend settles the job itself, so trying on would be pointless.
  * The first attempt is always made, however late.
  */
-import type { Clock } from '../../engine/core/clock.js';
+import { sleep, type Clock } from '../../engine/core/clock.js';
 import { isTransient, type Answer } from './backend-link.js';
 import { fullJitter } from '../../protocol/backoff.js';
 
@@ -30,20 +30,4 @@ export async function untilAnswered(attempt: () => Promise<Answer>, deadline_at:
     if (clock.now() + wait >= deadline_at) return { kind: 'gave_up' };
     if (!(await sleep(clock, wait, stop))) return { kind: 'stopped' };
   }
-}
-
-/** Resolves true after `ms` on `clock`, or false as soon as `signal` aborts. */
-export function sleep(clock: Clock, ms: number, signal: AbortSignal): Promise<boolean> {
-  if (signal.aborted) return Promise.resolve(false);
-  return new Promise((resolve) => {
-    const aborted = () => {
-      clock.clearTimeout(timer);
-      resolve(false);
-    };
-    const timer = clock.setTimeout(() => {
-      signal.removeEventListener('abort', aborted);
-      resolve(true);
-    }, ms);
-    signal.addEventListener('abort', aborted, { once: true });
-  });
 }

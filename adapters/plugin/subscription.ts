@@ -11,7 +11,7 @@ import type { BaseLogger } from 'pino';
 import type { Clock } from '../../engine/core/clock.js';
 import type { BackendLink } from './backend-link.js';
 import { BACKOFF, fullJitter } from '../../protocol/backoff.js';
-import { sleep } from './retry.js';
+import { sleep } from '../../engine/core/clock.js';
 import { SseParser } from '../../protocol/sse-parser.js';
 
 /** A stream open this long counts as having stayed up: the next drop starts the backoff afresh. */

@@ -6,7 +6,7 @@
  * only guess.
  */
 import { Pool } from 'undici';
-import { systemClock, type Clock } from '../../engine/core/clock.js';
+import { sleep, systemClock, type Clock } from '../../engine/core/clock.js';
 import { ReasonerError, type Reasoner, type ReasoningRequest } from './reasoner.js';
 import { peek } from '../http/peek.js';
 import { parseRetryAfter } from '../../protocol/retry-after.js';
@@ -78,7 +78,7 @@ export function openAiReasoner(options: OpenAiReasonerOptions): Reasoner {
       if (status === 429 || status === 503) {
         const wait = parseRetryAfter(response.headers['retry-after'], clock.now());
         if (wait !== undefined && waits < MAX_WAITS && clock.now() + wait < request.deadline_at) {
-          await pause(wait, end.signal, clock);
+          if (!(await sleep(clock, wait, end.signal))) throw end.signal.reason;
           continue;
         }
         const why =
@@ -154,20 +154,4 @@ export function openAiReasoner(options: OpenAiReasonerOptions): Reasoner {
 function unfenced(content: string): string {
   const fenced = /^```[a-z]*\s*\n([\s\S]*?)\n?```$/i.exec(content.trim());
   return fenced ? fenced[1]! : content;
-}
-
-/** Resolves after `ms`, or rejects as soon as `signal` aborts. */
-function pause(ms: number, signal: AbortSignal, clock: Clock): Promise<void> {
-  return new Promise((resolve, reject) => {
-    if (signal.aborted) return reject(signal.reason);
-    const stop = () => {
-      clock.clearTimeout(timer);
-      reject(signal.reason);
-    };
-    const timer = clock.setTimeout(() => {
-      signal.removeEventListener('abort', stop);
-      resolve();
-    }, ms);
-    signal.addEventListener('abort', stop, { once: true });
-  });
 }

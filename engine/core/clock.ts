@@ -33,6 +33,25 @@ export const systemClock: Clock = {
   clearTimeout: (handle) => clearTimeout(handle as NodeJS.Timeout | undefined),
 };
 
+/**
+ * Resolves `true` once `ms` have passed on `clock`, or `false` as soon as `signal` aborts (its timer then
+ * cancelled, so nothing is left waiting on a closed owner).
+ */
+export function sleep(clock: Clock, ms: number, signal?: AbortSignal): Promise<boolean> {
+  if (signal?.aborted) return Promise.resolve(false);
+  return new Promise((resolve) => {
+    const aborted = () => {
+      clock.clearTimeout(timer);
+      resolve(false);
+    };
+    const timer = clock.setTimeout(() => {
+      signal?.removeEventListener('abort', aborted);
+      resolve(true);
+    }, ms);
+    signal?.addEventListener('abort', aborted, { once: true });
+  });
+}
+
 export const randomIds: IdSource = {
   token: () => crypto.getRandomValues(new BigUint64Array(1))[0]!.toString(36),
   uuid: () => crypto.randomUUID(),
