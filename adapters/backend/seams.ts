@@ -11,6 +11,7 @@ import { LocalBackendLog } from '../../engine/reasoning/backend-log.js';
 import { ClusterChannel } from '../../engine/reasoning/channel.js';
 import type { ReasoningEngineConfig } from '../../engine/reasoning/config.js';
 import { attemptsKeptFor, pairingLimitsOf } from '../../engine/reasoning/pairing-limits.js';
+import { SoleOwnership } from '../../engine/reasoning/ownership.js';
 import { LocalPairingAttempts, LocalPresence } from '../../engine/reasoning/presence.js';
 import { LocalPubSub, type PubSub } from '../../engine/reasoning/pubsub.js';
 import type { BackendSeams } from '../../engine/reasoning/seams.js';
@@ -72,6 +73,7 @@ export function backendSeams(
       pubsub: config.pubsub ?? new LocalPubSub(subscriberFailed),
       presence: new LocalPresence(),
       attempts: new LocalPairingAttempts(attemptsKeepMs),
+      ownership: new SoleOwnership(),
     };
   }
   const log = new SharedBackendLog(store, {
@@ -89,6 +91,7 @@ export function backendSeams(
     pubsub: broker === undefined ? new LocalPubSub(subscriberFailed) : new ClusterChannel(broker, caughtUp, subscriberFailed),
     presence: new PgPresence(store.connections),
     attempts: new PgPairingAttempts(store.connections, attemptsKeepMs),
+    ownership: new SoleOwnership(),
   };
 }
 

@@ -1,7 +1,8 @@
 /** The backend relay's HTTP surface (4.1): the plugin's routes, the client's, pairing's and the operator's (`/metrics` among them), each with its own credential. */
-import type { FastifyBaseLogger, FastifyInstance } from 'fastify';
+import type { FastifyBaseLogger, FastifyInstance, FastifyRequest } from 'fastify';
 import type { Registry } from 'prom-client';
 import type { ReasoningEngine } from '../../engine/reasoning/engine.js';
+import { isUuid } from '../../protocol/index.js';
 import { newHttpApp } from '../http/app.js';
 import type { HealthReport } from '../http/health.js';
 import type { HttpLimits } from '../http/limits.js';
@@ -50,8 +51,9 @@ export async function buildBackendServer(backend: ReasoningEngine, options: Back
     });
   }
   await app.register(async (scope) => {
-    // On a shared store, a request reads what any node committed before it came (nothing to do for one node).
-    scope.addHook('onRequest', () => backend.caughtUp());
+    // On a shared store, a request reads what any node committed before it came (nothing to do for one node),
+    // of the integration it names, or of the service's partition (pairings, the operator's tickets).
+    scope.addHook('onRequest', (request) => backend.caughtUp(integrationOf(request)));
     await scope.register(validationPlugin);
     await scope.register(pluginRoutes, { backend });
     await scope.register(clientRoutes, { backend });
@@ -59,4 +61,10 @@ export async function buildBackendServer(backend: ReasoningEngine, options: Back
     if (operatorTokenDigest !== undefined) await scope.register(adminRoutes, { backend, operatorTokenDigest });
   });
   return app;
+}
+
+/** The integration a request names in its path (`…/integrations/{id}…`), if it names one that can be: pairings' ids are not integrations'. */
+function integrationOf(request: FastifyRequest): string | undefined {
+  const id = (request.params as { id?: unknown } | undefined)?.id;
+  return request.url.includes('/integrations/') && typeof id === 'string' && isUuid(id) ? id : undefined;
 }

@@ -5,7 +5,8 @@
  *
  * - `LocalBackendLog`: the embedded SQLite log of one process (`db`). The fold is always current,
  *   so a decision runs at once; snapshots shorten a start.
- * - `SharedBackendLog` (shared-log.ts): PostgreSQL, appended to and folded by several nodes at once.
+ * - `PartitionedBackendLog` (partitioned-log.ts): PostgreSQL, partitioned by integration, appended to and
+ *   folded by several nodes at once, each holding the partitions it serves.
  */
 import type { BackendEvent } from '../../machines/reasoning/backend-events.js';
 import type { Decision } from '../../machines/core/decider.js';
@@ -29,30 +30,52 @@ export interface FoldParts<S> {
    * nodes), else another node's, read from a shared log.
    */
   dispatch(events: readonly BackendEvent[], own: boolean): void;
+  /** A partitioned log's: the partition's state from its snapshot (undefined: none) in place of what the fold holds of it. */
+  load(partition: string, state: S | undefined): void;
+  /** A partitioned log's: the fold lets go of the partition. */
+  evict(partition: string): void;
+  /** A partitioned log's: the partition's state now, copied (what its snapshot stores). */
+  capture(partition: string): S;
+  /** Whether the integration's partition has timers to keep (open jobs, an online plugin): it needs an owner. */
+  live(partition: string): boolean;
+  /** Whether something on this node still uses the partition (its stream, a follower, a lease): it is not let go. */
+  inUse(partition: string): boolean;
 }
+
+export interface DecideOptions {
+  /** Only the integration's owner may commit this (a timer's firing, a delivery, retention): refused on any other node. */
+  readonly owner?: boolean;
+}
+
+/** The options of a decision only the integration's owner may commit. */
+export const OWNER: DecideOptions = { owner: true };
 
 export interface BackendLog<S> {
   /** Folds what the log holds, then dispatches every commit from now on. */
   start(parts: FoldParts<S>): Promise<void>;
   /**
-   * Runs `decide` against the fold as it stands with everything committed before it, appends the events it
+   * Runs `decide` against the fold of the partition (an integration's id, or `SERVICE_PARTITION`) as it
+   * stands with everything committed before it, appends the events it
    * returns (folding them first, so that the next decision sees them), and resolves with its outcome once
    * they are committed. A decision of none resolves once what it was taken on is committed. `decide` must
    * be pure: it reads the fold and returns; it may be run as part of a batch with others.
    */
-  decide<T>(decide: () => Decision<BackendEvent, T>): Promise<T>;
-  /** Resolves once the fold holds every event another node committed before the call, dispatched (at once for a log of one process). */
-  caughtUp(): Promise<void>;
+  decide<T>(partition: string, decide: () => Decision<BackendEvent, T>, options?: DecideOptions): Promise<T>;
+  /**
+   * Resolves once the fold holds every event of the partition (an integration's id, or `SERVICE_PARTITION`)
+   * another node committed before the call, dispatched (at once for a log of one process).
+   */
+  caughtUp(partition: string): Promise<void>;
   /** Resolves once nothing this process appended is uncommitted: the fold holds only what the log holds. */
   settled(): Promise<void>;
   /** The position of the newest event the fold holds as committed. */
   readonly position: number;
-  /** The committed events of one stream, oldest first (retention reads its own). */
-  readStream(stream: string): Promise<StoredEvent<BackendEvent>[]>;
-  /** The position of the newest committed event of `stream`; 0 if it has none. */
-  lastPositionOf(stream: string): Promise<number>;
-  /** Removes the events of `streams` (forgotten aggregates: retention) stored before `position`. */
-  removeStreams(streams: readonly string[], position: number): Promise<number>;
+  /** The committed events of one stream of the partition, oldest first (retention reads its own). */
+  readStream(partition: string, stream: string): Promise<StoredEvent<BackendEvent>[]>;
+  /** The position of the newest committed event of the partition's `stream`; 0 if it has none. */
+  lastPositionOf(partition: string, stream: string): Promise<number>;
+  /** Removes the events of the partition's `streams` (forgotten aggregates: retention) stored before `position`. */
+  removeStreams(partition: string, streams: readonly string[], position: number): Promise<number>;
   /** Retention made the fold smaller: a good moment for a snapshot. */
   compacted(): void;
   /** Settles what is appended and stops dispatching; the caller closes the log itself. */
@@ -90,13 +113,13 @@ export class LocalBackendLog<S> implements BackendLog<S> {
     this.log.onCommit((events) => parts.dispatch(events, true));
   }
 
-  async decide<T>(decide: () => Decision<BackendEvent, T>): Promise<T> {
+  async decide<T>(_partition: string, decide: () => Decision<BackendEvent, T>): Promise<T> {
     const decision = decide();
     await this.appender!.commit(decision.events);
     return decision.outcome;
   }
 
-  async caughtUp(): Promise<void> {}
+  async caughtUp(_partition: string): Promise<void> {}
 
   get position(): number {
     return this.log.lastPosition;
@@ -106,15 +129,16 @@ export class LocalBackendLog<S> implements BackendLog<S> {
     return this.log.settled();
   }
 
-  async readStream(stream: string): Promise<StoredEvent<BackendEvent>[]> {
+  // One process's log: positions are the log's, and a stream's name is unique in it, whatever its partition.
+  async readStream(_partition: string, stream: string): Promise<StoredEvent<BackendEvent>[]> {
     return [...this.log.readStream(stream)];
   }
 
-  async lastPositionOf(stream: string): Promise<number> {
+  async lastPositionOf(_partition: string, stream: string): Promise<number> {
     return this.log.lastPositionOf(stream);
   }
 
-  async removeStreams(streams: readonly string[], position: number): Promise<number> {
+  async removeStreams(_partition: string, streams: readonly string[], position: number): Promise<number> {
     return this.log.removeStreams(streams, position);
   }
 

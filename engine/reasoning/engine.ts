@@ -35,11 +35,15 @@ import { backendLoop, type CommitListener } from './loop.js';
 import { pairingLimitsOf } from './pairing-limits.js';
 import { PAIRING_TTL_MS, Pairings } from './pairings.js';
 import { inlineResultChecker } from './result-check.js';
-import { BackendProjection, type BackendState, type ProbedProfile } from './projection.js';
+import { BackendProjection } from './projection.js';
+import type { BackendState, ProbedProfile } from './backend-state.js';
 import type { PubSub } from './pubsub.js';
 import { DEFAULT_PAIRING_RETENTION_MS, forgetEndedRecords } from './retention.js';
+import { OWNER } from './backend-log.js';
+import type { Ownership } from './ownership.js';
 import type { BackendSeams } from './seams.js';
 import { JobStreams } from './streams.js';
+import { SERVICE_PARTITION } from '../../storage/partitions.js';
 
 /** An integration and its current capability profile, as a client or the operator reads them. */
 export interface IntegrationRead {
@@ -64,6 +68,7 @@ export class ReasoningEngine {
   private readonly store: LogJobStore;
   private readonly jobs: JobCommands;
   private readonly pubsub: PubSub;
+  private readonly ownership: Ownership;
   private readonly timers: JobTimers;
   private readonly streams: JobStreams;
   private readonly held: HeldStreams;
@@ -73,7 +78,7 @@ export class ReasoningEngine {
   private closed = false;
 
   private constructor(seams: BackendSeams, config: ReasoningEngineConfig) {
-    ({ log: this.log, pubsub: this.pubsub, clock: this.clock, report: this.report } = seams);
+    ({ log: this.log, pubsub: this.pubsub, clock: this.clock, report: this.report, ownership: this.ownership } = seams);
     const liveness = livenessOf(config);
     const { leaseMs } = liveness;
     this.quotas = quotasOf(config.quotas ?? {}, liveness.heartbeatIntervalMs);
@@ -89,6 +94,7 @@ export class ReasoningEngine {
         clock: this.clock,
         pairingRetentionMs: config.pairingRetentionMs ?? DEFAULT_PAIRING_RETENTION_MS,
         maxSettledJobs: this.quotas.maxSettledJobs,
+        served: () => this.projection.integrationIds().filter((id) => this.ownership.owns(id)),
       }),
       compacted: () => this.log.compacted(),
       report: (error) => this.report(error, { what: 'retention' }),
@@ -112,8 +118,8 @@ export class ReasoningEngine {
     this.followers = new JobFollowers({ clock: this.clock, keepaliveMs, store: this.store, pubsub: this.pubsub, background });
     this.timers = new JobTimers(
       this.clock,
-      (job) => background(this.jobs.command({ type: 'expire', ...job, at: this.clock.now() }), 'job deadline'),
-      (job) => background(this.jobs.command({ type: 'release', ...job, at: this.clock.now() }), 'delivery lease'),
+      (job) => background(this.jobs.command({ type: 'expire', ...job, at: this.clock.now() }, OWNER), 'job deadline'),
+      (job) => background(this.jobs.command({ type: 'release', ...job, at: this.clock.now() }, OWNER), 'delivery lease'),
     );
     this.integrations = new Integrations(
       this.projection,
@@ -127,9 +133,17 @@ export class ReasoningEngine {
         ),
       (work) => background(work, 'offline deadline'),
       this.quotas,
+      (integrationId) => this.ownership.owns(integrationId),
     );
     const { streams, integrations } = this;
-    this.held = new HeldStreams({ streams, integrations, projection, node: this.epoch, closed: () => this.closed });
+    this.held = new HeldStreams({
+      streams,
+      integrations,
+      projection,
+      ownership: this.ownership,
+      node: this.epoch,
+      closed: () => this.closed,
+    });
     this.pairings = new Pairings({
       projection: this.projection,
       log: this.log,
@@ -146,10 +160,19 @@ export class ReasoningEngine {
   /** Folds the log (from its newest good snapshot on), starts a new epoch, and re-arms every open job's deadline and lease from it. */
   static async start(seams: BackendSeams, config: ReasoningEngineConfig = {}): Promise<ReasoningEngine> {
     const backend = new ReasoningEngine(seams, config);
-    const { projection, store, timers, held, integrations, pairings, pubsub, report, listeners } = backend;
-    await backend.log.start(backendLoop({ projection, store, timers, held, integrations, pairings, pubsub, report, listeners }));
+    const { projection, store, timers, held, integrations, pairings, pubsub, report, listeners, ownership, streams, followers } = backend;
+    const loop = { projection, store, timers, held, integrations, pairings, pubsub, report, listeners, ownership, streams, followers };
+    await backend.log.start(backendLoop(loop));
+    ownership.listen(
+      (integrationId) => backend.background(backend.owned(integrationId), 'taking an integration over'),
+      (integrationId) => backend.disowned(integrationId),
+    );
     const at = backend.clock.now();
-    await backend.log.decide(() => ({ events: [{ type: 'backend.started', epoch: backend.epoch, at }], outcome: undefined }));
+    await backend.log.decide(SERVICE_PARTITION, () => ({
+      events: [{ type: 'backend.started', epoch: backend.epoch, at }],
+      outcome: undefined,
+    }));
+    // A log of one process holds every integration, all of them its own; a partitioned one none yet (leases bring them).
     for (const job of await backend.store.allOpenJobs()) backend.timers.arm(job);
     backend.integrations.rearm();
     backend.pairings.rearm();
@@ -173,9 +196,12 @@ export class ReasoningEngine {
     return () => this.listeners.delete(listener);
   }
 
-  /** Folds what other nodes committed up to now (nothing to do on a log of this process alone): what a request reads next is as fresh as the store. */
-  caughtUp(): Promise<void> {
-    return this.log.caughtUp();
+  /**
+   * Folds what other nodes committed up to now of the integration's partition, or of the service's without
+   * one (nothing to do on a log of this process alone): what a request reads next is as fresh as the store.
+   */
+  caughtUp(integrationId?: string): Promise<void> {
+    return this.log.caughtUp(integrationId ?? SERVICE_PARTITION);
   }
 
   // ---- jobs: the client's side and the plugin's (job-commands.ts) ---------------------------------------
@@ -252,12 +278,28 @@ export class ReasoningEngine {
     if (this.closed) return;
     this.closed = true;
     this.timers.stop();
+    await this.ownership.stop();
     this.integrations.stop();
     this.pairings.stop();
     this.streams.closeAll();
     this.followers.closeAll();
     await this.retention.stop();
     await this.log.close();
+  }
+
+  /** This node came to own the integration: its partition is held here, and its timers run here from now. */
+  private async owned(integrationId: string): Promise<void> {
+    await this.log.caughtUp(integrationId);
+    if (!this.ownership.owns(integrationId)) return;
+    for (const job of this.projection.openJobs(integrationId)) this.timers.arm(job);
+    this.integrations.rearm([integrationId]);
+  }
+
+  /** Another node owns the integration now: its timers stop here, and a stream of it held here ends (its plugin reconnects). */
+  private disowned(integrationId: string): void {
+    this.timers.disarm(this.projection.openJobs(integrationId));
+    this.integrations.unwatch(integrationId);
+    this.streams.supersede(integrationId);
   }
 
   private background(work: Promise<unknown>, what: string): void {

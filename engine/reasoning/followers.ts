@@ -30,12 +30,19 @@ const MAX_QUEUED_BYTES = 1024 * 1024;
 
 export class JobFollowers {
   private readonly actors = new Set<SubscriptionActor>();
+  /** Followers open on this node, by integration: a partition followed here is not let go. */
+  private readonly byIntegration = new Map<string, number>();
 
   constructor(private readonly parts: FollowerParts) {}
 
   /** Followers open on this node. */
   get count(): number {
     return this.actors.size;
+  }
+
+  /** Whether a client follows one of the integration's jobs on this node. */
+  follows(integrationId: string): boolean {
+    return this.byIntegration.has(integrationId);
   }
 
   /** Opens a follower of the job; it is sent the job now unless its cursor shows it has this version. */
@@ -51,9 +58,13 @@ export class JobFollowers {
         closed = true;
         unsubscribe();
         this.actors.delete(actor);
+        const left = this.byIntegration.get(integration_id)! - 1;
+        if (left === 0) this.byIntegration.delete(integration_id);
+        else this.byIntegration.set(integration_id, left);
       },
     );
     this.actors.add(actor);
+    this.byIntegration.set(integration_id, (this.byIntegration.get(integration_id) ?? 0) + 1);
     actor.open('');
     /** The newest version read for this follower (sent, or shown by its cursor); none before the first read. */
     let has: number | undefined;

@@ -7,7 +7,7 @@
  */
 import { jobKey, type JobRef } from '../../machines/reasoning/job-events.js';
 import type { JobSnapshot } from '../../machines/reasoning/job.js';
-import type { BackendState } from './projection.js';
+import type { BackendState } from './backend-state.js';
 
 /** What one retention pass may forget next (`forgettable`). */
 export interface Forgettable {

@@ -5,7 +5,7 @@
  */
 import { isOnline } from '../../machines/reasoning/integration.js';
 import { jobState } from '../../machines/reasoning/job.js';
-import type { BackendState } from './projection.js';
+import type { BackendState } from './backend-state.js';
 
 export type JobStateName = ReturnType<typeof jobState>;
 

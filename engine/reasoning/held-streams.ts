@@ -11,6 +11,7 @@ import { HostClosingError } from '../core/failures.js';
 import type { SubscriberTransport, SubscriptionActor } from '../core/subscription-actor.js';
 import { rekeyFrame } from './frames.js';
 import type { Integrations } from './integrations.js';
+import type { Ownership } from './ownership.js';
 import type { BackendProjection } from './projection.js';
 import type { JobStreams } from './streams.js';
 
@@ -18,6 +19,8 @@ export interface HeldStreamParts {
   readonly streams: JobStreams;
   readonly integrations: Integrations;
   readonly projection: BackendProjection;
+  /** The stream's node owns its integration: it takes it over as the stream opens. */
+  readonly ownership: Ownership;
   /** This node (its epoch), as the log names the holder. */
   readonly node: string;
   /** Whether the engine closes: no stream opens then. */
@@ -37,13 +40,13 @@ export class HeldStreams {
     cursor: number | undefined,
     connect: () => SubscriberTransport,
   ): Promise<SubscriptionActor | OverQuota | undefined> {
-    const { streams, integrations, projection, node, closed } = this.parts;
+    const { streams, integrations, projection, ownership, node, closed } = this.parts;
     if (closed()) throw new HostClosingError();
     const over = streams.admit(integrationId);
     if (over !== undefined) return over;
     let held: boolean;
     try {
-      held = await integrations.holdStream(integrationId, node);
+      held = (await ownership.takeOver(integrationId)) && (await integrations.holdStream(integrationId, node));
     } catch (error) {
       // Refused for the store (503): it logged and delivered nothing, so it does not count against the plugin's opens.
       streams.unadmit(integrationId);

@@ -25,7 +25,7 @@ import { isOnline, isRevoked, type IntegrationSnapshot, type Rekey } from '../..
 import { overRekeys, overStatusChanges, type OverQuota, type Quotas } from '../../machines/reasoning/quotas.js';
 import type { Clock } from '../core/clock.js';
 import { Deadlines } from '../core/deadlines.js';
-import type { BackendLog } from './backend-log.js';
+import { OWNER, type BackendLog } from './backend-log.js';
 import type { Liveness } from './config.js';
 import { refusalOf, seenOf } from './heartbeats.js';
 import type { Presence } from './presence.js';
@@ -55,13 +55,20 @@ export class Integrations {
     onOfflineFailure: (work: Promise<unknown>) => void,
     /** How often what a plugin says of itself is logged, and how many key rotations are asked for. */
     private readonly quotas: Pick<Quotas, 'statusIntervalMs' | 'maxRekeysPerHour' | 'rekeyReplaceAfterMs'>,
+    /** Whether this node owns the integration: only its owner keeps its offline deadline. */
+    private readonly owns: (integrationId: string) => boolean,
   ) {
     this.presence = new Deadlines(clock, (integration_id) => onOfflineFailure(this.offlineUnlessSeen(integration_id)));
   }
 
-  /** After the fold: an integration online when the backend stopped gets a full grace from now. */
-  rearm(): void {
-    for (const id of this.projection.integrationIds()) this.watch(id);
+  /** After the fold (a start, or an integration taken over): one online then gets a full grace from now. */
+  rearm(integrationIds: readonly string[] = this.projection.integrationIds()): void {
+    for (const id of integrationIds) this.watch(id);
+  }
+
+  /** Another node owns the integration now: its offline deadline is kept there. */
+  unwatch(integrationId: string): void {
+    this.presence.delete(integrationId);
   }
 
   /** A committed event of the integration (this node's or another's): an online one without a deadline here gets one. */
@@ -70,6 +77,7 @@ export class Integrations {
   }
 
   private watch(integrationId: string): void {
+    if (!this.owns(integrationId)) return;
     const integration = this.projection.integration(integrationId);
     if (integration !== undefined && isOnline(integration) && !this.presence.has(integrationId))
       this.presence.set(integrationId, this.clock.now() + this.graceMs);
@@ -98,7 +106,7 @@ export class Integrations {
       client_token_digest: tokenDigest(client_token),
       at: this.clock.now(),
     };
-    await this.log.decide(() => ({ events: [created], outcome: undefined }));
+    await this.log.decide(integration_id, () => ({ events: [created], outcome: undefined }));
     return { integration_id, provider_kind: providerKind, relay_token, client_token };
   }
 
@@ -114,6 +122,7 @@ export class Integrations {
     const token = newToken();
     const at = this.clock.now();
     return this.log.decide(
+      integrationId,
       (): Decision<BackendEvent, { readonly token: string } | { readonly refused: 'integration_not_found' | 'integration_revoked' }> => {
         const integration = this.projection.integration(integrationId);
         if (integration === undefined) return nothing({ refused: 'integration_not_found' });
@@ -129,7 +138,7 @@ export class Integrations {
   /** Revokes the integration: both its tokens stop working, for good. Revoking it again changes nothing. */
   async revoke(integrationId: string): Promise<IntegrationSnapshot | undefined> {
     const at = this.clock.now();
-    const found = await this.log.decide(() => {
+    const found = await this.log.decide(integrationId, () => {
       const integration = this.projection.integration(integrationId);
       if (integration === undefined) return nothing(false);
       return { events: isRevoked(integration) ? [] : [{ type: 'integration.revoked', integration_id: integrationId, at }], outcome: true };
@@ -161,17 +170,20 @@ export class Integrations {
     const until = at + this.graceMs;
     // Shared first: a node whose offline deadline comes now finds this heartbeat.
     await this.heartbeats.beat(integrationId, until);
-    const decided = await this.log.decide((): Decision<BackendEvent, { refused: CodedError | undefined } | OverQuota | undefined> => {
-      const integration = this.projection.integration(integrationId);
-      if (integration === undefined || isRevoked(integration)) return nothing(undefined);
-      const refused = refusalOf(integration, heartbeat);
-      const seen = seenOf(integration, heartbeat, refused, at);
-      if (seen === undefined) return nothing({ refused });
-      const over = overStatusChanges(integration, this.quotas.statusIntervalMs, at);
-      return over === undefined ? { events: [seen], outcome: { refused } } : nothing(over);
-    });
+    const decided = await this.log.decide(
+      integrationId,
+      (): Decision<BackendEvent, { refused: CodedError | undefined } | OverQuota | undefined> => {
+        const integration = this.projection.integration(integrationId);
+        if (integration === undefined || isRevoked(integration)) return nothing(undefined);
+        const refused = refusalOf(integration, heartbeat);
+        const seen = seenOf(integration, heartbeat, refused, at);
+        if (seen === undefined) return nothing({ refused });
+        const over = overStatusChanges(integration, this.quotas.statusIntervalMs, at);
+        return over === undefined ? { events: [seen], outcome: { refused } } : nothing(over);
+      },
+    );
     if (decided === undefined) return undefined;
-    this.presence.set(integrationId, until);
+    if (this.owns(integrationId)) this.presence.set(integrationId, until);
     if ('over' in decided) return decided;
     const { refused } = decided;
     await this.renew(integrationId, refused === undefined ? heartbeat.running_job_ids : [], at);
@@ -187,7 +199,7 @@ export class Integrations {
    * the status interval (as coming online is); it renews nothing, and the offline deadline here goes.
    */
   private async stopped(integrationId: string, at: number): Promise<HeartbeatAnswer | undefined> {
-    const known = await this.log.decide(() => {
+    const known = await this.log.decide(integrationId, () => {
       const integration = this.projection.integration(integrationId);
       if (integration === undefined || isRevoked(integration)) return nothing(false);
       return { events: isOnline(integration) ? [{ type: 'integration.offline', integration_id: integrationId, at }] : [], outcome: true };
@@ -211,18 +223,21 @@ export class Integrations {
     | { readonly outcome: 'over_quota'; readonly quota: OverQuota }
   > {
     const at = this.clock.now();
-    const outcome = await this.log.decide((): Decision<BackendEvent, 'requested' | 'duplicate' | 'conflict' | 'unknown' | OverQuota> => {
-      const integration = this.projection.integration(integrationId);
-      if (integration === undefined || isRevoked(integration)) return nothing('unknown');
-      const { rekey } = integration.context;
-      if (rekey?.rekey_id === request.rekey_id) {
-        const same = rekey.kid === request.kid && rekey.client_key === request.client_key && rekey.mac === request.mac;
-        return nothing(same ? 'duplicate' : 'conflict');
-      }
-      const over = overRekeys(integration, this.quotas, at);
-      if (over !== undefined) return nothing(over);
-      return { events: [{ type: 'integration.rekey_requested', integration_id: integrationId, ...request, at }], outcome: 'requested' };
-    });
+    const outcome = await this.log.decide(
+      integrationId,
+      (): Decision<BackendEvent, 'requested' | 'duplicate' | 'conflict' | 'unknown' | OverQuota> => {
+        const integration = this.projection.integration(integrationId);
+        if (integration === undefined || isRevoked(integration)) return nothing('unknown');
+        const { rekey } = integration.context;
+        if (rekey?.rekey_id === request.rekey_id) {
+          const same = rekey.kid === request.kid && rekey.client_key === request.client_key && rekey.mac === request.mac;
+          return nothing(same ? 'duplicate' : 'conflict');
+        }
+        const over = overRekeys(integration, this.quotas, at);
+        if (over !== undefined) return nothing(over);
+        return { events: [{ type: 'integration.rekey_requested', integration_id: integrationId, ...request, at }], outcome: 'requested' };
+      },
+    );
     if (typeof outcome === 'object') return { outcome: 'over_quota', quota: outcome };
     const rekey = this.projection.integration(integrationId)?.context.rekey;
     return outcome === 'unknown' || rekey === undefined ? { outcome: 'unknown' } : { outcome, rekey };
@@ -235,7 +250,7 @@ export class Integrations {
     answer: RekeyAnswer,
   ): Promise<'answered' | 'duplicate' | 'conflict' | 'unknown'> {
     const at = this.clock.now();
-    return this.log.decide(() => {
+    return this.log.decide(integrationId, () => {
       const integration = this.projection.integration(integrationId);
       const rekey = integration === undefined || isRevoked(integration) ? undefined : integration.context.rekey;
       if (rekey?.rekey_id !== rekeyId) return nothing('unknown' as const);
@@ -259,12 +274,16 @@ export class Integrations {
    */
   async holdStream(integrationId: string, node: string): Promise<boolean> {
     const at = this.clock.now();
-    return this.log.decide((): Decision<BackendEvent, boolean> => {
-      const integration = this.projection.integration(integrationId);
-      if (integration === undefined || isRevoked(integration)) return nothing(false);
-      if (this.projection.streamHolder(integrationId) === node) return nothing(true);
-      return { events: [{ type: 'integration.stream_held', integration_id: integrationId, node, at }], outcome: true };
-    });
+    return this.log.decide(
+      integrationId,
+      (): Decision<BackendEvent, boolean> => {
+        const integration = this.projection.integration(integrationId);
+        if (integration === undefined || isRevoked(integration)) return nothing(false);
+        if (this.projection.streamHolder(integrationId) === node) return nothing(true);
+        return { events: [{ type: 'integration.stream_held', integration_id: integrationId, node, at }], outcome: true };
+      },
+      OWNER,
+    );
   }
 
   /** The offline deadline came: offline, unless a heartbeat (on any node) keeps it online longer. */
@@ -275,10 +294,14 @@ export class Integrations {
       this.presence.set(integrationId, until);
       return;
     }
-    await this.log.decide(() => {
-      const integration = this.projection.integration(integrationId);
-      const online = integration !== undefined && !isRevoked(integration) && isOnline(integration);
-      return { events: online ? [{ type: 'integration.offline', integration_id: integrationId, at: now }] : [], outcome: undefined };
-    });
+    await this.log.decide(
+      integrationId,
+      () => {
+        const integration = this.projection.integration(integrationId);
+        const online = integration !== undefined && !isRevoked(integration) && isOnline(integration);
+        return { events: online ? [{ type: 'integration.offline', integration_id: integrationId, at: now }] : [], outcome: undefined };
+      },
+      OWNER,
+    );
   }
 }

@@ -23,6 +23,7 @@ import { overJobRate, overOpenJobs, type OverQuota, type Quotas } from '../../ma
 import type { Clock } from '../core/clock.js';
 import { HostClosingError } from '../core/failures.js';
 import { createRefusal, overBoundMessage, type Invalid, type JobAnswer } from './job-answers.js';
+import type { DecideOptions } from './backend-log.js';
 import type { JobDecide, JobStore } from './job-store.js';
 import type { BackendProjection } from './projection.js';
 import type { ResultChecker } from './result-check.js';
@@ -187,15 +188,15 @@ export class JobCommands {
   }
 
   /** Decides on one job against the store; refused once the engine closes. */
-  update<Outcome>(integrationId: string, jobId: string, decide: JobDecide<Outcome>): Promise<Outcome> {
+  update<Outcome>(integrationId: string, jobId: string, decide: JobDecide<Outcome>, options?: DecideOptions): Promise<Outcome> {
     // Nothing new enters the log of a closing backend; the edge answers 503 `shutting_down`.
     if (this.parts.closed()) return Promise.reject(new HostClosingError());
-    return this.parts.store.update(integrationId, jobId, decide);
+    return this.parts.store.update(integrationId, jobId, decide, options);
   }
 
-  /** A command the engine gives itself (a deadline, a lease, a heartbeat's renewal), decided as it is. */
-  command(command: JobCommand): Promise<JobOutcome> {
-    return this.update(command.integration_id, command.job_id, (job) => jobDecider.decide(command, job));
+  /** A command the engine gives itself (a deadline, a lease: `owner`; a heartbeat's renewal), decided as it is. */
+  command(command: JobCommand, options?: DecideOptions): Promise<JobOutcome> {
+    return this.update(command.integration_id, command.job_id, (job) => jobDecider.decide(command, job), options);
   }
 
   /** A decision on a job that exists (the store found it by integration and id); any other is unknown before anything else is checked. */

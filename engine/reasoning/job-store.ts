@@ -15,9 +15,9 @@
  */
 import type { Decision } from '../../machines/core/decider.js';
 import { forgottenJobKeys, type BackendForgotten } from '../../machines/reasoning/backend-events.js';
-import { jobKey, type JobEvent } from '../../machines/reasoning/job-events.js';
+import { jobKey, jobRefOf, type JobEvent } from '../../machines/reasoning/job-events.js';
 import type { JobSnapshot } from '../../machines/reasoning/job.js';
-import type { BackendLog } from './backend-log.js';
+import type { BackendLog, DecideOptions } from './backend-log.js';
 import type { BackendProjection } from './projection.js';
 
 /** A job and its version: how many events it has had (1: created). */
@@ -47,7 +47,7 @@ export interface JobStore {
    * committed, with the decision's outcome; every committed event reaches the engine's after-commit
    * dispatch.
    */
-  update<Outcome>(integrationId: string, jobId: string, decide: JobDecide<Outcome>): Promise<Outcome>;
+  update<Outcome>(integrationId: string, jobId: string, decide: JobDecide<Outcome>, options?: DecideOptions): Promise<Outcome>;
   /** The integration's job as committed (never a state a crash could take back). */
   job(integrationId: string, jobId: string): Promise<StoredJob | undefined>;
   /** The integration's open jobs and stream position, as of at least everything committed before the call. */
@@ -70,8 +70,18 @@ export class LogJobStore implements JobStore {
   /** The projection was restored from a snapshot of committed state (every job it holds is committed as it stands), or emptied. */
   restored(): void {
     this.committedJobs.clear();
-    for (const [key, job] of this.projection.state().jobs)
-      this.committedJobs.set(key, { job, version: this.projection.version(job.context.integration_id, job.context.job_id) });
+    for (const job of this.projection.state().jobs.values()) this.restoredJob(job);
+  }
+
+  /** One integration's partition was loaded from its snapshot, or let go: its jobs are as the projection now holds them (none, let go). */
+  restoredPartition(integrationId: string): void {
+    for (const key of [...this.committedJobs.keys()]) if (jobRefOf(key).integration_id === integrationId) this.committedJobs.delete(key);
+    for (const job of this.projection.jobsOf(integrationId)) this.restoredJob(job);
+  }
+
+  private restoredJob(job: JobSnapshot): void {
+    const { integration_id, job_id } = job.context;
+    this.committedJobs.set(jobKey(integration_id, job_id), { job, version: this.projection.version(integration_id, job_id) });
   }
 
   /** Retention forgot these jobs (committed): reads no longer find them. */
@@ -92,16 +102,20 @@ export class LogJobStore implements JobStore {
     this.committedJobs.set(jobKey(event.integration_id, event.job_id), stored);
   }
 
-  update<Outcome>(integrationId: string, jobId: string, decide: JobDecide<Outcome>): Promise<Outcome> {
-    return this.log.decide(() => {
-      const decision = decide(this.projection.job(integrationId, jobId));
-      const stray = decision.events.find((event) => event.integration_id !== integrationId || event.job_id !== jobId);
-      if (stray !== undefined)
-        throw new Error(
-          `job store: a decision on ${jobKey(integrationId, jobId)} emitted ${stray.type} for ${jobKey(stray.integration_id, stray.job_id)}`,
-        );
-      return decision;
-    });
+  update<Outcome>(integrationId: string, jobId: string, decide: JobDecide<Outcome>, options?: DecideOptions): Promise<Outcome> {
+    return this.log.decide(
+      integrationId,
+      () => {
+        const decision = decide(this.projection.job(integrationId, jobId));
+        const stray = decision.events.find((event) => event.integration_id !== integrationId || event.job_id !== jobId);
+        if (stray !== undefined)
+          throw new Error(
+            `job store: a decision on ${jobKey(integrationId, jobId)} emitted ${stray.type} for ${jobKey(stray.integration_id, stray.job_id)}`,
+          );
+        return decision;
+      },
+      options,
+    );
   }
 
   async job(integrationId: string, jobId: string): Promise<StoredJob | undefined> {

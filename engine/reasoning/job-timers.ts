@@ -46,6 +46,15 @@ export class JobTimers {
     if (lease_until !== undefined) this.leases.set(jobKey(integration_id, job_id), lease_until);
   }
 
+  /** This node no longer runs these jobs' timers (another node owns their integration). */
+  disarm(jobs: readonly JobSnapshot[]): void {
+    for (const { context } of jobs) {
+      const key = jobKey(context.integration_id, context.job_id);
+      this.deadlines.delete(key);
+      this.leases.delete(key);
+    }
+  }
+
   stop(): void {
     this.deadlines.stop();
     this.leases.stop();

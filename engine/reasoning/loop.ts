@@ -1,10 +1,14 @@
 /**
  * The backend engine's loop: how its parts follow its log. Every event is folded into the projection and
  * the job store; every committed one, this node's or another's, goes to the after-commit handlers in
- * their order; and a channel that reaches other nodes is told of this node's commits, so that they fold
- * them at once.
+ * their order (a job's timers and an integration's offline deadline only on the node that owns it); a
+ * channel that reaches other nodes is told of this node's commits, so that they fold them at once; and an
+ * integration that has timers to keep after this node's commit and no owner is claimed by this node. On a
+ * partitioned log, a partition is loaded into the fold and let go of whole.
  */
 import { isJobEvent, type BackendEvent } from '../../machines/reasoning/backend-events.js';
+import { isOnline } from '../../machines/reasoning/integration.js';
+import { SERVICE_PARTITION } from '../../storage/partitions.js';
 import { AfterCommit } from '../core/after-commit.js';
 import type { FailureContext } from '../core/failures.js';
 import type { FoldParts } from './backend-log.js';
@@ -13,7 +17,11 @@ import type { Integrations } from './integrations.js';
 import type { LogJobStore } from './job-store.js';
 import type { JobTimers } from './job-timers.js';
 import type { Pairings } from './pairings.js';
-import { BackendProjection, type BackendState } from './projection.js';
+import type { BackendProjection } from './projection.js';
+import { emptyState, type BackendState } from './backend-state.js';
+import type { JobFollowers } from './followers.js';
+import type { Ownership } from './ownership.js';
+import type { JobStreams } from './streams.js';
 import { assistantChannel, noticeOf, type PubSub } from './pubsub.js';
 import { backendSnapshotCodec } from './snapshot.js';
 
@@ -27,6 +35,10 @@ export interface LoopParts {
   readonly pairings: Pairings;
   readonly pubsub: PubSub;
   readonly report: (error: unknown, context: FailureContext) => void;
+  /** Which integrations this node owns: their timers run here. */
+  readonly ownership: Ownership;
+  readonly streams: JobStreams;
+  readonly followers: JobFollowers;
   /** The embedder's listeners of committed batches (an operator's counters). */
   readonly listeners: ReadonlySet<CommitListener>;
 }
@@ -36,12 +48,17 @@ export type CommitListener = (events: readonly BackendEvent[], own: boolean) => 
 
 /** What the engine's log folds with and dispatches to. */
 export function backendLoop(parts: LoopParts): FoldParts<BackendState> {
-  const { projection, store, timers, held, integrations, pairings, pubsub, report, listeners } = parts;
+  const { projection, store, timers, held, integrations, pairings, pubsub, report, listeners, ownership, streams, followers } = parts;
+  const live = (integrationId: string) => {
+    const integration = projection.integration(integrationId);
+    return integration !== undefined && (isOnline(integration) || projection.openJobs(integrationId).length > 0);
+  };
   const afterCommit = new AfterCommit<BackendEvent>((error, what, event) =>
     report(error, { what: event === undefined ? what : `${what} (${event.type})` }),
   );
   afterCommit.add({ name: 'integration streams', event: (event) => held.committed(event) });
-  afterCommit.add({ name: 'offline deadlines', event: (event) => integrations.committed(event) });
+  const owned = (event: BackendEvent) => 'integration_id' in event && ownership.owns(event.integration_id);
+  afterCommit.add({ name: 'offline deadlines', event: (event) => owned(event) && integrations.committed(event) });
   afterCommit.add({ name: 'pairing expiries', event: (event) => pairings.committed(event) });
   // The store first: a notice's listener reads the job as this event left it.
   afterCommit.add({
@@ -53,7 +70,7 @@ export function backendLoop(parts: LoopParts): FoldParts<BackendState> {
     name: 'jobs',
     event: (event) => {
       if (!isJobEvent(event)) return;
-      timers.committed(event);
+      if (owned(event)) timers.committed(event);
       pubsub.publish(assistantChannel(event.integration_id), noticeOf(event));
     },
   });
@@ -71,9 +88,22 @@ export function backendLoop(parts: LoopParts): FoldParts<BackendState> {
       else if (event.type === 'backend.forgotten') store.forgotten(event);
     },
     restore: (state) => {
-      projection.restore(state ?? new BackendProjection().state());
+      projection.restore(state ?? emptyState());
       store.restored();
     },
+    load: (partition, state) => {
+      if (partition === SERVICE_PARTITION) projection.evictService();
+      else projection.evict(partition);
+      if (state !== undefined) projection.merge(state);
+      if (partition !== SERVICE_PARTITION) store.restoredPartition(partition);
+    },
+    evict: (partition) => {
+      projection.evict(partition);
+      store.restoredPartition(partition);
+    },
+    capture: (partition) => (partition === SERVICE_PARTITION ? projection.service() : projection.partition(partition)),
+    live,
+    inUse: (partition) => ownership.owns(partition) || streams.holds(partition) || followers.follows(partition),
     dispatch: (events, own) => {
       afterCommit.dispatch(events);
       for (const listener of listeners) {
@@ -83,9 +113,12 @@ export function backendLoop(parts: LoopParts): FoldParts<BackendState> {
           report(error, { what: 'a listener of committed events' });
         }
       }
-      if (!own || pubsub.announce === undefined) return;
-      const announced = new Set(events.flatMap((event) => ('integration_id' in event ? [event.integration_id] : [])));
-      for (const id of announced) pubsub.announce(id);
+      if (!own) return;
+      const touched = new Set(events.flatMap((event) => ('integration_id' in event ? [event.integration_id] : [])));
+      for (const id of touched) {
+        pubsub.announce?.(id);
+        if (!ownership.owns(id) && live(id)) ownership.claim(id);
+      }
     },
   };
 }

@@ -15,6 +15,7 @@ import type { BackendLog } from './backend-log.js';
 import { openRefusal, type PairingLimits, type PairingPolicy, type PairingRefusal } from './pairing-limits.js';
 import type { PairingAttempts } from './presence.js';
 import type { BackendProjection } from './projection.js';
+import { SERVICE_PARTITION } from '../../storage/partitions.js';
 
 /** What a start is decided with and held to. */
 export interface PairingStartParts {
@@ -55,7 +56,7 @@ export async function startPairing(
   const unusable = () => ticket_digest !== undefined && !((projection.ticketExpiry(ticket_digest) ?? 0) > at);
   // Asked first without a decision, so that made-up tickets cost the log nothing; asked again in it, where it counts.
   if (unusable()) return { refused: 'pairing_ticket_invalid' };
-  const refused = await log.decide((): Decision<BackendEvent, PairingRefusal | undefined> => {
+  const refused = await log.decide(SERVICE_PARTITION, (): Decision<BackendEvent, PairingRefusal | undefined> => {
     if (unusable()) return nothing({ refused: 'pairing_ticket_invalid' });
     const full = openRefusal(projection.openPairings(), source, limits, at);
     if (full !== undefined) return nothing(full);

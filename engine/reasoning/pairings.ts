@@ -24,6 +24,7 @@ import type { PairingLimits, PairingPolicy, PairingRefusal } from './pairing-lim
 import { startPairing, type PairingStartParts } from './pairing-start.js';
 import type { PairingAttempts } from './presence.js';
 import type { BackendProjection } from './projection.js';
+import { SERVICE_PARTITION } from '../../storage/partitions.js';
 
 export const PAIRING_TTL_MS = 10 * 60_000;
 
@@ -110,7 +111,7 @@ export class Pairings {
         retryAfterS: wait,
       };
     const token = newToken();
-    const joined = await this.log.decide(() => {
+    const joined = await this.log.decide(SERVICE_PARTITION, () => {
       const pairing = this.projection.pairingByHandle(handle);
       if (pairing === undefined) return nothing(undefined);
       const { pairing_id } = pairing.context;
@@ -130,15 +131,18 @@ export class Pairings {
     const ticket = newToken();
     const at = this.clock.now();
     const expires_at = at + ttlMs;
-    return this.log.decide((): Decision<BackendEvent, { readonly ticket: string; readonly expires_at: number } | PairingRefusal> => {
-      const live = this.projection.liveTickets(at);
-      if (live.length >= this.limits.tickets)
-        return nothing({ refused: 'too_many_tickets', retryAfterS: secondsUntil(Math.min(...live), at) });
-      return {
-        events: [{ type: 'pairing_ticket.issued', ticket_digest: tokenDigest(ticket), expires_at, at }],
-        outcome: { ticket, expires_at },
-      };
-    });
+    return this.log.decide(
+      SERVICE_PARTITION,
+      (): Decision<BackendEvent, { readonly ticket: string; readonly expires_at: number } | PairingRefusal> => {
+        const live = this.projection.liveTickets(at);
+        if (live.length >= this.limits.tickets)
+          return nothing({ refused: 'too_many_tickets', retryAfterS: secondsUntil(Math.min(...live), at) });
+        return {
+          events: [{ type: 'pairing_ticket.issued', ticket_digest: tokenDigest(ticket), expires_at, at }],
+          outcome: { ticket, expires_at },
+        };
+      },
+    );
   }
 
   /** Which side `token` is of the pairing, if either (constant time). */
@@ -221,7 +225,7 @@ export class Pairings {
     const integration_id = pairing.context.integration_id!;
     if (at >= pairing.context.expires_at) return { outcome: 'ended', pairing };
     // Its integration revoked since (or, with a retention shorter than a pairing's life, forgotten): no token.
-    const reissued = await this.log.decide(() => {
+    const reissued = await this.log.decide(integration_id, () => {
       const integration = this.projection.integration(integration_id);
       if (integration === undefined || isRevoked(integration)) return nothing(false);
       return { events: [{ type: 'integration.token_rotated', integration_id, role, token_digest: tokenDigest(token), at }], outcome: true };
@@ -243,7 +247,7 @@ export class Pairings {
     command: PairingCommand,
     also: (events: readonly BackendEvent[]) => readonly BackendEvent[] = (events) => events,
   ): Promise<PairingOutcome> {
-    return this.log.decide(() => {
+    return this.log.decide(SERVICE_PARTITION, () => {
       const decision = pairingDecider.decide(command, this.projection.pairing(command.pairing_id));
       return { events: also(decision.events), outcome: decision.outcome };
     });

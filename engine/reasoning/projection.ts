@@ -11,43 +11,14 @@ import {
   type IntegrationSnapshot,
 } from '../../machines/reasoning/integration.js';
 import { jobDecider } from '../../machines/reasoning/job-decider.js';
-import { jobKey, type JobEvent } from '../../machines/reasoning/job-events.js';
+import { jobKey, jobRefOf, type JobEvent } from '../../machines/reasoning/job-events.js';
 import { isSettled, type JobSnapshot } from '../../machines/reasoning/job.js';
 import { pairingDecider } from '../../machines/reasoning/pairing-decider.js';
 import type { PairingEvent } from '../../machines/reasoning/pairing-events.js';
 import { isPairingOpen, type PairingSnapshot } from '../../machines/reasoning/pairing.js';
 import { countOneMore, windowOf, type WindowCount } from '../../machines/reasoning/quotas.js';
 import { CapabilityProfile } from '../../protocol/index.js';
-
-/** An integration's current capability profile (2.4): the result of its latest completed plain probe. */
-export interface ProbedProfile {
-  readonly job_id: string;
-  readonly completed_at: number;
-  readonly profile: CapabilityProfile;
-}
-
-/** A pairing ticket the operator issued, until retention forgets it. */
-export interface Ticket {
-  readonly expires_at: number;
-  /** A pairing started with it: it is worth nothing now. */
-  readonly used: boolean;
-}
-
-/** Everything the backend projection holds: what a snapshot stores (state-codec.ts encodes it). */
-export interface BackendState {
-  readonly integrations: ReadonlyMap<string, IntegrationSnapshot>;
-  readonly jobs: ReadonlyMap<string, JobSnapshot>;
-  readonly open: ReadonlyMap<string, ReadonlySet<string>>;
-  readonly sent: ReadonlyMap<string, number>;
-  readonly profiles: ReadonlyMap<string, ProbedProfile>;
-  readonly versions: ReadonlyMap<string, number>;
-  readonly pairings: ReadonlyMap<string, PairingSnapshot>;
-  readonly handles: ReadonlyMap<string, string>;
-  readonly holders: ReadonlyMap<string, string>;
-  readonly compactFrom: ReadonlyMap<string, number>;
-  readonly tickets: ReadonlyMap<string, Ticket>;
-  readonly created: ReadonlyMap<string, WindowCount>;
-}
+import { partitionState, removePartition, serviceState, type BackendState, type ProbedProfile, type Ticket } from './backend-state.js';
 
 export class BackendProjection {
   private readonly integrations = new Map<string, IntegrationSnapshot>();
@@ -71,6 +42,8 @@ export class BackendProjection {
   private readonly tickets = new Map<string, Ticket>();
   /** The jobs each integration created in the latest minute it created one (what `--max-jobs-per-minute` counts). */
   private readonly created = new Map<string, WindowCount>();
+  /** Each integration's jobs by `jobKey`, in the order they came: an index of `jobs`, rebuilt on a restore, never stored. */
+  private readonly jobKeysOf = new Map<string, Set<string>>();
 
   /** The folded state as it stands (shared, not copied: encode it before folding on). */
   state(): BackendState {
@@ -80,11 +53,49 @@ export class BackendProjection {
 
   /** Takes the state a snapshot held, in place of what was folded so far (nothing, at a start). */
   restore(state: BackendState): void {
+    for (const key of Object.keys(state) as Array<keyof BackendState>) (this[key] as Map<string, unknown>).clear();
+    this.jobKeysOf.clear();
+    this.merge(state);
+  }
+
+  /** Takes in a partition's state (one loaded from its snapshot) beside those held: none of its entries may be held already. */
+  merge(state: BackendState): void {
     for (const key of Object.keys(state) as Array<keyof BackendState>) {
       const mine = this[key] as Map<string, unknown>;
-      mine.clear();
       for (const [id, value] of state[key]) mine.set(id, value instanceof Set ? new Set(value) : value);
     }
+    for (const job of state.jobs.values()) this.indexJob(job.context.integration_id, job.context.job_id);
+  }
+
+  /** The state of one integration's partition, copied: what its snapshot stores. */
+  partition(integrationId: string): BackendState {
+    return partitionState(this.state(), integrationId, this.jobKeysOf.get(integrationId) ?? []);
+  }
+
+  /** The state of the service's partition (pairings, tickets), copied. */
+  service(): BackendState {
+    return serviceState(this.state());
+  }
+
+  /** Lets go of one integration's partition: this node no longer serves it. */
+  evict(integrationId: string): void {
+    removePartition(this.state(), integrationId, this.jobKeysOf.get(integrationId) ?? []);
+    this.jobKeysOf.delete(integrationId);
+  }
+
+  /** Lets go of the service's partition (pairings, their handles, tickets): it is folded again. */
+  evictService(): void {
+    for (const map of [this.pairings, this.handles, this.tickets]) map.clear();
+  }
+
+  /** Every job of the integration the fold holds, oldest first. */
+  jobsOf(integrationId: string): JobSnapshot[] {
+    return [...(this.jobKeysOf.get(integrationId) ?? [])].map((key) => this.jobs.get(key)!);
+  }
+
+  private indexJob(integrationId: string, jobId: string): void {
+    const jobs = this.jobKeysOf.get(integrationId) ?? new Set<string>();
+    this.jobKeysOf.set(integrationId, jobs.add(jobKey(integrationId, jobId)));
   }
 
   apply(event: BackendEvent): void {
@@ -131,6 +142,7 @@ export class BackendProjection {
     for (const key of forgottenJobKeys(event, this.jobs.keys())) {
       this.jobs.delete(key);
       this.versions.delete(key);
+      this.jobKeysOf.get(jobRefOf(key).integration_id)?.delete(key);
     }
     for (const id of event.pairing_ids) this.pairings.delete(id);
     for (const digest of event.ticket_digests ?? []) this.tickets.delete(digest);
@@ -144,19 +156,8 @@ export class BackendProjection {
       this.compactFrom.delete(id);
       this.holders.delete(id);
       this.created.delete(id);
+      this.jobKeysOf.delete(id);
     }
-  }
-
-  /** The jobs each integration created in the minute of `at`, or later (what a `backend.forgotten` event keeps). */
-  creationsSince(at: number): Record<string, WindowCount> {
-    return Object.fromEntries([...this.created].filter(([, { window }]) => window >= windowOf(at)));
-  }
-
-  /** Each integration's stream position but the given ones' (what a `backend.forgotten` event keeps). */
-  streamPositions(without: readonly string[] = []): Record<string, number> {
-    const positions = Object.fromEntries(this.sent);
-    for (const id of without) delete positions[id];
-    return positions;
   }
 
   private applyPairing(event: PairingEvent): void {
@@ -201,6 +202,7 @@ export class BackendProjection {
     const job = jobDecider.evolve(this.jobs.get(key), event)!;
     this.jobs.set(key, job);
     this.versions.set(key, (this.versions.get(key) ?? 0) + 1);
+    this.indexJob(integration_id, event.job_id);
     if (event.type === 'job.created') {
       this.created.set(integration_id, countOneMore(this.created.get(integration_id), event.at));
       const open = this.open.get(integration_id) ?? new Set<string>();

@@ -12,7 +12,7 @@
  * refused as an unknown integration's (401, as a wrong token), and no integration can take its id again.
  */
 import {
-  BACKEND_FORGOTTEN_STREAM,
+  forgottenStream,
   jobStream,
   olderJobStream,
   ticketStream,
@@ -22,7 +22,9 @@ import {
 import { nothing, type Decision } from '../../machines/core/decider.js';
 import { compactionOf } from '../../machines/reasoning/integration.js';
 import { jobKey, jobRefOf, type JobRef } from '../../machines/reasoning/job-events.js';
+import { windowOf } from '../../machines/reasoning/quotas.js';
 import type { StoredEvent } from '../../storage/event-log.js';
+import { SERVICE_PARTITION } from '../../storage/partitions.js';
 import type { Clock } from '../core/clock.js';
 import { FORGOTTEN_PER_EVENT, forgetInBatches, pruneForgettings, type ForgottenBatch } from '../core/retention.js';
 import type { BackendLog } from './backend-log.js';
@@ -47,6 +49,8 @@ export interface BackendRetentionParts {
   readonly pairingRetentionMs: number;
   /** Settled jobs kept per integration (`--max-settled-jobs`): the oldest beyond these go before the retention is up. */
   readonly maxSettledJobs: number;
+  /** The integrations whose partitions this node forgets in: every one on a log of one process, those it owns on a shared one. */
+  readonly served: () => Iterable<string>;
 }
 
 interface Batch extends ForgottenBatch {
@@ -54,64 +58,83 @@ interface Batch extends ForgottenBatch {
 }
 
 /**
- * Each batch is a decision (on a shared log, every node's pass decides in turn, and a later one finds
- * nothing left to forget): a `backend.forgotten`, then the compactions it names; once they are committed,
- * the events and presence of what it forgot, and the events of the compacted before it, are removed.
- * Then the forgetting events a newer one stands for go.
+ * A pass visits the service's partition (pairings, tickets), then each integration's this node holds, in
+ * turn. In each, every batch is a decision of that partition (on a shared log, only the node that owns an
+ * integration's partition forgets in it): a `backend.forgotten`, then the compaction it names; once they
+ * are committed, the events and presence of what it forgot, and the events of the compacted before it,
+ * are removed. Then the forgetting events a newer one stands for go.
  */
-export function forgetEndedRecords({ projection, log, presence, clock, pairingRetentionMs, maxSettledJobs }: BackendRetentionParts) {
-  const remove = async (streams: readonly string[], integrationIds: readonly string[], before: number) => {
-    await log.removeStreams(streams, before);
-    await presence.forget(integrationIds);
-  };
+export function forgetEndedRecords(parts: BackendRetentionParts) {
+  const { clock, pairingRetentionMs } = parts;
   return async (endedBefore: number): Promise<number> => {
     const pairingsEndedBefore = Math.max(endedBefore, clock.now() - pairingRetentionMs);
-    const forgotten = await forgetInBatches(
-      () =>
-        log.decide((): Decision<BackendEvent, Batch | undefined> => {
-          const { jobs, pairing_ids, integration_ids, ticket_digests } = forgettable(
-            projection.state(),
-            endedBefore,
-            pairingsEndedBefore,
-            FORGOTTEN_PER_EVENT,
-            { now: clock.now(), maxSettledJobs },
-          );
-          const leaving = new Set(integration_ids);
-          const compacted_ids = compactable(projection.state(), endedBefore, FORGOTTEN_PER_EVENT).filter((id) => !leaving.has(id));
-          if (jobs.length + pairing_ids.length + integration_ids.length + compacted_ids.length + ticket_digests.length === 0)
-            return nothing(undefined);
-          const at = clock.now();
-          const created = projection.creationsSince(at);
-          const event: BackendForgotten = {
-            type: 'backend.forgotten',
-            jobs: byIntegration(jobs),
-            job_ids: jobs.map(({ job_id }) => job_id),
-            pairing_ids,
-            integration_ids,
-            compacted_ids,
-            ...(ticket_digests.length === 0 ? {} : { ticket_digests }),
-            ...(Object.keys(created).length === 0 ? {} : { created }),
-            sent: projection.streamPositions(integration_ids),
-            ended_before: endedBefore,
-            at,
-          };
-          const compactions = compacted_ids.map((id) => compactionOf(projection.integration(id)!, at));
-          const count = Math.max(jobs.length, pairing_ids.length, integration_ids.length, compacted_ids.length, ticket_digests.length);
-          return {
-            events: [event, ...compactions],
-            outcome: { streams: [...streamsOf(event), ...olderStreams(projection, jobs)], integration_ids, count },
-          };
-        }),
-      async ({ streams, integration_ids }) => remove(streams, integration_ids, await log.lastPositionOf(BACKEND_FORGOTTEN_STREAM)),
-    );
-    await pruneForgettings(
-      (await log.readStream(BACKEND_FORGOTTEN_STREAM)) as StoredEvent<BackendForgotten>[],
-      clock.now() - FORGETTINGS_KEPT_MS,
-      ({ event, position }) => remove(streamsOf(event), event.integration_ids ?? [], position),
-      (position) => log.removeStreams([BACKEND_FORGOTTEN_STREAM], position),
-    );
+    let forgotten = await forgetIn(parts, undefined, endedBefore, pairingsEndedBefore);
+    for (const id of parts.served()) forgotten += await forgetIn(parts, id, endedBefore, pairingsEndedBefore);
     return forgotten;
   };
+}
+
+/** One partition's retention: the service's (`integrationId` undefined) or one integration's. */
+async function forgetIn(
+  { projection, log, presence, clock, maxSettledJobs }: BackendRetentionParts,
+  integrationId: string | undefined,
+  endedBefore: number,
+  pairingsEndedBefore: number,
+): Promise<number> {
+  const partition = integrationId ?? SERVICE_PARTITION;
+  const stream = forgottenStream(integrationId);
+  const remove = async (streams: readonly string[], integrationIds: readonly string[], before: number) => {
+    await log.removeStreams(partition, streams, before);
+    await presence.forget(integrationIds);
+  };
+  const forgotten = await forgetInBatches(
+    () =>
+      log.decide(partition, (): Decision<BackendEvent, Batch | undefined> => {
+        const state = integrationId === undefined ? projection.service() : projection.partition(integrationId);
+        const options = { now: clock.now(), maxSettledJobs };
+        const { jobs, pairing_ids, integration_ids, ticket_digests } = forgettable(
+          state,
+          endedBefore,
+          pairingsEndedBefore,
+          FORGOTTEN_PER_EVENT,
+          options,
+        );
+        const leaving = new Set(integration_ids);
+        const compacted_ids = compactable(state, endedBefore, FORGOTTEN_PER_EVENT).filter((id) => !leaving.has(id));
+        if (jobs.length + pairing_ids.length + integration_ids.length + compacted_ids.length + ticket_digests.length === 0)
+          return nothing(undefined);
+        const at = clock.now();
+        const created = Object.fromEntries([...state.created].filter(([, { window }]) => window >= windowOf(at)));
+        const event: BackendForgotten = {
+          type: 'backend.forgotten',
+          ...(integrationId === undefined ? {} : { integration_id: integrationId }),
+          jobs: byIntegration(jobs),
+          job_ids: jobs.map(({ job_id }) => job_id),
+          pairing_ids,
+          integration_ids,
+          compacted_ids,
+          ...(ticket_digests.length === 0 ? {} : { ticket_digests }),
+          ...(Object.keys(created).length === 0 ? {} : { created }),
+          sent: Object.fromEntries([...state.sent].filter(([id]) => !leaving.has(id))),
+          ended_before: endedBefore,
+          at,
+        };
+        const compactions = compacted_ids.map((id) => compactionOf(projection.integration(id)!, at));
+        const count = Math.max(jobs.length, pairing_ids.length, integration_ids.length, compacted_ids.length, ticket_digests.length);
+        return {
+          events: [event, ...compactions],
+          outcome: { streams: [...streamsOf(event), ...olderStreams(projection, jobs)], integration_ids, count },
+        };
+      }),
+    async ({ streams, integration_ids }) => remove(streams, integration_ids, await log.lastPositionOf(partition, stream)),
+  );
+  await pruneForgettings(
+    (await log.readStream(partition, stream)) as StoredEvent<BackendForgotten>[],
+    clock.now() - FORGETTINGS_KEPT_MS,
+    ({ event, position }) => remove(streamsOf(event), event.integration_ids ?? [], position),
+    (position) => log.removeStreams(partition, [stream], position),
+  );
+  return forgotten;
 }
 
 /** The streams whose events before it a forgetting event let go. */

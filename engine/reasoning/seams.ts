@@ -8,7 +8,8 @@ import type { Clock, IdSource } from '../core/clock.js';
 import type { FailureContext } from '../core/failures.js';
 import type { BackendLog } from './backend-log.js';
 import type { PairingAttempts, Presence } from './presence.js';
-import type { BackendState } from './projection.js';
+import type { BackendState } from './backend-state.js';
+import type { Ownership } from './ownership.js';
 import type { PubSub } from './pubsub.js';
 
 export interface BackendSeams {
@@ -18,6 +19,8 @@ export interface BackendSeams {
   readonly pubsub: PubSub;
   /** Until when each integration is online, by its newest heartbeat on any node. */
   readonly presence: Presence;
+  /** Which integrations this node owns (runs their timers, holds their streams): every one on a log of one process (`SoleOwnership`), leased on a shared store. */
+  readonly ownership: Ownership;
   /** Each source's pairing starts and codes that named no pairing (its misses), what the pairing limits count. */
   readonly attempts: PairingAttempts;
   readonly clock: Clock;

@@ -99,7 +99,7 @@ export class SharedBackendLog<S> implements BackendLog<S> {
     this.looks.start();
   }
 
-  decide<T>(decide: () => Decision<BackendEvent, T>): Promise<T> {
+  decide<T>(_partition: string, decide: () => Decision<BackendEvent, T>): Promise<T> {
     if (this.undecided >= this.maxQueued) return Promise.reject(new StoreBehindError(this.undecided));
     this.undecided += 1;
     const decided = new Promise<T>((resolve, reject) => {
@@ -111,7 +111,7 @@ export class SharedBackendLog<S> implements BackendLog<S> {
     return decided;
   }
 
-  caughtUp(): Promise<void> {
+  caughtUp(_partition?: string): Promise<void> {
     return new Promise<void>((resolve, reject) => {
       this.waiting.push({ resolve, reject });
       this.work();
@@ -123,15 +123,15 @@ export class SharedBackendLog<S> implements BackendLog<S> {
     return this.caughtUp();
   }
 
-  readStream(stream: string): Promise<StoredEvent<BackendEvent>[]> {
+  readStream(_partition: string, stream: string): Promise<StoredEvent<BackendEvent>[]> {
     return this.log.readStream(stream);
   }
 
-  lastPositionOf(stream: string): Promise<number> {
+  lastPositionOf(_partition: string, stream: string): Promise<number> {
     return this.log.lastPositionOf(stream);
   }
 
-  removeStreams(streams: readonly string[], position: number): Promise<number> {
+  removeStreams(_partition: string, streams: readonly string[], position: number): Promise<number> {
     return this.log.removeStreams(streams, position);
   }
 

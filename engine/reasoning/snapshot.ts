@@ -4,7 +4,8 @@ import { jobMachine } from '../../machines/reasoning/job.js';
 import { pairingMachine } from '../../machines/reasoning/pairing.js';
 import type { SnapshotCodec } from '../core/snapshots.js';
 import { decodeState, encodeInParts, type Encoded } from '../core/state-codec.js';
-import type { BackendProjection, BackendState } from './projection.js';
+import type { BackendProjection } from './projection.js';
+import type { BackendState } from './backend-state.js';
 
 const MACHINES = { job: jobMachine, integration: integrationMachine, pairing: pairingMachine };
 

@@ -18,6 +18,7 @@ import { isSettled, jobState, type JobSnapshot } from '../../machines/reasoning/
 import type { Clock } from '../core/clock.js';
 import { SubscriptionActor, type SubscriberTransport } from '../core/subscription-actor.js';
 import { RECONNECT_FRAME, SUPERSEDED_FRAME, frameOf } from './frames.js';
+import { OWNER, type DecideOptions } from './backend-log.js';
 import type { JobDecide, JobStore } from './job-store.js';
 import { Serial } from './serial.js';
 import { assistantChannel, type JobNotice, type PubSub } from './pubsub.js';
@@ -33,7 +34,7 @@ export interface StreamParts {
   /** How long a delivered job waits for its plugin to say it runs it. */
   readonly leaseMs: number;
   /** The engine's way into the store (it refuses once the engine closes). */
-  readonly update: <Outcome>(integrationId: string, jobId: string, decide: JobDecide<Outcome>) => Promise<Outcome>;
+  readonly update: <Outcome>(integrationId: string, jobId: string, decide: JobDecide<Outcome>, options?: DecideOptions) => Promise<Outcome>;
   /** Reports a failure of work done in the background, unless it is expected (the engine closing). */
   readonly background: (work: Promise<unknown>, what: string) => void;
   /** Streams an integration may open on this node in a minute (PROTOCOL.md 6e.24). */
@@ -63,6 +64,11 @@ export class JobStreams {
   /** The integrations' streams open on this node. */
   get count(): number {
     return this.streams.size;
+  }
+
+  /** Whether the integration's stream is open on this node. */
+  holds(integrationId: string): boolean {
+    return this.streams.has(integrationId);
   }
 
   /**
@@ -195,10 +201,15 @@ export class JobStreams {
     // The frame id is taken before deciding, so that the decision stays pure (a store may run it more than
     // once); a delivery decided against leaves its id unused, which is harmless: ids only need to increase.
     const seq = ++stream.lastSeq;
-    const work = this.parts.update(integration_id, job_id, (now) => {
-      if (stream.closed || now === undefined || !when(now)) return { events: [], outcome: 'unchanged' };
-      return jobDecider.decide({ type: 'deliver', integration_id, job_id, seq, lease_until, at }, now);
-    });
+    const work = this.parts.update(
+      integration_id,
+      job_id,
+      (now) => {
+        if (stream.closed || now === undefined || !when(now)) return { events: [], outcome: 'unchanged' };
+        return jobDecider.decide({ type: 'deliver', integration_id, job_id, seq, lease_until, at }, now);
+      },
+      OWNER,
+    );
     this.parts.background(work, 'job delivery');
   }
 

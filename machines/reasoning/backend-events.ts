@@ -23,6 +23,12 @@ export interface BackendStarted {
  */
 export interface BackendForgotten {
   readonly type: 'backend.forgotten';
+  /**
+   * The integration whose partition this forgetting is of: it names that integration's jobs, compaction
+   * and counts alone. Absent: the service's partition (pairings, tickets), or an older log's forgetting of
+   * the whole service at once.
+   */
+  readonly integration_id?: string;
   /** The jobs forgotten: each integration's, by `job_id` (a job is its integration's and its id's, PROTOCOL.md 6.7). */
   readonly jobs?: Readonly<Record<string, readonly string[]>>;
   /**
@@ -197,8 +203,23 @@ export function jobIdOfStream(stream: string): string | undefined {
   return stream.startsWith('job:') ? stream.slice(stream.lastIndexOf(':') + 1) : undefined;
 }
 
-/** The stream of the backend's forgetting events (older logs have them in ''). */
+/** The stream of the service partition's forgetting events (older logs have them in ''). */
 export const BACKEND_FORGOTTEN_STREAM = 'forgotten';
+
+/** The stream of an integration's forgetting events: `forgotten:{integration_id}`; the service's without one. */
+export function forgottenStream(integrationId: string | undefined): string {
+  return integrationId === undefined ? BACKEND_FORGOTTEN_STREAM : `${BACKEND_FORGOTTEN_STREAM}:${integrationId}`;
+}
+
+/**
+ * The integration whose partition an event is of (the backend's state is partitioned by integration:
+ * ARCHITECTURE.md), or undefined for the service's own partition: pairings (an integration does not exist
+ * before its pairing completes), pairing tickets and node starts.
+ */
+export function partitionOf(event: BackendEvent): string | undefined {
+  if (event.type === 'backend.forgotten') return event.integration_id;
+  return isJobEvent(event) || isIntegrationEvent(event) ? event.integration_id : undefined;
+}
 
 /** The log's stream of a pairing ticket's one event: `pairing_ticket:{its digest}` (older logs have it in ''). */
 export function ticketStream(ticketDigest: string): string {
@@ -207,7 +228,7 @@ export function ticketStream(ticketDigest: string): string {
 
 /** The log's stream of an event: its job, its pairing, its integration, its ticket, the forgetting events', or '' for the backend's starts. */
 export function backendStreamOf(event: BackendEvent): string {
-  if (event.type === 'backend.forgotten') return BACKEND_FORGOTTEN_STREAM;
+  if (event.type === 'backend.forgotten') return forgottenStream(event.integration_id);
   if (event.type === 'backend.started') return '';
   if (event.type === 'pairing_ticket.issued') return ticketStream(event.ticket_digest);
   if (isJobEvent(event)) return jobStream(event.integration_id, event.job_id);

@@ -67,7 +67,7 @@ describe("backend projection: a job is its integration's", () => {
           jobs: { [D]: [X] },
           job_ids: [X],
           pairing_ids: [],
-          sent: p.streamPositions(),
+          sent: Object.fromEntries(p.state().sent),
           ended_before: 100,
           at: 100,
         },

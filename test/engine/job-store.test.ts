@@ -2,7 +2,8 @@
 import { join } from 'node:path';
 import { LocalBackendLog, type BackendLog } from '../../engine/reasoning/backend-log.js';
 import { LogJobStore } from '../../engine/reasoning/job-store.js';
-import { BackendProjection, type BackendState } from '../../engine/reasoning/projection.js';
+import { BackendProjection } from '../../engine/reasoning/projection.js';
+import type { BackendState } from '../../engine/reasoning/backend-state.js';
 import { SharedBackendLog } from '../../engine/reasoning/shared-log.js';
 import { backendSnapshotCodec } from '../../engine/reasoning/snapshot.js';
 import { systemClock } from '../../engine/core/clock.js';
@@ -11,6 +12,7 @@ import type { JobEvent } from '../../machines/reasoning/job-events.js';
 import { EventLog } from '../../storage/event-log.js';
 import { PgEventLog } from '../../storage/postgres/event-log.js';
 import { describeJobStore, type OpenedJobStore } from '../support/job-store-contract.js';
+import { UNPARTITIONED } from '../support/backend-events.js';
 import { POSTGRES_URL, testSchema } from '../support/postgres.js';
 
 async function storeOver(
@@ -21,6 +23,7 @@ async function storeOver(
   const store = new LogJobStore(projection, log);
   const committed: JobEvent[] = [];
   await log.start({
+    ...UNPARTITIONED,
     codec: backendSnapshotCodec(projection),
     fold: (event) => {
       projection.apply(event);

@@ -8,13 +8,15 @@ import { randomUUID } from 'node:crypto';
 import pg from 'pg';
 import { afterEach, expect, it } from 'vitest';
 import { SharedBackendLog, type SharedLogOptions } from '../../engine/reasoning/shared-log.js';
-import { BackendProjection, type BackendState } from '../../engine/reasoning/projection.js';
+import { BackendProjection } from '../../engine/reasoning/projection.js';
+import type { BackendState } from '../../engine/reasoning/backend-state.js';
 import { backendSnapshotCodec } from '../../engine/reasoning/snapshot.js';
 import { systemClock } from '../../engine/core/clock.js';
 import { backendStreamOf, type BackendEvent } from '../../machines/reasoning/backend-events.js';
 import { jobDecider, type JobCommand } from '../../machines/reasoning/job-decider.js';
 import { PgEventLog } from '../../storage/postgres/event-log.js';
 import { POSTGRES_URL, testSchema } from '../support/postgres.js';
+import { UNPARTITIONED } from '../support/backend-events.js';
 
 const opened: Array<{ shared: SharedBackendLog<unknown>; log: PgEventLog<BackendEvent> }> = [];
 afterEach(async () => {
@@ -38,6 +40,7 @@ async function node(schema: string, options: Partial<Pick<SharedLogOptions, 'max
   const dispatched: Array<{ type: string; own: boolean }> = [];
   let folded = 0;
   await shared.start({
+    ...UNPARTITIONED,
     codec: backendSnapshotCodec(projection),
     fold: (event) => projection.apply(event),
     foldCommitted: (event) => {
@@ -73,7 +76,7 @@ it('nodes deciding on one job at once take turns: one creates it, every other se
   const job_id = randomUUID();
   const outcomes = await Promise.all(
     nodes.flatMap(({ shared, projection }) =>
-      [1, 2].map(() => shared.decide(() => jobDecider.decide(create(job_id), projection.job(INTEGRATION, job_id)))),
+      [1, 2].map(() => shared.decide(INTEGRATION, () => jobDecider.decide(create(job_id), projection.job(INTEGRATION, job_id)))),
     ),
   );
   expect(outcomes.filter((outcome) => outcome === 'created')).toHaveLength(1);
@@ -89,7 +92,7 @@ it('nodes deciding on one job at once take turns: one creates it, every other se
 
 it('a node with as many decisions waiting as it may take refuses the next at once, as if the store were away', async () => {
   const { shared, projection } = await node(testSchema(), { maxQueued: 2 });
-  const decide = () => shared.decide(() => jobDecider.decide(create(randomUUID()), undefined));
+  const decide = () => shared.decide(INTEGRATION, () => jobDecider.decide(create(randomUUID()), undefined));
   const [first, second, third] = [decide(), decide(), decide()];
   await expect(third).rejects.toMatchObject({ name: 'StoreBehindError', code: 'event_log_unreachable' });
   expect(await Promise.all([first, second])).toEqual(['created', 'created']);
@@ -101,7 +104,7 @@ it('a node takes snapshots of its commits; a start folds only what came after th
   const first = await node(schema, { snapshotEveryEvents: 5 });
   for (let i = 0; i < 12; i += 1) {
     const job_id = randomUUID();
-    await first.shared.decide(() => jobDecider.decide(create(job_id), first.projection.job(INTEGRATION, job_id)));
+    await first.shared.decide(INTEGRATION, () => jobDecider.decide(create(job_id), first.projection.job(INTEGRATION, job_id)));
   }
   await first.shared.close();
   const kept = await first.log.snapshots();
