@@ -1,13 +1,22 @@
 /**
  * Bearer tokens (5): how they are made, kept and checked, for the host's token and, in the backend, each
- * integration's RELAY_TOKEN and client token. A token is kept only as its SHA-256 digest, and a presented
- * one is checked by comparing digests in constant time, whatever its length.
+ * integration's RELAY_TOKEN and client token, and the operator's pairing tickets. A token is kept only as
+ * its SHA-256 digest, and a presented one is checked by comparing digests in constant time, whatever its
+ * length.
  */
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 
 /** A fresh token: 24 random bytes, base64url (32 characters). */
 export function newToken(): string {
   return randomBytes(24).toString('base64url');
+}
+
+/**
+ * A fresh pairing ticket (PROTOCOL.md 7.9): `pt_` and a token. A person gives it to a command line
+ * (`pair --ticket T`), where a bare token that began with `-` (one in 64) would be taken for a flag.
+ */
+export function newTicket(): string {
+  return `pt_${newToken()}`;
 }
 
 /** What is kept of a token: its SHA-256, hex. */

@@ -10,7 +10,7 @@
  * `ticket` policy a start must use up a ticket the operator issued (`issueTicket`); tickets expire, and
  * there are at most so many unused.
  */
-import { newToken, tokenDigest, matchesDigest, type PairingStartBody } from '../../protocol/index.js';
+import { newTicket, newToken, tokenDigest, matchesDigest, type PairingStartBody } from '../../protocol/index.js';
 import { isPairingEvent, type BackendEvent } from '../../machines/reasoning/backend-events.js';
 import { nothing, type Decision } from '../../machines/core/decider.js';
 import { pairingDecider, type PairingCommand, type PairingOutcome } from '../../machines/reasoning/pairing-decider.js';
@@ -128,7 +128,7 @@ export class Pairings {
 
   /** The operator issues a ticket for one pairing (`--pairing ticket`), valid for `ttlMs`; refused while the most unused ones are live. */
   async issueTicket(ttlMs: number): Promise<{ readonly ticket: string; readonly expires_at: number } | PairingRefusal> {
-    const ticket = newToken();
+    const ticket = newTicket();
     const at = this.clock.now();
     const expires_at = at + ttlMs;
     return this.log.decide(

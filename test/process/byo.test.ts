@@ -15,7 +15,7 @@ import { BackendClient } from '../../adapters/client/backend-client.js';
 import { JobsClient } from '../../adapters/client/jobs.js';
 import { CapabilityProfile, JobView, PURPOSES, keyringOf, type SessionKeys } from '../../protocol/index.js';
 import { eventually, waitFor } from '../support/wait.js';
-import { ServeChild, runCli, start, started, useChildFolder } from '../support/child.js';
+import { ServeChild, firstLine, runCli, start, started, useChildFolder } from '../support/child.js';
 
 const folder = useChildFolder();
 const SENTINEL = 'SENTINEL-7f3a9c-budget-owner';
@@ -37,8 +37,10 @@ async function pairedProcesses(dir: string, pluginArgs: readonly string[] = []) 
   const { ticket } = JSON.parse(issued.stdout) as { ticket: string };
 
   const pairing = start(['pair', '--backend', listening, '--keys', clientKeys, '--ticket', ticket, '--yes'], {});
-  await waitFor('the pairing code', () => pairing.output.stdout.includes('\n'), { timeoutMs: 20_000 });
-  const code = (JSON.parse(pairing.output.stdout.split('\n')[0]!) as { pairing_code: string }).pairing_code;
+  const { pairing_code: code } = (await firstLine(pairing, 'pair', {
+    timeoutMs: 20_000,
+    context: () => `the backend's stderr ${JSON.stringify(backend.output.stderr.slice(-4_000))}`,
+  })) as { pairing_code: string };
   expect(code).toMatch(/^[0-9A-Z]{5}(-[0-9A-Z]{5}){3}$/);
   const plugin = await started([
     'plugin',

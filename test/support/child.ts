@@ -58,17 +58,42 @@ export function start(args: readonly string[], env: Record<string, string>, scri
   return { child, output, exited };
 }
 
+/** A child `start` started: the process, what it printed so far, and its exit once its output is read. */
+export type Running = ReturnType<typeof start>;
+
+/**
+ * Resolves, parsed, with the first line `running` (`assistant-relay NAME …`) prints on stdout. If it exits
+ * first, or `timeoutMs` passes, fails with what it said (its exit, its stderr), how long it was waited
+ * for, and what `context` adds (e.g. the tail of a server's log that it was talking to).
+ */
+export async function firstLine(
+  running: Running,
+  name: string,
+  { timeoutMs = 15_000, context = () => '' }: { readonly timeoutMs?: number; readonly context?: () => string } = {},
+): Promise<Record<string, unknown>> {
+  const { output, exited } = running;
+  const since = Date.now();
+  const failure = (what: string) => {
+    const more = context();
+    return new Error(
+      `${name} ${what} after ${Date.now() - since} ms; stdout ${JSON.stringify(output.stdout.slice(0, 2_000))}; ` +
+        `stderr ${JSON.stringify(output.stderr.slice(-4_000))}${more === '' ? '' : `; ${more}`}`,
+    );
+  };
+  let exit: Exit | undefined;
+  void exited.then((settled) => (exit = settled));
+  while (!output.stdout.includes('\n')) {
+    if (exit !== undefined) throw failure(`exited (code ${exit.code}, signal ${exit.signal}) without a line on stdout`);
+    if (Date.now() - since > timeoutMs) throw failure('printed no line on stdout');
+    await Promise.race([exited, new Promise((resolve) => setTimeout(resolve, 20))]);
+  }
+  return JSON.parse(output.stdout.slice(0, output.stdout.indexOf('\n'))) as Record<string, unknown>;
+}
+
 /** Starts `assistant-relay ARGS` (a `backend` or a `plugin`) and resolves once it has printed its first stdout line, with that line parsed. */
 export async function started(args: readonly string[], env: Record<string, string> = {}) {
   const running = start(args, env);
-  const { output, exited } = running;
-  const deadline = Date.now() + 15_000;
-  while (!output.stdout.includes('\n')) {
-    if (Date.now() > deadline) throw new Error(`${args[0]} printed nothing; stderr ${output.stderr.slice(0, 2_000)}`);
-    const exit = await Promise.race([exited, new Promise((resolve) => setTimeout(resolve, 20, undefined))]);
-    if (exit !== undefined) throw new Error(`${args[0]} exited: ${output.stderr.slice(0, 2_000)}`);
-  }
-  return { ...running, line: JSON.parse(output.stdout.slice(0, output.stdout.indexOf('\n'))) as Record<string, unknown> };
+  return { ...running, line: await firstLine(running, args[0]!) };
 }
 
 /** Runs the CLI to its end, e.g. to see how it refuses bad flags. */
