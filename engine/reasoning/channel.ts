@@ -1,5 +1,5 @@
 /**
- * The `assistant_channel` of several nodes sharing one log, over a broker (NATS JetStream, Redis Streams).
+ * The `assistant_channel` of several nodes sharing one log, over a broker (NATS, Redis Streams).
  * Job notices never cross it: every node folds every event of the shared log and publishes their notices
  * to its own listeners, so a notice cannot be lost between a commit and a publish. What crosses is a
  * node's news for the others: it committed events of an integration (`log.appended`), and a node with a

@@ -1,6 +1,6 @@
 /**
  * What every `PubSub` must do, as a suite any implementation runs against itself: the in-process default,
- * and each broker (NATS JetStream, Redis Streams). `settle` waits until whatever was published has been
+ * and each broker (NATS, Redis Streams). `settle` waits until whatever was published has been
  * heard; `close`, if there is one, is called after each test.
  */
 import { randomUUID } from 'node:crypto';
