@@ -8,7 +8,14 @@
  * nodes' next look.
  */
 import { isUuid } from '../../protocol/ids.js';
-import { LocalPubSub, assistantChannel, integrationOf, type ChannelNotice, type NoticeHandler, type PubSub } from '../../engine/reasoning/pubsub.js';
+import {
+  LocalPubSub,
+  assistantChannel,
+  integrationOf,
+  type ChannelNotice,
+  type NoticeHandler,
+  type PubSub,
+} from '../../engine/reasoning/pubsub.js';
 
 export interface BrokerOptions {
   /** `nats://host:port` or `redis://host:port` */

@@ -105,11 +105,7 @@ export class RedisPubSub extends BrokerPubSub {
   }
 
   private async append(key: string, text: string): Promise<void> {
-    await this.publisher
-      .multi()
-      .xadd(key, 'MAXLEN', '~', KEPT_ENTRIES, '*', 'notice', text)
-      .pexpire(key, KEEP_MS)
-      .exec();
+    await this.publisher.multi().xadd(key, 'MAXLEN', '~', KEPT_ENTRIES, '*', 'notice', text).pexpire(key, KEEP_MS).exec();
   }
 
   /** Makes the blocked read return, once until it is issued again. */

@@ -7,10 +7,17 @@ import { LocalPubSub, assistantChannel, integrationOf, type ChannelNotice } from
 it('wakes with the integration of the topic a notice came on, subscribed at the broker once however many listen', () => {
   const broker = new LocalPubSub();
   const woken: string[] = [];
-  const channel = new ClusterChannel(broker, (integrationId) => woken.push(integrationId), () => {});
+  const channel = new ClusterChannel(
+    broker,
+    (integrationId) => woken.push(integrationId),
+    () => {},
+  );
   const [mine, other] = [randomUUID(), randomUUID()];
   const heard: ChannelNotice[] = [];
-  const leaves = [channel.subscribe(assistantChannel(mine), (notice) => heard.push(notice)), channel.subscribe(assistantChannel(mine), () => {})];
+  const leaves = [
+    channel.subscribe(assistantChannel(mine), (notice) => heard.push(notice)),
+    channel.subscribe(assistantChannel(mine), () => {}),
+  ];
   channel.announce(mine);
   channel.announce(other);
   broker.publish(assistantChannel(mine), { job_id: 'forged', type: 'job.created' });
@@ -24,7 +31,11 @@ it('wakes with the integration of the topic a notice came on, subscribed at the 
 });
 
 it("refuses a topic that is no integration's: nothing else crosses the broker", () => {
-  const channel = new ClusterChannel(new LocalPubSub(), () => {}, () => {});
+  const channel = new ClusterChannel(
+    new LocalPubSub(),
+    () => {},
+    () => {},
+  );
   expect(() => channel.subscribe('elsewhere', () => {})).toThrow(RangeError);
   expect(() => channel.subscribe(assistantChannel(''), () => {})).toThrow(RangeError);
 });

@@ -33,8 +33,7 @@ const FORGERS: Record<
   },
   async redis({ url, namespace }, integrationId, texts) {
     const redis = new Redis(url);
-    for (const text of texts)
-      await redis.xadd(`${namespace}:assistant_channel:${integrationId}`, '*', 'notice', text);
+    for (const text of texts) await redis.xadd(`${namespace}:assistant_channel:${integrationId}`, '*', 'notice', text);
     redis.disconnect();
   },
 };

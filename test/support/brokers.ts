@@ -26,8 +26,10 @@ export async function removeNamespace(url: string, namespace: string): Promise<v
 
 /** Each broker, connected to a namespace (its URL this machine's unless given), reporting nothing. */
 export const BROKERS = {
-  NATS: (namespace: string, options: Partial<BrokerOptions> = {}) => NatsPubSub.connect({ url: NATS_URL, namespace, report: () => {}, ...options }),
-  Redis: (namespace: string, options: Partial<BrokerOptions> = {}) => RedisPubSub.connect({ url: REDIS_URL, namespace, report: () => {}, ...options }),
+  NATS: (namespace: string, options: Partial<BrokerOptions> = {}) =>
+    NatsPubSub.connect({ url: NATS_URL, namespace, report: () => {}, ...options }),
+  Redis: (namespace: string, options: Partial<BrokerOptions> = {}) =>
+    RedisPubSub.connect({ url: REDIS_URL, namespace, report: () => {}, ...options }),
 };
 
 /** Waits until a marker published after everything else comes back: a node's notices reach it in the order it published them. */
