@@ -1,11 +1,21 @@
 /**
- * What the two brokers (NATS JetStream, Redis Streams) share as the backend's `PubSub`: every node reads
- * all of the channel's notices from the broker in one ordered stream and hands each to its own
- * subscribers of the notice's topic (so a node needs one consumer, not one per integration); a publish
- * is sent and forgotten, its failure reported once per outage. Notices are news, never the truth (the
- * shared log is): a notice lost while the broker is away costs latency until the nodes' next look.
+ * What the two brokers (NATS, Redis Streams) share as the backend's `PubSub`: a topic is an integration's
+ * (`assistant_channel:{integration_id}`, the id a UUID), and a node subscribes at the broker only to the
+ * topics it has subscribers of: the first subscriber of a topic starts the broker's subscription of it,
+ * the last one leaving stops it, so a node hears nothing of the integrations it holds no stream or
+ * follower of. A publish is sent and forgotten, its failure reported once per outage. Notices are news,
+ * never the truth (the shared log is): a notice lost while the broker is away costs latency until the
+ * nodes' next look.
  */
-import { LocalPubSub, type ChannelNotice, type NoticeHandler, type PubSub } from '../../engine/reasoning/pubsub.js';
+import { isUuid } from '../../protocol/ids.js';
+import {
+  LocalPubSub,
+  assistantChannel,
+  integrationOf,
+  type ChannelNotice,
+  type NoticeHandler,
+  type PubSub,
+} from '../../engine/reasoning/pubsub.js';
 
 export interface BrokerOptions {
   /** `nats://host:port` or `redis://host:port` */
@@ -22,6 +32,17 @@ export const NAMESPACE = /^[A-Za-z0-9_-]{1,64}$/;
 /** The namespace of a service that names none. */
 export const DEFAULT_NAMESPACE = 'assistant_relay';
 
+/**
+ * The integration of a topic on the broker, refused unless its id is a UUID in lowercase (as the backend
+ * makes them): it becomes a subject token or part of a key as it is, so it can never be a wildcard.
+ */
+export function integrationOfTopic(topic: string): string {
+  const integrationId = integrationOf(topic);
+  if (integrationId === undefined || !isUuid(integrationId) || integrationId !== integrationId.toLowerCase())
+    throw new RangeError(`a topic on the broker is an integration's, its id a lowercase UUID: ${JSON.stringify(topic)}`);
+  return integrationId;
+}
+
 export interface BrokerHealth {
   readonly kind: 'nats' | 'redis';
   readonly connected: boolean;
@@ -30,6 +51,8 @@ export interface BrokerHealth {
 export abstract class BrokerPubSub implements PubSub {
   protected readonly namespace: string;
   private readonly local: LocalPubSub;
+  /** Local subscribers of each topic subscribed at the broker. */
+  private readonly listeners = new Map<string, number>();
   private readonly report: (error: unknown, what: string) => void;
   private failing = false;
   protected closed = false;
@@ -45,15 +68,35 @@ export abstract class BrokerPubSub implements PubSub {
   abstract readonly health: BrokerHealth;
 
   publish(topic: string, notice: ChannelNotice): void {
+    const integrationId = integrationOfTopic(topic);
     if (this.closed) return;
-    this.send(topic, JSON.stringify(notice)).then(
+    this.send(integrationId, JSON.stringify(notice)).then(
       () => this.recovered(),
       (error: unknown) => this.failed(error, 'publishing on the channel'),
     );
   }
 
   subscribe(topic: string, handler: NoticeHandler): () => void {
-    return this.local.subscribe(topic, handler);
+    const integrationId = integrationOfTopic(topic);
+    const unsubscribe = this.local.subscribe(topic, handler);
+    const listeners = this.listeners.get(topic) ?? 0;
+    this.listeners.set(topic, listeners + 1);
+    if (listeners === 0 && !this.closed) this.listen(integrationId);
+    let left = false;
+    return () => {
+      if (left) return;
+      left = true;
+      unsubscribe();
+      const rest = (this.listeners.get(topic) ?? 1) - 1;
+      if (rest > 0) return void this.listeners.set(topic, rest);
+      this.listeners.delete(topic);
+      if (!this.closed) this.unlisten(integrationId);
+    };
+  }
+
+  /** The integrations this node is subscribed to at the broker. */
+  get subscribed(): string[] {
+    return [...this.listeners.keys()].map((topic) => integrationOf(topic)!);
   }
 
   abstract close(): Promise<void>;
@@ -61,12 +104,19 @@ export abstract class BrokerPubSub implements PubSub {
   /** Removes the namespace's channel from the broker (a deployment taken down, a test done); call before `close`. */
   abstract remove(): Promise<void>;
 
-  /** Sends one notice, resolving once the broker has it. */
-  protected abstract send(topic: string, text: string): Promise<void>;
+  /** Sends one notice on the integration's subject or key, resolving once it is sent. */
+  protected abstract send(integrationId: string, text: string): Promise<void>;
 
-  /** A notice read from the broker, for this node's subscribers of its topic. */
-  protected received(topic: string, text: string): void {
+  /** Starts the broker's subscription of the integration's subject or key. */
+  protected abstract listen(integrationId: string): void;
+
+  /** Stops it: the integration's last subscriber on this node left. */
+  protected abstract unlisten(integrationId: string): void;
+
+  /** A notice read from the broker, for this node's subscribers of the integration's topic. */
+  protected received(integrationId: string, text: string): void {
     this.recovered();
+    const topic = assistantChannel(integrationId);
     let notice: ChannelNotice;
     try {
       notice = JSON.parse(text) as ChannelNotice;

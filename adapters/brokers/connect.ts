@@ -1,4 +1,4 @@
-/** The broker a URL names: `nats://` (JetStream) or `redis://` (Streams). */
+/** The broker a URL names: `nats://` (core NATS) or `redis://` (Streams). */
 import type { BrokerOptions, BrokerPubSub } from './broker.js';
 import { NatsPubSub } from './nats.js';
 import { RedisPubSub } from './redis.js';

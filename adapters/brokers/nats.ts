@@ -1,40 +1,32 @@
 /**
- * The channel on NATS JetStream. One stream holds the namespace's notices (`{namespace}.assistant_channel.
- * {integration}`) for a minute, on the server's disk, so that it outlives a restart of the server; each
- * node reads it with an ordered consumer, which the client recreates at the right sequence after a
- * reconnect, so an outage of a node's connection or of the server loses no notice kept meanwhile.
+ * The channel on NATS: a core NATS subject per integration, `{namespace}.assistant_channel.{integration}`,
+ * and a core subscription of it on a node while the node has a subscriber of the integration's topic.
+ *
+ * Why core NATS and not JetStream consumers filtered by subject: notices are news, never the truth (the
+ * log is), so keeping them on the server's disk buys nothing a node's next look does not. A core
+ * subscription costs one `SUB` line and an entry in the server's interest table, no state on disk and no
+ * round trip; a node holding 1,000 integrations holds 1,000 of them, each sent once. A JetStream consumer
+ * per integration is server state with its own heartbeats and flow control, created by an API request:
+ * 1,000 per node, each recreated by another request after every reconnect, all nodes at once after a
+ * server restart. On a reconnect the client sends its subscriptions again by itself; what was published
+ * while a node was away from the server is lost to it, and its next look covers that. A publish while
+ * the connection is away fails at once (reported once a spell) rather than waiting in the client's buffer.
  */
-import { connect, type NatsConnection } from '@nats-io/transport-node';
-import {
-  DeliverPolicy,
-  DiscardPolicy,
-  StorageType,
-  jetstream,
-  jetstreamManager,
-  type ConsumerMessages,
-  type JetStreamClient,
-  type StreamAPI,
-  type StreamConfig,
-} from '@nats-io/jetstream';
-import { BrokerPubSub, delay, type BrokerHealth, type BrokerOptions } from './broker.js';
-
-/** How long the stream keeps a notice: long enough for a consumer to come back after a blip. */
-const KEEP_NS = 60_000 * 1_000_000;
+import { connect, type NatsConnection, type Subscription } from '@nats-io/transport-node';
+import { BrokerPubSub, type BrokerHealth, type BrokerOptions } from './broker.js';
 
 export class NatsPubSub extends BrokerPubSub {
-  private readonly stream: string;
-  private reading: Promise<void> = Promise.resolve();
-  private stopReading = (): void => {};
+  /** The subscription of each integration this node listens to. */
+  private readonly subscriptions = new Map<string, Subscription>();
+  private watching: Promise<void> = Promise.resolve();
   /** Between the connection's `disconnect` and its `reconnect`. */
   private disconnected = false;
 
   private constructor(
     private readonly connection: NatsConnection,
-    private readonly js: JetStreamClient,
     options: BrokerOptions,
   ) {
     super(options);
-    this.stream = `${this.namespace}_assistant_channel`;
   }
 
   static async connect(options: BrokerOptions): Promise<NatsPubSub> {
@@ -46,17 +38,8 @@ export class NatsPubSub extends BrokerPubSub {
       reconnectTimeWait: 500,
       ...(url.username === '' ? {} : { user: decodeURIComponent(url.username), pass: decodeURIComponent(url.password) }),
     });
-    const broker = new NatsPubSub(connection, jetstream(connection), options);
-    let first: ConsumerMessages;
-    try {
-      await broker.ensureStream();
-      // Reading from before `connect` resolves: a notice published after it is heard.
-      first = await broker.consume();
-    } catch (error) {
-      await connection.close();
-      throw error;
-    }
-    broker.reading = broker.read(first);
+    const broker = new NatsPubSub(connection, options);
+    broker.watching = broker.watchStatus();
     return broker;
   }
 
@@ -67,98 +50,48 @@ export class NatsPubSub extends BrokerPubSub {
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
-    this.stopReading();
-    await this.reading;
+    this.subscriptions.clear();
     await this.connection.close();
+    await this.watching;
   }
 
-  async remove(): Promise<void> {
-    const manager = await jetstreamManager(this.connection);
-    await manager.streams.delete(this.stream).catch(() => false);
+  /** Nothing is kept on the server: a namespace is gone with its nodes' subscriptions. */
+  async remove(): Promise<void> {}
+
+  protected async send(integrationId: string, text: string): Promise<void> {
+    if (this.disconnected) throw new Error('the connection to the NATS server is away');
+    this.connection.publish(this.subjectOf(integrationId), text);
   }
 
-  protected async send(topic: string, text: string): Promise<void> {
-    await this.js.publish(this.subjectOf(topic), text);
-  }
-
-  private subjectOf(topic: string): string {
-    return `${this.namespace}.${topic.replace(':', '.')}`;
-  }
-
-  private topicOf(subject: string): string {
-    return subject.slice(this.namespace.length + 1).replace('.', ':');
-  }
-
-  private async ensureStream(): Promise<void> {
-    const manager = await jetstreamManager(this.connection);
-    await ensureStream(manager.streams, {
-      name: this.stream,
-      subjects: [`${this.namespace}.assistant_channel.>`],
-      storage: StorageType.File,
-      max_age: KEEP_NS,
-      discard: DiscardPolicy.Old,
+  protected listen(integrationId: string): void {
+    const subscription = this.connection.subscribe(this.subjectOf(integrationId), {
+      callback: (error, message) => {
+        if (error === null) this.received(integrationId, message.string());
+        else this.failed(error, `the subscription of ${integrationId}`);
+      },
     });
+    this.subscriptions.set(integrationId, subscription);
   }
 
-  /** An ordered consumer of the stream from its end. */
-  private async consume(): Promise<ConsumerMessages> {
-    const consumer = await this.js.consumers.get(this.stream, { deliver_policy: DeliverPolicy.New });
-    const messages = await consumer.consume();
-    this.stopReading = () => void messages.close();
-    return messages;
+  protected unlisten(integrationId: string): void {
+    this.subscriptions.get(integrationId)?.unsubscribe();
+    this.subscriptions.delete(integrationId);
   }
 
-  /** Reads the stream for as long as the broker lives; after a failure, makes sure the stream is there and reads on from its end. */
-  private async read(first: ConsumerMessages): Promise<void> {
-    void this.watchStatus();
-    for (let messages: ConsumerMessages | undefined = first; !this.closed; messages = undefined) {
-      try {
-        messages ??= await this.consume();
-        if (this.closed) await messages.close();
-        for await (const message of messages) this.received(this.topicOf(message.subject), message.string());
-      } catch (error) {
-        this.failed(error, 'reading the channel');
-      }
-      if (this.closed) return;
-      await delay(500);
-      await this.ensureStream().catch((error: unknown) => this.failed(error, 'creating the channel stream'));
-    }
+  /** An integration id is a UUID (broker.ts checks it): a subject token as it is. */
+  private subjectOf(integrationId: string): string {
+    return `${this.namespace}.assistant_channel.${integrationId}`;
   }
 
   private async watchStatus(): Promise<void> {
     for await (const status of this.connection.status()) {
-      if (status.type === 'disconnect') this.disconnected = true;
-      else if (status.type === 'reconnect') this.disconnected = false;
-    }
-  }
-}
-
-/** Tries at making sure the stream is there, and the wait before the second (doubled before each next: 1.5 s of waits in all). */
-const ENSURE_TRIES = 5;
-const ENSURE_FIRST_WAIT_MS = 100;
-
-/**
- * The stream as configured: updated if it is there, else created. A NATS server whose other streams are
- * being deleted fails a create now and then (`error creating store for stream`, 10077: a storage folder
- * removed under it), so a failure is tried again after 0.1, 0.2, 0.4 and 0.8 s before it is thrown.
- */
-export async function ensureStream(
-  streams: Pick<StreamAPI, 'info' | 'update' | 'add'>,
-  config: Pick<StreamConfig, 'name'> & Partial<StreamConfig>,
-  wait: (ms: number) => Promise<unknown> = delay,
-): Promise<void> {
-  for (let tries = 1; ; tries += 1) {
-    try {
-      try {
-        await streams.info(config.name);
-        await streams.update(config.name, config);
-      } catch {
-        await streams.add(config);
+      if (status.type === 'disconnect') {
+        this.disconnected = true;
+        this.failed(new Error('disconnected from the NATS server'), 'the NATS connection');
+      } else if (status.type === 'reconnect') {
+        this.disconnected = false;
+        this.recovered();
       }
-      return;
-    } catch (error) {
-      if (tries === ENSURE_TRIES) throw error;
-      await wait(ENSURE_FIRST_WAIT_MS * 2 ** (tries - 1));
     }
   }
 }

@@ -26,7 +26,7 @@ export const BACKEND_USAGE = `usage: assistant-relay backend [options]
   --store URL              postgres://user@host:port/db instead of --db: the log every node of the
                            service shares (migrations run on start)
   --schema NAME            the store's schema for this service (default assistant_relay)
-  --pubsub URL             with --store: nats://host:port (JetStream) or redis://host:port (Streams), the
+  --pubsub URL             with --store: nats://host:port or redis://host:port (Streams), the
                            broker that tells nodes of each other's commits at once (without one: each
                            second)
   --namespace NAME         prefix of the broker's subjects or keys for this service (default assistant_relay)

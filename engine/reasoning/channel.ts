@@ -1,14 +1,15 @@
 /**
- * The `assistant_channel` of several nodes sharing one log, over a broker (NATS JetStream, Redis Streams).
+ * The `assistant_channel` of several nodes sharing one log, over a broker (NATS, Redis Streams).
  * Job notices never cross it: every node folds every event of the shared log and publishes their notices
  * to its own listeners, so a notice cannot be lost between a commit and a publish. What crosses is a
  * node's news for the others: it committed events of an integration (`log.appended`), and a node with a
- * stream or a follower of that integration folds them at once instead of at its next look. Whatever comes
+ * stream or a follower of that integration folds that integration's part of the log at once instead of at
+ * its next look. Whatever comes
  * from the broker only makes a node fold: anyone who can write to the broker can make a node look early,
  * never make it act (a stream taken over is a logged fact, `integration.stream_held`). A node subscribes on
  * the broker to the integrations it holds streams and followers of, and to nothing else.
  */
-import { LocalPubSub, assistantChannel, type ChannelNotice, type NoticeHandler, type PubSub } from './pubsub.js';
+import { LocalPubSub, assistantChannel, integrationOf, type ChannelNotice, type NoticeHandler, type PubSub } from './pubsub.js';
 
 interface BrokerSubscription {
   listeners: number;
@@ -21,8 +22,8 @@ export class ClusterChannel implements PubSub {
 
   constructor(
     private readonly broker: PubSub,
-    /** Folds what the shared log took since this node's last look. */
-    private readonly wake: () => void,
+    /** Folds what the shared log took of the integration since this node's last look. */
+    private readonly wake: (integrationId: string) => void,
     onError: (error: unknown, topic: string) => void,
   ) {
     this.local = new LocalPubSub(onError);
@@ -37,12 +38,15 @@ export class ClusterChannel implements PubSub {
     this.broker.publish(assistantChannel(integrationId), { type: 'log.appended' });
   }
 
+  /** Subscribes to an integration's topic (`assistantChannel`): no other topic crosses the broker. */
   subscribe(topic: string, handler: NoticeHandler): () => void {
+    const integrationId = integrationOf(topic);
+    if (integrationId === undefined) throw new RangeError(`a topic of the cluster's channel is an integration's: ${JSON.stringify(topic)}`);
     const unsubscribe = this.local.subscribe(topic, handler);
     let subscription = this.subscriptions.get(topic);
     if (subscription === undefined) {
       // Whatever the notice says: news is read from the log.
-      subscription = { listeners: 0, unsubscribe: this.broker.subscribe(topic, () => this.wake()) };
+      subscription = { listeners: 0, unsubscribe: this.broker.subscribe(topic, () => this.wake(integrationId)) };
       this.subscriptions.set(topic, subscription);
     }
     subscription.listeners += 1;

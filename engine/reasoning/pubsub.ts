@@ -42,9 +42,16 @@ export interface PubSub {
   announce?(integrationId: string): void;
 }
 
+const ASSISTANT_CHANNEL = 'assistant_channel:';
+
 /** The topic of an integration's jobs (6.1). */
 export function assistantChannel(integrationId: string): string {
-  return `assistant_channel:${integrationId}`;
+  return `${ASSISTANT_CHANNEL}${integrationId}`;
+}
+
+/** The integration whose topic it is (the inverse of `assistantChannel`); undefined for a topic of no integration. */
+export function integrationOf(topic: string): string | undefined {
+  return topic.startsWith(ASSISTANT_CHANNEL) && topic.length > ASSISTANT_CHANNEL.length ? topic.slice(ASSISTANT_CHANNEL.length) : undefined;
 }
 
 /** One process: subscribers are called in the publisher's step; a handler that throws is reported and stops no other. */
