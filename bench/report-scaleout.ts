@@ -51,13 +51,13 @@ export function scaleoutSection(results: ScaleoutResults): string[] {
   out.push(
     `Jobs a second through one backend node and through three (PostgreSQL with ${results.broker}, a fresh schema and namespace each), every node process held to the same share of a core by a cgroup v1 CPU quota, so that on one machine a node's quota, not the machine, is the bound; PostgreSQL, the broker, the plugins and the clients are not held. ${first === undefined ? '' : `${first.integrations} integrations, each with its own plugin process (\`builtin\` reasoner) and a client keeping ${first.inFlight} jobs in flight. `}Routing: ${results.routing}. The nodes' CPU is their processes' user and system time (/proc), summed over the nodes; "throttled" is the share of quota periods in which a node was held back; the machine's busy cores (/proc/stat) show whether it, rather than the quota, was the bound. "Ended once" asks the store, for every job created, how many terminal events it holds.`,
     '',
-    '| nodes × quota | jobs/s, median (min–max) | p50 ms | p99 ms | nodes CPU µs/job | nodes use, cores | throttled | machine busy, cores | clients, cores | ended once | not completed |',
-    '|---|---|---|---|---|---|---|---|---|---|---|',
+    '| nodes × quota | jobs/s, median (min–max) | p50 ms | p99 ms | nodes CPU µs/job | nodes use, cores | throttled | machine busy, cores | plugins, cores | clients, cores | ended once | not completed |',
+    '|---|---|---|---|---|---|---|---|---|---|---|---|',
   );
   for (const row of results.rows) {
     const busy = row.busyCores.max >= row.cores * 0.9 ? ' **the machine is the bound**' : '';
     out.push(
-      `| ${row.nodes} × ${row.quota} | ${formatValue(row.jobsPerSecond.median)} (${row.jobsPerSecond.min.toFixed(0)}–${row.jobsPerSecond.max.toFixed(0)}) | ${row.p50Ms.toFixed(1)} | ${row.p99Ms.toFixed(1)} | ${formatValue(row.nodeCpuUsPerJob)} | ${row.nodeCores.toFixed(2)} of ${(row.nodes * row.quota).toFixed(2)} | ${(row.throttledShare * 100).toFixed(0)}% | ${row.busyCores.median.toFixed(2)} of ${row.cores}${busy} | ${row.generatorCores.toFixed(2)} | ${endings(row)} | ${row.notCompleted} |`,
+      `| ${row.nodes} × ${row.quota} | ${formatValue(row.jobsPerSecond.median)} (${row.jobsPerSecond.min.toFixed(0)}–${row.jobsPerSecond.max.toFixed(0)}) | ${row.p50Ms.toFixed(1)} | ${row.p99Ms.toFixed(1)} | ${formatValue(row.nodeCpuUsPerJob)} | ${row.nodeCores.toFixed(2)} of ${(row.nodes * row.quota).toFixed(2)} | ${(row.throttledShare * 100).toFixed(0)}% | ${row.busyCores.median.toFixed(2)} of ${row.cores}${busy} | ${row.pluginCores.toFixed(2)} | ${row.generatorCores.toFixed(2)} | ${endings(row)} | ${row.notCompleted} |`,
     );
   }
   out.push('', '| target | goal | measured | |', '|---|---|---|---|');

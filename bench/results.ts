@@ -122,6 +122,8 @@ export interface ScaleoutRow {
   readonly cores: number;
   /** The bench process (every client) in cores. */
   readonly generatorCores: number;
+  /** The plugin processes together, in cores. */
+  readonly pluginCores: number;
   /** Jobs the clients created, and in the store: those that ended exactly once, never, more than once; terminal events not `job.completed`. */
   readonly jobs: number;
   readonly endedOnce: number;

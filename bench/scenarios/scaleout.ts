@@ -87,11 +87,16 @@ interface Stretch {
   readonly nodeCpuMs: number;
   readonly busyCores: number;
   readonly generatorMs: number;
+  readonly pluginCpuMs: number;
 }
 
 /** Closed loops: every tenant keeps `inFlight` jobs going for `ms`. */
 async function stretch(tenants: readonly Tenant[], backends: readonly ServerChild[], inFlight: number, ms: number): Promise<Stretch> {
-  const nodeCpu = () => backends.reduce((sum, backend) => sum + (processCpuMs(backend.child.pid!) ?? Number.NaN), 0);
+  const cpuOf = (children: ReadonlyArray<{ pid?: number | undefined }>) =>
+    children.reduce((sum, child) => sum + (processCpuMs(child.pid!) ?? Number.NaN), 0);
+  const nodeCpu = () => cpuOf(backends.map((backend) => backend.child));
+  const pluginCpu = () => cpuOf(tenants.map((tenant) => tenant.plugin));
+  const pluginsBefore = pluginCpu();
   const latencies: number[] = [];
   const [cpuBefore, ticksBefore, ownBefore, from] = [nodeCpu(), machineTicks(), process.cpuUsage(), performance.now()];
   const end = from + ms;
@@ -115,6 +120,7 @@ async function stretch(tenants: readonly Tenant[], backends: readonly ServerChil
     nodeCpuMs: nodeCpu() - cpuBefore,
     busyCores: ((ticks.busy - ticksBefore.busy) / (ticks.total - ticksBefore.total)) * availableParallelism(),
     generatorMs: (own.user + own.system) / 1000,
+    pluginCpuMs: pluginCpu() - pluginsBefore,
   };
 }
 
@@ -217,6 +223,7 @@ async function scaleoutOf(nodes: number, options: ScaleoutOptions): Promise<Scal
       busyCores: spread(measured.map((each) => each.busyCores)),
       cores: availableParallelism(),
       generatorCores: total((each) => each.generatorMs) / ms,
+      pluginCores: total((each) => each.pluginCpuMs) / ms,
       jobs: created,
       endedOnce: ended.once,
       neverEnded: ended.never + Math.max(0, created - (ended.once + ended.never + ended.twice)),
