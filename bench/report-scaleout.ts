@@ -55,7 +55,8 @@ export function scaleoutSection(results: ScaleoutResults): string[] {
     '|---|---|---|---|---|---|---|---|---|---|---|---|',
   );
   for (const row of results.rows) {
-    const busy = row.busyCores.max >= row.cores * 0.9 ? ' **the machine is the bound**' : '';
+    // Busy, whoever kept it so: then the quota was not the only bound (see how often it throttled).
+    const busy = row.busyCores.median >= row.cores * 0.9 ? ' **fully busy**' : '';
     out.push(
       `| ${row.nodes} × ${row.quota} | ${formatValue(row.jobsPerSecond.median)} (${row.jobsPerSecond.min.toFixed(0)}–${row.jobsPerSecond.max.toFixed(0)}) | ${row.p50Ms.toFixed(1)} | ${row.p99Ms.toFixed(1)} | ${formatValue(row.nodeCpuUsPerJob)} | ${row.nodeCores.toFixed(2)} of ${(row.nodes * row.quota).toFixed(2)} | ${(row.throttledShare * 100).toFixed(0)}% | ${row.busyCores.median.toFixed(2)} of ${row.cores}${busy} | ${row.pluginCores.toFixed(2)} | ${row.generatorCores.toFixed(2)} | ${endings(row)} | ${row.notCompleted} |`,
     );

@@ -5,7 +5,7 @@
  * (bench/results/*.svg), and prints the targets. Each contender is a server process of its own, driven by
  * load generator processes.
  *
- *   npm run bench                 everything (about 12 minutes on 2 cores)
+ *   npm run bench                 everything (about 14 minutes on 2 cores)
  *   npm run bench -- --quick      a smoke test in under a minute, written to a temporary folder
  *   npm run bench -- --only turns,resume   some scenarios (written to a temporary folder too)
  *   npm run bench -- --out DIR    write BENCHMARKS.md and results/ under DIR
