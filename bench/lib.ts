@@ -106,6 +106,15 @@ export function processCpuMs(pid: number): number | undefined {
   }
 }
 
+/** The machine's CPU time so far, busy and in all, in ticks (the first line of /proc/stat): two readings' difference gives its busy cores. */
+export function machineTicks(): { busy: number; total: number } {
+  const [, ...fields] = readFileSync('/proc/stat', 'utf8').split('\n', 1)[0]!.trim().split(/\s+/);
+  // user nice system idle iowait irq softirq steal (guest time is counted in user already).
+  const [user, nice, system, idle, iowait, irq, softirq, steal] = fields.map(Number) as number[];
+  const busy = user! + nice! + system! + irq! + softirq! + (steal ?? 0);
+  return { busy, total: busy + idle! + iowait! };
+}
+
 /** Resident memory of a process (Linux /proc), in KiB. */
 export function rssKiB(pid: number): number {
   const status = readFileSync(`/proc/${pid}/status`, 'utf8');

@@ -4,6 +4,7 @@
  * plainly beside the table it comes from.
  */
 import { barChart, formatValue, type BarGroup } from './chart.js';
+import { scaleoutChart, scaleoutSection } from './report-scaleout.js';
 import type { BenchResults, HostileRow, Spread } from './results.js';
 import type { TurnsSample } from './scenarios/turns.js';
 
@@ -260,6 +261,7 @@ export function markdown(results: BenchResults, diary = ''): string {
     out.push(`| ${row.setup ?? 'embedded'} | ${row.concurrency} | ${range(row.jobsPerSecond)} | ${ms(row.p50Ms)} | ${ms(row.p99Ms)} |`);
   out.push('', '![jobs](bench/results/jobs.svg)', '');
   if (results.hostile !== undefined) out.push(...hostileSection(results.hostile));
+  if (results.scaleout !== undefined) out.push(...scaleoutSection(results.scaleout));
   if (diary !== '') out.push(diary.trimEnd(), '');
   return out.join('\n');
 }
@@ -312,6 +314,7 @@ export function charts(results: BenchResults): Record<string, string> {
       ),
     }));
   return {
+    ...scaleoutChart(results.scaleout),
     'turns.svg': barChart({
       title: 'Echo turns per second (median of rounds)',
       unit: 'turns/s',

@@ -101,6 +101,47 @@ export interface HostileRow {
   readonly eventsAdded: number;
 }
 
+export interface ScaleoutRow {
+  /** Backend nodes, each held to `quota` of a core. */
+  readonly nodes: number;
+  readonly quota: number;
+  readonly integrations: number;
+  /** Jobs each integration's client keeps in flight. */
+  readonly inFlight: number;
+  readonly jobsPerSecond: Spread;
+  readonly p50Ms: number;
+  readonly p99Ms: number;
+  /** The nodes' CPU (user + system, summed over the nodes) per job, over the measured rounds. */
+  readonly nodeCpuUsPerJob: number;
+  /** The nodes' CPU over the measured time, in cores (at most nodes × quota). */
+  readonly nodeCores: number;
+  /** Share of the quota's periods in which a node was held back (all nodes together). */
+  readonly throttledShare: number;
+  /** The machine's busy cores while measuring (/proc/stat), of `cores`. */
+  readonly busyCores: Spread;
+  readonly cores: number;
+  /** The bench process (every client) in cores. */
+  readonly generatorCores: number;
+  /** The plugin processes together, in cores. */
+  readonly pluginCores: number;
+  /** Jobs the clients created, and in the store: those that ended exactly once, never, more than once; terminal events not `job.completed`. */
+  readonly jobs: number;
+  readonly endedOnce: number;
+  readonly neverEnded: number;
+  readonly endedTwice: number;
+  readonly notCompleted: number;
+}
+
+export interface ScaleoutResults {
+  readonly rows: readonly ScaleoutRow[];
+  /** Why the scenario did not run (no writable cgroup): said, not failed. */
+  readonly skipped?: string;
+  /** How the clients and plugins reach the nodes, in words. */
+  readonly routing: string;
+  /** `NATS JetStream` or `Redis Streams`. */
+  readonly broker: string;
+}
+
 export interface BenchResults {
   readonly machine: Machine;
   /** By session count. */
@@ -112,6 +153,8 @@ export interface BenchResults {
   readonly jobs: readonly JobsRow[];
   /** Absent from runs before issue 23. */
   readonly hostile?: readonly HostileRow[];
+  /** Absent from runs before issue 25. */
+  readonly scaleout?: ScaleoutResults;
   /** Scenarios that failed as a whole, with why. */
   readonly failures: readonly string[];
 }

@@ -1,14 +1,15 @@
 /**
  * `npm run bench`: assistant-relay against the floor and the peers (MCP Streamable HTTP, A2A streaming),
  * side by side in one run, and the relay's own figures (resume, idle streams, restart, the log, the
- * reasoning channel, a quiet tenant beside a hostile one). Writes BENCHMARKS.md and a chart a scenario
+ * reasoning channel, a quiet tenant beside a hostile one, scale-out over quota-held backend nodes). Writes BENCHMARKS.md and a chart a scenario
  * (bench/results/*.svg), and prints the targets. Each contender is a server process of its own, driven by
  * load generator processes.
  *
- *   npm run bench                 everything (about 12 minutes on 2 cores)
+ *   npm run bench                 everything (about 14 minutes on 2 cores)
  *   npm run bench -- --quick      a smoke test in under a minute, written to a temporary folder
  *   npm run bench -- --only turns,resume   some scenarios (written to a temporary folder too)
  *   npm run bench -- --out DIR    write BENCHMARKS.md and results/ under DIR
+ *   npm run bench -- --only scaleout --quota 0.25   each scale-out node held to a quarter of a core (default 0.15)
  *
  * Exits 1 if a scenario could not run or our own contender failed; a missed target is reported, not an error.
  */
@@ -18,16 +19,18 @@ import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { CONTENDERS, NODE_ARGS, ROOT, SERVERS, scratchDir, start, stop, type Running } from './contenders.js';
 import { charts, markdown, targets } from './report.js';
-import type { BenchResults, HostileRow, IdleRow, JobsRow, LogRow, Machine, RestartRow, ResumeRow } from './results.js';
+import { scaleoutTargets } from './report-scaleout.js';
+import type { BenchResults, HostileRow, IdleRow, JobsRow, LogRow, Machine, RestartRow, ResumeRow, ScaleoutResults } from './results.js';
 import { hostile } from './scenarios/hostile.js';
 import { idle } from './scenarios/idle.js';
 import { JOBS_SETUPS, jobs } from './scenarios/jobs.js';
 import { logAppends } from './scenarios/log.js';
 import { restart } from './scenarios/restart.js';
 import { resume } from './scenarios/resume.js';
+import { scaleout } from './scenarios/scaleout.js';
 import { turns, type TurnsSample } from './scenarios/turns.js';
 
-const SCENARIOS = ['turns', 'resume', 'idle', 'restart', 'log', 'jobs', 'hostile'] as const;
+const SCENARIOS = ['turns', 'resume', 'idle', 'restart', 'log', 'jobs', 'hostile', 'scaleout'] as const;
 type Scenario = (typeof SCENARIOS)[number];
 
 const { values } = parseArgs({
@@ -37,6 +40,7 @@ const { values } = parseArgs({
     contenders: { type: 'string' },
     sessions: { type: 'string' },
     out: { type: 'string' },
+    quota: { type: 'string' },
     report: { type: 'boolean' },
     help: { type: 'boolean', short: 'h' },
   },
@@ -44,8 +48,9 @@ const { values } = parseArgs({
 });
 if (values.help) {
   console.log(
-    'usage: npm run bench -- [--quick] [--only turns,resume,idle,restart,log,jobs,hostile] [--contenders relay,floor,…] [--sessions 1,100] [--out DIR] [--report]',
+    'usage: npm run bench -- [--quick] [--only turns,resume,idle,restart,log,jobs,hostile,scaleout] [--contenders relay,floor,…] [--sessions 1,100] [--quota 0.15] [--out DIR] [--report]',
   );
+  console.log('  --quota    the share of a core each scale-out node is held to (default 0.15)');
   console.log('  --report   write BENCHMARKS.md and the charts again from bench/results/results.json (under --out), measuring nothing');
   process.exit(0);
 }
@@ -77,7 +82,8 @@ const contenders =
   values.contenders === undefined
     ? CONTENDERS
     : CONTENDERS.filter((contender) => values.contenders!.split(',').includes(contender.server.name));
-const partial = quick || values.only !== undefined || values.contenders !== undefined || values.sessions !== undefined;
+const partial =
+  quick || values.only !== undefined || values.contenders !== undefined || values.sessions !== undefined || values.quota !== undefined;
 // Only a whole run replaces the repository's BENCHMARKS.md; a quick or partial one goes to a temporary folder.
 const out = values.out ?? (partial ? mkdtempSync(join(tmpdir(), 'assistant-relay-bench-')) : ROOT);
 
@@ -93,6 +99,8 @@ const PLAN = quick
       jobs: { setups: JOBS_SETUPS, concurrency: [1], warmupMs: 200, sliceMs: 500, rounds: 1 },
       // A shorter ReDoS result: a backend without linear-time checks stands still for about a second, not a minute.
       hostile: { phaseMs: 1_500, warmupMs: 300, inFlight: 2, redosLength: 24 },
+      // One integration a node: the quick run shows the scenario works, not how it scales.
+      scaleout: { nodes: [1, 3], integrations: 3, inFlight: 2, warmupMs: 300, sliceMs: 700, rounds: 1 },
     }
   : {
       sessions: [1, 10, 100, 1_000],
@@ -103,6 +111,7 @@ const PLAN = quick
       log: { sliceMs: 1_000, rounds: 3 },
       jobs: { setups: JOBS_SETUPS, concurrency: [1, 100], warmupMs: 1_000, sliceMs: 2_000, rounds: 3 },
       hostile: { phaseMs: 10_000, warmupMs: 1_000, inFlight: 2, redosLength: 32 },
+      scaleout: { nodes: [1, 3], integrations: 12, inFlight: 8, warmupMs: 3_000, sliceMs: 5_000, rounds: 3 },
     };
 
 const machine: Machine = {
@@ -119,6 +128,11 @@ const machine: Machine = {
 const sessions = values.sessions?.split(',').map(Number) ?? PLAN.sessions;
 if (!sessions.every((count) => Number.isInteger(count) && count >= 1 && count <= 10_000)) {
   console.error(`--sessions takes counts from 1 to 10,000, comma-separated, not ${values.sessions}`);
+  process.exit(2);
+}
+const quota = Number(values.quota ?? 0.15);
+if (!(quota > 0 && quota <= 8)) {
+  console.error(`--quota takes a share of a core, more than 0 and at most 8, not ${values.quota}`);
   process.exit(2);
 }
 const failures: string[] = [];
@@ -157,6 +171,7 @@ const restartRows = await step<RestartRow[]>('restart', () => restart(PLAN.resta
 const logRows = await step<LogRow[]>('log', () => logAppends(PLAN.log), []);
 const jobsRows = await step<JobsRow[]>('jobs', () => jobs(PLAN.jobs), []);
 const hostileRows = await step<HostileRow[]>('hostile', () => hostile(PLAN.hostile), []);
+const scaleoutResults = await step<ScaleoutResults | undefined>('scaleout', () => scaleout({ ...PLAN.scaleout, quota }), undefined);
 
 const results: BenchResults = {
   machine,
@@ -167,6 +182,7 @@ const results: BenchResults = {
   log: logRows,
   jobs: jobsRows,
   hostile: hostileRows,
+  ...(scaleoutResults === undefined ? {} : { scaleout: scaleoutResults }),
   failures,
 };
 write(out, results);
@@ -175,7 +191,7 @@ if (NODE_ARGS.length === 0) rmSync(scratch, { recursive: true, force: true });
 else console.log(`bench: the servers' files, profiles included, are in ${scratch}`);
 
 console.log(`\nwrote ${join(out, 'BENCHMARKS.md')} and ${join(out, 'bench/results/')}\n`);
-for (const target of targets(results))
+for (const target of [...targets(results), ...scaleoutTargets(results.scaleout)])
   console.log(`${target.met === undefined ? '  ·' : target.met ? '  ✓' : '  ✗'} ${target.what}: ${target.measured} (goal ${target.goal})`);
 const oursFailed = turnsResults.some(({ samples }) =>
   samples.some((sample) => sample.contender.server.name.startsWith('relay') && sample.failed !== undefined),

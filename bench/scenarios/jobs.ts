@@ -136,6 +136,12 @@ async function backendsOf(
   };
 }
 
+const plugins = new Set<ChildProcess>();
+// Whatever way the bench ends, no plugin outlives it (one listener for them all: a scenario may start many).
+process.on('exit', () => {
+  for (const plugin of plugins) plugin.kill('SIGKILL');
+});
+
 /** The plugin (`builtin` reasoner) on the integration's stream, once it has started. */
 export async function startPlugin(origin: string, integration: Integration, dir: string): Promise<ChildProcess> {
   const tokenFile = join(dir, `relay-token-${integration.integration_id}`);
@@ -160,7 +166,8 @@ export async function startPlugin(origin: string, integration: Integration, dir:
     ],
     { cwd: dir, stdio: ['ignore', 'pipe', 'inherit'] },
   );
-  process.on('exit', () => plugin.kill('SIGKILL'));
+  plugins.add(plugin);
+  plugin.once('exit', () => plugins.delete(plugin));
   await new Promise<void>((resolve, reject) => {
     plugin.stdout!.once('data', () => resolve());
     plugin.once('exit', (code) => reject(new Error(`the plugin exited (${code}) before it started`)));

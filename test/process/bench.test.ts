@@ -27,6 +27,10 @@ interface Results {
   readonly log: readonly unknown[];
   readonly jobs: readonly unknown[];
   readonly hostile: ReadonlyArray<{ attack: string; quiet: { completed: number }; attacker: Record<string, number> }>;
+  readonly scaleout: {
+    rows: ReadonlyArray<{ nodes: number; jobs: number; endedOnce: number; jobsPerSecond: { median: number } }>;
+    skipped?: string;
+  };
   readonly failures: readonly string[];
 }
 
@@ -80,6 +84,15 @@ it('npm run bench -- --quick runs every scenario and every contender, and writes
   expect(results.hostile[0]!.quiet.completed).toBeGreaterThan(0);
   for (const row of results.hostile.slice(1)) expect(Object.keys(row.attacker).length, row.attack).toBeGreaterThan(0);
 
+  // Scale-out: skipped where no cgroup can be written; otherwise one node and three, every job ended once.
+  if (results.scaleout.skipped === undefined) {
+    expect(results.scaleout.rows.map((row) => row.nodes)).toEqual([1, 3]);
+    for (const row of results.scaleout.rows) {
+      expect(row.jobsPerSecond.median).toBeGreaterThan(0);
+      expect(row.endedOnce).toBe(row.jobs);
+    }
+  }
+
   const report = readFileSync(`${out}/BENCHMARKS.md`, 'utf8');
   for (const section of [
     '## Targets (issue 14)',
@@ -90,8 +103,10 @@ it('npm run bench -- --quick runs every scenario and every contender, and writes
     '## The log',
     '## The reasoning channel',
     '## Hostile tenants',
+    '## Scale-out (issue 25)',
   ])
     expect(report).toContain(section);
   for (const chart of ['turns', 'cpu', 'resume', 'idle', 'restart', 'log', 'jobs', 'hostile'])
     expect(existsSync(`${out}/bench/results/${chart}.svg`), chart).toBe(true);
+  if (results.scaleout.skipped === undefined) expect(existsSync(`${out}/bench/results/scaleout.svg`)).toBe(true);
 }, 240_000);
