@@ -115,12 +115,15 @@ export class PgPartitionedLog<E extends LogRecord> implements PartitionedStore<E
     options: { readonly node: string; readonly fence?: Fence },
   ): Promise<AppendResult<E>> {
     if (options.fence !== undefined && options.fence.partition !== partition)
-      throw new RangeError(`the fence of partition ${JSON.stringify(options.fence.partition)} on an append to ${JSON.stringify(partition)}`);
+      throw new RangeError(
+        `the fence of partition ${JSON.stringify(options.fence.partition)} on an append to ${JSON.stringify(partition)}`,
+      );
     const quoted = pg.escapeLiteral(partition);
     // The head created if new, locked, and the first page of what others committed since `after`, with the BEGIN: one round trip.
     return inTransaction(
       this.pool,
-      (tx, [, locked, firstPage]) => this.appendLocked(tx, partition, locked!.rows[0] as HeadRow, firstPage!.rows as EventRow[], decide, options),
+      (tx, [, locked, firstPage]) =>
+        this.appendLocked(tx, partition, locked!.rows[0] as HeadRow, firstPage!.rows as EventRow[], decide, options),
       [
         `INSERT INTO partitions (partition) VALUES (${quoted}) ON CONFLICT DO NOTHING`,
         `SELECT version, owner, fence, lease_until, live, ${NOW_MS} AS now FROM partitions WHERE partition = ${quoted} FOR UPDATE`,
@@ -138,11 +141,14 @@ export class PgPartitionedLog<E extends LogRecord> implements PartitionedStore<E
     { node, fence }: { readonly node: string; readonly fence?: Fence },
   ): Promise<AppendResult<E>> {
     // A lease already lost is refused before deciding; the write checks it again, as the decision took time.
-    if (fence !== undefined && !(locked.owner === fence.node && Number(locked.fence) === fence.token && Number(locked.lease_until) > Number(locked.now)))
+    if (
+      fence !== undefined &&
+      !(locked.owner === fence.node && Number(locked.fence) === fence.token && Number(locked.lease_until) > Number(locked.now))
+    )
       throw new FencedError(fence);
     const head = Number(locked.version);
     const committed = firstPage.map(stored<E>);
-    for (let from = committed.at(-1)?.version ?? head; from < head; ) {
+    for (let from = committed.at(-1)?.version ?? head; from < head;) {
       const { rows } = await tx<EventRow>(pageAfter(partition, from));
       if (rows.length === 0) break;
       committed.push(...rows.map(stored<E>));
