@@ -95,19 +95,22 @@ describe('appends and reads', () => {
 });
 
 describe('concurrency', () => {
-  it("two nodes appending to one new partition take turns: the second decides on the first's events", async () => {
+  it.each([0, 3])("two nodes appending to a partition of %i events take turns: the second decides on the first's", async (before) => {
     const schema = testSchema();
     const [one, two] = [await node(schema), await node(schema)];
+    if (before > 0) await one.append(A, 0, appending(...Array.from({ length: before }, (_, i) => event(-i))), { node: 'n1' });
+    // A connection of the second's pool ready, so that its statements go out while the first holds the lock.
+    await two.versions([A]);
     let second: Promise<unknown> | undefined;
     const seenBySecond: number[][] = [];
     await one.append(
       A,
-      0,
+      before,
       () => {
         // The first holds the partition's lock here: the second's statements reach the server meanwhile.
         second = two.append(
           A,
-          0,
+          before,
           (committed) => {
             seenBySecond.push(...numbers(committed));
             return { events: [event(2)] };
@@ -119,10 +122,10 @@ describe('concurrency', () => {
       { node: 'n1' },
     );
     await second;
-    expect(seenBySecond).toEqual([[1, 1]]);
-    expect(numbers(await one.read(A, 0))).toEqual([
-      [1, 1],
-      [2, 2],
+    expect(seenBySecond).toEqual([[before + 1, 1]]);
+    expect(numbers(await one.read(A, before))).toEqual([
+      [before + 1, 1],
+      [before + 2, 2],
     ]);
   });
 
