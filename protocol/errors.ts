@@ -203,6 +203,9 @@ export const LOG_ERRORS = {
   event_log_write_failed: 'the event log could not commit a batch; the host must restart (the CLI exits 70)',
   event_log_unreachable:
     "the backend's PostgreSQL log cannot be reached, or has more decisions waiting than it may; requests are answered 503 store_unavailable until it is back",
+  event_log_fenced:
+    "an append as a partition's owner after its lease was lost (expired, taken over or released): nothing was appended; the node stops acting as the owner",
+  event_log_partition_exists: 'an append would create a partition that exists already: nothing was appended',
 } as const;
 
 export type LogErrorCode = keyof typeof LOG_ERRORS;

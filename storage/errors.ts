@@ -8,6 +8,7 @@
  */
 import type { LogErrorCode } from '../protocol/errors.js';
 import type { LockHolder } from './lock-holder.js';
+import type { Fence } from './partitions.js';
 
 export type EventLogErrorCode = LogErrorCode;
 
@@ -57,5 +58,25 @@ export class EventLogWriteError extends EventLogError {
 
   constructor(cause: unknown) {
     super(`the event log could not commit a batch: ${cause instanceof Error ? cause.message : String(cause)}`, { cause });
+  }
+}
+
+/** An append as a partition's owner whose lease no longer holds (storage/partitions.ts): nothing was appended. */
+export class FencedError extends EventLogError {
+  override readonly name = 'FencedError';
+  readonly code = 'event_log_fenced';
+
+  constructor(readonly fence: Fence) {
+    super(`node ${fence.node} no longer holds the lease of partition ${JSON.stringify(fence.partition)} with token ${fence.token}`);
+  }
+}
+
+/** An append whose decision creates a partition that exists already (storage/partitions.ts): nothing was appended. */
+export class PartitionExistsError extends EventLogError {
+  override readonly name = 'PartitionExistsError';
+  readonly code = 'event_log_partition_exists';
+
+  constructor(readonly partitions: readonly string[]) {
+    super(`the partitions ${partitions.map((p) => JSON.stringify(p)).join(', ')} exist already`);
   }
 }

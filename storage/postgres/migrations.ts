@@ -76,6 +76,46 @@ export const MIGRATIONS: readonly Migration[] = [
       CREATE INDEX pairing_attempts_by_time ON pairing_attempts (at);
     `,
   },
+  {
+    version: 5,
+    name: 'partitions',
+    sql: `
+      -- The log partitioned by integration (storage/postgres/partitioned-log.ts): each partition's head,
+      -- whose row lock its appends take turns on, and its lease (owner, fencing token, until when by the
+      -- database's clock in ms). live: it has timers, so one whose lease expired is an orphan to claim.
+      CREATE TABLE partitions (
+        partition text PRIMARY KEY,
+        version bigint NOT NULL DEFAULT 0,
+        owner text,
+        fence bigint NOT NULL DEFAULT 0,
+        lease_until bigint NOT NULL DEFAULT 0,
+        live boolean NOT NULL DEFAULT false
+      );
+      CREATE INDEX partitions_orphans ON partitions (live, lease_until) WHERE live;
+      -- Each partition's events, numbered from 1. node: who committed it; fence: the token it was
+      -- appended under as the owner (null when not). data is the event's JSON text as written.
+      CREATE TABLE partition_events (
+        partition text NOT NULL,
+        version bigint NOT NULL,
+        stream text NOT NULL,
+        type text NOT NULL,
+        at bigint NOT NULL,
+        node text NOT NULL,
+        fence bigint,
+        data text NOT NULL,
+        PRIMARY KEY (partition, version)
+      );
+      CREATE INDEX partition_events_by_stream ON partition_events (partition, stream, version);
+      -- Each partition's fold as of a version, the newest two kept.
+      CREATE TABLE partition_snapshots (
+        partition text NOT NULL,
+        version bigint NOT NULL,
+        at bigint NOT NULL,
+        data text NOT NULL,
+        PRIMARY KEY (partition, version)
+      );
+    `,
+  },
 ];
 
 /** Brings the pool's schema up to the newest migration; resolves with the version it is at. */
