@@ -47,6 +47,8 @@ export interface AppendResult<E> {
   readonly committed: readonly PartitionEvent<E>[];
   readonly appended: readonly PartitionEvent<E>[];
   readonly born: ReadonlyArray<{ readonly partition: string; readonly appended: readonly PartitionEvent<E>[] }>;
+  /** The lease the append took with `claim`: the partition is the appending node's now. */
+  readonly claimed?: Fence;
 }
 
 /** The store of a partitioned log (storage/postgres/partitioned-log.ts). */
@@ -59,12 +61,14 @@ export interface PartitionedStore<E> {
    * One append, atomically: with the partition locked against other appends, `decide` is handed what was
    * committed after `after` and returns what to append. With `fence`, it commits only while that lease
    * holds (else `FencedError`, nothing appended). `node` is recorded beside each event (who committed it).
+   * With `claim` (a lease's length), an append that leaves the partition live while no node holds a live
+   * lease on it takes the lease for `node` in the same transaction (`claimed`).
    */
   append(
     partition: string,
     after: number,
     decide: (committed: readonly PartitionEvent<E>[]) => AppendDecision<E>,
-    options: { readonly node: string; readonly fence?: Fence },
+    options: { readonly node: string; readonly fence?: Fence; readonly claim?: number },
   ): Promise<AppendResult<E>>;
   /** The partition's newest stored snapshot, if any. */
   snapshot(partition: string): Promise<{ readonly version: number; readonly data: string } | undefined>;

@@ -9,16 +9,15 @@ import { performance } from 'node:perf_hooks';
 import { Histogram, type Registry } from 'prom-client';
 import type { BackendEvent } from '../../machines/reasoning/backend-events.js';
 import type { ReasoningEngine } from '../../engine/reasoning/engine.js';
-import type { SharedBackendLog } from '../../engine/reasoning/shared-log.js';
-import type { PgEventLog } from '../../storage/postgres/event-log.js';
+import type { PartitionedBackendLog } from '../../engine/reasoning/partitioned-log.js';
 import type { BrokerPubSub } from '../brokers/broker.js';
 import { METRICS_PREFIX, onceAScrape, scraped } from '../http/metrics.js';
 import type { ResultChecks } from './result-checks.js';
 
 export interface BackendMetricsParts {
   readonly backend: ReasoningEngine;
-  /** On PostgreSQL: the log several nodes share, and its store. */
-  readonly shared?: { readonly log: SharedBackendLog<unknown>; readonly store: PgEventLog<BackendEvent> };
+  /** On PostgreSQL: the log several nodes share, partitioned by integration. */
+  readonly shared?: { readonly log: PartitionedBackendLog };
   readonly broker?: BrokerPubSub;
   readonly checks?: ResultChecks;
 }
@@ -113,10 +112,10 @@ export function observeBackend(registry: Registry, parts: BackendMetricsParts): 
     scraped(registry, {
       kind: 'gauge',
       name: 'fold_lag_events',
-      help: 'Events committed to the shared log that this node has not folded yet (NaN: the store could not be read).',
+      help: 'Events committed to the partitions this node holds that it has not folded yet (NaN: the store could not be read).',
       read: () =>
-        shared.store.head().then(
-          (head) => Math.max(0, head - shared.log.position),
+        shared.log.lag().then(
+          (lag) => lag,
           () => undefined,
         ),
     });

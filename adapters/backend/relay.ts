@@ -13,11 +13,12 @@ import type { FastifyBaseLogger, FastifyInstance } from 'fastify';
 import { Registry } from 'prom-client';
 import { tokenDigest } from '../../protocol/index.js';
 import { ReasoningEngine } from '../../engine/reasoning/engine.js';
-import { SharedBackendLog } from '../../engine/reasoning/shared-log.js';
+import { PartitionedBackendLog } from '../../engine/reasoning/partitioned-log.js';
 import { backendStreamOf, type BackendEvent } from '../../machines/reasoning/backend-events.js';
 import { EventLog } from '../../storage/event-log.js';
 import { DEFAULT_SCHEMA, type PostgresOptions } from '../../storage/postgres/connection.js';
-import { PgEventLog } from '../../storage/postgres/event-log.js';
+import { PgPartitionedLog } from '../../storage/postgres/partitioned-log.js';
+import { SERVICE_PARTITION } from '../../storage/partitions.js';
 import { observeBackend, storeAppendTimer } from './metrics.js';
 import { ResultChecks, type ResultCheckLimits } from './result-checks.js';
 import { backendSeams, type BackendRelayConfig, type BackendStore } from './seams.js';
@@ -112,7 +113,7 @@ export async function openBackendStore(
   onIdleError?: (error: unknown) => void,
 ): Promise<BackendStore> {
   if (where.store === undefined) return EventLog.open<BackendEvent>({ path: where.db!, streamOf: backendStreamOf });
-  return PgEventLog.open<BackendEvent>({
+  return PgPartitionedLog.open<BackendEvent>({
     schema: DEFAULT_SCHEMA,
     ...where.store,
     streamOf: backendStreamOf,
@@ -155,7 +156,7 @@ export async function createBackendRelay(options: BackendRelayOptions): Promise<
     };
     const seams = backendSeams(log, config, broker, log instanceof EventLog ? undefined : storeAppendTimer(metrics));
     backend = await ReasoningEngine.start(seams, config);
-    const shared = seams.log instanceof SharedBackendLog && !(log instanceof EventLog) ? { log: seams.log, store: log } : undefined;
+    const shared = seams.log instanceof PartitionedBackendLog ? { log: seams.log } : undefined;
     observeBackend(metrics, { backend, checks, ...(shared === undefined ? {} : { shared }), ...(broker === undefined ? {} : { broker }) });
   } catch (error) {
     await broker?.close();
@@ -169,7 +170,8 @@ export async function createBackendRelay(options: BackendRelayOptions): Promise<
     const brokerHealth = broker === undefined ? {} : { broker: broker.health };
     if (log instanceof EventLog) return { ok: !draining, epoch: backend.epoch, node, store: { kind: 'sqlite' }, ...brokerHealth };
     try {
-      const head = await log.head();
+      // The service partition's newest version: a read that needs the store to answer.
+      const head = (await log.versions([SERVICE_PARTITION])).get(SERVICE_PARTITION) ?? 0;
       return { ok: !draining, epoch: backend.epoch, node, store: { kind: 'postgres', reachable: true, head }, ...brokerHealth };
     } catch (error) {
       return {

@@ -1,8 +1,9 @@
 /**
  * The backend relay's seams, chosen here for its engine (engine/reasoning/seams.ts), which chooses none:
- * on an SQLite log of this process, its log, a channel, presence and pairing attempts in memory; on a
- * PostgreSQL log several nodes share, the shared log, presence and attempts in PostgreSQL, and a channel
- * over the broker when there is one (without one, nodes learn of each other's commits at their next look).
+ * on an SQLite log of this process, its log, a channel, presence and pairing attempts in memory, and
+ * every integration its own; on a PostgreSQL log several nodes share, the log partitioned by integration,
+ * presence and attempts in PostgreSQL, ownership by leases, and a channel over the broker when there is
+ * one (without one, nodes learn of each other's commits at their next look).
  */
 import type { BackendEvent } from '../../machines/reasoning/backend-events.js';
 import { randomIds, systemClock, type Clock, type IdSource } from '../../engine/core/clock.js';
@@ -11,17 +12,17 @@ import { LocalBackendLog } from '../../engine/reasoning/backend-log.js';
 import { ClusterChannel } from '../../engine/reasoning/channel.js';
 import type { ReasoningEngineConfig } from '../../engine/reasoning/config.js';
 import { attemptsKeptFor, pairingLimitsOf } from '../../engine/reasoning/pairing-limits.js';
-import { SoleOwnership } from '../../engine/reasoning/ownership.js';
+import { LeasedOwnership, SoleOwnership } from '../../engine/reasoning/ownership.js';
+import { PartitionedBackendLog } from '../../engine/reasoning/partitioned-log.js';
 import { LocalPairingAttempts, LocalPresence } from '../../engine/reasoning/presence.js';
 import { LocalPubSub, type PubSub } from '../../engine/reasoning/pubsub.js';
 import type { BackendSeams } from '../../engine/reasoning/seams.js';
-import { SharedBackendLog } from '../../engine/reasoning/shared-log.js';
 import { EventLog } from '../../storage/event-log.js';
-import type { PgEventLog } from '../../storage/postgres/event-log.js';
+import type { PgPartitionedLog } from '../../storage/postgres/partitioned-log.js';
 import { PgPairingAttempts, PgPresence } from '../../storage/postgres/presence.js';
 
 /** Where the backend keeps its log: an embedded SQLite file, or PostgreSQL shared by several nodes. */
-export type BackendStore = EventLog<BackendEvent> | PgEventLog<BackendEvent>;
+export type BackendStore = EventLog<BackendEvent> | PgPartitionedLog<BackendEvent>;
 
 /** The engine's settings and what its seams are chosen by. */
 export interface BackendRelayConfig extends ReasoningEngineConfig {
@@ -33,8 +34,12 @@ export interface BackendRelayConfig extends ReasoningEngineConfig {
   readonly lookEveryMs?: number;
   /** On a shared log: decisions waiting for the store at most; one more is answered 503 `store_unavailable`. Default 10,000. */
   readonly maxQueuedDecisions?: number;
-  /** Committed events between two snapshots of the fold (engine/core/snapshots.ts). Default 50,000. */
+  /** Committed events between two snapshots of the fold (engine/core/snapshots.ts), or of one partition's on a shared log. Default 50,000; 1,000 a partition. */
   readonly snapshotEveryEvents?: number;
+  /** On a shared log: integrations' partitions a node holds at most beyond those in use (partition-holds.ts). Default 10,000. */
+  readonly maxHeldIntegrations?: number;
+  /** On a shared log: how long a node's lease on an integration lasts unless renewed (ownership.ts). Default 3 s. */
+  readonly ownershipLeaseMs?: number;
   /** On a log of this process: it can no longer be written, and the process must restart from it. Default: thrown. */
   readonly onFatal?: (error: unknown) => void;
   /** A failure nobody awaits. Default: a process warning. */
@@ -56,7 +61,9 @@ export function backendSeams(
   const subscriberFailed = (error: unknown, topic: string) => report(error, { what: `a subscriber of ${topic}` });
   const attemptsKeepMs = attemptsKeptFor(pairingLimitsOf(config.pairingLimits));
   const snapshots = config.snapshotEveryEvents === undefined ? {} : { snapshotEveryEvents: config.snapshotEveryEvents };
-  const common = { clock, ids: config.ids ?? randomIds, report };
+  const ids = config.ids ?? randomIds;
+  const node = ids.token();
+  const common = { clock, ids, node, report };
   if (store instanceof EventLog) {
     if (broker !== undefined) {
       throw new Error('a broker carries the channel between nodes that share a PostgreSQL log: this backend has its own');
@@ -76,23 +83,29 @@ export function backendSeams(
       ownership: new SoleOwnership(),
     };
   }
-  const log = new SharedBackendLog(store, {
+  // Leases run on the database's clock, so they are renewed by the real one whatever clock the engine keeps.
+  const ownership = new LeasedOwnership(store, node, systemClock, report, {
+    ...(config.ownershipLeaseMs === undefined ? {} : { leaseMs: config.ownershipLeaseMs }),
+  });
+  const log = new PartitionedBackendLog(store, {
+    node,
     clock,
+    ownership,
     report,
-    ...snapshots,
+    ...(config.snapshotEveryEvents === undefined ? {} : { snapshotEveryEvents: config.snapshotEveryEvents }),
     ...(config.maxQueuedDecisions === undefined ? {} : { maxQueued: config.maxQueuedDecisions }),
     ...(config.lookEveryMs === undefined ? {} : { lookEveryMs: config.lookEveryMs }),
+    ...(config.maxHeldIntegrations === undefined ? {} : { maxHeld: config.maxHeldIntegrations }),
     ...(appending === undefined ? {} : { appending }),
   });
-  // Folds the whole log for now; the log partitioned by integration (issue 25) folds only the integration's part.
-  const caughtUp = (_integrationId: string) => inBackground(log.caughtUp(), report, { what: 'folding what other nodes committed' });
+  const wake = (integrationId: string) => inBackground(log.caughtUp(integrationId), report, { what: 'folding what other nodes committed' });
   return {
     ...common,
     log,
-    pubsub: broker === undefined ? new LocalPubSub(subscriberFailed) : new ClusterChannel(broker, caughtUp, subscriberFailed),
+    pubsub: broker === undefined ? new LocalPubSub(subscriberFailed) : new ClusterChannel(broker, wake, subscriberFailed),
     presence: new PgPresence(store.connections),
     attempts: new PgPairingAttempts(store.connections, attemptsKeepMs),
-    ownership: new SoleOwnership(),
+    ownership,
   };
 }
 

@@ -35,6 +35,7 @@ export const BACKEND_USAGE = `usage: assistant-relay backend [options]
                            e.g. 5s (default 5s)
   --store-queue N          decisions that may wait for the store at once; one more is answered 503
                            store_unavailable (default 10000)
+  --max-held-integrations N  integrations a node keeps folded beyond those it uses now (default 10000)
   --token-file FILE        the operator token, created (0600, random) if absent: turns on the admin
                            routes (/api/v1/admin/integrations); without it there are none
   --cors-origin O          browser origins whose pages may call the backend, comma-separated (default none)
@@ -88,6 +89,7 @@ const FLAGS = {
   pool: { type: 'string' },
   'store-timeout': { type: 'string' },
   'store-queue': { type: 'string' },
+  'max-held-integrations': { type: 'string' },
   'token-file': { type: 'string' },
   'cors-origin': { type: 'string' },
   pairing: { type: 'string' },
@@ -128,6 +130,7 @@ export async function backendCommand(argv: readonly string[], env: NodeJS.Proces
   const retentionMs = retentionOf(get('retention'));
   const pairingRetention = get('pairing-retention');
   const storeQueue = get('store-queue');
+  const maxHeld = get('max-held-integrations');
   const maxJobBytes = get('max-job-bytes');
   const liveness = livenessFlags(get);
   const config = {
@@ -136,6 +139,7 @@ export async function backendCommand(argv: readonly string[], env: NodeJS.Proces
     ...(retentionMs === undefined ? {} : { retentionMs }),
     ...(pairingRetention === undefined ? {} : { pairingRetentionMs: parseDuration('pairing-retention', pairingRetention) }),
     ...(storeQueue === undefined ? {} : { maxQueuedDecisions: integer('store-queue', storeQueue, 1, 10_000_000) }),
+    ...(maxHeld === undefined ? {} : { maxHeldIntegrations: integer('max-held-integrations', maxHeld, 1, 10_000_000) }),
     quotas: quotaFlags(get, liveness.heartbeatIntervalMs),
     ...(maxJobBytes === undefined ? {} : { maxJobBytes: integer('max-job-bytes', maxJobBytes, 1024, 256 * 1024 * 1024) }),
   };
@@ -221,7 +225,16 @@ function whereOf(get: (name: keyof typeof FLAGS) => string | undefined): {
   const store = get('store');
   const pubsub = get('pubsub');
   if (store === undefined) {
-    for (const flag of ['pubsub', 'schema', 'namespace', 'pool', 'store-timeout', 'store-queue'] as const)
+    for (const flag of [
+      'pubsub',
+      'schema',
+      'namespace',
+      'pool',
+      'store-timeout',
+      'store-queue',
+      'max-held-integrations',
+      'ownership-lease',
+    ] as const)
       if (get(flag) !== undefined) throw new UsageError(`--${flag} goes with --store`);
     const db = get('db') ?? DEFAULT_DB;
     return { options: { db }, said: { db } };

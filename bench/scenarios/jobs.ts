@@ -126,7 +126,7 @@ async function backendsOf(
     backends,
     integration: await createIntegration(backends[0]!.url.origin),
     count: async (type) =>
-      Number((await query<{ n: string }>(`SELECT count(*) AS n FROM ${name}.events WHERE type = $1`, [type])).rows[0]!.n),
+      Number((await query<{ n: string }>(`SELECT count(*) AS n FROM ${name}.partition_events WHERE type = $1`, [type])).rows[0]!.n),
     async remove() {
       await query(`DROP SCHEMA IF EXISTS ${name} CASCADE`);
       const broker = await connectBroker({ url: NATS, namespace: name, report: () => {} });

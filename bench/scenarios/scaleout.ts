@@ -68,8 +68,8 @@ async function query<R extends pg.QueryResultRow>(text: string, values: unknown[
 /** Every job created in `schema`: how many ended exactly once, never, more than once, and ended other than completed. */
 async function endings(schema: string) {
   const { rows } = await query<{ once: string; never: string; twice: string; other: string }>(
-    `WITH created AS (SELECT data::json->>'job_id' AS job FROM ${schema}.events WHERE type = 'job.created'),
-          ended AS (SELECT data::json->>'job_id' AS job, type FROM ${schema}.events WHERE type = ANY($1)),
+    `WITH created AS (SELECT data::json->>'job_id' AS job FROM ${schema}.partition_events WHERE type = 'job.created'),
+          ended AS (SELECT data::json->>'job_id' AS job, type FROM ${schema}.partition_events WHERE type = ANY($1)),
           counted AS (SELECT c.job, count(e.job) AS n FROM created c LEFT JOIN ended e ON e.job = c.job GROUP BY c.job)
      SELECT count(*) FILTER (WHERE n = 1) AS once, count(*) FILTER (WHERE n = 0) AS never, count(*) FILTER (WHERE n > 1) AS twice,
             (SELECT count(*) FROM ended WHERE type <> 'job.completed') AS other FROM counted`,

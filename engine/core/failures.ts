@@ -14,9 +14,22 @@ export class HostClosingError extends Error {
   }
 }
 
-/** Failures that are part of normal operation: a closing host refuses commands, and a log that failed already went to `onFatal`. */
+/** An owner-only decision on what this node does not own (never took, or lost to another node, which does it now). */
+export class NotOwnerError extends Error {
+  override readonly name = 'NotOwnerError';
+
+  constructor(readonly partition: string) {
+    super(`this node does not own ${partition ? `integration ${partition}` : "the service's partition"}`);
+  }
+}
+
+/**
+ * Failures that are part of normal operation: a closing host refuses commands, a log that failed already
+ * went to `onFatal` (or was fenced: another node owns what it acted on), and a node that does not own what
+ * it acts on leaves it to the one that does.
+ */
 export function isExpected(error: unknown): boolean {
-  return error instanceof HostClosingError || error instanceof EventLogError;
+  return error instanceof HostClosingError || error instanceof EventLogError || error instanceof NotOwnerError;
 }
 
 /** Where an unawaited failure happened: `what` names the action, `event` the committed event it acted on. */

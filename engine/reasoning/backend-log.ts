@@ -66,6 +66,8 @@ export interface BackendLog<S> {
    * another node committed before the call, dispatched (at once for a log of one process).
    */
   caughtUp(partition: string): Promise<void>;
+  /** Resolves once the fold holds the partition (loaded if it was not), as of at least the last look at it. */
+  hold(partition: string): Promise<void>;
   /** Resolves once nothing this process appended is uncommitted: the fold holds only what the log holds. */
   settled(): Promise<void>;
   /** The position of the newest event the fold holds as committed. */
@@ -76,6 +78,8 @@ export interface BackendLog<S> {
   lastPositionOf(partition: string, stream: string): Promise<number>;
   /** Removes the events of the partition's `streams` (forgotten aggregates: retention) stored before `position`. */
   removeStreams(partition: string, streams: readonly string[], position: number): Promise<number>;
+  /** Every integration the store holds, on a log whose fold holds only some of them; undefined when the fold holds every one. */
+  storedIntegrations(): Promise<readonly string[] | undefined>;
   /** Retention made the fold smaller: a good moment for a snapshot. */
   compacted(): void;
   /** Settles what is appended and stops dispatching; the caller closes the log itself. */
@@ -121,6 +125,8 @@ export class LocalBackendLog<S> implements BackendLog<S> {
 
   async caughtUp(_partition: string): Promise<void> {}
 
+  async hold(_partition: string): Promise<void> {}
+
   get position(): number {
     return this.log.lastPosition;
   }
@@ -140,6 +146,10 @@ export class LocalBackendLog<S> implements BackendLog<S> {
 
   async removeStreams(_partition: string, streams: readonly string[], position: number): Promise<number> {
     return this.log.removeStreams(streams, position);
+  }
+
+  async storedIntegrations(): Promise<undefined> {
+    return undefined;
   }
 
   compacted(): void {

@@ -37,7 +37,7 @@ import { PAIRING_TTL_MS, Pairings } from './pairings.js';
 import { inlineResultChecker } from './result-check.js';
 import { BackendProjection } from './projection.js';
 import type { BackendState, ProbedProfile } from './backend-state.js';
-import type { PubSub } from './pubsub.js';
+import { assistantChannel, type PubSub } from './pubsub.js';
 import { DEFAULT_PAIRING_RETENTION_MS, forgetEndedRecords } from './retention.js';
 import { OWNER } from './backend-log.js';
 import type { Ownership } from './ownership.js';
@@ -75,6 +75,8 @@ export class ReasoningEngine {
   private readonly followers: JobFollowers;
   private readonly report: (error: unknown, context: FailureContext) => void;
   private readonly listeners = new Set<CommitListener>();
+  /** The topics of the integrations this node owns, subscribed to while it does. */
+  private readonly ownedTopics = new Map<string, () => void>();
   private closed = false;
 
   private constructor(seams: BackendSeams, config: ReasoningEngineConfig) {
@@ -83,7 +85,7 @@ export class ReasoningEngine {
     const { leaseMs } = liveness;
     this.quotas = quotasOf(config.quotas ?? {}, liveness.heartbeatIntervalMs);
     this.maxJobBytes = config.maxJobBytes ?? DEFAULT_MAX_JOB_BYTES;
-    this.epoch = seams.ids.token();
+    this.epoch = seams.node;
     this.retention = new Retention({
       clock: this.clock,
       retentionMs: config.retentionMs ?? DEFAULT_RETENTION_MS,
@@ -163,10 +165,12 @@ export class ReasoningEngine {
     const { projection, store, timers, held, integrations, pairings, pubsub, report, listeners, ownership, streams, followers } = backend;
     const loop = { projection, store, timers, held, integrations, pairings, pubsub, report, listeners, ownership, streams, followers };
     await backend.log.start(backendLoop(loop));
-    ownership.listen(
-      (integrationId) => backend.background(backend.owned(integrationId), 'taking an integration over'),
-      (integrationId) => backend.disowned(integrationId),
-    );
+    ownership.listen({
+      gained: (integrationId) => backend.background(backend.owned(integrationId), 'taking an integration over'),
+      lost: (integrationId) => backend.disowned(integrationId),
+      // Held while it has timers to keep, or its plugin's stream is here.
+      needed: (integrationId) => streams.holds(integrationId) || backend.projection.live(integrationId),
+    });
     const at = backend.clock.now();
     await backend.log.decide(SERVICE_PARTITION, () => ({
       events: [{ type: 'backend.started', epoch: backend.epoch, at }],
@@ -242,7 +246,10 @@ export class ReasoningEngine {
   /** Every integration as the log holds it, oldest first (what the operator lists). */
   async committedIntegrations(): Promise<IntegrationRead[]> {
     await this.log.settled();
-    const reads = this.projection.integrationIds().map((id) => this.readIntegration(id)!);
+    const stored = await this.log.storedIntegrations();
+    // On a partitioned log each is loaded in turn (and let go again when idle, within the holds' bound).
+    for (const id of stored ?? []) await this.log.caughtUp(id);
+    const reads = (stored ?? this.projection.integrationIds()).flatMap((id) => this.readIntegration(id) ?? []);
     // The fold's order is not the creation order once retention has compacted some (projection.ts).
     return reads.sort((a, b) => a.integration.context.created_at - b.integration.context.created_at);
   }
@@ -289,6 +296,12 @@ export class ReasoningEngine {
 
   /** This node came to own the integration: its partition is held here, and its timers run here from now. */
   private async owned(integrationId: string): Promise<void> {
+    // The owner hears of every commit to the integration at once (on a broker, its topic), not at its next look.
+    this.ownedTopics.get(integrationId)?.();
+    this.ownedTopics.set(
+      integrationId,
+      this.pubsub.subscribe(assistantChannel(integrationId), () => {}),
+    );
     await this.log.caughtUp(integrationId);
     if (!this.ownership.owns(integrationId)) return;
     for (const job of this.projection.openJobs(integrationId)) this.timers.arm(job);
@@ -297,6 +310,8 @@ export class ReasoningEngine {
 
   /** Another node owns the integration now: its timers stop here, and a stream of it held here ends (its plugin reconnects). */
   private disowned(integrationId: string): void {
+    this.ownedTopics.get(integrationId)?.();
+    this.ownedTopics.delete(integrationId);
     this.timers.disarm(this.projection.openJobs(integrationId));
     this.integrations.unwatch(integrationId);
     this.streams.supersede(integrationId);

@@ -46,7 +46,11 @@ export class HeldStreams {
     if (over !== undefined) return over;
     let held: boolean;
     try {
-      held = (await ownership.takeOver(integrationId)) && (await integrations.holdStream(integrationId, node));
+      // Taken over only once it is known to be an integration: a lease is never made for an id that names none.
+      held =
+        integrations.integration(integrationId) !== undefined &&
+        (await ownership.takeOver(integrationId)) &&
+        (await integrations.holdStream(integrationId, node));
     } catch (error) {
       // Refused for the store (503): it logged and delivered nothing, so it does not count against the plugin's opens.
       streams.unadmit(integrationId);

@@ -119,10 +119,12 @@ export class LogJobStore implements JobStore {
   }
 
   async job(integrationId: string, jobId: string): Promise<StoredJob | undefined> {
+    await this.log.hold(integrationId);
     return this.committedJobs.get(jobKey(integrationId, jobId));
   }
 
   async openJobs(integrationId: string): Promise<OpenJobs> {
+    await this.log.hold(integrationId);
     return { jobs: this.projection.openJobs(integrationId), lastSeq: this.projection.lastSeq(integrationId) };
   }
 

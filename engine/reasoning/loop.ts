@@ -1,13 +1,11 @@
 /**
  * The backend engine's loop: how its parts follow its log. Every event is folded into the projection and
  * the job store; every committed one, this node's or another's, goes to the after-commit handlers in
- * their order (a job's timers and an integration's offline deadline only on the node that owns it); a
- * channel that reaches other nodes is told of this node's commits, so that they fold them at once; and an
- * integration that has timers to keep after this node's commit and no owner is claimed by this node. On a
+ * their order (a job's timers and an integration's offline deadline only on the node that owns it); and a
+ * channel that reaches other nodes is told of this node's commits, so that they fold them at once. On a
  * partitioned log, a partition is loaded into the fold and let go of whole.
  */
 import { isJobEvent, type BackendEvent } from '../../machines/reasoning/backend-events.js';
-import { isOnline } from '../../machines/reasoning/integration.js';
 import { SERVICE_PARTITION } from '../../storage/partitions.js';
 import { AfterCommit } from '../core/after-commit.js';
 import type { FailureContext } from '../core/failures.js';
@@ -49,10 +47,6 @@ export type CommitListener = (events: readonly BackendEvent[], own: boolean) => 
 /** What the engine's log folds with and dispatches to. */
 export function backendLoop(parts: LoopParts): FoldParts<BackendState> {
   const { projection, store, timers, held, integrations, pairings, pubsub, report, listeners, ownership, streams, followers } = parts;
-  const live = (integrationId: string) => {
-    const integration = projection.integration(integrationId);
-    return integration !== undefined && (isOnline(integration) || projection.openJobs(integrationId).length > 0);
-  };
   const afterCommit = new AfterCommit<BackendEvent>((error, what, event) =>
     report(error, { what: event === undefined ? what : `${what} (${event.type})` }),
   );
@@ -74,6 +68,27 @@ export function backendLoop(parts: LoopParts): FoldParts<BackendState> {
       pubsub.publish(assistantChannel(event.integration_id), noticeOf(event));
     },
   });
+  return {
+    ...projectionParts(projection, store),
+    inUse: (partition) => ownership.owns(partition) || streams.holds(partition) || followers.follows(partition),
+    dispatch: (events, own) => {
+      afterCommit.dispatch(events);
+      for (const listener of listeners) {
+        try {
+          listener(events, own);
+        } catch (error) {
+          report(error, { what: 'a listener of committed events' });
+        }
+      }
+      if (!own) return;
+      const touched = new Set(events.flatMap((event) => ('integration_id' in event ? [event.integration_id] : [])));
+      for (const id of touched) pubsub.announce?.(id);
+    },
+  };
+}
+
+/** How the projection and the job store fold the log, whole or a partition at a time: the parts of `FoldParts` that follow the fold alone. */
+export function projectionParts(projection: BackendProjection, store: LogJobStore): Omit<FoldParts<BackendState>, 'dispatch' | 'inUse'> {
   const fold = (event: BackendEvent) => {
     projection.apply(event);
     if (isJobEvent(event)) store.folded(event);
@@ -102,23 +117,6 @@ export function backendLoop(parts: LoopParts): FoldParts<BackendState> {
       store.restoredPartition(partition);
     },
     capture: (partition) => (partition === SERVICE_PARTITION ? projection.service() : projection.partition(partition)),
-    live,
-    inUse: (partition) => ownership.owns(partition) || streams.holds(partition) || followers.follows(partition),
-    dispatch: (events, own) => {
-      afterCommit.dispatch(events);
-      for (const listener of listeners) {
-        try {
-          listener(events, own);
-        } catch (error) {
-          report(error, { what: 'a listener of committed events' });
-        }
-      }
-      if (!own) return;
-      const touched = new Set(events.flatMap((event) => ('integration_id' in event ? [event.integration_id] : [])));
-      for (const id of touched) {
-        pubsub.announce?.(id);
-        if (!ownership.owns(id) && live(id)) ownership.claim(id);
-      }
-    },
+    live: (partition) => projection.live(partition),
   };
 }

@@ -3,21 +3,18 @@
  * plugin's stream and forgets in its partition: its owner. On a log of one process that node owns every
  * integration (`SoleOwnership`). On a store several nodes share (`LeasedOwnership`), ownership is a lease
  * in the store with a fencing token: a node takes an integration over when its plugin's stream opens there,
- * claims one that needs an owner and has none (its jobs were created here, or its owner's lease ran out:
- * the owner died or was cut off), renews what it holds, and gives up what needs no owner any more.
+ * claims one that needs an owner and has none (in the append of a job created here; or once its owner's
+ * lease ran out, the owner dead or cut off), renews what it holds, and gives up what needs no owner any more.
  * An owner's appends name its fence, so a node that lost its lease, whatever it believes, commits nothing
  * as the owner; it learns so from the store, and lets its timers and stream for the integration go.
  */
 import type { Fence, PartitionedStore } from '../../storage/partitions.js';
 import type { Clock, TimerHandle } from '../core/clock.js';
 
-/** An owner-only decision on an integration this node does not own (never took, or lost). */
-export class NotOwnerError extends Error {
-  override readonly name = 'NotOwnerError';
-
-  constructor(readonly integrationId: string) {
-    super(`this node does not own integration ${integrationId}`);
-  }
+export interface OwnershipHandlers {
+  readonly gained: (integrationId: string) => void;
+  readonly lost: (integrationId: string) => void;
+  readonly needed: (integrationId: string) => boolean;
 }
 
 export interface Ownership {
@@ -27,12 +24,17 @@ export interface Ownership {
   fence(integrationId: string): Fence | undefined;
   /** The integration's plugin opened its stream here: this node takes it over (false when the store cannot be reached). */
   takeOver(integrationId: string): Promise<boolean>;
-  /** The integration has timers to keep after a commit of this node: it claims the integration if no node holds a live lease. */
-  claim(integrationId: string): void;
+  /** An append of this node that leaves an integration with timers to keep takes its lease for this long if no node holds a live one (undefined: no leases). */
+  readonly claimLeaseMs: number | undefined;
+  /** Such an append took the lease: this node owns the integration from now. */
+  claimed(fence: Fence): void;
   /** The store refused this node's fence for the integration: another node owns it now. */
   lost(integrationId: string): void;
-  /** Calls `gained` for each integration this node comes to own, and `lost` for each it no longer does. */
-  listen(gained: (integrationId: string) => void, lost: (integrationId: string) => void): void;
+  /**
+   * Calls `gained` for each integration this node comes to own, and `lost` for each it no longer does;
+   * one it owns is given up once `needed` says it has no timers and no stream here.
+   */
+  listen(handlers: OwnershipHandlers): void;
   stop(): Promise<void>;
 }
 
@@ -47,7 +49,8 @@ export class SoleOwnership implements Ownership {
   async takeOver(): Promise<boolean> {
     return true;
   }
-  claim(): void {}
+  readonly claimLeaseMs = undefined;
+  claimed(): void {}
   lost(): void {}
   listen(): void {}
   async stop(): Promise<void> {}
@@ -71,15 +74,12 @@ export class LeasedOwnership implements Ownership {
   /** When this node's leases were last renewed: past a lease without a renewal, it owns nothing. */
   private renewedAt: number;
   private stopped = false;
-  private gained: (integrationId: string) => void = () => {};
-  private dropped: (integrationId: string) => void = () => {};
+  private handlers: OwnershipHandlers = { gained: () => {}, lost: () => {}, needed: () => true };
 
   constructor(
     private readonly store: PartitionedStore<unknown>,
     private readonly node: string,
     private readonly clock: Clock,
-    /** Whether this node still needs to own the integration (it has timers here, or its stream is held here). */
-    private readonly needed: (integrationId: string) => boolean,
     private readonly report: (error: unknown, context: { readonly what: string }) => void,
     options: LeaseOptions = {},
   ) {
@@ -88,9 +88,8 @@ export class LeasedOwnership implements Ownership {
     this.renewedAt = clock.now();
   }
 
-  listen(gained: (integrationId: string) => void, lost: (integrationId: string) => void): void {
-    this.gained = gained;
-    this.dropped = lost;
+  listen(handlers: OwnershipHandlers): void {
+    this.handlers = handlers;
     this.arm();
   }
 
@@ -106,14 +105,19 @@ export class LeasedOwnership implements Ownership {
     return this.take(integrationId, true);
   }
 
-  claim(integrationId: string): void {
-    if (this.owned.has(integrationId) || this.stopped) return;
-    this.take(integrationId, false).catch((error: unknown) => this.report(error, { what: `claiming integration ${integrationId}` }));
+  get claimLeaseMs(): number | undefined {
+    return this.stopped ? undefined : this.leaseMs;
+  }
+
+  claimed(fence: Fence): void {
+    const had = this.owned.get(fence.partition);
+    this.owned.set(fence.partition, fence);
+    if (had === undefined) this.handlers.gained(fence.partition);
   }
 
   lost(integrationId: string): void {
     if (!this.owned.delete(integrationId)) return;
-    this.dropped(integrationId);
+    this.handlers.lost(integrationId);
   }
 
   /** Gives up every lease (a clean stop: other nodes claim them at once), and renews nothing more. */
@@ -131,7 +135,7 @@ export class LeasedOwnership implements Ownership {
     if (fence === undefined || this.stopped) return false;
     const had = this.owned.get(integrationId);
     this.owned.set(integrationId, fence);
-    if (had === undefined) this.gained(integrationId);
+    if (had === undefined) this.handlers.gained(integrationId);
     return true;
   }
 
@@ -147,7 +151,7 @@ export class LeasedOwnership implements Ownership {
   private async tick(): Promise<void> {
     const now = this.clock.now();
     try {
-      const unneeded = [...this.owned.values()].filter(({ partition }) => !this.needed(partition));
+      const unneeded = [...this.owned.values()].filter(({ partition }) => !this.handlers.needed(partition));
       for (const fence of unneeded) {
         this.lost(fence.partition);
         await this.store.release(fence);
@@ -158,7 +162,7 @@ export class LeasedOwnership implements Ownership {
       for (const { partition } of held) if (!renewed.has(partition)) this.lost(partition);
       for (const fence of await this.store.claimOrphans(this.node, this.leaseMs, this.claimAtOnce)) {
         this.owned.set(fence.partition, fence);
-        this.gained(fence.partition);
+        this.handlers.gained(fence.partition);
       }
     } catch (error) {
       this.report(error, { what: 'renewing the leases of the integrations this node owns' });

@@ -21,10 +21,11 @@ import type { StoredEvent } from '../../storage/event-log.js';
 import { SERVICE_PARTITION, type Fence, type PartitionEvent, type PartitionedStore } from '../../storage/partitions.js';
 import { StoreBehindError } from '../../storage/postgres/connection.js';
 import type { Clock } from '../core/clock.js';
+import { NotOwnerError } from '../core/failures.js';
 import type { BackendLog, DecideOptions, FoldParts } from './backend-log.js';
 import type { BackendState } from './backend-state.js';
 import { LOOK_EVERY_MS, Looks } from './looks.js';
-import { NotOwnerError, type Ownership } from './ownership.js';
+import type { Ownership } from './ownership.js';
 import { PartitionHolds, type HoldOptions } from './partition-holds.js';
 import { HeldPartition, decidedAlready, type Queued, type Waiter } from './partition-steps.js';
 
@@ -71,6 +72,13 @@ export class PartitionedBackendLog implements BackendLog<BackendState> {
     return this.undecided;
   }
 
+  /** Events committed to the partitions this node holds that its fold has not taken in yet (one query). */
+  async lag(): Promise<number> {
+    const held = this.holds.all();
+    const versions = await this.store.versions(held.map(({ partition }) => partition));
+    return held.reduce((lag, { partition, folded }) => lag + Math.max(0, (versions.get(partition) ?? 0) - folded), 0);
+  }
+
   /** The integrations whose partitions this node holds now. */
   heldIntegrations(): string[] {
     return this.holds.integrations();
@@ -107,6 +115,10 @@ export class PartitionedBackendLog implements BackendLog<BackendState> {
     });
   }
 
+  async hold(partition: string): Promise<void> {
+    await this.holds.hold(partition);
+  }
+
   /** Every held partition's steps under way, done: the fold holds only what is committed. */
   async settled(): Promise<void> {
     await this.holds.quiet();
@@ -124,6 +136,17 @@ export class PartitionedBackendLog implements BackendLog<BackendState> {
     return this.store.removeStreams(partition, streams, position);
   }
 
+  async storedIntegrations(): Promise<string[]> {
+    const ids: string[] = [];
+    for (
+      let page = await this.store.partitions(SERVICE_PARTITION, 1_000);
+      page.length > 0;
+      page = await this.store.partitions(page.at(-1)!, 1_000)
+    )
+      ids.push(...page);
+    return ids;
+  }
+
   compacted(): void {
     this.holds.snapshotsDue();
   }
@@ -138,8 +161,9 @@ export class PartitionedBackendLog implements BackendLog<BackendState> {
     if (held.stale) await this.holds.refold(held);
     let changes = batch;
     // A read waits for a look without the lock; the decisions queued with it are answered on the same look if
-    // they change nothing. Decisions alone go straight to the lock (one round trip fewer).
-    if (waiters.length > 0 || batch.length === 0) {
+    // they change nothing. Decisions alone go straight to the lock (one round trip fewer), but in a partition
+    // that has no events here, so that one that decides nothing (a request naming no integration) makes none.
+    if (waiters.length > 0 || batch.length === 0 || held.folded === 0) {
       await this.foldFrom(held, true);
       for (const waiter of waiters) waiter.resolve();
       changes = decidedAlready(batch);
@@ -211,7 +235,7 @@ export class PartitionedBackendLog implements BackendLog<BackendState> {
             ...(live === undefined ? {} : { live }),
           };
         },
-        { node: this.options.node, ...(fence === undefined ? {} : { fence }) },
+        { node: this.options.node, ...(fence === undefined ? {} : { fence }), ...this.claim(held.partition) },
       );
       this.options.appending?.(append);
       result = await append;
@@ -223,6 +247,8 @@ export class PartitionedBackendLog implements BackendLog<BackendState> {
       return;
     }
     held.stale = false;
+    // Before the dispatch: the events of an integration this append made its own arm their timers here.
+    if (result.claimed !== undefined) this.options.ownership.claimed(result.claimed);
     const appended = [...result.appended];
     if (appended.length > 0) held.folded = held.dispatched = appended.at(-1)!.version;
     for (const made of result.born) this.holds.born(made.partition, made.appended.at(-1)?.version ?? 0);
@@ -234,6 +260,12 @@ export class PartitionedBackendLog implements BackendLog<BackendState> {
       if (outcome.ok) resolve(outcome.outcome);
       else reject(outcome.error);
     });
+  }
+
+  /** An append to an integration this node does not own claims it if no node does (ownership.ts). */
+  private claim(partition: string): { claim?: number } {
+    const leaseMs = this.options.ownership.claimLeaseMs;
+    return partition === SERVICE_PARTITION || leaseMs === undefined || this.options.ownership.owns(partition) ? {} : { claim: leaseMs };
   }
 
   /** The look every node takes each second: the held partitions that others appended to are folded now. */

@@ -8,6 +8,7 @@ import {
   compactedIntegration,
   evolveIntegration,
   initialIntegration,
+  isOnline,
   type IntegrationSnapshot,
 } from '../../machines/reasoning/integration.js';
 import { jobDecider } from '../../machines/reasoning/job-decider.js';
@@ -86,6 +87,12 @@ export class BackendProjection {
   /** Lets go of the service's partition (pairings, their handles, tickets): it is folded again. */
   evictService(): void {
     for (const map of [this.pairings, this.handles, this.tickets]) map.clear();
+  }
+
+  /** Whether the integration has timers to keep (an open job, or its plugin online): it needs an owner. */
+  live(integrationId: string): boolean {
+    const integration = this.integrations.get(integrationId);
+    return integration !== undefined && (isOnline(integration) || this.open.has(integrationId));
   }
 
   /** Every job of the integration the fold holds, oldest first. */

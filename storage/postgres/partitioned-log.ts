@@ -49,10 +49,14 @@ function pageAfter(partition: string, after: number, limit = PAGE): string {
 }
 
 /** The events and the new heads in one statement; `head` is 0 if the fence named no longer holds. */
+const CLAIMS = `$15::bigint IS NOT NULL AND coalesce($3, live) AND (owner IS NULL OR lease_until <= ${NOW_MS})`;
 const WRITE = `WITH head AS (
-    UPDATE partitions SET version = $2, live = coalesce($3, live)
+    UPDATE partitions SET version = $2, live = coalesce($3, live),
+      owner = CASE WHEN ${CLAIMS} THEN $8 ELSE owner END,
+      fence = CASE WHEN ${CLAIMS} THEN fence + 1 ELSE fence END,
+      lease_until = CASE WHEN ${CLAIMS} THEN ${NOW_MS} + $15 ELSE lease_until END
     WHERE partition = $1 AND ($4::text IS NULL OR (owner = $4 AND fence = $5 AND lease_until > ${NOW_MS}))
-    RETURNING partition),
+    RETURNING partition, owner, fence),
   born AS (
     INSERT INTO partitions (partition, version) SELECT * FROM unnest($6::text[], $7::bigint[])
     ON CONFLICT DO NOTHING RETURNING partition),
@@ -61,7 +65,8 @@ const WRITE = `WITH head AS (
     SELECT e.partition, e.version, e.stream, e.type, e.at, $8, $5, e.data
     FROM unnest($9::text[], $10::bigint[], $11::text[], $12::text[], $13::bigint[], $14::text[]) AS e (partition, version, stream, type, at, data)
     WHERE e.partition = $1 OR e.partition IN (SELECT partition FROM born))
-  SELECT (SELECT count(*) FROM head)::int AS head, ARRAY(SELECT partition FROM born) AS born`;
+  SELECT (SELECT count(*) FROM head)::int AS head, ARRAY(SELECT partition FROM born) AS born,
+    (SELECT owner FROM head) AS owner, (SELECT fence FROM head) AS fence`;
 
 export class PgPartitionedLog<E extends LogRecord> implements PartitionedStore<E> {
   private readonly query: Query;
@@ -112,7 +117,7 @@ export class PgPartitionedLog<E extends LogRecord> implements PartitionedStore<E
     partition: string,
     after: number,
     decide: (committed: readonly PartitionEvent<E>[]) => AppendDecision<E>,
-    options: { readonly node: string; readonly fence?: Fence },
+    options: { readonly node: string; readonly fence?: Fence; readonly claim?: number },
   ): Promise<AppendResult<E>> {
     if (options.fence !== undefined && options.fence.partition !== partition)
       throw new RangeError(
@@ -138,7 +143,7 @@ export class PgPartitionedLog<E extends LogRecord> implements PartitionedStore<E
     locked: HeadRow,
     firstPage: readonly EventRow[],
     decide: (committed: readonly PartitionEvent<E>[]) => AppendDecision<E>,
-    { node, fence }: { readonly node: string; readonly fence?: Fence },
+    { node, fence, claim }: { readonly node: string; readonly fence?: Fence; readonly claim?: number },
   ): Promise<AppendResult<E>> {
     // A lease already lost is refused before deciding; the write checks it again, as the decision took time.
     if (
@@ -170,7 +175,7 @@ export class PgPartitionedLog<E extends LogRecord> implements PartitionedStore<E
       ...result.appended.map((stored) => ({ partition, ...stored })),
       ...result.born.flatMap((b) => b.appended.map((stored) => ({ partition: b.partition, ...stored }))),
     ];
-    const written = await tx<{ head: number; born: string[] }>(WRITE, [
+    const written = await tx<{ head: number; born: string[]; owner: string | null; fence: string | null }>(WRITE, [
       partition,
       head + decision.events.length,
       decision.live ?? null,
@@ -185,11 +190,13 @@ export class PgPartitionedLog<E extends LogRecord> implements PartitionedStore<E
       rows.map((row) => row.event.type),
       rows.map((row) => row.event.at),
       rows.map((row) => JSON.stringify(row.event)),
+      claim ?? null,
     ]);
-    const { head: updated, born: made } = written.rows[0]!;
+    const { head: updated, born: made, owner, fence: token } = written.rows[0]!;
     if (updated === 0) throw new FencedError(fence!);
     if (made.length < names.length) throw new PartitionExistsError(names.filter((name) => !made.includes(name)));
-    return result;
+    const claimed = claim !== undefined && owner === node && Number(token) > Number(locked.fence);
+    return claimed ? { ...result, claimed: { partition, node, token: Number(token) } } : result;
   }
 
   async snapshot(partition: string): Promise<{ readonly version: number; readonly data: string } | undefined> {

@@ -130,7 +130,9 @@ async function eventsByJob(postgres: string, schema: string): Promise<Map<string
   const client = new pg.Client({ connectionString: postgres });
   await client.connect();
   try {
-    const { rows } = await client.query<{ data: string }>(`SELECT data FROM ${schema}.events WHERE stream LIKE 'job:%' ORDER BY position`);
+    const { rows } = await client.query<{ data: string }>(
+      `SELECT data FROM ${schema}.partition_events WHERE stream LIKE 'job:%' ORDER BY partition, version`,
+    );
     const jobs = new Map<string, string[]>();
     for (const { data } of rows) {
       const event = JSON.parse(data) as { job_id: string; type: string };

@@ -36,7 +36,7 @@ it('one owner at a time: a claim again keeps the token, a takeover bumps it, and
   expect(await log.claim(A, 'n1', LONG, false)).toEqual(first);
   expect(await log.renew('n1', [first!], LONG)).toEqual([first]);
 
-  await log.append(A, 0, () => ({ events: [event(1)] }), { node: 'n1', fence: first });
+  await log.append(A, 0, () => ({ events: [event(1)] }), { node: 'n1', fence: first! });
   const taken = await log.claim(A, 'n2', LONG, true);
   expect(taken).toEqual({ partition: A, node: 'n2', token: 2 });
   expect(await log.renew('n1', [first!], LONG)).toEqual([]);
@@ -49,12 +49,12 @@ it('one owner at a time: a claim again keeps the token, a takeover bumps it, and
       decided = true;
       return { events: [event(2)] };
     },
-    { node: 'n1', fence: first },
+    { node: 'n1', fence: first! },
   );
   await expect(stale).rejects.toBeInstanceOf(FencedError);
   await expect(stale).rejects.toMatchObject({ code: 'event_log_fenced', fence: first });
   expect(decided).toBe(false);
-  await log.append(A, 1, () => ({ events: [event(3)] }), { node: 'n2', fence: taken });
+  await log.append(A, 1, () => ({ events: [event(3)] }), { node: 'n2', fence: taken! });
   const { rows } = await log.connections.query('SELECT version, node, fence FROM partition_events ORDER BY version');
   expect(rows).toEqual([
     { version: '1', node: 'n1', fence: '1' },
@@ -74,7 +74,7 @@ it('a lease that runs out while the decision is made: the append commits nothing
       while (Date.now() < until);
       return { events: [event(1)], live: true };
     },
-    { node: 'n1', fence },
+    { node: 'n1', fence: fence! },
   );
   await expect(late).rejects.toBeInstanceOf(FencedError);
   expect(await log.read(A, 0)).toEqual([]);
@@ -88,7 +88,7 @@ it('a lease runs out by the clock of the database: then another node claims it, 
   expect(await log.claim(A, 'n2', LONG, false)).toBeUndefined();
   await sleep(SHORT + 100);
   expect(await log.claim(A, 'n2', LONG, false)).toEqual({ partition: A, node: 'n2', token: first!.token + 1 });
-  await expect(log.append(A, 0, () => ({ events: [event(1)] }), { node: 'n1', fence: first })).rejects.toBeInstanceOf(FencedError);
+  await expect(log.append(A, 0, () => ({ events: [event(1)] }), { node: 'n1', fence: first! })).rejects.toBeInstanceOf(FencedError);
 });
 
 it('renews only the leases the node still holds, with their tokens', async () => {

@@ -1,7 +1,6 @@
 /** Backend events for tests that fold a log, or write one, by hand. */
 import type { BackendEvent } from '../../machines/reasoning/backend-events.js';
 import type { JobCreated } from '../../machines/reasoning/job-events.js';
-import { emptyState } from '../../engine/reasoning/backend-state.js';
 
 export function integrationCreated(integration_id: string, at: number): BackendEvent {
   return {
@@ -30,12 +29,3 @@ export function jobCreated(integration_id: string, job_id: string, at: number, o
     ...over,
   };
 }
-
-/** What a test's fold of a log that is not partitioned does with partitions: nothing (it holds them all). */
-export const UNPARTITIONED = {
-  load: () => {},
-  evict: () => {},
-  capture: () => emptyState(),
-  live: () => false,
-  inUse: () => false,
-};

@@ -37,11 +37,13 @@ const isCluster = (db: string) => db.startsWith('postgres');
 /** How many events a backend's log holds: an SQLite file, or a cluster's (`ServedBackend.db`). */
 export async function countBackendEvents(db: string): Promise<number> {
   if (!isCluster(db)) return countEvents(db);
-  return Number((await onCluster<{ n: string }>(db, 'SELECT count(*) AS n FROM {schema}.events'))[0]!.n);
+  return Number((await onCluster<{ n: string }>(db, 'SELECT count(*) AS n FROM {schema}.partition_events'))[0]!.n);
 }
 
 /** A backend's events, oldest first: from an SQLite file, or a cluster's (`ServedBackend.db`). */
 export async function readBackendEvents(db: string): Promise<Array<Record<string, unknown> & { type: string }>> {
   if (!isCluster(db)) return readEvents(db);
-  return (await onCluster<{ data: string }>(db, 'SELECT data FROM {schema}.events ORDER BY position')).map((row) => JSON.parse(row.data));
+  return (await onCluster<{ data: string }>(db, 'SELECT data FROM {schema}.partition_events ORDER BY partition, version')).map((row) =>
+    JSON.parse(row.data),
+  );
 }
