@@ -80,7 +80,7 @@ export const clientRoutes: FastifyPluginAsync<{ readonly backend: ReasoningEngin
 
   // Key rotation (PROTOCOL.md 7.12): the client asks, the plugin answers on its own route, the client reads the answer.
   app.post(`${BASE}/rekeys`, { schema: { params: IntegrationPath, body: RekeyRequestBody } }, async (request, reply) => {
-    const asked = await backend.integrations.requestRekey(request.params.id, request.body);
+    const asked = await backend.rekeys.request(request.params.id, request.body);
     if (asked.outcome === 'over_quota') return sendOverQuota(reply, asked.quota);
     if (asked.outcome === 'unknown') return sendError(reply, 'unauthorized');
     if (asked.outcome === 'conflict') return sendError(reply, 'rekey_conflict');

@@ -77,7 +77,7 @@ export const pluginRoutes: FastifyPluginAsync<{ readonly backend: ReasoningEngin
   );
 
   app.post(`${BASE}/rekeys/:rekey_id`, { schema: { params: RekeyPath, body: RekeyAnswerBody } }, async (request, reply) => {
-    const outcome = await backend.integrations.answerRekey(request.params.id, request.params.rekey_id, request.body);
+    const outcome = await backend.rekeys.answer(request.params.id, request.params.rekey_id, request.body);
     if (outcome === 'unknown') return sendError(reply, 'rekey_not_found');
     if (outcome === 'conflict') return sendError(reply, 'rekey_conflict');
     return { ok: true };

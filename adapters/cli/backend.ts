@@ -9,14 +9,12 @@ import { HEARTBEAT_INTERVAL_MS } from '../../engine/reasoning/config.js';
 import { ReasoningEngine } from '../../engine/reasoning/engine.js';
 import { REKEY_TIMES_KEPT } from '../../machines/reasoning/integration.js';
 import type { Quotas } from '../../machines/reasoning/quotas.js';
-import { DEFAULT_SCHEMA, SCHEMA_NAME } from '../../storage/postgres/connection.js';
-import { createBackendRelay, openBackendStore, type BackendRelayOptions } from '../backend/relay.js';
+import { createBackendRelay, openBackendStore } from '../backend/relay.js';
 import { backendSeams } from '../backend/seams.js';
-import { DEFAULT_NAMESPACE, NAMESPACE } from '../brokers/broker.js';
-import { BROKER_SCHEMES } from '../brokers/connect.js';
 import { UsageError, integer, parseDuration, logLevelOf, parseOrigins, parseProxies, readFlags, retentionOf } from './flags.js';
 import { LIVENESS_FLAGS, LIVENESS_USAGE, livenessFlags } from './liveness-flags.js';
 import { PAIRING_TICKET_USAGE, pairingTicketCommand } from './pairing-ticket.js';
+import { whereOf } from './store-flags.js';
 import { exitOnFatal, jsonLogger, readTokenFile, runUntilSignalled } from './service.js';
 
 export const BACKEND_USAGE = `usage: assistant-relay backend [options]
@@ -116,7 +114,6 @@ const INTEGRATION_FLAGS = {
   schema: { type: 'string' },
   provider: { type: 'string' },
 } as const;
-const DEFAULT_DB = 'data/backend.db';
 
 export async function backendCommand(argv: readonly string[], env: NodeJS.ProcessEnv): Promise<void> {
   if (argv[0] === 'integration') return integrationCommand(argv.slice(1), env);
@@ -215,76 +212,6 @@ export function quotaFlags(
     ...count('max-settled-jobs', 'maxSettledJobs', 100_000_000),
     ...count('max-stream-opens-per-minute', 'maxStreamsPerMinute', 1_000_000),
   };
-}
-
-/** The log the flags name, and what the `serving` line says of it (never a password). */
-function whereOf(get: (name: keyof typeof FLAGS) => string | undefined): {
-  options: Pick<BackendRelayOptions, 'db' | 'store' | 'broker'>;
-  said: Record<string, unknown>;
-} {
-  const store = get('store');
-  const pubsub = get('pubsub');
-  if (store === undefined) {
-    for (const flag of [
-      'pubsub',
-      'schema',
-      'namespace',
-      'pool',
-      'store-timeout',
-      'store-queue',
-      'max-held-integrations',
-      'ownership-lease',
-    ] as const)
-      if (get(flag) !== undefined) throw new UsageError(`--${flag} goes with --store`);
-    const db = get('db') ?? DEFAULT_DB;
-    return { options: { db }, said: { db } };
-  }
-  if (get('db') !== undefined) throw new UsageError('--db and --store name two logs: give one');
-  const storeUrl = urlOf('store', store, ['postgres:', 'postgresql:']);
-  const schema = get('schema') ?? DEFAULT_SCHEMA;
-  if (!SCHEMA_NAME.test(schema))
-    throw new UsageError(`--schema must be lowercase letters, digits and _ (at most 63), not ${JSON.stringify(schema)}`);
-  const namespace = get('namespace') ?? DEFAULT_NAMESPACE;
-  if (!NAMESPACE.test(namespace))
-    throw new UsageError(`--namespace must be letters, digits, _ and - (at most 64), not ${JSON.stringify(namespace)}`);
-  const pool = get('pool');
-  const timeout = get('store-timeout');
-  const brokerUrl = pubsub === undefined ? undefined : urlOf('pubsub', pubsub, BROKER_SCHEMES);
-  const options = {
-    store: {
-      url: store,
-      schema,
-      ...(pool === undefined ? {} : { poolSize: integer('pool', pool, 1, 1_000) }),
-      ...(timeout === undefined ? {} : { connectTimeoutMs: parseDuration('store-timeout', timeout) }),
-    },
-    ...(brokerUrl === undefined ? {} : { broker: { url: brokerUrl.href, namespace } }),
-  };
-  return {
-    options,
-    said: {
-      store: withoutPassword(storeUrl),
-      schema,
-      ...(brokerUrl === undefined ? {} : { pubsub: withoutPassword(brokerUrl), namespace }),
-    },
-  };
-}
-
-function urlOf(flag: string, text: string, schemes: readonly string[]): URL {
-  let url: URL;
-  try {
-    url = new URL(text);
-  } catch {
-    throw new UsageError(`--${flag} must be a URL (${schemes.map((s) => `${s}//`).join(' or ')}…), not ${JSON.stringify(text)}`);
-  }
-  if (!schemes.includes(url.protocol))
-    throw new UsageError(`--${flag} must start ${schemes.map((s) => `${s}//`).join(' or ')}, not ${url.protocol}//`);
-  return url;
-}
-
-function withoutPassword(url: URL): string {
-  const shown = new URL(url.href);
-  if (shown.password !== '') shown.password = '***';
-  return shown.href;
 }
 
 async function integrationCommand(argv: readonly string[], env: NodeJS.ProcessEnv): Promise<void> {

@@ -37,10 +37,12 @@ import { PAIRING_TTL_MS, Pairings } from './pairings.js';
 import { inlineResultChecker } from './result-check.js';
 import { BackendProjection } from './projection.js';
 import type { BackendState, ProbedProfile } from './backend-state.js';
-import { assistantChannel, type PubSub } from './pubsub.js';
+import type { PubSub } from './pubsub.js';
 import { DEFAULT_PAIRING_RETENTION_MS, forgetEndedRecords } from './retention.js';
 import { OWNER } from './backend-log.js';
+import { keepOwnedIntegrations } from './owned-integrations.js';
 import type { Ownership } from './ownership.js';
+import { Rekeys } from './rekeys.js';
 import type { BackendSeams } from './seams.js';
 import { JobStreams } from './streams.js';
 import { SERVICE_PARTITION } from '../../storage/partitions.js';
@@ -60,6 +62,8 @@ export class ReasoningEngine {
   readonly maxJobBytes: number;
   /** Integrations, their tokens and heartbeats. */
   readonly integrations: Integrations;
+  /** Key rotations: the client's requests and the plugin's answers, carried (rekeys.ts). */
+  readonly rekeys: Rekeys;
   /** Pairings: the messages of both sides, carried in order; the integration each one ends with. */
   readonly pairings: Pairings;
   private readonly projection = new BackendProjection();
@@ -75,8 +79,6 @@ export class ReasoningEngine {
   private readonly followers: JobFollowers;
   private readonly report: (error: unknown, context: FailureContext) => void;
   private readonly listeners = new Set<CommitListener>();
-  /** The topics of the integrations this node owns, subscribed to while it does. */
-  private readonly ownedTopics = new Map<string, () => void>();
   private closed = false;
 
   private constructor(seams: BackendSeams, config: ReasoningEngineConfig) {
@@ -137,6 +139,7 @@ export class ReasoningEngine {
       this.quotas,
       (integrationId) => this.ownership.owns(integrationId),
     );
+    this.rekeys = new Rekeys({ projection: this.projection, log: this.log, clock: this.clock, quotas: this.quotas });
     const { streams, integrations } = this;
     this.held = new HeldStreams({
       streams,
@@ -165,12 +168,8 @@ export class ReasoningEngine {
     const { projection, store, timers, held, integrations, pairings, pubsub, report, listeners, ownership, streams, followers } = backend;
     const loop = { projection, store, timers, held, integrations, pairings, pubsub, report, listeners, ownership, streams, followers };
     await backend.log.start(backendLoop(loop));
-    ownership.listen({
-      gained: (integrationId) => backend.background(backend.owned(integrationId), 'taking an integration over'),
-      lost: (integrationId) => backend.disowned(integrationId),
-      // Held while it has timers to keep, or its plugin's stream is here.
-      needed: (integrationId) => streams.holds(integrationId) || backend.projection.live(integrationId),
-    });
+    const background = (work: Promise<unknown>, what: string) => backend.background(work, what);
+    keepOwnedIntegrations({ log: backend.log, projection, ownership, pubsub, timers, integrations, streams, background });
     const at = backend.clock.now();
     await backend.log.decide(SERVICE_PARTITION, () => ({
       events: [{ type: 'backend.started', epoch: backend.epoch, at }],
@@ -292,29 +291,6 @@ export class ReasoningEngine {
     this.followers.closeAll();
     await this.retention.stop();
     await this.log.close();
-  }
-
-  /** This node came to own the integration: its partition is held here, and its timers run here from now. */
-  private async owned(integrationId: string): Promise<void> {
-    // The owner hears of every commit to the integration at once (on a broker, its topic), not at its next look.
-    this.ownedTopics.get(integrationId)?.();
-    this.ownedTopics.set(
-      integrationId,
-      this.pubsub.subscribe(assistantChannel(integrationId), () => {}),
-    );
-    await this.log.caughtUp(integrationId);
-    if (!this.ownership.owns(integrationId)) return;
-    for (const job of this.projection.openJobs(integrationId)) this.timers.arm(job);
-    this.integrations.rearm([integrationId]);
-  }
-
-  /** Another node owns the integration now: its timers stop here, and a stream of it held here ends (its plugin reconnects). */
-  private disowned(integrationId: string): void {
-    this.ownedTopics.get(integrationId)?.();
-    this.ownedTopics.delete(integrationId);
-    this.timers.disarm(this.projection.openJobs(integrationId));
-    this.integrations.unwatch(integrationId);
-    this.streams.supersede(integrationId);
   }
 
   private background(work: Promise<unknown>, what: string): void {

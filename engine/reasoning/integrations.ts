@@ -16,13 +16,11 @@ import {
   type CodedError,
   type Heartbeat,
   type HeartbeatAnswer,
-  type RekeyAnswer,
-  type RekeyRequest,
 } from '../../protocol/index.js';
 import { isIntegrationEvent, type BackendEvent } from '../../machines/reasoning/backend-events.js';
 import { nothing, type Decision } from '../../machines/core/decider.js';
-import { isOnline, isRevoked, type IntegrationSnapshot, type Rekey } from '../../machines/reasoning/integration.js';
-import { overRekeys, overStatusChanges, type OverQuota, type Quotas } from '../../machines/reasoning/quotas.js';
+import { isOnline, isRevoked, type IntegrationSnapshot } from '../../machines/reasoning/integration.js';
+import { overStatusChanges, type OverQuota, type Quotas } from '../../machines/reasoning/quotas.js';
 import type { Clock } from '../core/clock.js';
 import { Deadlines } from '../core/deadlines.js';
 import { OWNER, type BackendLog } from './backend-log.js';
@@ -54,7 +52,7 @@ export class Integrations {
     private readonly renew: (integrationId: string, jobIds: readonly string[], at: number) => Promise<unknown>,
     onOfflineFailure: (work: Promise<unknown>) => void,
     /** How often what a plugin says of itself is logged, and how many key rotations are asked for. */
-    private readonly quotas: Pick<Quotas, 'statusIntervalMs' | 'maxRekeysPerHour' | 'rekeyReplaceAfterMs'>,
+    private readonly quotas: Pick<Quotas, 'statusIntervalMs'>,
     /** Whether this node owns the integration: only its owner keeps its offline deadline. */
     private readonly owns: (integrationId: string) => boolean,
   ) {
@@ -207,64 +205,6 @@ export class Integrations {
     if (!known) return undefined;
     this.presence.delete(integrationId);
     return this.answer();
-  }
-
-  /**
-   * The client asks to rotate the pairing's keys (PROTOCOL.md 7.12): the backend carries the request to
-   * the plugin and cannot judge it. The same request again is a duplicate; another with the same id a
-   * conflict; a new one replaces the one before, once that one is answered or old enough, and within
-   * the limit on rotations an hour (`OverQuota` otherwise, nothing logged).
-   */
-  async requestRekey(
-    integrationId: string,
-    request: RekeyRequest,
-  ): Promise<
-    | { readonly outcome: 'requested' | 'duplicate' | 'conflict' | 'unknown'; readonly rekey?: Rekey }
-    | { readonly outcome: 'over_quota'; readonly quota: OverQuota }
-  > {
-    const at = this.clock.now();
-    const outcome = await this.log.decide(
-      integrationId,
-      (): Decision<BackendEvent, 'requested' | 'duplicate' | 'conflict' | 'unknown' | OverQuota> => {
-        const integration = this.projection.integration(integrationId);
-        if (integration === undefined || isRevoked(integration)) return nothing('unknown');
-        const { rekey } = integration.context;
-        if (rekey?.rekey_id === request.rekey_id) {
-          const same = rekey.kid === request.kid && rekey.client_key === request.client_key && rekey.mac === request.mac;
-          return nothing(same ? 'duplicate' : 'conflict');
-        }
-        const over = overRekeys(integration, this.quotas, at);
-        if (over !== undefined) return nothing(over);
-        return { events: [{ type: 'integration.rekey_requested', integration_id: integrationId, ...request, at }], outcome: 'requested' };
-      },
-    );
-    if (typeof outcome === 'object') return { outcome: 'over_quota', quota: outcome };
-    const rekey = this.projection.integration(integrationId)?.context.rekey;
-    return outcome === 'unknown' || rekey === undefined ? { outcome: 'unknown' } : { outcome, rekey };
-  }
-
-  /** The plugin answers the integration's latest rotation; the same answer again is a duplicate, another a conflict. */
-  async answerRekey(
-    integrationId: string,
-    rekeyId: string,
-    answer: RekeyAnswer,
-  ): Promise<'answered' | 'duplicate' | 'conflict' | 'unknown'> {
-    const at = this.clock.now();
-    return this.log.decide(integrationId, () => {
-      const integration = this.projection.integration(integrationId);
-      const rekey = integration === undefined || isRevoked(integration) ? undefined : integration.context.rekey;
-      if (rekey?.rekey_id !== rekeyId) return nothing('unknown' as const);
-      if (rekey.answer !== undefined)
-        return nothing(
-          rekey.answer.assistant_key === answer.assistant_key && rekey.answer.mac === answer.mac
-            ? ('duplicate' as const)
-            : ('conflict' as const),
-        );
-      return {
-        events: [{ type: 'integration.rekey_answered', integration_id: integrationId, rekey_id: rekeyId, ...answer, at }],
-        outcome: 'answered' as const,
-      };
-    });
   }
 
   /**

@@ -74,9 +74,12 @@ function backendOn(store: Store, clock: SimulatedClock) {
     /** How many events each stream holds. */
     async streams(): Promise<Map<string, number>> {
       return new Map(
-        (await rows<{ stream: string; n: number | string }>('SELECT stream, count(*) AS n FROM {t}events GROUP BY stream')).map(
-          ({ stream, n }) => [stream, Number(n)],
-        ),
+        // On PostgreSQL the log is partitioned by integration: a stream's name is its partition's alone, and unique.
+        (
+          await rows<{ stream: string; n: number | string }>(
+            `SELECT stream, count(*) AS n FROM {t}${store === 'SQLite' ? 'events' : 'partition_events'} GROUP BY stream`,
+          )
+        ).map(({ stream, n }) => [stream, Number(n)]),
       );
     },
     async presence(): Promise<string[]> {

@@ -1,6 +1,7 @@
 /**
  * A clock whose time moves only when a test says so (as XState's SimulatedClock): `now()` is the simulated
- * time, and timers armed through it run, in due order, when `increment` passes their due time. Tests of
+ * time, and timers armed through it run, in due order, when `increment` passes their due time (one armed
+ * already past its due time runs at once). Tests of
  * keep-alives, idle deadlines and retry backoffs drive time with it instead of sleeping.
  */
 import type { Clock, TimerHandle } from '../../engine/core/clock.js';
@@ -26,6 +27,12 @@ export class SimulatedClock implements Clock {
   setTimeout(fn: () => void, ms: number): TimerHandle {
     const id = this.nextId++;
     this.timers.set(id, { at: this.time + Math.max(0, ms), fn });
+    // Armed already past its due time (a deadline another node's commit brought here late): it runs at once,
+    // as a real timer would, not at the next increment.
+    if (ms < 0)
+      setImmediate(() => {
+        if (this.timers.delete(id)) fn();
+      });
     return id;
   }
 
