@@ -121,7 +121,10 @@ export interface StoreReports {
  * The backend's log that `db` or `store` names: an SQLite file, or PostgreSQL (its schema migrated, and the
  * one log of a deployment from before the partitions converted into them, once, before any engine starts).
  */
-export async function openBackendStore(where: Pick<BackendRelayOptions, 'db' | 'store'>, reports: StoreReports = {}): Promise<BackendStore> {
+export async function openBackendStore(
+  where: Pick<BackendRelayOptions, 'db' | 'store'>,
+  reports: StoreReports = {},
+): Promise<BackendStore> {
   if (where.store === undefined) return EventLog.open<BackendEvent>({ path: where.db!, streamOf: backendStreamOf });
   const store = await PgPartitionedLog.open<BackendEvent>({
     schema: DEFAULT_SCHEMA,
@@ -132,7 +135,8 @@ export async function openBackendStore(where: Pick<BackendRelayOptions, 'db' | '
   const report = reports.report ?? ((error, { what }) => process.emitWarning(`assistant-relay backend: ${what} failed: ${String(error)}`));
   try {
     const conversion = await convertOneLog<BackendEvent>(store.connections, (log) => partitionsOfOneLog(log, report), systemClock.now());
-    if (conversion !== undefined) reports.converted?.(conversion);
+    // An empty one log (a deployment that began partitioned) is recorded as converted: nothing to tell.
+    if (conversion !== undefined && conversion.position > 0) reports.converted?.(conversion);
   } catch (error) {
     await store.close();
     throw error;
