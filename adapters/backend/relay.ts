@@ -13,10 +13,13 @@ import type { FastifyBaseLogger, FastifyInstance } from 'fastify';
 import { Registry } from 'prom-client';
 import { tokenDigest } from '../../protocol/index.js';
 import { ReasoningEngine } from '../../engine/reasoning/engine.js';
+import { systemClock } from '../../engine/core/clock.js';
+import { partitionsOfOneLog } from '../../engine/reasoning/log-conversion.js';
 import { PartitionedBackendLog } from '../../engine/reasoning/partitioned-log.js';
 import { backendStreamOf, type BackendEvent } from '../../machines/reasoning/backend-events.js';
 import { EventLog } from '../../storage/event-log.js';
 import { DEFAULT_SCHEMA, type PostgresOptions } from '../../storage/postgres/connection.js';
+import { convertOneLog, type Conversion } from '../../storage/postgres/one-log.js';
 import { PgPartitionedLog } from '../../storage/postgres/partitioned-log.js';
 import { SERVICE_PARTITION } from '../../storage/partitions.js';
 import { observeBackend, storeAppendTimer } from './metrics.js';
@@ -107,18 +110,38 @@ export interface RelayHealth {
   readonly broker?: { readonly kind: 'nats' | 'redis'; readonly connected: boolean };
 }
 
-/** The backend's log that `db` or `store` names: an SQLite file, or PostgreSQL (its schema migrated). */
+/** What opening a store tells its opener: a connection lost while idle, what the conversion of the one log passed over or did. */
+export interface StoreReports {
+  readonly onIdleError?: (error: unknown) => void;
+  readonly report?: (error: unknown, context: { readonly what: string }) => void;
+  readonly converted?: (conversion: Conversion) => void;
+}
+
+/**
+ * The backend's log that `db` or `store` names: an SQLite file, or PostgreSQL (its schema migrated, and the
+ * one log of a deployment from before the partitions converted into them, once, before any engine starts).
+ */
 export async function openBackendStore(
   where: Pick<BackendRelayOptions, 'db' | 'store'>,
-  onIdleError?: (error: unknown) => void,
+  reports: StoreReports = {},
 ): Promise<BackendStore> {
   if (where.store === undefined) return EventLog.open<BackendEvent>({ path: where.db!, streamOf: backendStreamOf });
-  return PgPartitionedLog.open<BackendEvent>({
+  const store = await PgPartitionedLog.open<BackendEvent>({
     schema: DEFAULT_SCHEMA,
     ...where.store,
     streamOf: backendStreamOf,
-    ...(onIdleError === undefined ? {} : { onIdleError }),
+    ...(reports.onIdleError === undefined ? {} : { onIdleError: reports.onIdleError }),
   });
+  const report = reports.report ?? ((error, { what }) => process.emitWarning(`assistant-relay backend: ${what} failed: ${String(error)}`));
+  try {
+    const conversion = await convertOneLog<BackendEvent>(store.connections, (log) => partitionsOfOneLog(log, report), systemClock.now());
+    // An empty one log (a deployment that began partitioned) is recorded as converted: nothing to tell.
+    if (conversion !== undefined && conversion.position > 0) reports.converted?.(conversion);
+  } catch (error) {
+    await store.close();
+    throw error;
+  }
+  return store;
 }
 
 export async function createBackendRelay(options: BackendRelayOptions): Promise<BackendRelay> {
@@ -138,7 +161,12 @@ export async function createBackendRelay(options: BackendRelayOptions): Promise<
   const logger = options.logger;
   const report = (error: unknown, what: string) =>
     logger === undefined ? process.emitWarning(`assistant-relay backend: ${what}: ${String(error)}`) : logger.warn({ err: error }, what);
-  const log = await openBackendStore(options, (error) => report(error, 'a PostgreSQL connection was lost'));
+  const log = await openBackendStore(options, {
+    onIdleError: (error) => report(error, 'a PostgreSQL connection was lost'),
+    report: (error, { what }) => report(error, what),
+    converted: ({ position, partitions }) =>
+      logger?.info(`converted the one log (up to position ${position}) into ${partitions} partitions; its tables stay, read-only`),
+  });
   let broker: BrokerPubSub | undefined;
   let backend: ReasoningEngine;
   const checks = new ResultChecks(options.resultChecks);

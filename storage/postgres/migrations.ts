@@ -116,6 +116,34 @@ export const MIGRATIONS: readonly Migration[] = [
       );
     `,
   },
+  {
+    version: 6,
+    name: 'the one log converted',
+    sql: `
+      -- The one log of migrations 1 and 3, converted into partitions (storage/postgres/one-log.ts): this row is
+      -- written by the code that converts, in the transaction that writes the partitions, since the fold that
+      -- converts is the engine's, not SQL. position: the one log's head it converted (0: it was empty).
+      CREATE TABLE one_log_conversion (
+        one boolean PRIMARY KEY DEFAULT true CHECK (one),
+        position bigint NOT NULL,
+        partitions integer NOT NULL,
+        converted_at timestamptz NOT NULL DEFAULT now()
+      );
+      -- The one log is read-only from here, kept for whoever debugs: a node of an older build still running
+      -- has its appends refused (its client is never told yes), instead of accepted into a log no node reads.
+      CREATE FUNCTION one_log_read_only() RETURNS trigger LANGUAGE plpgsql AS $$
+      BEGIN
+        RAISE EXCEPTION 'the table % of the one log is read-only: it was converted into partitions', TG_TABLE_NAME
+          USING ERRCODE = 'read_only_sql_transaction';
+      END $$;
+      CREATE TRIGGER events_read_only BEFORE INSERT OR UPDATE OR DELETE OR TRUNCATE ON events
+        FOR EACH STATEMENT EXECUTE FUNCTION one_log_read_only();
+      CREATE TRIGGER log_head_read_only BEFORE INSERT OR UPDATE OR DELETE OR TRUNCATE ON log_head
+        FOR EACH STATEMENT EXECUTE FUNCTION one_log_read_only();
+      CREATE TRIGGER snapshots_read_only BEFORE INSERT OR UPDATE OR DELETE OR TRUNCATE ON snapshots
+        FOR EACH STATEMENT EXECUTE FUNCTION one_log_read_only();
+    `,
+  },
 ];
 
 /** Brings the pool's schema up to the newest migration; resolves with the version it is at. */
