@@ -4,6 +4,7 @@
  * plainly beside the table it comes from.
  */
 import { barChart, formatValue, type BarGroup } from './chart.js';
+import { memorySection } from './report-memory.js';
 import { scaleoutChart, scaleoutSection } from './report-scaleout.js';
 import type { BenchResults, HostileRow, Spread } from './results.js';
 import type { TurnsSample } from './scenarios/turns.js';
@@ -262,6 +263,7 @@ export function markdown(results: BenchResults, diary = ''): string {
   out.push('', '![jobs](bench/results/jobs.svg)', '');
   if (results.hostile !== undefined) out.push(...hostileSection(results.hostile));
   if (results.scaleout !== undefined) out.push(...scaleoutSection(results.scaleout));
+  if (results.memory !== undefined) out.push(...memorySection(results.memory));
   if (diary !== '') out.push(diary.trimEnd(), '');
   return out.join('\n');
 }

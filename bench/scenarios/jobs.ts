@@ -69,7 +69,8 @@ interface Channel extends JobClient {
   readonly remove: () => Promise<void>;
 }
 
-const OPERATOR = 'bench-operator-token';
+/** The operator token of `operatorTokenFile`: the admin routes' and /metrics'. */
+export const OPERATOR = 'bench-operator-token';
 
 /** The operator token's file in `dir`, for `backend --token-file`: it turns the admin routes on. */
 export function operatorTokenFile(dir: string): string {
