@@ -2,7 +2,7 @@
  * The memory section of BENCHMARKS.md (issue 25): a node's resident memory with many integrations in the
  * store and a thousand active, against its memory with only those thousand stored, in the same run.
  */
-import type { Target } from './report.js';
+import { targetRow, type Target } from './report.js';
 import type { MemoryResults } from './results.js';
 
 const count = (value: number) => value.toLocaleString('en-US');
@@ -37,10 +37,7 @@ export function memorySection(results: MemoryResults): string[] {
       `| ${count(row.stored)} | ${count(row.active)} | ${(row.seedMs / 1000).toFixed(1)} | ${(row.activateMs / 1000).toFixed(1)} | ${row.startRssMiB.toFixed(0)} | ${row.rssMiB.toFixed(0)} | ${row.heapUsedMiB.toFixed(0)} | ${count(row.held)} | ${count(row.online)} |`,
     );
   out.push('', '| target | goal | measured | |', '|---|---|---|---|');
-  for (const target of memoryTargets(results))
-    out.push(
-      `| ${target.what} | ${target.goal} | ${target.measured} | ${target.met === undefined ? 'not measured' : target.met ? 'met' : '**missed**'} |`,
-    );
+  out.push(...memoryTargets(results).map(targetRow));
   out.push('');
   return out;
 }

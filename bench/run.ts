@@ -22,7 +22,7 @@ import { parseArgs } from 'node:util';
 import { CONTENDERS, NODE_ARGS, ROOT, SERVERS, scratchDir, start, stop, type Running } from './contenders.js';
 import { memoryTargets } from './report-memory.js';
 import { charts, markdown, targets } from './report.js';
-import { scaleoutTargets } from './report-scaleout.js';
+import { scaleoutTargets, startingPointTargets } from './report-scaleout.js';
 import type {
   BenchResults,
   HostileRow,
@@ -37,12 +37,13 @@ import type {
 } from './results.js';
 import { hostile } from './scenarios/hostile.js';
 import { idle } from './scenarios/idle.js';
-import { JOBS_SETUPS, jobs } from './scenarios/jobs.js';
+import { JOBS_SETUPS, STARTING_POINT_SETUP, jobs } from './scenarios/jobs.js';
 import { logAppends } from './scenarios/log.js';
 import { memory } from './scenarios/memory.js';
 import { restart } from './scenarios/restart.js';
 import { resume } from './scenarios/resume.js';
 import { scaleout } from './scenarios/scaleout.js';
+import { buildStartingPoint, STARTING_POINT } from './starting-point.js';
 import { turns, type TurnsSample } from './scenarios/turns.js';
 
 const SCENARIOS = ['turns', 'resume', 'idle', 'restart', 'log', 'jobs', 'hostile', 'scaleout', 'memory'] as const;
@@ -125,7 +126,8 @@ const PLAN = quick
       idle: { streams: 10_000, settleMs: 2_000 },
       restart: { sizes: [10_000, 100_000, 1_000_000], rounds: 3, sessions: 1_000 },
       log: { sliceMs: 1_000, rounds: 3 },
-      jobs: { setups: JOBS_SETUPS, concurrency: [1, 100], warmupMs: 1_000, sliceMs: 2_000, rounds: 3 },
+      // One node of issue 25's starting point too, built from git (a minute): its jobs/s against one node now.
+      jobs: { setups: [...JOBS_SETUPS, STARTING_POINT_SETUP], concurrency: [1, 100], warmupMs: 1_000, sliceMs: 2_000, rounds: 3 },
       hostile: { phaseMs: 10_000, warmupMs: 1_000, inFlight: 2, redosLength: 32 },
       scaleout: { nodes: [1, 3], integrations: 12, inFlight: 8, warmupMs: 3_000, sliceMs: 5_000, rounds: 3 },
       memory: { stored: [1_000, 100_000], active: 1_000, settleMs: 5_000 },
@@ -186,7 +188,20 @@ const idleServers = [...new Set(contenders.map((contender) => contender.server))
 const idleRows = await step<IdleRow[]>('idle', () => idle(idleServers, scratch, PLAN.idle), []);
 const restartRows = await step<RestartRow[]>('restart', () => restart(PLAN.restart), []);
 const logRows = await step<LogRow[]>('log', () => logAppends(PLAN.log), []);
-const jobsRows = await step<JobsRow[]>('jobs', () => jobs(PLAN.jobs), []);
+const jobsRows = await step<JobsRow[]>(
+  'jobs',
+  async () => {
+    if (!PLAN.jobs.setups.includes(STARTING_POINT_SETUP)) return jobs(PLAN.jobs);
+    console.log(`bench: building the starting point ${STARTING_POINT}…`);
+    const start = buildStartingPoint();
+    try {
+      return await jobs({ ...PLAN.jobs, startingPointCli: start.cli });
+    } finally {
+      start.remove();
+    }
+  },
+  [],
+);
 const hostileRows = await step<HostileRow[]>('hostile', () => hostile(PLAN.hostile), []);
 const scaleoutResults = await step<ScaleoutResults | undefined>('scaleout', () => scaleout({ ...PLAN.scaleout, quota }), undefined);
 const memoryResults = await step<MemoryResults | undefined>('memory', () => memory(PLAN.memory), undefined);
@@ -210,7 +225,12 @@ if (NODE_ARGS.length === 0) rmSync(scratch, { recursive: true, force: true });
 else console.log(`bench: the servers' files, profiles included, are in ${scratch}`);
 
 console.log(`\nwrote ${join(out, 'BENCHMARKS.md')} and ${join(out, 'bench/results/')}\n`);
-for (const target of [...targets(results), ...scaleoutTargets(results.scaleout), ...memoryTargets(results.memory)])
+for (const target of [
+  ...targets(results),
+  ...scaleoutTargets(results.scaleout),
+  ...memoryTargets(results.memory),
+  ...startingPointTargets(results.jobs),
+])
   console.log(`${target.met === undefined ? '  ·' : target.met ? '  ✓' : '  ✗'} ${target.what}: ${target.measured} (goal ${target.goal})`);
 const oursFailed = turnsResults.some(({ samples }) =>
   samples.some((sample) => sample.contender.server.name.startsWith('relay') && sample.failed !== undefined),

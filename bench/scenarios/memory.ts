@@ -122,7 +122,7 @@ async function activate(origin: string, store: SeededStore, i: number, signal: A
   const job_id = randomUUID();
   await post(`${base}/jobs`, client, JSON.stringify({ job_id, ...JOB }), 201);
   const decoder = new TextDecoder();
-  for (let text = ''; !text.includes(job_id); ) {
+  for (let text = ''; !text.includes(job_id);) {
     const { done, value } = await reader.read();
     if (done) throw new Error(`the stream of integration ${i} ended before its job came`);
     text = (text + decoder.decode(value, { stream: true })).slice(-4_096);
