@@ -1,11 +1,13 @@
 /**
  * The scale-out section of BENCHMARKS.md and its chart (issue 25): jobs/s and the nodes' CPU per job
  * through three quota-held nodes against one, the targets checked on figures of the same run, the
- * machine's busy cores beside them, and whether every job ended exactly once.
+ * machine's busy cores beside them, and whether every job ended exactly once; and jobs/s through one node
+ * against the issue's starting point.
  */
 import { barChart, formatValue } from './chart.js';
-import type { Target } from './report.js';
-import type { ScaleoutResults, ScaleoutRow } from './results.js';
+import { targetRow, type Target } from './report.js';
+import type { JobsRow, ScaleoutResults, ScaleoutRow } from './results.js';
+import { STARTING_POINT } from './starting-point.js';
 
 const rowsAt = (results: ScaleoutResults | undefined, nodes: number) => results?.rows.filter((row) => row.nodes === nodes) ?? [];
 const quotasOf = (results: ScaleoutResults | undefined) => [...new Set(results?.rows.map((row) => row.quota) ?? [])];
@@ -38,6 +40,22 @@ export function scaleoutTargets(results: ScaleoutResults | undefined): Target[] 
   });
 }
 
+/** Issue 25's other target: jobs/s through one node now against one of its starting point, at each concurrency, in the same run. */
+export function startingPointTargets(jobs: readonly JobsRow[]): Target[] {
+  return jobs
+    .filter((row) => row.setup === 'postgres, 1 node, starting point')
+    .map((start) => {
+      const now = jobs.find((row) => row.setup === 'postgres, 1 node' && row.concurrency === start.concurrency);
+      const ratio = now === undefined ? undefined : now.jobsPerSecond.median / start.jobsPerSecond.median;
+      return {
+        what: `Jobs/s through one node at ${start.concurrency} concurrent, against issue 25's starting point (${STARTING_POINT})`,
+        goal: '≥ 1x',
+        measured: x(ratio),
+        met: ratio === undefined || !Number.isFinite(ratio) ? undefined : ratio >= 1,
+      };
+    });
+}
+
 const endings = (row: ScaleoutRow) => {
   const wrong = row.neverEnded + row.endedTwice;
   const said = `${row.endedOnce.toLocaleString('en-US')} of ${row.jobs.toLocaleString('en-US')}`;
@@ -62,10 +80,7 @@ export function scaleoutSection(results: ScaleoutResults): string[] {
     );
   }
   out.push('', '| target | goal | measured | |', '|---|---|---|---|');
-  for (const target of scaleoutTargets(results))
-    out.push(
-      `| ${target.what} | ${target.goal} | ${target.measured} | ${target.met === undefined ? 'not measured' : target.met ? 'met' : '**missed**'} |`,
-    );
+  out.push(...scaleoutTargets(results).map(targetRow));
   const missed = scaleoutTargets(results).filter((target) => target.met === false);
   if (missed.length > 0)
     out.push('', ...missed.map((target) => `Target missed: ${target.what}: ${target.measured} (goal ${target.goal}).`));

@@ -4,7 +4,8 @@
  * plainly beside the table it comes from.
  */
 import { barChart, formatValue, type BarGroup } from './chart.js';
-import { scaleoutChart, scaleoutSection } from './report-scaleout.js';
+import { memorySection } from './report-memory.js';
+import { scaleoutChart, scaleoutSection, startingPointTargets } from './report-scaleout.js';
 import type { BenchResults, HostileRow, Spread } from './results.js';
 import type { TurnsSample } from './scenarios/turns.js';
 
@@ -14,6 +15,11 @@ export interface Target {
   readonly measured: string;
   /** `undefined`: not measured in this run (a quick run, a failed scenario). */
   readonly met: boolean | undefined;
+}
+
+/** A target as a row of a report's table of targets. */
+export function targetRow(target: Target): string {
+  return `| ${target.what} | ${target.goal} | ${target.measured} | ${target.met === undefined ? 'not measured' : target.met ? 'met' : '**missed**'} |`;
 }
 
 const OURS = 'relay';
@@ -175,10 +181,7 @@ export function markdown(results: BenchResults, diary = ''): string {
   out.push(`| contenders | ${machine.versions.join('; ')} |`, '');
 
   out.push('## Targets (issue 14)', '', '| target | goal | measured | |', '|---|---|---|---|');
-  for (const target of targets(results))
-    out.push(
-      `| ${target.what} | ${target.goal} | ${target.measured} | ${target.met === undefined ? 'not measured' : target.met ? 'met' : '**missed**'} |`,
-    );
+  out.push(...targets(results).map(targetRow));
   out.push('', '### Where assistant-relay loses', '', ...losses(results).map((loss) => `- ${loss}`), '');
   if (results.failures.length > 0) out.push('Scenarios that failed:', '', ...results.failures.map((failure) => `- ${failure}`), '');
 
@@ -259,9 +262,12 @@ export function markdown(results: BenchResults, diary = ''): string {
   out.push('| backend | concurrent jobs | jobs/s, median (min–max) | p50 ms | p99 ms |', '|---|---|---|---|---|');
   for (const row of results.jobs)
     out.push(`| ${row.setup ?? 'embedded'} | ${row.concurrency} | ${range(row.jobsPerSecond)} | ${ms(row.p50Ms)} | ${ms(row.p99Ms)} |`);
+  const againstStart = startingPointTargets(results.jobs);
+  if (againstStart.length > 0) out.push('', '| target | goal | measured | |', '|---|---|---|---|', ...againstStart.map(targetRow));
   out.push('', '![jobs](bench/results/jobs.svg)', '');
   if (results.hostile !== undefined) out.push(...hostileSection(results.hostile));
   if (results.scaleout !== undefined) out.push(...scaleoutSection(results.scaleout));
+  if (results.memory !== undefined) out.push(...memorySection(results.memory));
   if (diary !== '') out.push(diary.trimEnd(), '');
   return out.join('\n');
 }

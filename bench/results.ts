@@ -142,6 +142,27 @@ export interface ScaleoutResults {
   readonly broker: string;
 }
 
+export interface MemoryRow {
+  /** Integrations in the store, and those made active (a stream held open, a job completed). */
+  readonly stored: number;
+  readonly active: number;
+  /** Seeding the store, and making the integrations active. */
+  readonly seedMs: number;
+  readonly activateMs: number;
+  /** The node's resident memory once started, and once the integrations were active and it settled. */
+  readonly startRssMiB: number;
+  readonly rssMiB: number;
+  /** Its V8 heap in use then, and the integrations it held and counted online (its /metrics). */
+  readonly heapUsedMiB: number;
+  readonly held: number;
+  readonly online: number;
+}
+
+export interface MemoryResults {
+  /** The first the baseline (the store holding only the active integrations). */
+  readonly rows: readonly MemoryRow[];
+}
+
 export interface BenchResults {
   readonly machine: Machine;
   /** By session count. */
@@ -155,6 +176,8 @@ export interface BenchResults {
   readonly hostile?: readonly HostileRow[];
   /** Absent from runs before issue 25. */
   readonly scaleout?: ScaleoutResults;
+  /** Absent from runs before issue 25's memory target. */
+  readonly memory?: MemoryResults;
   /** Scenarios that failed as a whole, with why. */
   readonly failures: readonly string[];
 }

@@ -1,7 +1,8 @@
 /**
  * `npm run bench`: assistant-relay against the floor and the peers (MCP Streamable HTTP, A2A streaming),
  * side by side in one run, and the relay's own figures (resume, idle streams, restart, the log, the
- * reasoning channel, a quiet tenant beside a hostile one, scale-out over quota-held backend nodes). Writes BENCHMARKS.md and a chart a scenario
+ * reasoning channel, a quiet tenant beside a hostile one, scale-out over quota-held backend nodes, a node's
+ * memory against the integrations in the store). Writes BENCHMARKS.md and a chart a scenario
  * (bench/results/*.svg), and prints the targets. Each contender is a server process of its own, driven by
  * load generator processes.
  *
@@ -10,6 +11,7 @@
  *   npm run bench -- --only turns,resume   some scenarios (written to a temporary folder too)
  *   npm run bench -- --out DIR    write BENCHMARKS.md and results/ under DIR
  *   npm run bench -- --only scaleout --quota 0.25   each scale-out node held to a quarter of a core (default 0.15)
+ *   npm run bench -- --only memory   a node's memory with 100,000 integrations stored against 1,000
  *
  * Exits 1 if a scenario could not run or our own contender failed; a missed target is reported, not an error.
  */
@@ -18,19 +20,33 @@ import { availableParallelism, cpus, release, tmpdir, totalmem, type } from 'nod
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { CONTENDERS, NODE_ARGS, ROOT, SERVERS, scratchDir, start, stop, type Running } from './contenders.js';
+import { memoryTargets } from './report-memory.js';
 import { charts, markdown, targets } from './report.js';
-import { scaleoutTargets } from './report-scaleout.js';
-import type { BenchResults, HostileRow, IdleRow, JobsRow, LogRow, Machine, RestartRow, ResumeRow, ScaleoutResults } from './results.js';
+import { scaleoutTargets, startingPointTargets } from './report-scaleout.js';
+import type {
+  BenchResults,
+  HostileRow,
+  IdleRow,
+  JobsRow,
+  LogRow,
+  Machine,
+  MemoryResults,
+  RestartRow,
+  ResumeRow,
+  ScaleoutResults,
+} from './results.js';
 import { hostile } from './scenarios/hostile.js';
 import { idle } from './scenarios/idle.js';
-import { JOBS_SETUPS, jobs } from './scenarios/jobs.js';
+import { JOBS_SETUPS, STARTING_POINT_SETUP, jobs } from './scenarios/jobs.js';
 import { logAppends } from './scenarios/log.js';
+import { memory } from './scenarios/memory.js';
 import { restart } from './scenarios/restart.js';
 import { resume } from './scenarios/resume.js';
 import { scaleout } from './scenarios/scaleout.js';
+import { buildStartingPoint, STARTING_POINT } from './starting-point.js';
 import { turns, type TurnsSample } from './scenarios/turns.js';
 
-const SCENARIOS = ['turns', 'resume', 'idle', 'restart', 'log', 'jobs', 'hostile', 'scaleout'] as const;
+const SCENARIOS = ['turns', 'resume', 'idle', 'restart', 'log', 'jobs', 'hostile', 'scaleout', 'memory'] as const;
 type Scenario = (typeof SCENARIOS)[number];
 
 const { values } = parseArgs({
@@ -48,7 +64,7 @@ const { values } = parseArgs({
 });
 if (values.help) {
   console.log(
-    'usage: npm run bench -- [--quick] [--only turns,resume,idle,restart,log,jobs,hostile,scaleout] [--contenders relay,floor,…] [--sessions 1,100] [--quota 0.15] [--out DIR] [--report]',
+    'usage: npm run bench -- [--quick] [--only turns,resume,idle,restart,log,jobs,hostile,scaleout,memory] [--contenders relay,floor,…] [--sessions 1,100] [--quota 0.15] [--out DIR] [--report]',
   );
   console.log('  --quota    the share of a core each scale-out node is held to (default 0.15)');
   console.log('  --report   write BENCHMARKS.md and the charts again from bench/results/results.json (under --out), measuring nothing');
@@ -101,6 +117,7 @@ const PLAN = quick
       hostile: { phaseMs: 1_500, warmupMs: 300, inFlight: 2, redosLength: 24 },
       // One integration a node: the quick run shows the scenario works, not how it scales.
       scaleout: { nodes: [1, 3], integrations: 3, inFlight: 2, warmupMs: 300, sliceMs: 700, rounds: 1 },
+      memory: { stored: [200, 2_000], active: 200, settleMs: 500 },
     }
   : {
       sessions: [1, 10, 100, 1_000],
@@ -109,9 +126,11 @@ const PLAN = quick
       idle: { streams: 10_000, settleMs: 2_000 },
       restart: { sizes: [10_000, 100_000, 1_000_000], rounds: 3, sessions: 1_000 },
       log: { sliceMs: 1_000, rounds: 3 },
-      jobs: { setups: JOBS_SETUPS, concurrency: [1, 100], warmupMs: 1_000, sliceMs: 2_000, rounds: 3 },
+      // One node of issue 25's starting point too, built from git (a minute): its jobs/s against one node now.
+      jobs: { setups: [...JOBS_SETUPS, STARTING_POINT_SETUP], concurrency: [1, 100], warmupMs: 1_000, sliceMs: 2_000, rounds: 3 },
       hostile: { phaseMs: 10_000, warmupMs: 1_000, inFlight: 2, redosLength: 32 },
       scaleout: { nodes: [1, 3], integrations: 12, inFlight: 8, warmupMs: 3_000, sliceMs: 5_000, rounds: 3 },
+      memory: { stored: [1_000, 100_000], active: 1_000, settleMs: 5_000 },
     };
 
 const machine: Machine = {
@@ -169,9 +188,23 @@ const idleServers = [...new Set(contenders.map((contender) => contender.server))
 const idleRows = await step<IdleRow[]>('idle', () => idle(idleServers, scratch, PLAN.idle), []);
 const restartRows = await step<RestartRow[]>('restart', () => restart(PLAN.restart), []);
 const logRows = await step<LogRow[]>('log', () => logAppends(PLAN.log), []);
-const jobsRows = await step<JobsRow[]>('jobs', () => jobs(PLAN.jobs), []);
+const jobsRows = await step<JobsRow[]>(
+  'jobs',
+  async () => {
+    if (!PLAN.jobs.setups.includes(STARTING_POINT_SETUP)) return jobs(PLAN.jobs);
+    console.log(`bench: building the starting point ${STARTING_POINT}…`);
+    const start = buildStartingPoint();
+    try {
+      return await jobs({ ...PLAN.jobs, startingPointCli: start.cli });
+    } finally {
+      start.remove();
+    }
+  },
+  [],
+);
 const hostileRows = await step<HostileRow[]>('hostile', () => hostile(PLAN.hostile), []);
 const scaleoutResults = await step<ScaleoutResults | undefined>('scaleout', () => scaleout({ ...PLAN.scaleout, quota }), undefined);
+const memoryResults = await step<MemoryResults | undefined>('memory', () => memory(PLAN.memory), undefined);
 
 const results: BenchResults = {
   machine,
@@ -183,6 +216,7 @@ const results: BenchResults = {
   jobs: jobsRows,
   hostile: hostileRows,
   ...(scaleoutResults === undefined ? {} : { scaleout: scaleoutResults }),
+  ...(memoryResults === undefined ? {} : { memory: memoryResults }),
   failures,
 };
 write(out, results);
@@ -191,7 +225,12 @@ if (NODE_ARGS.length === 0) rmSync(scratch, { recursive: true, force: true });
 else console.log(`bench: the servers' files, profiles included, are in ${scratch}`);
 
 console.log(`\nwrote ${join(out, 'BENCHMARKS.md')} and ${join(out, 'bench/results/')}\n`);
-for (const target of [...targets(results), ...scaleoutTargets(results.scaleout)])
+for (const target of [
+  ...targets(results),
+  ...scaleoutTargets(results.scaleout),
+  ...memoryTargets(results.memory),
+  ...startingPointTargets(results.jobs),
+])
   console.log(`${target.met === undefined ? '  ·' : target.met ? '  ✓' : '  ✗'} ${target.what}: ${target.measured} (goal ${target.goal})`);
 const oursFailed = turnsResults.some(({ samples }) =>
   samples.some((sample) => sample.contender.server.name.startsWith('relay') && sample.failed !== undefined),

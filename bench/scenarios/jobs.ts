@@ -6,6 +6,8 @@
  * namespace) through one node and through three. With three, the client spreads its requests over the
  * nodes in turn (as a balancer would) and the plugin holds its stream on the first, so most jobs are
  * created on a node other than the one that delivers them.
+ * A whole run adds one node of issue 25's starting point (bench/starting-point.ts, the same plugin),
+ * so that jobs/s through one node now is compared with where the issue started, in the same run.
  *
  * A job is: POST …/jobs (the client), then GET …/jobs/{job_id}/events (SSE) read until the job's view
  * says `completed`. Each concurrency runs a warm-up unmeasured, then `rounds` measured slices, in closed
@@ -24,10 +26,11 @@ import { CLI, scratchDir } from '../contenders.js';
 import { percentile, startServer, stopServer, type ServerChild } from '../lib.js';
 import { spread, type JobsRow } from '../results.js';
 
-/** Where the backend keeps its jobs, and on how many nodes. */
-export type JobsSetup = 'embedded' | 'postgres, 1 node' | 'postgres, 3 nodes';
+/** Where the backend keeps its jobs, and on how many nodes; the last, one node of issue 25's starting point (starting-point.ts). */
+export type JobsSetup = 'embedded' | 'postgres, 1 node' | 'postgres, 3 nodes' | 'postgres, 1 node, starting point';
 
 export const JOBS_SETUPS: readonly JobsSetup[] = ['embedded', 'postgres, 1 node', 'postgres, 3 nodes'];
+export const STARTING_POINT_SETUP: JobsSetup = 'postgres, 1 node, starting point';
 
 /** The machine's services the distributed setups run on (`.ci/run` starts them). */
 const POSTGRES = process.env.ASSISTANT_RELAY_BENCH_POSTGRES ?? 'postgres://postgres@127.0.0.1:5432/test';
@@ -39,6 +42,8 @@ export interface JobsOptions {
   readonly warmupMs: number;
   readonly sliceMs: number;
   readonly rounds: number;
+  /** The starting point's built CLI, for its setup. */
+  readonly startingPointCli?: string;
 }
 
 /** A job not completed after this long fails the run rather than hang it. */
@@ -69,7 +74,8 @@ interface Channel extends JobClient {
   readonly remove: () => Promise<void>;
 }
 
-const OPERATOR = 'bench-operator-token';
+/** The operator token of `operatorTokenFile`: the admin routes' and /metrics'. */
+export const OPERATOR = 'bench-operator-token';
 
 /** The operator token's file in `dir`, for `backend --token-file`: it turns the admin routes on. */
 export function operatorTokenFile(dir: string): string {
@@ -93,11 +99,12 @@ export async function createIntegration(origin: string): Promise<Integration> {
 async function backendsOf(
   setup: JobsSetup,
   dir: string,
+  cli: string,
 ): Promise<Pick<Channel, 'backends' | 'count' | 'remove'> & { integration: Integration }> {
   // One integration runs 100 jobs at once, each followed, round after round: past a tenant's default bounds (PROTOCOL.md 6e.18, 6e.19, 6e.23).
   const quotas = ['--max-open-jobs', '200', '--max-followers', '200', '--max-jobs-per-minute', '1000000'];
   const start = (args: readonly string[], i: number) =>
-    startServer(`backend ${i}`, [CLI, 'backend', '--port', '0', '--log-level', 'warn', ...quotas, ...args], {
+    startServer(`backend ${i}`, [cli, 'backend', '--port', '0', '--log-level', 'warn', ...quotas, ...args], {
       cwd: dir,
       stderrPath: join(dir, `backend-${i}.stderr`),
       timeoutMs: 15_000,
@@ -105,7 +112,7 @@ async function backendsOf(
   if (setup === 'embedded') {
     const db = join(dir, 'backend.db');
     const integration = JSON.parse(
-      execFileSync(process.execPath, [CLI, 'backend', 'integration', 'create', '--db', db], { encoding: 'utf8' }),
+      execFileSync(process.execPath, [cli, 'backend', 'integration', 'create', '--db', db], { encoding: 'utf8' }),
     ) as Integration;
     return { backends: [await start(['--db', db], 0)], integration, count: async (type) => countIn(db, type), remove: async () => {} };
   }
@@ -122,11 +129,13 @@ async function backendsOf(
       await client.end();
     }
   };
+  // The starting point's log was one table, not yet partitioned.
+  const events = setup === STARTING_POINT_SETUP ? 'events' : 'partition_events';
   return {
     backends,
     integration: await createIntegration(backends[0]!.url.origin),
     count: async (type) =>
-      Number((await query<{ n: string }>(`SELECT count(*) AS n FROM ${name}.partition_events WHERE type = $1`, [type])).rows[0]!.n),
+      Number((await query<{ n: string }>(`SELECT count(*) AS n FROM ${name}.${events} WHERE type = $1`, [type])).rows[0]!.n),
     async remove() {
       await query(`DROP SCHEMA IF EXISTS ${name} CASCADE`);
       const broker = await connectBroker({ url: NATS, namespace: name, report: () => {} });
@@ -175,8 +184,8 @@ export async function startPlugin(origin: string, integration: Integration, dir:
   return plugin;
 }
 
-async function open(setup: JobsSetup, dir: string): Promise<Channel> {
-  const { backends, integration, count, remove } = await backendsOf(setup, dir);
+async function open(setup: JobsSetup, dir: string, cli: string): Promise<Channel> {
+  const { backends, integration, count, remove } = await backendsOf(setup, dir, cli);
   return {
     bases: backends.map((backend) => `${backend.url.origin}/api/v1/assistant/integrations/${integration.integration_id}`),
     next: 0,
@@ -248,7 +257,9 @@ export async function jobs(options: JobsOptions): Promise<JobsRow[]> {
 
 async function jobsOf(setup: JobsSetup, options: JobsOptions): Promise<JobsRow[]> {
   const dir = scratchDir();
-  const channel = await open(setup, dir);
+  const cli = setup === STARTING_POINT_SETUP ? options.startingPointCli : CLI;
+  if (cli === undefined) throw new Error(`${setup}: no starting point was built`);
+  const channel = await open(setup, dir, cli);
   try {
     const rows: JobsRow[] = [];
     let measured = 0;

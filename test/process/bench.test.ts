@@ -31,6 +31,7 @@ interface Results {
     rows: ReadonlyArray<{ nodes: number; jobs: number; endedOnce: number; jobsPerSecond: { median: number } }>;
     skipped?: string;
   };
+  readonly memory: { rows: ReadonlyArray<{ stored: number; active: number; held: number; rssMiB: number }> };
   readonly failures: readonly string[];
 }
 
@@ -93,6 +94,13 @@ it('npm run bench -- --quick runs every scenario and every contender, and writes
     }
   }
 
+  // Memory: the node holds the active integrations, whatever the store holds.
+  expect(results.memory.rows.map((row) => row.stored)).toEqual([200, 2_000]);
+  for (const row of results.memory.rows) {
+    expect(row.held).toBe(row.active);
+    expect(row.rssMiB).toBeGreaterThan(0);
+  }
+
   const report = readFileSync(`${out}/BENCHMARKS.md`, 'utf8');
   for (const section of [
     '## Targets (issue 14)',
@@ -104,6 +112,7 @@ it('npm run bench -- --quick runs every scenario and every contender, and writes
     '## The reasoning channel',
     '## Hostile tenants',
     '## Scale-out (issue 25)',
+    "## A node's memory against the store (issue 25)",
   ])
     expect(report).toContain(section);
   for (const chart of ['turns', 'cpu', 'resume', 'idle', 'restart', 'log', 'jobs', 'hostile'])
