@@ -60,7 +60,7 @@ export function observeBackend(registry: Registry, parts: BackendMetricsParts): 
     kind: 'gauge',
     name: 'jobs',
     label: 'state',
-    help: "Jobs this node's fold holds, by state (settled ones until retention forgets them; on a shared log, every node's).",
+    help: "Jobs this node's fold holds, by state (settled ones until retention forgets them; on a shared log, of the integrations it serves).",
     read: () => gauges().jobs,
   });
   scraped(registry, { kind: 'counter', name: 'jobs_created_total', help: 'Jobs this node created.', read: () => tally.created });
@@ -93,7 +93,7 @@ export function observeBackend(registry: Registry, parts: BackendMetricsParts): 
   scraped(registry, {
     kind: 'gauge',
     name: 'integrations_held',
-    help: "Integrations this node's fold holds (on a shared log, every node's).",
+    help: "Integrations this node's fold holds (on a shared log, those it serves now).",
     read: () => gauges().integrationsHeld,
   });
   scraped(registry, {
@@ -101,6 +101,12 @@ export function observeBackend(registry: Registry, parts: BackendMetricsParts): 
     name: 'integrations_online',
     help: 'Integrations whose plugin is online (its heartbeats on time).',
     read: () => gauges().integrationsOnline,
+  });
+  scraped(registry, {
+    kind: 'gauge',
+    name: 'integrations_owned',
+    help: 'Integrations this node owns: their timers and their plugin stream are here (on SQLite, every one).',
+    read: () => gauges().integrationsOwned,
   });
   if (shared !== undefined) {
     scraped(registry, {

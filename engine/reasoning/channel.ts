@@ -1,7 +1,7 @@
 /**
  * The `assistant_channel` of several nodes sharing one log, over a broker (NATS, Redis Streams).
- * Job notices never cross it: every node folds every event of the shared log and publishes their notices
- * to its own listeners, so a notice cannot be lost between a commit and a publish. What crosses is a
+ * Job notices never cross it: every node that holds an integration folds its events and publishes their
+ * notices to its own listeners, so a notice cannot be lost between a commit and a publish. What crosses is a
  * node's news for the others: it committed events of an integration (`log.appended`), and a node with a
  * stream or a follower of that integration folds that integration's part of the log at once instead of at
  * its next look. Whatever comes

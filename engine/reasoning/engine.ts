@@ -9,9 +9,11 @@
  *
  * It reaches its log, the other nodes and the time only through the seams it is handed (seams.ts): the
  * embedded SQLite log of this process, or PostgreSQL shared by several nodes, is the composition root's
- * choice. On a shared log every node folds every event and dispatches it once, its own and the others',
- * so deadlines, leases and offline deadlines are kept on every node and a node's death loses no timer; a
- * channel that reaches the other nodes is told of this node's commits, so that they fold them at once (loop.ts).
+ * choice. On a shared log, partitioned by integration, a node folds the integrations it serves and
+ * dispatches each commit of theirs once, its own and the others'; an integration's deadlines, leases and
+ * offline deadline run on its owner (ownership.ts, owned-integrations.ts), and a dead owner's are taken
+ * over; a channel that reaches the other nodes is told of this node's commits, so that they fold them at
+ * once (loop.ts).
  */
 import type { CodedError, JobCreateBody, JobResultBody } from '../../protocol/index.js';
 import type { IntegrationSnapshot } from '../../machines/reasoning/integration.js';
@@ -190,7 +192,7 @@ export class ReasoningEngine {
 
   /** Jobs by state, integrations, and this node's streams and followers now: what an operator's scrape reads. */
   gauges(): BackendGauges {
-    return backendGauges(this.projection.state(), this.streams.count, this.followers.count);
+    return backendGauges(this.projection.state(), (id) => this.ownership.owns(id), this.streams.count, this.followers.count);
   }
 
   /** Hears every committed batch once, `own` when this node decided it (what its counters count). Returns an unsubscribe function. */

@@ -2,8 +2,8 @@
  * The backend's `JobStore` seam: where reasoning jobs are kept. `update` runs a decision against one
  * job's current state and appends what it decides, atomically; the reads give what the engine needs to
  * deliver, follow and re-arm jobs. Nothing in the interface is SQLite's, so the engine runs unchanged on
- * the log several nodes share (PostgreSQL: each append a transaction that locks the log's head row, so a
- * decision sees everything committed before it; shared-log.ts).
+ * the log several nodes share (PostgreSQL: each append a transaction that locks its integration's
+ * partition, so a decision sees everything committed to it before; partitioned-log.ts).
  *
  * `LogJobStore` keeps jobs in the backend's own log (`BackendLog`: SQLite embedded, or PostgreSQL shared
  * by several nodes): decisions are taken against the fold (which already holds what was appended and not

@@ -1,7 +1,8 @@
 /**
- * A job's two timers, kept from its committed events on every node: its deadline, when it expires, and the
- * lease of its delivery or run, when it is released to be sent again. Re-armed from the fold on a start,
- * so that neither a restart nor, on a shared log, a node's death loses one.
+ * A job's two timers, kept from its committed events on the node that owns its integration: its
+ * deadline, when it expires, and the lease of its delivery or run, when it is released to be sent again.
+ * Re-armed from the fold on a start, or when a node takes the integration over, so that neither a restart
+ * nor, on a shared log, a node's death loses one.
  */
 import { jobKey, jobRefOf, type JobEvent, type JobRef } from '../../machines/reasoning/job-events.js';
 import type { JobSnapshot } from '../../machines/reasoning/job.js';

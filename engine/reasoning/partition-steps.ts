@@ -1,7 +1,7 @@
 /**
  * One partition of a partitioned log, as a node holds it: where its fold stands, the decisions and reads
  * waiting on it, and the step under way. A partition's work is done one step at a time, as a shared log's
- * whole was before it was partitioned (shared-log.ts): a look at what other nodes committed when a read
+ * whole was before it was partitioned: a look at what other nodes committed when a read
  * waits for one, then the decisions queued meanwhile in one append; two partitions' steps run side by side.
  */
 import type { BackendEvent } from '../../machines/reasoning/backend-events.js';

@@ -15,7 +15,7 @@ import type { PubSub } from './pubsub.js';
 export interface BackendSeams {
   /** This node, for as long as its process runs (its epoch): the owner a lease names, the holder a stream's takeover logs. */
   readonly node: string;
-  /** The log decided against and folded: this process's SQLite (`LocalBackendLog`), or PostgreSQL nodes share (`SharedBackendLog`). */
+  /** The log decided against and folded: this process's SQLite (`LocalBackendLog`), or PostgreSQL nodes share, partitioned by integration (`PartitionedBackendLog`). */
   readonly log: BackendLog<BackendState>;
   /** Where each committed change of a job is published for streams and followers (`LocalPubSub`, or `ClusterChannel` over a broker). */
   readonly pubsub: PubSub;

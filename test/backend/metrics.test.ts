@@ -68,6 +68,8 @@ describe('backend /metrics', () => {
     expect(before.value('assistant_relay_jobs', { state: 'completed' })).toBe(0);
     expect(before.value('assistant_relay_integrations_held')).toBe(1);
     expect(before.value('assistant_relay_integrations_online')).toBe(0);
+    // One node on SQLite owns every integration it holds.
+    expect(before.value('assistant_relay_integrations_owned')).toBe(1);
     expect(before.value('assistant_relay_streams_open', { kind: 'jobs' })).toBe(0);
     expect(before.value('assistant_relay_result_checks', { state: 'running' })).toBe(0);
     expect(before.samples.some((s) => s.name === 'assistant_relay_process_cpu_seconds_total')).toBe(true);
@@ -130,5 +132,8 @@ describe('backend /metrics', () => {
     );
     expect(scraped.value('assistant_relay_fold_lag_events')).toBe(0);
     expect(scraped.value('assistant_relay_broker_connected')).toBe(1);
+    // The node holds the integration it served, and owns it: the job created here claimed it.
+    expect(scraped.value('assistant_relay_integrations_held')).toBe(1);
+    expect(scraped.value('assistant_relay_integrations_owned')).toBe(1);
   });
 });
