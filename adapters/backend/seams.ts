@@ -102,7 +102,7 @@ export function backendSeams(
   return {
     ...common,
     log,
-    pubsub: broker === undefined ? new LocalPubSub(subscriberFailed) : new ClusterChannel(broker, wake, subscriberFailed),
+    pubsub: broker === undefined ? new LocalPubSub(subscriberFailed) : new ClusterChannel(broker, node, wake, subscriberFailed),
     presence: new PgPresence(store.connections),
     attempts: new PgPairingAttempts(store.connections, attemptsKeepMs),
     ownership,

@@ -22,6 +22,8 @@ export class ClusterChannel implements PubSub {
 
   constructor(
     private readonly broker: PubSub,
+    /** This node (its epoch), named in its news so that it does not fold again what it committed itself. */
+    private readonly node: string,
     /** Folds what the shared log took of the integration since this node's last look. */
     private readonly wake: (integrationId: string) => void,
     onError: (error: unknown, topic: string) => void,
@@ -35,7 +37,7 @@ export class ClusterChannel implements PubSub {
   }
 
   announce(integrationId: string): void {
-    this.broker.publish(assistantChannel(integrationId), { type: 'log.appended' });
+    this.broker.publish(assistantChannel(integrationId), { type: 'log.appended', node: this.node });
   }
 
   /** Subscribes to an integration's topic (`assistantChannel`): no other topic crosses the broker. */
@@ -45,8 +47,13 @@ export class ClusterChannel implements PubSub {
     const unsubscribe = this.local.subscribe(topic, handler);
     let subscription = this.subscriptions.get(topic);
     if (subscription === undefined) {
-      // Whatever the notice says: news is read from the log.
-      subscription = { listeners: 0, unsubscribe: this.broker.subscribe(topic, () => this.wake(integrationId)) };
+      // Whatever else the notice says: news is read from the log. A node's own news it has folded already.
+      // Anything may come from the broker (not even an object): whatever it is, it only wakes.
+      const heard = (notice: ChannelNotice | null) => {
+        const own = typeof notice === 'object' && notice?.type === 'log.appended' && notice.node === this.node;
+        if (!own) this.wake(integrationId);
+      };
+      subscription = { listeners: 0, unsubscribe: this.broker.subscribe(topic, heard) };
       this.subscriptions.set(topic, subscription);
     }
     subscription.listeners += 1;

@@ -196,7 +196,7 @@ export class PartitionHolds {
     );
   }
 
-  /** Lets go of the partitions idle past `idleMs`, then of the least lately used while more are held than the bound. */
+  /** Lets go of the partitions idle past `idleMs` (one that names no integration at once), then of the least lately used while more are held than the bound. */
   private sweep(): void {
     const parts = this.parts!;
     const now = this.options.clock.now();
@@ -205,7 +205,8 @@ export class PartitionHolds {
       .sort((a, b) => a.usedAt - b.usedAt);
     let over = this.held.size - 1 - this.maxHeld;
     for (const held of idle) {
-      if (now - held.usedAt < this.idleMs && over <= 0) break;
+      // One with no events names no integration (a request for an unknown id): nothing to keep it for.
+      if (now - held.usedAt < this.idleMs && over <= 0 && held.folded > 0) continue;
       if (held.sinceSnapshot >= SNAPSHOT_ON_RELEASE) this.snapshot(held);
       parts.evict(held.partition);
       this.held.delete(held.partition);

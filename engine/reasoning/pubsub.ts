@@ -24,6 +24,8 @@ export function noticeOf(event: JobEvent): JobNotice {
 /** A node committed events of the integration to the shared log: a node with a stream or a follower of it folds them now, not at its next look. */
 export interface LogAppended {
   readonly type: 'log.appended';
+  /** The node that committed (its epoch): it folded its own commit already, and passes over its own news. */
+  readonly node?: string;
 }
 
 export type ChannelNotice = JobNotice | LogAppended;
