@@ -7,13 +7,14 @@
  * a node started again folds no integration it is not asked for. On NATS and on Redis.
  */
 import { randomUUID } from 'node:crypto';
+import pg from 'pg';
 import { afterEach, expect, it } from 'vitest';
 import { NATS_URL, REDIS_URL } from '../support/brokers.js';
 import { killChildren } from '../support/child.js';
 import { request } from '../support/http.js';
 import { scrape } from '../support/metrics.js';
 import { POSTGRES_URL } from '../support/postgres.js';
-import { eventsByJob, OPERATOR, SETTLED, startCluster, type Integration, type ProcessCluster } from '../support/process-cluster.js';
+import { eventsByJob, OPERATOR, SETTLED, startCluster, type ClusterNode, type Integration, type ProcessCluster } from '../support/process-cluster.js';
 import { silentPlugin } from '../support/silent-plugin.js';
 import { eventually, waitFor } from '../support/wait.js';
 
@@ -97,8 +98,15 @@ async function untilAllEnded(c: ProcessCluster, jobIds: readonly string[], timeo
   );
 }
 
-/** Fences grow in the partition's order, and each is one node's: two nodes never both committed as its owner. */
+/** What only an integration's owner decides (a stream's delivery, a lapsed lease's release, a stream's takeover): committed under its fence. */
+const OWNER_ONLY = new Set(['job.delivered', 'job.released', 'integration.stream_held']);
+
+/**
+ * Fences grow in the partition's order, and each is one node's: two nodes never both committed as its
+ * owner. Every owner-only event carries one.
+ */
 function expectFencedOnce(rows: readonly Row[]): void {
+  for (const row of rows.filter(({ type }) => OWNER_ONLY.has(type))) expect(row, 'an owner-only event').toMatchObject({ fence: expect.any(Number) });
   const fenced = rows.filter((row) => row.fence !== null);
   fenced.forEach((row, i) => expect(row.fence, `version ${row.version}`).toBeGreaterThanOrEqual(fenced[i - 1]?.fence ?? 0));
   const nodesOf = new Map<number, Set<string>>();
@@ -170,6 +178,97 @@ it.each(BROKERS)(
     );
     expect(redelivered.length).toBeGreaterThanOrEqual(delivered.length);
     for (const job_id of delivered) expect(plugin.received().filter((frame) => frame.job_id === job_id).length).toBeGreaterThanOrEqual(2);
+  },
+  60_000,
+);
+
+/**
+ * SIGSTOPs the node while a renewal of its lease on the integration is under way: the store renews it,
+ * and the node sleeps before it hears so. Woken, it believes its lease fresh until its next renewal (a
+ * third of a lease later) and acts as the owner meanwhile, so that only the store's fence stops it. (The
+ * renewal is held on the lease's row lock, taken here, until the node is stopped.)
+ */
+async function pauseWhileRenewing(c: ProcessCluster, node: ClusterNode, integrationId: string): Promise<void> {
+  const locker = new pg.Client({ connectionString: c.postgres, options: `-c search_path=${c.schema}` });
+  await locker.connect();
+  try {
+    await locker.query('BEGIN');
+    await locker.query('SELECT 1 FROM partitions WHERE partition = $1 FOR UPDATE', [integrationId]);
+    await eventually(
+      "the node's renewal waiting on the lease's row",
+      () =>
+        c.sql(
+          `SELECT pid FROM pg_stat_activity WHERE $1 = ANY(pg_blocking_pids(pid)) AND query LIKE 'UPDATE partitions AS p SET lease_until%'`,
+          [(locker as unknown as { processID: number }).processID],
+        ),
+      (waiting) => waiting.length > 0,
+      { everyMs: 5, timeoutMs: 3_000 },
+    );
+    node.kill('SIGSTOP');
+    await locker.query('COMMIT');
+  } finally {
+    await locker.end();
+  }
+}
+
+it.each(BROKERS)(
+  'an owner paused past its lease (%s) and woken with timers due and its stream open commits nothing more as the owner',
+  async (_name, broker) => {
+    const c = await startCluster(POSTGRES_URL, broker, stops, { flags: [...QUICK_LEASES, '--ownership-lease', '1s'] });
+    const integration = await c.addIntegration();
+    let via = c.balancer.url;
+    const plugin = silentPlugin(() => via, integration);
+    stops.push(async () => plugin.stop());
+    await waitFor('the stream', plugin.open);
+    const { owner } = await eventually('its owner', () => leaseOf(c, integration.integration_id), (lease) => lease.owner !== null);
+    const old = c.nodes.findIndex((node) => node.epoch === owner);
+    const awake = c.nodes[(old + 1) % c.nodes.length]!;
+    // Delivered on the owner's stream; their delivery leases (2 s), and some deadlines, come due while it sleeps.
+    const jobIds: string[] = [];
+    for (const deadline of [2_000, 2_000, 2_000, 7_000, 7_000, 7_000]) jobIds.push(await createJob(awake.url, integration, deadline));
+    await waitFor('the jobs delivered', () => plugin.received().length >= jobIds.length);
+    // From now on its plugin, when told to reconnect, reaches a node that is awake (as a balancer's health check would have it).
+    via = awake.url;
+    await pauseWhileRenewing(c, c.nodes[old]!, integration.integration_id);
+    const pausedAt = Date.now();
+    const taken = await eventually(
+      'another owner',
+      () => leaseOf(c, integration.integration_id),
+      (lease) => lease.owner !== null && lease.owner !== owner,
+      { timeoutMs: 2_500, everyMs: 25 },
+    );
+    const takenAfter = Date.now() - pausedAt;
+    // Jobs created meanwhile: the old owner hears of them when it wakes, and its stream would deliver them.
+    for (let i = 0; i < 3; i += 1) jobIds.push(await createJob(awake.url, integration, 5_000));
+    await eventually(
+      'the new owner deciding as the owner while the old one sleeps',
+      () => rowsOf(c, integration.integration_id),
+      (rows) => rows.some((row) => row.fence === taken.fence && (row.type === 'job.expired' || row.type === 'job.released')),
+      { timeoutMs: 3_000, everyMs: 25 },
+    );
+    await new Promise((resolve) => setTimeout(resolve, Math.max(0, 3_000 - (Date.now() - pausedAt))));
+    c.nodes[old]!.kill('SIGCONT');
+    console.log(`another owner ${takenAfter} ms after the owner paused (${_name})`);
+
+    await untilAllEnded(c, jobIds, 15_000);
+    await expectEachExpiredOnce(c, jobIds);
+    const rows = await rowsOf(c, integration.integration_id);
+    expectFencedOnce(rows);
+    const firstTaken = rows.find((row) => row.fence !== null && row.node !== owner)!;
+    expect(rows.filter((row) => row.node === owner && row.fence !== null && row.version > firstTaken.version)).toEqual([]);
+    // Its plugin moved: the old owner ended its stream once it knew, and the jobs created meanwhile went out elsewhere.
+    expect(plugin.opened()).toBeGreaterThanOrEqual(2);
+    for (const job_id of jobIds.slice(6)) expect(plugin.received().some((frame) => frame.job_id === job_id)).toBe(true);
+    // The old node is healthy, holds no stream, owns nothing, and still takes jobs (as any node does).
+    const oldNode = c.nodes[old]!;
+    const health = await request(`${oldNode.url}/healthz`);
+    expect(health.status).toBe(200);
+    expect(health.body).toMatchObject({ ok: true, epoch: owner, store: { reachable: true } });
+    const metrics = await scrape(oldNode.url, OPERATOR);
+    expect(metrics.value('assistant_relay_streams_open', { kind: 'jobs' })).toBe(0);
+    expect((await leaseOf(c, integration.integration_id)).owner).not.toBe(owner);
+    await createJob(oldNode.url, integration, 60_000);
+    console.log(`the old owner's log (${_name}):`, oldNode.stderr());
   },
   60_000,
 );
