@@ -18,7 +18,7 @@ import { killChildren } from '../support/child.js';
 import { tempDir } from '../support/host.js';
 import { request } from '../support/http.js';
 import { POSTGRES_URL } from '../support/postgres.js';
-import { eventsByJob, SETTLED, startCluster, type Integration, type ProcessCluster } from '../support/process-cluster.js';
+import { eventsByJob, PAYLOAD, SETTLED, startCluster, type Integration, type ProcessCluster } from '../support/process-cluster.js';
 import { ownNats, ownPostgres, ownRedis, type OwnService } from '../support/services.js';
 import { eventually, waitFor } from '../support/wait.js';
 
@@ -60,8 +60,6 @@ async function plugin(c: Cluster, logger?: BaseLogger): Promise<Plugin> {
   await waitFor('the plugin stream', () => started.status().stream === 'open');
   return started;
 }
-
-const PAYLOAD = { session_id: 'call', transcript: [{ speaker: 'Ana', text: 'We decided to start in March.' }] };
 
 /** What the service refused while it could not take a job: status and code. */
 const refusals: string[] = [];

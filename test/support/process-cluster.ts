@@ -97,7 +97,9 @@ export async function startCluster(
 
 /** Each job's events in the shared log, by type, in the order of its partition. */
 export async function eventsByJob(cluster: ProcessCluster): Promise<Map<string, string[]>> {
-  const rows = await cluster.sql<{ data: string }>(`SELECT data FROM partition_events WHERE stream LIKE 'job:%' ORDER BY partition, version`);
+  const rows = await cluster.sql<{ data: string }>(
+    `SELECT data FROM partition_events WHERE stream LIKE 'job:%' ORDER BY partition, version`,
+  );
   const jobs = new Map<string, string[]>();
   for (const { data } of rows) {
     const event = JSON.parse(data) as { job_id: string; type: string };
@@ -105,5 +107,8 @@ export async function eventsByJob(cluster: ProcessCluster): Promise<Map<string, 
   }
   return jobs;
 }
+
+/** What a job's client sends: a line of a call to analyse. */
+export const PAYLOAD = { session_id: 'call', transcript: [{ speaker: 'Ana', text: 'We decided to start in March.' }] };
 
 export const SETTLED = new Set(['job.completed', 'job.failed', 'job.expired', 'job.cancelled']);
