@@ -41,7 +41,7 @@ const QUICK_LEASES = ['--heartbeat-interval', '1s', '--delivery-lease', '2s'];
 
 it.each(BROKERS)(
   'a SIGKILLed owner (%s): its integrations are served by another node within 5 s, deadlines and leases fire there, every job ends once',
-  async (_name, broker) => {
+  async (name, broker) => {
     const c = await startCluster(POSTGRES_URL, broker, stops, { flags: QUICK_LEASES });
     // An integration whose plugin takes jobs and never answers: the node holding its stream owns it.
     const streamed = await c.addIntegration();
@@ -87,7 +87,7 @@ it.each(BROKERS)(
       (all) => all.every((times) => times.fired !== undefined),
       { timeoutMs: 8_000, everyMs: 25 },
     );
-    console.log(`takeover after SIGKILL (${_name}), ms since the kill:`, JSON.stringify(Object.fromEntries(taken)));
+    console.log(`takeover after SIGKILL (${name}), ms since the kill:`, JSON.stringify(Object.fromEntries(taken)));
     for (const times of taken.values()) {
       expect(times.owned).toBeLessThanOrEqual(5_000);
       expect(times.committed).toBeLessThanOrEqual(5_000);
@@ -116,7 +116,7 @@ it.each(BROKERS)(
 
 it.each(BROKERS)(
   'an owner paused past its lease (%s) and woken with timers due and its stream open commits nothing more as the owner',
-  async (_name, broker) => {
+  async (name, broker) => {
     const c = await startCluster(POSTGRES_URL, broker, stops, { flags: [...QUICK_LEASES, '--ownership-lease', '1s'] });
     const integration = await c.addIntegration();
     let via = c.balancer.url;
@@ -155,7 +155,7 @@ it.each(BROKERS)(
     );
     await new Promise((resolve) => setTimeout(resolve, Math.max(0, 3_000 - (Date.now() - pausedAt))));
     c.nodes[old]!.kill('SIGCONT');
-    console.log(`another owner ${takenAfter} ms after the owner paused (${_name})`);
+    console.log(`another owner ${takenAfter} ms after the owner paused (${name})`);
 
     await untilAllEnded(c, jobIds, 15_000);
     await expectEachExpiredOnce(c, jobIds);
