@@ -60,7 +60,7 @@ export function observeBackend(registry: Registry, parts: BackendMetricsParts): 
     kind: 'gauge',
     name: 'jobs',
     label: 'state',
-    help: "Jobs this node's fold holds, by state (settled ones until retention forgets them; on a shared log, of the integrations it serves).",
+    help: "Jobs this node's fold holds, by state (settled ones until retention forgets them; on a shared log, those of the integrations it holds).",
     read: () => gauges().jobs,
   });
   scraped(registry, { kind: 'counter', name: 'jobs_created_total', help: 'Jobs this node created.', read: () => tally.created });
@@ -93,7 +93,7 @@ export function observeBackend(registry: Registry, parts: BackendMetricsParts): 
   scraped(registry, {
     kind: 'gauge',
     name: 'integrations_held',
-    help: "Integrations this node's fold holds (on a shared log, those it serves now).",
+    help: "Integrations this node's fold holds (on a shared log, those it serves now: owned, streamed or followed here, or asked for lately).",
     read: () => gauges().integrationsHeld,
   });
   scraped(registry, {

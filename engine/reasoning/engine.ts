@@ -117,7 +117,7 @@ export class ReasoningEngine {
       store: this.store,
       pubsub: this.pubsub,
       leaseMs,
-      update: (integrationId, jobId, decide) => this.jobs.update(integrationId, jobId, decide),
+      update: (integrationId, jobId, decide, options) => this.jobs.update(integrationId, jobId, decide, options),
       background,
       maxOpensPerMinute: this.quotas.maxStreamsPerMinute,
     });

@@ -6,20 +6,19 @@
  * behind a balancer that sends each request to the next node; the plugin is the real one.
  */
 import { randomUUID } from 'node:crypto';
-import { rmSync, writeFileSync } from 'node:fs';
+import { rmSync } from 'node:fs';
 import { join } from 'node:path';
-import pg from 'pg';
 import { afterEach, expect, it } from 'vitest';
 import { builtinReasoner, startPlugin, type Plugin } from '../../index.js';
 import type { Reasoner } from '../../adapters/reasoners/reasoner.js';
 import type { BaseLogger } from 'pino';
 import { capturingLogger } from '../plugin/fixture.js';
-import { startBalancer, type Balancer } from '../support/balancer.js';
-import { NATS_URL, removeNamespace } from '../support/brokers.js';
-import { killChildren, started } from '../support/child.js';
+import { NATS_URL } from '../support/brokers.js';
+import { killChildren } from '../support/child.js';
 import { tempDir } from '../support/host.js';
 import { request } from '../support/http.js';
-import { POSTGRES_URL, testSchema } from '../support/postgres.js';
+import { POSTGRES_URL } from '../support/postgres.js';
+import { eventsByJob, PAYLOAD, SETTLED, startCluster, type Integration, type ProcessCluster } from '../support/process-cluster.js';
 import { ownNats, ownPostgres, ownRedis, type OwnService } from '../support/services.js';
 import { eventually, waitFor } from '../support/wait.js';
 
@@ -29,50 +28,14 @@ afterEach(async () => {
   for (const stop of stops.splice(0).reverse()) await stop();
 });
 
-const OPERATOR = 'operator-token-of-the-cluster-test';
-
-interface Cluster {
-  readonly balancer: Balancer;
-  readonly nodes: Array<{ readonly url: string; kill(signal?: NodeJS.Signals): void; readonly exited: Promise<{ code: number | null }> }>;
-  readonly integration: { integration_id: string; relay_token: string; client_token: string };
+interface Cluster extends ProcessCluster {
+  readonly integration: Integration;
 }
 
 /** Three `backend` processes on one schema and namespace, behind a balancer, with one integration. */
-async function cluster(postgres: string, broker: string): Promise<Cluster & { readonly schema: string }> {
-  const dir = tempDir();
-  stops.push(async () => rmSync(dir, { recursive: true, force: true }));
-  const tokenFile = join(dir, 'operator-token');
-  writeFileSync(tokenFile, OPERATOR, { mode: 0o600 });
-  const schema = testSchema();
-  const namespace = `test_${randomUUID().replaceAll('-', '').slice(0, 12)}`;
-  stops.push(() => removeNamespace(broker, namespace).catch(() => {}));
-  const args = [
-    'backend',
-    '--store',
-    postgres,
-    '--schema',
-    schema,
-    '--pubsub',
-    broker,
-    '--namespace',
-    namespace,
-    '--port',
-    '0',
-    '--token-file',
-    tokenFile,
-    '--log-level',
-    'warn',
-  ];
-  const nodes: Cluster['nodes'] = [];
-  for (let i = 0; i < 3; i += 1) {
-    const node = await started(args);
-    nodes.push({ url: String(node.line.listening), kill: (signal = 'SIGKILL') => node.child.kill(signal), exited: node.exited });
-  }
-  const balancer = await startBalancer(() => nodes.map((node) => node.url));
-  stops.push(() => balancer.close());
-  const created = await request(`${balancer.url}/api/v1/admin/integrations`, { token: OPERATOR, body: {} });
-  expect(created.status).toBe(201);
-  return { balancer, nodes, integration: created.body as Cluster['integration'], schema };
+async function cluster(postgres: string, broker: string): Promise<Cluster> {
+  const c = await startCluster(postgres, broker, stops);
+  return { ...c, integration: await c.addIntegration() };
 }
 
 /** The builtin reasoner, a little slow: jobs are running (with leases) when the trouble comes. */
@@ -97,8 +60,6 @@ async function plugin(c: Cluster, logger?: BaseLogger): Promise<Plugin> {
   await waitFor('the plugin stream', () => started.status().stream === 'open');
   return started;
 }
-
-const PAYLOAD = { session_id: 'call', transcript: [{ speaker: 'Ana', text: 'We decided to start in March.' }] };
 
 /** What the service refused while it could not take a job: status and code. */
 const refusals: string[] = [];
@@ -125,30 +86,9 @@ async function stateOf(c: Cluster, job_id: string): Promise<string | undefined> 
   return answer?.status === 200 ? (answer.body as { state: string }).state : undefined;
 }
 
-/** Each job's events in the shared log, by type. */
-async function eventsByJob(postgres: string, schema: string): Promise<Map<string, string[]>> {
-  const client = new pg.Client({ connectionString: postgres });
-  await client.connect();
-  try {
-    const { rows } = await client.query<{ data: string }>(
-      `SELECT data FROM ${schema}.partition_events WHERE stream LIKE 'job:%' ORDER BY partition, version`,
-    );
-    const jobs = new Map<string, string[]>();
-    for (const { data } of rows) {
-      const event = JSON.parse(data) as { job_id: string; type: string };
-      jobs.set(event.job_id, [...(jobs.get(event.job_id) ?? []), event.type]);
-    }
-    return jobs;
-  } finally {
-    await client.end();
-  }
-}
-
-const SETTLED = new Set(['job.completed', 'job.failed', 'job.expired', 'job.cancelled']);
-
 /** Every job was created once and ended once, completed; and nothing else is in the log. */
-async function expectEachEndedOnce(postgres: string, schema: string, jobIds: readonly string[]): Promise<void> {
-  const jobs = await eventsByJob(postgres, schema);
+async function expectEachEndedOnce(c: Cluster, jobIds: readonly string[]): Promise<void> {
+  const jobs = await eventsByJob(c);
   expect([...jobs.keys()].sort()).toEqual([...jobIds].sort());
   for (const [job_id, types] of jobs) {
     expect(
@@ -184,7 +124,7 @@ it('a node SIGKILLed while it holds the stream and the leases: the plugin moves 
   for (const job_id of jobIds.slice(12)) await createJob(c, job_id);
   await untilAllCompleted(c, jobIds);
   expect(streamOn()).not.toBe(holder);
-  await expectEachEndedOnce(POSTGRES_URL, c.schema, jobIds);
+  await expectEachEndedOnce(c, jobIds);
 });
 
 it('a node drained with SIGTERM tells its plugin to reconnect: the stream moves at once, and the node exits 0', async () => {
@@ -206,7 +146,7 @@ it('a node drained with SIGTERM tells its plugin to reconnect: the stream moves 
   const after = [randomUUID(), randomUUID()];
   for (const job_id of after) await createJob(c, job_id);
   await untilAllCompleted(c, [...before, ...after]);
-  await expectEachEndedOnce(POSTGRES_URL, c.schema, [...before, ...after]);
+  await expectEachEndedOnce(c, [...before, ...after]);
 });
 
 it.each([
@@ -245,7 +185,7 @@ it.each([
     await Promise.all(restarts);
     await untilAllCompleted(c, jobIds);
     expect(refusals).toContain('503 store_unavailable');
-    await expectEachEndedOnce(postgres.url, c.schema, jobIds);
+    await expectEachEndedOnce(c, jobIds);
     // Each node is connected again to both, by itself.
     for (const node of c.nodes) {
       const health = await eventually(
