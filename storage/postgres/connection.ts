@@ -61,6 +61,9 @@ export function storeFailure(error: unknown): unknown {
 
 export type Query = <R extends pg.QueryResultRow>(text: string, values?: readonly unknown[]) => Promise<pg.QueryResult<R>>;
 
+/** How long the server lets a transaction wait on its client before ending it (and its locks). */
+export const IDLE_IN_TRANSACTION_MS = 10_000;
+
 export function openPool(options: PostgresOptions, onIdleError: (error: unknown) => void): pg.Pool {
   if (!SCHEMA_NAME.test(options.schema)) throw new RangeError(`schema must match ${SCHEMA_NAME}: ${JSON.stringify(options.schema)}`);
   const pool = new pg.Pool({
@@ -69,7 +72,9 @@ export function openPool(options: PostgresOptions, onIdleError: (error: unknown)
     connectionTimeoutMillis: options.connectTimeoutMs ?? 5_000,
     idleTimeoutMillis: 30_000,
     keepAlive: true,
-    options: `-c search_path=${options.schema} -c statement_timeout=${options.statementTimeoutMs ?? 30_000}`,
+    // A transaction left open by a node that stopped mid-append (paused, cut off) holds its partition's row
+    // lock: the server ends it after 10 s, so the integration's other nodes and a new owner go on.
+    options: `-c search_path=${options.schema} -c statement_timeout=${options.statementTimeoutMs ?? 30_000} -c idle_in_transaction_session_timeout=${IDLE_IN_TRANSACTION_MS}`,
     application_name: 'assistant-relay',
   });
   // An idle connection the server dropped (a restart): the pool replaces it; without a listener it would crash the process.

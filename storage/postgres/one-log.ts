@@ -53,6 +53,8 @@ export async function convertOneLog<E extends LogRecord>(
   return inTransaction(pool, async (tx) => {
     // A large log takes long to fold: the conversion, and the nodes waiting for it, are not cut off by the usual bound.
     await tx('SET LOCAL statement_timeout = 0');
+    // The fold between the reads is this node's work, however long the one log: not an abandoned transaction.
+    await tx('SET LOCAL idle_in_transaction_session_timeout = 0');
     await tx(`SELECT pg_advisory_xact_lock(hashtext('assistant-relay:convert:' || current_schema()))`);
     if ((await tx('SELECT position FROM one_log_conversion')).rows.length > 0) return undefined;
     const head = Number((await tx<{ position: string }>('SELECT position FROM log_head')).rows[0]!.position);
