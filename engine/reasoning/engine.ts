@@ -16,6 +16,7 @@
  * once (loop.ts).
  */
 import type { CodedError, JobCreateBody, JobResultBody } from '../../protocol/index.js';
+import type { BackendEvent } from '../../machines/reasoning/backend-events.js';
 import type { IntegrationSnapshot } from '../../machines/reasoning/integration.js';
 import { quotasOf, type OverQuota, type Quotas } from '../../machines/reasoning/quotas.js';
 import type { JobSnapshot } from '../../machines/reasoning/job.js';
@@ -44,7 +45,7 @@ import { DEFAULT_PAIRING_RETENTION_MS, forgetEndedRecords } from './retention.js
 import { OWNER } from './backend-log.js';
 import { keepOwnedIntegrations } from './owned-integrations.js';
 import type { Ownership } from './ownership.js';
-import { Rekeys } from './rekeys.js';
+import { BackendRekeys } from './rekeys.js';
 import type { BackendSeams } from './seams.js';
 import { JobStreams } from './streams.js';
 import { SERVICE_PARTITION } from '../../storage/partitions.js';
@@ -65,7 +66,7 @@ export class ReasoningEngine {
   /** Integrations, their tokens and heartbeats. */
   readonly integrations: Integrations;
   /** Key rotations: the client's requests and the plugin's answers, carried (rekeys.ts). */
-  readonly rekeys: Rekeys;
+  readonly rekeys: BackendRekeys;
   /** Pairings: the messages of both sides, carried in order; the integration each one ends with. */
   readonly pairings: Pairings;
   private readonly projection = new BackendProjection();
@@ -141,7 +142,7 @@ export class ReasoningEngine {
       this.quotas,
       (integrationId) => this.ownership.owns(integrationId),
     );
-    this.rekeys = new Rekeys({ projection: this.projection, log: this.log, clock: this.clock, quotas: this.quotas });
+    this.rekeys = new BackendRekeys({ projection: this.projection, log: this.log, clock: this.clock, quotas: this.quotas });
     const { streams, integrations } = this;
     this.held = new HeldStreams({
       streams,
@@ -172,11 +173,8 @@ export class ReasoningEngine {
     await backend.log.start(backendLoop(loop));
     const background = (work: Promise<unknown>, what: string) => backend.background(work, what);
     keepOwnedIntegrations({ log: backend.log, projection, ownership, pubsub, timers, integrations, streams, background });
-    const at = backend.clock.now();
-    await backend.log.decide(SERVICE_PARTITION, () => ({
-      events: [{ type: 'backend.started', epoch: backend.epoch, at }],
-      outcome: undefined,
-    }));
+    const started: BackendEvent = { type: 'backend.started', epoch: backend.epoch, at: backend.clock.now() };
+    await backend.log.decide(SERVICE_PARTITION, () => ({ events: [started], outcome: undefined }));
     // A log of one process holds every integration, all of them its own; a partitioned one none yet (leases bring them).
     for (const job of await backend.store.allOpenJobs()) backend.timers.arm(job);
     backend.integrations.rearm();
@@ -185,7 +183,7 @@ export class ReasoningEngine {
     return backend;
   }
 
-  /** The position of the newest committed event this node has folded. */
+  /** How far this node has folded: the log's position (on a partitioned log, the service partition's version). */
   get position(): number {
     return this.log.position;
   }
@@ -241,6 +239,7 @@ export class ReasoningEngine {
   /** The integration and its current capability profile as the log holds them (what its client reads). */
   async committedIntegration(integrationId: string): Promise<IntegrationRead | undefined> {
     await this.log.settled();
+    await this.log.hold(integrationId);
     return this.readIntegration(integrationId);
   }
 

@@ -20,7 +20,7 @@ export interface RekeyParts {
   readonly quotas: Pick<Quotas, 'maxRekeysPerHour' | 'rekeyReplaceAfterMs'>;
 }
 
-export class Rekeys {
+export class BackendRekeys {
   constructor(private readonly parts: RekeyParts) {}
 
   /**

@@ -85,7 +85,9 @@ describe('pairing through the backend', () => {
         })
       ).status,
     ).toBe(200);
-    // What the backend keeps: the integration with the two public keys, never a secret of the pairing.
+    // What the backend keeps: the integration with the two public keys, never a secret of the pairing
+    // (on three nodes, this node holds it once asked: it was born where the pairing completed).
+    await backend.caughtUp(c.integration_id);
     const integration = backend.integrations.integration(c.integration_id)!;
     expect(integration.context.provider_kind).toBe('assistant-relay');
     // An envelope one side seals, the other opens.
