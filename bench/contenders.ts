@@ -16,7 +16,7 @@ export const CLI = join(ROOT, 'dist/adapters/cli/main.js');
 export const TSX = pathToFileURL(join(ROOT, 'node_modules/tsx/dist/loader.mjs')).href;
 
 export interface Server {
-  /** `relay`, `relay-memory`, `mcp`, `a2a`, `floor`. */
+  /** `relay`, `relay-memory`, `mcp`, `a2a`, `durable`, `floor`. */
   readonly name: string;
   /** What the table calls it. */
   readonly title: string;
@@ -106,6 +106,24 @@ export const SERVERS = {
       why: 'no replay: resubscribing gives the task as it is now, then live events (a finished task is refused); what was sent while away is gone, and only finished tasks can be fetched (their final state and artifacts, not the updates)',
     },
   },
+  durable: {
+    name: 'durable',
+    title: 'durable baseline (fastify + SQLite)',
+    version: `fastify ${versionOf('fastify')}, better-sqlite3 ${versionOf('better-sqlite3')}`,
+    args: (scratch) => [
+      '--import',
+      TSX,
+      join(ROOT, 'bench/baselines/durable-turns.ts'),
+      '--port',
+      '0',
+      '--token',
+      TOKEN,
+      '--db',
+      join(scratch, 'durable-turns.db'),
+    ],
+    idle: { module: 'clients/form-a.js', name: 'openIdleStream' },
+    resume: { kind: 'cannot', why: 'logs every message and reply but replays none: the durable cost of a turn alone' },
+  },
   floor: {
     name: 'floor',
     title: 'floor (bare node:http)',
@@ -123,7 +141,7 @@ const contender = (server: Server, client: 'minimal' | 'sdk', module: string): C
   label: client === 'minimal' ? server.title : `${server.title}, its SDK's client`,
 });
 
-/** Every contender, ours first and the floor last. */
+/** Every contender, ours first, then the peers, the durable baseline and the floor. */
 export const CONTENDERS: readonly Contender[] = [
   contender(SERVERS.relay, 'minimal', 'clients/form-a.js'),
   contender(SERVERS.relayMemory, 'minimal', 'clients/form-a.js'),
@@ -131,6 +149,7 @@ export const CONTENDERS: readonly Contender[] = [
   contender(SERVERS.mcp, 'sdk', 'peers/mcp-client.js'),
   contender(SERVERS.a2a, 'minimal', 'peers/a2a-client.js'),
   contender(SERVERS.a2a, 'sdk', 'peers/a2a-client.js'),
+  contender(SERVERS.durable, 'minimal', 'clients/form-a.js'),
   contender(SERVERS.floor, 'minimal', 'clients/form-a.js'),
 ];
 

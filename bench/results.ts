@@ -67,12 +67,15 @@ export interface LogRow {
 }
 
 export interface JobsRow {
-  /** Where the backend keeps its jobs, on how many nodes (rows of runs before it are the embedded one's). */
+  /** Where the backend keeps its jobs, on how many nodes, or a baseline (rows of runs before it are the embedded one's). */
   readonly setup?: string;
   readonly concurrency: number;
   readonly jobsPerSecond: Spread;
   readonly p50Ms: number;
   readonly p99Ms: number;
+  /** CPU (user + system) per job over the measured rounds, µs: the server's processes together, and the plugin's own process (absent for the baselines' plugin, in the bench process). Absent from runs before issue 26. */
+  readonly serverCpuUsPerJob?: number;
+  readonly pluginCpuUsPerJob?: number;
 }
 
 export interface HostileRow {

@@ -1,5 +1,5 @@
 /**
- * `npm run bench`: assistant-relay against the floor and the peers (MCP Streamable HTTP, A2A streaming),
+ * `npm run bench`: assistant-relay against the floor, the durable baseline and the peers (MCP Streamable HTTP, A2A streaming),
  * side by side in one run, and the relay's own figures (resume, idle streams, restart, the log, the
  * reasoning channel, a quiet tenant beside a hostile one, scale-out over quota-held backend nodes, a node's
  * memory against the integrations in the store). Writes BENCHMARKS.md and a chart a scenario
@@ -21,7 +21,7 @@ import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { CONTENDERS, NODE_ARGS, ROOT, SERVERS, scratchDir, start, stop, type Running } from './contenders.js';
 import { memoryTargets } from './report-memory.js';
-import { charts, markdown, targets } from './report.js';
+import { charts, durableTargets, jobTargets, markdown, targets } from './report.js';
 import { scaleoutTargets, startingPointTargets } from './report-scaleout.js';
 import type {
   BenchResults,
@@ -37,7 +37,7 @@ import type {
 } from './results.js';
 import { hostile } from './scenarios/hostile.js';
 import { idle } from './scenarios/idle.js';
-import { JOBS_SETUPS, STARTING_POINT_SETUP, jobs } from './scenarios/jobs.js';
+import { JOBS_SETUPS, STARTING_POINT_SETUP, jobs } from './scenarios/jobs-run.js';
 import { logAppends } from './scenarios/log.js';
 import { memory } from './scenarios/memory.js';
 import { restart } from './scenarios/restart.js';
@@ -227,6 +227,8 @@ else console.log(`bench: the servers' files, profiles included, are in ${scratch
 console.log(`\nwrote ${join(out, 'BENCHMARKS.md')} and ${join(out, 'bench/results/')}\n`);
 for (const target of [
   ...targets(results),
+  ...durableTargets(results),
+  ...jobTargets(results.jobs),
   ...scaleoutTargets(results.scaleout),
   ...memoryTargets(results.memory),
   ...startingPointTargets(results.jobs),

@@ -1,50 +1,35 @@
 /**
- * The reasoning channel: jobs per second through backend → plugin (`builtin` reasoner) → result, and the
- * latency from creating a job to reading its result, at 1 and at 100 concurrent jobs. All are the built
- * CLI as child processes on 127.0.0.1, in three setups: the embedded default (one node on a fresh SQLite
- * log), and the distributed stores (PostgreSQL and NATS JetStream on loopback, a fresh schema and
- * namespace) through one node and through three. With three, the client spreads its requests over the
- * nodes in turn (as a balancer would) and the plugin holds its stream on the first, so most jobs are
- * created on a node other than the one that delivers them.
- * A whole run adds one node of issue 25's starting point (bench/starting-point.ts, the same plugin),
- * so that jobs/s through one node now is compared with where the issue started, in the same run.
+ * The relay's side of the reasoning channel scenario (jobs-run.ts): its setups, each the built CLI as
+ * child processes on 127.0.0.1 (the embedded default, one node on a fresh SQLite log; the distributed
+ * stores, PostgreSQL and NATS JetStream on loopback with a fresh schema and namespace, through one node
+ * and through three, the client spreading its requests over the nodes in turn as a balancer would and the
+ * plugin, `builtin` reasoner, holding its stream on the first; one node of issue 25's starting point,
+ * bench/starting-point.ts), and the helpers the other job scenarios share: an integration, the plugin,
+ * one job from its create to its completed view.
  *
  * A job is: POST …/jobs (the client), then GET …/jobs/{job_id}/events (SSE) read until the job's view
- * says `completed`. Each concurrency runs a warm-up unmeasured, then `rounds` measured slices, in closed
- * loops. Afterwards every completed job is counted in the backend's log, and the plugin's, so that a job
- * the bench counted but the logs do not hold fails the scenario.
+ * says `completed`. Afterwards every completed job is counted in the backend's log, and the plugin's, so
+ * that a job the bench counted but the logs do not hold fails the scenario.
  */
 import Database from 'better-sqlite3';
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes, randomUUID } from 'node:crypto';
-import { rmSync, writeFileSync } from 'node:fs';
+import { writeFileSync } from 'node:fs';
 import pg from 'pg';
 import { connectBroker } from '../../adapters/brokers/connect.js';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
-import { CLI, scratchDir } from '../contenders.js';
-import { percentile, startServer, stopServer, type ServerChild } from '../lib.js';
-import { spread, type JobsRow } from '../results.js';
+import { CLI } from '../contenders.js';
+import { startServer, stopServer, type ServerChild } from '../lib.js';
 
-/** Where the backend keeps its jobs, and on how many nodes; the last, one node of issue 25's starting point (starting-point.ts). */
-export type JobsSetup = 'embedded' | 'postgres, 1 node' | 'postgres, 3 nodes' | 'postgres, 1 node, starting point';
+/** Where the relay keeps its jobs, and on how many nodes; the last, one node of issue 25's starting point (starting-point.ts). */
+export type RelaySetup = 'embedded' | 'postgres, 1 node' | 'postgres, 3 nodes' | 'postgres, 1 node, starting point';
 
-export const JOBS_SETUPS: readonly JobsSetup[] = ['embedded', 'postgres, 1 node', 'postgres, 3 nodes'];
-export const STARTING_POINT_SETUP: JobsSetup = 'postgres, 1 node, starting point';
+export const STARTING_POINT_SETUP: RelaySetup = 'postgres, 1 node, starting point';
 
 /** The machine's services the distributed setups run on (`.ci/run` starts them). */
 const POSTGRES = process.env.ASSISTANT_RELAY_BENCH_POSTGRES ?? 'postgres://postgres@127.0.0.1:5432/test';
 const NATS = process.env.ASSISTANT_RELAY_BENCH_NATS ?? 'nats://127.0.0.1:4222';
-
-export interface JobsOptions {
-  readonly setups: readonly JobsSetup[];
-  readonly concurrency: readonly number[];
-  readonly warmupMs: number;
-  readonly sliceMs: number;
-  readonly rounds: number;
-  /** The starting point's built CLI, for its setup. */
-  readonly startingPointCli?: string;
-}
 
 /** A job not completed after this long fails the run rather than hang it. */
 const JOB_TIMEOUT_MS = 15_000;
@@ -64,13 +49,15 @@ export interface JobClient {
   readonly headers: Record<string, string>;
 }
 
-interface Channel extends JobClient {
-  readonly backends: readonly ServerChild[];
-  readonly plugin: ChildProcess;
-  /** How many events of a type the backend's log holds. */
-  readonly count: (type: string) => Promise<number>;
-  readonly pluginDb: string;
-  /** Removes the schema and the namespace of a distributed setup. */
+/** A setup ready to take jobs: its client's side, its processes, and how it ends. */
+export interface Channel extends JobClient {
+  /** The server processes (a relay's backend nodes, a baseline): their CPU is the server's per job. */
+  readonly servers: readonly ServerChild[];
+  /** The plugin's process, when it runs in one of its own: its CPU per job. */
+  readonly pluginPid?: number;
+  /** Stops the plugin, then the servers, and checks that their logs hold the `measured` jobs completed. */
+  readonly finish: (measured: number) => Promise<void>;
+  /** Stops whatever is left, and removes what the setup made. */
   readonly remove: () => Promise<void>;
 }
 
@@ -97,10 +84,17 @@ export async function createIntegration(origin: string): Promise<Integration> {
 
 /** The backend nodes of a setup, with one integration. */
 async function backendsOf(
-  setup: JobsSetup,
+  setup: RelaySetup,
   dir: string,
   cli: string,
-): Promise<Pick<Channel, 'backends' | 'count' | 'remove'> & { integration: Integration }> {
+): Promise<{
+  backends: ServerChild[];
+  integration: Integration;
+  /** How many events of a type the backend's log holds. */
+  count: (type: string) => Promise<number>;
+  /** Removes the schema and the namespace of a distributed setup. */
+  remove: () => Promise<void>;
+}> {
   // One integration runs 100 jobs at once, each followed, round after round: past a tenant's default bounds (PROTOCOL.md 6e.18, 6e.19, 6e.23).
   const quotas = ['--max-open-jobs', '200', '--max-followers', '200', '--max-jobs-per-minute', '1000000'];
   const start = (args: readonly string[], i: number) =>
@@ -184,17 +178,33 @@ export async function startPlugin(origin: string, integration: Integration, dir:
   return plugin;
 }
 
-async function open(setup: JobsSetup, dir: string, cli: string): Promise<Channel> {
+/** A relay setup's channel: its backend nodes, one integration, and the plugin on the first node. */
+export async function openRelay(setup: RelaySetup, dir: string, cli: string): Promise<Channel> {
   const { backends, integration, count, remove } = await backendsOf(setup, dir, cli);
+  const plugin = await startPlugin(backends[0]!.url.origin, integration, dir);
   return {
     bases: backends.map((backend) => `${backend.url.origin}/api/v1/assistant/integrations/${integration.integration_id}`),
     next: 0,
     headers: { authorization: `Bearer ${integration.client_token}` },
-    backends,
-    plugin: await startPlugin(backends[0]!.url.origin, integration, dir),
-    count,
-    pluginDb: join(dir, 'plugin.db'),
-    remove,
+    servers: backends,
+    pluginPid: plugin.pid!,
+    async finish(measured) {
+      // The plugin first: stopped the other way round, it would spend its last seconds reconnecting.
+      plugin.kill('SIGTERM');
+      await new Promise((resolve) => plugin.once('exit', resolve));
+      for (const backend of backends) await stopServer(backend, 10_000);
+      const completed = await count('job.completed');
+      const finished = countIn(join(dir, 'plugin.db'), 'plugin.job_finished');
+      if (completed < measured || finished < measured)
+        throw new Error(
+          `${setup}: ${measured} jobs measured, but ${completed} job.completed in the backend's log and ${finished} plugin.job_finished in the plugin's`,
+        );
+    },
+    async remove() {
+      plugin.kill('SIGKILL');
+      for (const backend of backends) await stopServer(backend, 1_000);
+      await remove();
+    },
   };
 }
 
@@ -225,19 +235,6 @@ export async function oneJob(channel: JobClient): Promise<number> {
   return performance.now() - started;
 }
 
-/** Closed loops of `concurrency` jobs for `ms`; the jobs finished inside, and their latencies. */
-async function slice(channel: Channel, concurrency: number, ms: number): Promise<{ perSecond: number; latencies: number[] }> {
-  const latencies: number[] = [];
-  const end = performance.now() + ms;
-  const from = performance.now();
-  await Promise.all(
-    Array.from({ length: concurrency }, async () => {
-      while (performance.now() < end) latencies.push(await oneJob(channel));
-    }),
-  );
-  return { perSecond: (latencies.length * 1000) / (performance.now() - from), latencies };
-}
-
 /** How many events of `type` (of any type, without one) an SQLite log holds. */
 export const countIn = (db: string, type?: string) => {
   const conn = new Database(db, { readonly: true });
@@ -248,49 +245,3 @@ export const countIn = (db: string, type?: string) => {
     conn.close();
   }
 };
-
-export async function jobs(options: JobsOptions): Promise<JobsRow[]> {
-  const rows: JobsRow[] = [];
-  for (const setup of options.setups) rows.push(...(await jobsOf(setup, options)));
-  return rows;
-}
-
-async function jobsOf(setup: JobsSetup, options: JobsOptions): Promise<JobsRow[]> {
-  const dir = scratchDir();
-  const cli = setup === STARTING_POINT_SETUP ? options.startingPointCli : CLI;
-  if (cli === undefined) throw new Error(`${setup}: no starting point was built`);
-  const channel = await open(setup, dir, cli);
-  try {
-    const rows: JobsRow[] = [];
-    let measured = 0;
-    for (const concurrency of options.concurrency) {
-      await slice(channel, concurrency, options.warmupMs);
-      const rates: number[] = [];
-      const latencies: number[] = [];
-      for (let round = 0; round < options.rounds; round += 1) {
-        const ran = await slice(channel, concurrency, options.sliceMs);
-        rates.push(ran.perSecond);
-        latencies.push(...ran.latencies);
-      }
-      measured += latencies.length;
-      const sorted = Float64Array.from(latencies).sort();
-      rows.push({ setup, concurrency, jobsPerSecond: spread(rates), p50Ms: percentile(sorted, 50), p99Ms: percentile(sorted, 99) });
-    }
-    // The plugin first: stopped the other way round, it would spend its last seconds reconnecting.
-    channel.plugin.kill('SIGTERM');
-    await new Promise((resolve) => channel.plugin.once('exit', resolve));
-    for (const backend of channel.backends) await stopServer(backend, 10_000);
-    const completed = await channel.count('job.completed');
-    const finished = countIn(channel.pluginDb, 'plugin.job_finished');
-    if (completed < measured || finished < measured)
-      throw new Error(
-        `${setup}: ${measured} jobs measured, but ${completed} job.completed in the backend's log and ${finished} plugin.job_finished in the plugin's`,
-      );
-    return rows;
-  } finally {
-    channel.plugin.kill('SIGKILL');
-    for (const backend of channel.backends) await stopServer(backend, 1_000);
-    await channel.remove();
-    rmSync(dir, { recursive: true, force: true });
-  }
-}

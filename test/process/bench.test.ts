@@ -1,7 +1,8 @@
 /**
  * `npm run bench -- --quick` (issue 14), so that the bench cannot rot: every scenario runs, every
- * contender (ours, the floor, MCP and A2A with their minimal and their own clients) does its echo turns
- * with its replies checked, and the report and its charts are written. Its figures are not asserted:
+ * contender (ours, the floor, the durable baseline, MCP and A2A with their minimal and their own clients)
+ * does its echo turns with its replies checked, the job baselines run beside the relay's setups, and the
+ * report, its targets and its charts are written. Its figures are not asserted:
  * speed is the bench's to measure, not a test's.
  */
 import { spawn } from 'node:child_process';
@@ -25,7 +26,12 @@ interface Results {
   readonly idle: ReadonlyArray<{ server: string; kibPerStream?: number; note?: string }>;
   readonly restart: readonly unknown[];
   readonly log: readonly unknown[];
-  readonly jobs: readonly unknown[];
+  readonly jobs: ReadonlyArray<{
+    setup: string;
+    jobsPerSecond: { median: number };
+    serverCpuUsPerJob?: number;
+    pluginCpuUsPerJob?: number;
+  }>;
   readonly hostile: ReadonlyArray<{ attack: string; quiet: { completed: number }; attacker: Record<string, number> }>;
   readonly scaleout: {
     rows: ReadonlyArray<{ nodes: number; jobs: number; endedOnce: number; jobsPerSecond: { median: number } }>;
@@ -59,6 +65,7 @@ it('npm run bench -- --quick runs every scenario and every contender, and writes
     "MCP Streamable HTTP, its SDK's client",
     'A2A streaming',
     "A2A streaming, its SDK's client",
+    'durable baseline (fastify + SQLite)',
     'floor (bare node:http)',
   ]);
   for (const { samples } of results.turns) {
@@ -70,6 +77,19 @@ it('npm run bench -- --quick runs every scenario and every contender, and writes
   expect(results.resume.find((row) => row.server === 'relay')?.replayed).toBe(10);
   for (const row of results.idle) expect(typeof row.kibPerStream, `${row.server}: ${row.note ?? ''}`).toBe('number');
   for (const scenario of [results.restart, results.log, results.jobs]) expect(scenario.length).toBeGreaterThan(0);
+  // The jobs: the relay's setups and both baselines (issue 26), each with jobs done and the server's CPU per job; the relay's plugin's too.
+  expect(results.jobs.map((row) => row.setup)).toEqual([
+    'embedded',
+    'postgres, 1 node',
+    'postgres, 3 nodes',
+    'baseline: node:http, in memory',
+    'baseline: fastify + SQLite, durable',
+  ]);
+  for (const row of results.jobs) {
+    expect(row.jobsPerSecond.median, row.setup).toBeGreaterThan(0);
+    expect(typeof row.serverCpuUsPerJob, row.setup).toBe('number');
+    expect(typeof row.pluginCpuUsPerJob, row.setup).toBe(row.setup.startsWith('baseline') ? 'undefined' : 'number');
+  }
   // Every attack ran and was answered (whatever the status); with no attack, the quiet tenant's jobs completed.
   expect(results.hostile.map((row) => row.attack)).toEqual([
     'none',
@@ -104,6 +124,9 @@ it('npm run bench -- --quick runs every scenario and every contender, and writes
   const report = readFileSync(`${out}/BENCHMARKS.md`, 'utf8');
   for (const section of [
     '## Targets (issue 14)',
+    '## Targets (issue 26)',
+    '| Server CPU per turn at 100 sessions, against the durable baseline |',
+    '| Jobs/s at 100 at once on the embedded log, against the durable job baseline |',
     '## Turns',
     '## Resume',
     '## Idle streams',

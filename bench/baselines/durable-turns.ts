@@ -1,0 +1,108 @@
+/**
+ * The durable baseline of the chat turn (issue 26): the floor's Form A wire (bench/floor.ts) on fastify 5,
+ * with every user message and every reply appended to a SQLite table (sqlite-log.ts: WAL, one transaction
+ * per event-loop turn) before it is acknowledged or sent. The 202 leaves once the message is committed;
+ * the echo reply is then appended, and the progress and reply frames go to the session's streams once it
+ * is committed. What a durable relay costs without an engine around the log.
+ *
+ *   node --import tsx bench/baselines/durable-turns.ts --port 0 --token T --db FILE
+ *
+ * Prints {"listening":"http://127.0.0.1:PORT"} on stdout when ready, like the relay's CLI.
+ */
+import { createHash, randomBytes, randomUUID, timingSafeEqual } from 'node:crypto';
+import type { ServerResponse } from 'node:http';
+import { parseArgs } from 'node:util';
+import Fastify from 'fastify';
+import { openLog } from './sqlite-log.js';
+
+const { values } = parseArgs({
+  options: { port: { type: 'string', default: '0' }, token: { type: 'string' }, db: { type: 'string' } },
+  strict: true,
+});
+if (values.token === undefined || values.token === '' || values.db === undefined) {
+  process.stderr.write('durable-turns: --token and --db are required\n');
+  process.exit(2);
+}
+
+// The same constant-time check as the relay's and the floor's.
+const digest = (text: string) => createHash('sha256').update(text).digest();
+const expected = digest(values.token);
+const authorized = (header: string | undefined) =>
+  header !== undefined && header.startsWith('Bearer ') && timingSafeEqual(digest(header.slice(7)), expected);
+
+interface Session {
+  readonly readers: Set<ServerResponse>;
+  seq: number;
+}
+const sessions = new Map<string, Session>();
+const sessionOf = (id: string): Session => {
+  let session = sessions.get(id);
+  if (session === undefined) sessions.set(id, (session = { readers: new Set(), seq: 0 }));
+  return session;
+};
+const epoch = randomBytes(8).toString('base64url');
+const generation = randomBytes(8).toString('base64url');
+const log = openLog(values.db);
+
+const app = Fastify({ logger: false, keepAliveTimeout: 60_000 });
+app.addHook('onRequest', async (request, reply) => {
+  if (!authorized(request.headers.authorization))
+    return reply.code(401).send({ error: { code: 'unauthorized', message: 'missing or wrong bearer token' } });
+});
+
+app.get<{ Querystring: { session_id?: string } }>('/v1/events', (request, reply) => {
+  const sessionId = request.query.session_id;
+  if (sessionId === undefined || sessionId === '') {
+    void reply.code(400).send({ error: { code: 'missing_session_id', message: 'session_id is required' } });
+    return;
+  }
+  reply.hijack();
+  const response = reply.raw;
+  response.socket?.setNoDelay(true);
+  response.writeHead(200, {
+    'content-type': 'text/event-stream; charset=utf-8',
+    'cache-control': 'no-cache, no-transform',
+    connection: 'keep-alive',
+  });
+  response.write(': open\n\n');
+  const { readers } = sessionOf(sessionId);
+  readers.add(response);
+  request.raw.on('close', () => readers.delete(response));
+});
+
+app.post<{ Body: Record<string, unknown> | null }>('/v1/incoming', (request, reply) => {
+  const { session_id: sessionId, task_id: taskId, text } = request.body ?? {};
+  if (typeof sessionId !== 'string' || typeof taskId !== 'string' || typeof text !== 'string') {
+    void reply.code(400).send({ error: { code: 'invalid_request', message: 'session_id, task_id and text are required' } });
+    return;
+  }
+  log.append({ type: 'message', session_id: sessionId, task_id: taskId, text }, () => {
+    void reply.code(202).send({ ok: true, session_id: sessionId, task_id: taskId });
+    // The echo agent answers the committed message; its reply is sent once committed in turn.
+    const reply_ = { session_id: sessionId, task_id: taskId, status: 'message', message_id: randomUUID(), reply_text: text };
+    log.append({ type: 'reply', ...reply_ }, () => {
+      const session = sessionOf(sessionId);
+      session.seq += 1;
+      const progress = JSON.stringify({ session_id: sessionId, task_id: taskId, status: 'typing', label: 'thinking' });
+      const frames = `data: ${progress}\n\nid: ${epoch}:${generation}:${session.seq}\ndata: ${JSON.stringify(reply_)}\n\n`;
+      for (const reader of session.readers) reader.write(frames);
+    });
+  });
+});
+
+app.setNotFoundHandler((_request, reply) => reply.code(404).send({ error: { code: 'not_found', message: 'no such route' } }));
+// As many idle streams as the bench opens: the process's file limit is the only bound.
+app.server.maxConnections = Number.MAX_SAFE_INTEGER;
+
+const { port } = await app.listen({ port: Number(values.port), host: '127.0.0.1' }).then(() => app.server.address() as { port: number });
+process.stdout.write(`${JSON.stringify({ listening: `http://127.0.0.1:${port}` })}\n`);
+
+const stop = () => {
+  for (const { readers } of sessions.values()) for (const reader of readers) reader.destroy();
+  void app.close().then(() => {
+    log.close();
+    process.exit(0);
+  });
+};
+process.on('SIGTERM', stop);
+process.on('SIGINT', stop);
