@@ -36,6 +36,8 @@ export interface FoldParts<S> {
   evict(partition: string): void;
   /** A partitioned log's: the partition's state now, copied (what its snapshot stores). */
   capture(partition: string): S;
+  /** What a snapshot of the partition costs, in the jobs it holds: a partition snapshots less often as it grows. */
+  size(partition: string): number;
   /** Whether the integration's partition has timers to keep (open jobs, an online plugin): it needs an owner. */
   live(partition: string): boolean;
   /** Whether something on this node still uses the partition (its stream, a follower, a lease): it is not let go. */

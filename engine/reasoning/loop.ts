@@ -118,5 +118,6 @@ export function projectionParts(projection: BackendProjection, store: LogJobStor
     },
     capture: (partition) => (partition === SERVICE_PARTITION ? projection.service() : projection.partition(partition)),
     live: (partition) => projection.live(partition),
+    size: (partition) => projection.jobCount(partition),
   };
 }

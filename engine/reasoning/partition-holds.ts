@@ -93,10 +93,14 @@ export class PartitionHolds {
     this.held.set(partition, held);
   }
 
-  /** `count` events of this node's own appended to the partition: a snapshot once enough came since its last. */
+  /**
+   * `count` events of this node's own appended to the partition: a snapshot once enough came since its
+   * last, and at least four times as many as the jobs it holds, so that what a snapshot costs (about its
+   * jobs) stays a small constant per event however many jobs an integration keeps.
+   */
   committed(held: HeldPartition, count: number): void {
     held.sinceSnapshot += count;
-    if (held.sinceSnapshot >= this.snapshotEvery) this.snapshot(held);
+    if (held.sinceSnapshot >= Math.max(this.snapshotEvery, 4 * this.parts!.size(held.partition))) this.snapshot(held);
   }
 
   /** Retention made folds smaller: each held partition snapshots at its next commit. */

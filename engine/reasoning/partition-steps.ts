@@ -3,8 +3,10 @@
  * waiting on it, and the step under way. A partition's work is done one step at a time, as a shared log's
  * whole was before it was partitioned: a look at what other nodes committed when a read
  * waits for one, then the decisions queued meanwhile in one append; two partitions' steps run side by side.
+ * And what a step sorts out: decisions that change nothing, events by partition, a fence refused.
  */
-import type { BackendEvent } from '../../machines/reasoning/backend-events.js';
+import { partitionOf, type BackendEvent } from '../../machines/reasoning/backend-events.js';
+import { SERVICE_PARTITION } from '../../storage/partitions.js';
 import type { Decision } from '../../machines/core/decider.js';
 
 export interface Queued {
@@ -87,4 +89,21 @@ export function decidedAlready(batch: readonly Queued[]): Queued[] {
     else changes.push(queued);
   }
   return changes;
+}
+
+/** The decided events of the partition, and those of partitions they create (by partition). */
+export function byPartition(partition: string, events: readonly BackendEvent[]) {
+  const own: BackendEvent[] = [];
+  const others = new Map<string, BackendEvent[]>();
+  for (const event of events) {
+    const of = partitionOf(event) ?? SERVICE_PARTITION;
+    if (of === partition) own.push(event);
+    else others.set(of, [...(others.get(of) ?? []), event]);
+  }
+  return { own, others };
+}
+
+/** The store refused an owner's append: its lease is another node's now. */
+export function isFenced(error: unknown): boolean {
+  return (error as { name?: string }).name === 'FencedError';
 }

@@ -15,7 +15,7 @@
  * the edge); the partition, whose fold may hold events of an append that never committed, is folded again
  * before its next step.
  */
-import { partitionOf, type BackendEvent } from '../../machines/reasoning/backend-events.js';
+import type { BackendEvent } from '../../machines/reasoning/backend-events.js';
 import type { Decision } from '../../machines/core/decider.js';
 import type { StoredEvent } from '../../storage/event-log.js';
 import { SERVICE_PARTITION, type Fence, type PartitionEvent, type PartitionedStore } from '../../storage/partitions.js';
@@ -27,7 +27,7 @@ import type { BackendState } from './backend-state.js';
 import { LOOK_EVERY_MS, Looks } from './looks.js';
 import type { Ownership } from './ownership.js';
 import { PartitionHolds, type HoldOptions } from './partition-holds.js';
-import { HeldPartition, decidedAlready, type Queued, type Waiter } from './partition-steps.js';
+import { HeldPartition, byPartition, decidedAlready, isFenced, type Queued, type Waiter } from './partition-steps.js';
 
 /** Enough for every request a node takes at once to have its decision waiting, and not so many that memory grows while the store is slow. */
 const DEFAULT_MAX_QUEUED = 10_000;
@@ -168,13 +168,16 @@ export class PartitionedBackendLog implements BackendLog<BackendState> {
       for (const waiter of waiters) waiter.resolve();
       changes = decidedAlready(batch);
     }
-    const others = changes.filter(({ owner }) => !owner);
-    const owners = changes.filter(({ owner }) => owner);
-    if (others.length > 0) await this.append(held, others, undefined);
-    if (owners.length === 0) return;
+    if (changes.length === 0) return;
     const fence = this.options.ownership.fence(held.partition);
-    if (fence === undefined) for (const { reject } of owners) reject(new NotOwnerError(held.partition));
-    else await this.append(held, owners, fence);
+    // The owner appends all in one transaction, under its fence; refused it (another node owns the
+    // integration now), the others go again without it, and the owner's are refused.
+    if (fence !== undefined && (await this.append(held, changes, fence))) return;
+    const others = changes.filter(({ owner }) => !owner);
+    for (const { owner, reject } of changes) if (owner) reject(new NotOwnerError(held.partition));
+    if (others.length === 0) return;
+    if (held.stale) await this.holds.refold(held);
+    await this.append(held, others, undefined);
   }
 
   /** Folds (and, `dispatch`, dispatches) every committed event of the partition after where its fold stands, page by page. */
@@ -200,8 +203,11 @@ export class PartitionedBackendLog implements BackendLog<BackendState> {
     parts.dispatch(events, false);
   }
 
-  /** Decides the batch with the partition locked, after what others committed to it; one transaction for all, fenced when `fence`. */
-  private async append(held: HeldPartition, batch: readonly Queued[], fence: Fence | undefined): Promise<void> {
+  /**
+   * Decides the batch with the partition locked, after what others committed to it; one transaction for
+   * all, fenced when `fence`. False when the fence was refused: the batch is left to the caller, undecided.
+   */
+  private async append(held: HeldPartition, batch: readonly Queued[], fence: Fence | undefined): Promise<boolean> {
     const outcomes: Array<{ ok: true; outcome: unknown } | { ok: false; error: unknown }> = [];
     const parts = this.parts!;
     let born: string[] = [];
@@ -242,9 +248,13 @@ export class PartitionedBackendLog implements BackendLog<BackendState> {
     } catch (error) {
       // Partitions this batch would have made are in the fold though not in the store: they go with it.
       for (const partition of born) parts.evict(partition);
-      if (fence !== undefined && isFenced(error)) this.options.ownership.lost(held.partition);
+      if (fence !== undefined && isFenced(error)) {
+        this.options.ownership.lost(held.partition);
+        // Refused before anything was written: the fold holds the decisions' events, and is folded again.
+        return false;
+      }
       for (const { reject } of batch) reject(error);
-      return;
+      return true;
     }
     held.stale = false;
     // Before the dispatch: the events of an integration this append made its own arm their timers here.
@@ -260,6 +270,7 @@ export class PartitionedBackendLog implements BackendLog<BackendState> {
       if (outcome.ok) resolve(outcome.outcome);
       else reject(outcome.error);
     });
+    return true;
   }
 
   /** An append to an integration this node does not own claims it if no node does (ownership.ts). */
@@ -277,22 +288,6 @@ export class PartitionedBackendLog implements BackendLog<BackendState> {
   }
 }
 
-/** The decided events of the partition, and those of partitions they create (by partition). */
-function byPartition(partition: string, events: readonly BackendEvent[]) {
-  const own: BackendEvent[] = [];
-  const others = new Map<string, BackendEvent[]>();
-  for (const event of events) {
-    const of = partitionOf(event) ?? SERVICE_PARTITION;
-    if (of === partition) own.push(event);
-    else others.set(of, [...(others.get(of) ?? []), event]);
-  }
-  return { own, others };
-}
-
 function asStored({ version, event }: PartitionEvent<BackendEvent>): StoredEvent<BackendEvent> {
   return { position: version, event };
-}
-
-function isFenced(error: unknown): boolean {
-  return (error as { name?: string }).name === 'FencedError';
 }

@@ -95,6 +95,11 @@ export class BackendProjection {
     return integration !== undefined && (isOnline(integration) || this.open.has(integrationId));
   }
 
+  /** How many jobs of the integration the fold holds. */
+  jobCount(integrationId: string): number {
+    return this.jobKeysOf.get(integrationId)?.size ?? 0;
+  }
+
   /** Every job of the integration the fold holds, oldest first. */
   jobsOf(integrationId: string): JobSnapshot[] {
     return [...(this.jobKeysOf.get(integrationId) ?? [])].map((key) => this.jobs.get(key)!);

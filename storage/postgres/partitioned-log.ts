@@ -124,13 +124,15 @@ export class PgPartitionedLog<E extends LogRecord> implements PartitionedStore<E
         `the fence of partition ${JSON.stringify(options.fence.partition)} on an append to ${JSON.stringify(partition)}`,
       );
     const quoted = pg.escapeLiteral(partition);
-    // The head created if new, locked, and the first page of what others committed since `after`, with the BEGIN: one round trip.
+    // The head created if new (a caller that has folded a version knows it exists), locked, and the first
+    // page of what others committed since `after`, with the BEGIN: one round trip.
+    const create = after === 0 ? [`INSERT INTO partitions (partition) VALUES (${quoted}) ON CONFLICT DO NOTHING`] : [];
     return inTransaction(
       this.pool,
-      (tx, [, locked, firstPage]) =>
-        this.appendLocked(tx, partition, locked!.rows[0] as HeadRow, firstPage!.rows as EventRow[], decide, options),
+      (tx, replies) =>
+        this.appendLocked(tx, partition, replies.at(-2)!.rows[0] as HeadRow, replies.at(-1)!.rows as EventRow[], decide, options),
       [
-        `INSERT INTO partitions (partition) VALUES (${quoted}) ON CONFLICT DO NOTHING`,
+        ...create,
         `SELECT version, owner, fence, lease_until, live, ${NOW_MS} AS now FROM partitions WHERE partition = ${quoted} FOR UPDATE`,
         pageAfter(partition, after),
       ],
