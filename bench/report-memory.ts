@@ -27,7 +27,7 @@ export function memorySection(results: MemoryResults): string[] {
   const out = [
     "## A node's memory against the store (issue 25)",
     '',
-    "One backend node (PostgreSQL with NATS JetStream, a fresh schema each) on a store seeded with that many integrations (`bench/scenarios/memory-store.ts`: one through the store's append, the rest by one INSERT … SELECT of the same rows, read back), of which the first are made active as their plugin and client would: a heartbeat, the plugin's stream held open, one job created, taken on the stream, run and completed. Then, the streams still open and the node settled, its resident memory (/proc, the median of three readings), its heap in use and the integrations it holds and counts online (its /metrics). The node runs with its defaults (`--max-held-integrations` 10,000, idle partitions let go after 60 s).",
+    "One backend node (PostgreSQL with NATS, a fresh schema each) on a store seeded with that many integrations (`bench/scenarios/memory-store.ts`: one through the store's append, the rest by one INSERT … SELECT of the same rows, read back), of which the first are made active as their plugin and client would: a heartbeat, the plugin's stream held open, one job created, taken on the stream, run and completed. Then, the streams still open and the node settled, its resident memory (/proc, the median of three readings), its heap in use and the integrations it holds and counts online (its /metrics). The node runs with its defaults (`--max-held-integrations` 10,000, idle partitions let go after 60 s).",
     '',
     '| stored | active | seeding s | making active s | RSS at start MiB | RSS active MiB | heap used MiB | held | online |',
     '|---|---|---|---|---|---|---|---|---|',

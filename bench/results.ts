@@ -141,7 +141,7 @@ export interface ScaleoutResults {
   readonly skipped?: string;
   /** How the clients and plugins reach the nodes, in words. */
   readonly routing: string;
-  /** `NATS JetStream` or `Redis Streams`. */
+  /** `NATS` or `Redis Streams`. */
   readonly broker: string;
 }
 

@@ -1,7 +1,7 @@
 /**
  * The relay's side of the reasoning channel scenario (jobs-run.ts): its setups, each the built CLI as
  * child processes on 127.0.0.1 (the embedded default, one node on a fresh SQLite log; the distributed
- * stores, PostgreSQL and NATS JetStream on loopback with a fresh schema and namespace, through one node
+ * stores, PostgreSQL and NATS on loopback with a fresh schema and namespace, through one node
  * and through three, the client spreading its requests over the nodes in turn as a balancer would and the
  * plugin, `builtin` reasoner, holding its stream on the first; one node of issue 25's starting point,
  * bench/starting-point.ts), and the helpers the other job scenarios share: an integration, the plugin,

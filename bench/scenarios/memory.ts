@@ -2,7 +2,7 @@
  * A node's memory against the integrations in the store (issue 25): a node holds only those it serves,
  * so with 100,000 integrations stored and 1,000 active its memory should be within 1.2x of its memory
  * with only the 1,000 stored. For each store size: a fresh schema seeded at once (memory-store.ts), one
- * backend node (the built CLI, PostgreSQL and NATS JetStream), then `active` integrations made active as
+ * backend node (the built CLI, PostgreSQL and NATS), then `active` integrations made active as
  * their plugin and client would: a heartbeat, the plugin's stream (SSE) held open, one job created by the
  * client, taken on the stream, run and completed by the plugin, read back completed by the client. The
  * bench process plays every plugin and client. After a settle, the node's resident memory (/proc), its

@@ -26,9 +26,9 @@ import { spread, type ScaleoutResults, type ScaleoutRow } from '../results.js';
 import { createIntegration, oneJob, operatorTokenFile, startPlugin, type JobClient } from './jobs.js';
 
 const POSTGRES = process.env.ASSISTANT_RELAY_BENCH_POSTGRES ?? 'postgres://postgres@127.0.0.1:5432/test';
-/** The broker: NATS JetStream by default; a redis:// URL runs the scenario on Redis Streams. */
+/** The broker: NATS by default; a redis:// URL runs the scenario on Redis Streams. */
 const BROKER = process.env.ASSISTANT_RELAY_BENCH_SCALEOUT_BROKER ?? process.env.ASSISTANT_RELAY_BENCH_NATS ?? 'nats://127.0.0.1:4222';
-const BROKER_NAME = BROKER.startsWith('redis:') ? 'Redis Streams' : 'NATS JetStream';
+const BROKER_NAME = BROKER.startsWith('redis:') ? 'Redis Streams' : 'NATS';
 
 export interface ScaleoutOptions {
   /** Node counts to measure, the first the baseline (1, 3). */
