@@ -8,9 +8,10 @@
  *
  * Prints {"listening":"http://127.0.0.1:PORT"} on stdout when ready, like the relay's CLI.
  */
-import { createHash, randomBytes, randomUUID, timingSafeEqual } from 'node:crypto';
+import { randomUUID } from 'node:crypto';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import { parseArgs } from 'node:util';
+import { EchoSessions, RUN_ID, bearerCheck } from './echo-wire.js';
 
 const { values } = parseArgs({ options: { port: { type: 'string', default: '0' }, token: { type: 'string' } }, strict: true });
 if (values.token === undefined || values.token === '') {
@@ -18,24 +19,9 @@ if (values.token === undefined || values.token === '') {
   process.exit(2);
 }
 
-// The same constant-time check as the relay's, so both pay the same per-request crypto.
-const digest = (text: string) => createHash('sha256').update(text).digest();
-const expected = digest(values.token);
-const authorized = (header: string | undefined) =>
-  header !== undefined && header.startsWith('Bearer ') && timingSafeEqual(digest(header.slice(7)), expected);
-
-interface Session {
-  readonly readers: Set<ServerResponse>;
-  seq: number;
-}
-const sessions = new Map<string, Session>();
-const sessionOf = (id: string): Session => {
-  let session = sessions.get(id);
-  if (session === undefined) sessions.set(id, (session = { readers: new Set(), seq: 0 }));
-  return session;
-};
-const epoch = randomBytes(8).toString('base64url');
-const generation = randomBytes(8).toString('base64url');
+const authorized = bearerCheck(values.token);
+const sessions = new EchoSessions();
+const sessionOf = (id: string) => sessions.of(id);
 
 function answer(response: ServerResponse, status: number, body: unknown): void {
   const text = JSON.stringify(body);
@@ -75,7 +61,7 @@ function incoming(request: IncomingMessage, response: ServerResponse): void {
     answer(response, 202, { ok: true, session_id: sessionId, task_id: taskId });
     const progress = JSON.stringify({ session_id: sessionId, task_id: taskId, status: 'typing', label: 'thinking' });
     const reply = JSON.stringify({ session_id: sessionId, task_id: taskId, status: 'message', message_id: randomUUID(), reply_text: text });
-    const frames = `data: ${progress}\n\nid: ${epoch}:${generation}:${session.seq}\ndata: ${reply}\n\n`;
+    const frames = `data: ${progress}\n\nid: ${RUN_ID}:${session.seq}\ndata: ${reply}\n\n`;
     for (const reader of session.readers) reader.write(frames);
   });
 }
@@ -104,7 +90,7 @@ server.listen(Number(values.port), '127.0.0.1', () => {
 });
 
 const stop = () => {
-  for (const { readers } of sessions.values()) for (const reader of readers) reader.destroy();
+  sessions.destroyReaders();
   server.close(() => process.exit(0));
 };
 process.on('SIGTERM', stop);

@@ -9,9 +9,9 @@
  *
  * Prints {"listening":"http://127.0.0.1:PORT"} on stdout when ready, like the relay's CLI.
  */
-import { createHash, randomBytes, randomUUID, timingSafeEqual } from 'node:crypto';
-import type { ServerResponse } from 'node:http';
+import { randomUUID } from 'node:crypto';
 import { parseArgs } from 'node:util';
+import { EchoSessions, RUN_ID, bearerCheck } from '../echo-wire.js';
 import Fastify from 'fastify';
 import { openLog } from './sqlite-log.js';
 
@@ -24,24 +24,9 @@ if (values.token === undefined || values.token === '' || values.db === undefined
   process.exit(2);
 }
 
-// The same constant-time check as the relay's and the floor's.
-const digest = (text: string) => createHash('sha256').update(text).digest();
-const expected = digest(values.token);
-const authorized = (header: string | undefined) =>
-  header !== undefined && header.startsWith('Bearer ') && timingSafeEqual(digest(header.slice(7)), expected);
-
-interface Session {
-  readonly readers: Set<ServerResponse>;
-  seq: number;
-}
-const sessions = new Map<string, Session>();
-const sessionOf = (id: string): Session => {
-  let session = sessions.get(id);
-  if (session === undefined) sessions.set(id, (session = { readers: new Set(), seq: 0 }));
-  return session;
-};
-const epoch = randomBytes(8).toString('base64url');
-const generation = randomBytes(8).toString('base64url');
+const authorized = bearerCheck(values.token);
+const sessions = new EchoSessions();
+const sessionOf = (id: string) => sessions.of(id);
 const log = openLog(values.db);
 
 const app = Fastify({ logger: false, keepAliveTimeout: 60_000 });
@@ -84,7 +69,7 @@ app.post<{ Body: Record<string, unknown> | null }>('/v1/incoming', (request, rep
       const session = sessionOf(sessionId);
       session.seq += 1;
       const progress = JSON.stringify({ session_id: sessionId, task_id: taskId, status: 'typing', label: 'thinking' });
-      const frames = `data: ${progress}\n\nid: ${epoch}:${generation}:${session.seq}\ndata: ${JSON.stringify(reply_)}\n\n`;
+      const frames = `data: ${progress}\n\nid: ${RUN_ID}:${session.seq}\ndata: ${JSON.stringify(reply_)}\n\n`;
       for (const reader of session.readers) reader.write(frames);
     });
   });
@@ -98,7 +83,7 @@ const { port } = await app.listen({ port: Number(values.port), host: '127.0.0.1'
 process.stdout.write(`${JSON.stringify({ listening: `http://127.0.0.1:${port}` })}\n`);
 
 const stop = () => {
-  for (const { readers } of sessions.values()) for (const reader of readers) reader.destroy();
+  sessions.destroyReaders();
   void app.close().then(() => {
     log.close();
     process.exit(0);

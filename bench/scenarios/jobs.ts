@@ -12,10 +12,10 @@
  * that a job the bench counted but the logs do not hold fails the scenario.
  */
 import Database from 'better-sqlite3';
+import { POSTGRES, query } from '../postgres.js';
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes, randomUUID } from 'node:crypto';
 import { writeFileSync } from 'node:fs';
-import pg from 'pg';
 import { connectBroker } from '../../adapters/brokers/connect.js';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
@@ -28,7 +28,6 @@ export type RelaySetup = 'embedded' | 'postgres, 1 node' | 'postgres, 3 nodes' |
 export const STARTING_POINT_SETUP: RelaySetup = 'postgres, 1 node, starting point';
 
 /** The machine's services the distributed setups run on (`.ci/run` starts them). */
-const POSTGRES = process.env.ASSISTANT_RELAY_BENCH_POSTGRES ?? 'postgres://postgres@127.0.0.1:5432/test';
 const NATS = process.env.ASSISTANT_RELAY_BENCH_NATS ?? 'nats://127.0.0.1:4222';
 
 /** A job not completed after this long fails the run rather than hang it. */
@@ -114,15 +113,6 @@ async function backendsOf(
   const args = ['--store', POSTGRES, '--schema', name, '--pubsub', NATS, '--namespace', name, '--token-file', operatorTokenFile(dir)];
   const backends: ServerChild[] = [];
   for (let i = 0; i < (setup === 'postgres, 3 nodes' ? 3 : 1); i += 1) backends.push(await start(args, i));
-  const query = async <R extends pg.QueryResultRow>(text: string, values: unknown[] = []) => {
-    const client = new pg.Client({ connectionString: POSTGRES });
-    await client.connect();
-    try {
-      return await client.query<R>(text, values);
-    } finally {
-      await client.end();
-    }
-  };
   // The starting point's log was one table, not yet partitioned.
   const events = setup === STARTING_POINT_SETUP ? 'events' : 'partition_events';
   return {

@@ -9,6 +9,7 @@
  * heap and the integrations it holds (its /metrics) are read, the streams still open.
  */
 import { randomBytes, randomUUID } from 'node:crypto';
+import { POSTGRES } from '../postgres.js';
 import { rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
@@ -21,7 +22,6 @@ import type { MemoryResults, MemoryRow } from '../results.js';
 import { OPERATOR, operatorTokenFile } from './jobs.js';
 import { integrationIdOf, seedStore, type SeededStore } from './memory-store.js';
 
-const POSTGRES = process.env.ASSISTANT_RELAY_BENCH_POSTGRES ?? 'postgres://postgres@127.0.0.1:5432/test';
 const NATS = process.env.ASSISTANT_RELAY_BENCH_NATS ?? 'nats://127.0.0.1:4222';
 
 export interface MemoryOptions {

@@ -13,11 +13,11 @@
  * clients created ended exactly once. Without a writable cgroup the scenario says so and skips.
  */
 import { randomBytes } from 'node:crypto';
+import { POSTGRES, query } from '../postgres.js';
 import { mkdirSync, rmSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
-import pg from 'pg';
 import { connectBroker } from '../../adapters/brokers/connect.js';
 import { cpuCgroup, cpuQuotaUnavailable, type CpuCgroup } from '../cgroup.js';
 import { CLI, scratchDir } from '../contenders.js';
@@ -25,7 +25,6 @@ import { machineTicks, percentile, processCpuMs, startServer, stopServer, type S
 import { spread, type ScaleoutResults, type ScaleoutRow } from '../results.js';
 import { createIntegration, oneJob, operatorTokenFile, startPlugin, type JobClient } from './jobs.js';
 
-const POSTGRES = process.env.ASSISTANT_RELAY_BENCH_POSTGRES ?? 'postgres://postgres@127.0.0.1:5432/test';
 /** The broker: NATS by default; a redis:// URL runs the scenario on Redis Streams. */
 const BROKER = process.env.ASSISTANT_RELAY_BENCH_SCALEOUT_BROKER ?? process.env.ASSISTANT_RELAY_BENCH_NATS ?? 'nats://127.0.0.1:4222';
 const BROKER_NAME = BROKER.startsWith('redis:') ? 'Redis Streams' : 'NATS';
@@ -53,16 +52,6 @@ export const ROUTING =
 interface Tenant extends JobClient {
   readonly plugin: Awaited<ReturnType<typeof startPlugin>>;
   created: number;
-}
-
-async function query<R extends pg.QueryResultRow>(text: string, values: unknown[] = []): Promise<pg.QueryResult<R>> {
-  const client = new pg.Client({ connectionString: POSTGRES });
-  await client.connect();
-  try {
-    return await client.query<R>(text, values);
-  } finally {
-    await client.end();
-  }
 }
 
 /** Every job created in `schema`: how many ended exactly once, never, more than once, and ended other than completed. */
