@@ -15,7 +15,7 @@
  */
 import type { Decision } from '../../machines/core/decider.js';
 import { forgottenJobKeys, type BackendForgotten } from '../../machines/reasoning/backend-events.js';
-import { jobKey, jobRefOf, type JobEvent } from '../../machines/reasoning/job-events.js';
+import { jobKey, type JobEvent } from '../../machines/reasoning/job-events.js';
 import type { JobSnapshot } from '../../machines/reasoning/job.js';
 import type { BackendLog, DecideOptions } from './backend-log.js';
 import type { BackendProjection } from './projection.js';
@@ -73,9 +73,12 @@ export class LogJobStore implements JobStore {
     for (const job of this.projection.state().jobs.values()) this.restoredJob(job);
   }
 
-  /** One integration's partition was loaded from its snapshot, or let go: its jobs are as the projection now holds them (none, let go). */
-  restoredPartition(integrationId: string): void {
-    for (const key of [...this.committedJobs.keys()]) if (jobRefOf(key).integration_id === integrationId) this.committedJobs.delete(key);
+  /**
+   * One integration's partition was loaded from its snapshot, or let go: its jobs (`before`, as the projection
+   * held them until then) are as the projection now holds them (none, let go).
+   */
+  restoredPartition(integrationId: string, before: readonly JobSnapshot[]): void {
+    for (const { context } of before) this.committedJobs.delete(jobKey(context.integration_id, context.job_id));
     for (const job of this.projection.jobsOf(integrationId)) this.restoredJob(job);
   }
 

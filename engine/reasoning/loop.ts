@@ -107,14 +107,21 @@ export function projectionParts(projection: BackendProjection, store: LogJobStor
       store.restored();
     },
     load: (partition, state) => {
-      if (partition === SERVICE_PARTITION) projection.evictService();
-      else projection.evict(partition);
+      if (partition === SERVICE_PARTITION) {
+        projection.evictService();
+        if (state !== undefined) projection.merge(state);
+        return;
+      }
+      // The partition's own jobs, not a walk over every job held: a node may hold thousands of partitions.
+      const before = projection.jobsOf(partition);
+      projection.evict(partition);
       if (state !== undefined) projection.merge(state);
-      if (partition !== SERVICE_PARTITION) store.restoredPartition(partition);
+      store.restoredPartition(partition, before);
     },
     evict: (partition) => {
+      const before = projection.jobsOf(partition);
       projection.evict(partition);
-      store.restoredPartition(partition);
+      store.restoredPartition(partition, before);
     },
     capture: (partition) => (partition === SERVICE_PARTITION ? projection.service() : projection.partition(partition)),
     live: (partition) => projection.live(partition),
