@@ -4,7 +4,7 @@
  * crypto), each session's open readers and its next frame number, and the run's ids in a frame's `id:`.
  */
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
-import type { ServerResponse } from 'node:http';
+import type { IncomingMessage, ServerResponse } from 'node:http';
 
 /** Whether an `Authorization` header carries `token` as its bearer. */
 export function bearerCheck(token: string): (header: string | undefined) => boolean {
@@ -26,6 +26,20 @@ export class EchoSessions {
     let session = this.sessions.get(id);
     if (session === undefined) this.sessions.set(id, (session = { readers: new Set(), seq: 0 }));
     return session;
+  }
+
+  /** Opens `response` as a reader of the session's replies (SSE, `: open` at once) until its request closes. */
+  openReader(sessionId: string, request: IncomingMessage, response: ServerResponse): void {
+    response.socket?.setNoDelay(true);
+    response.writeHead(200, {
+      'content-type': 'text/event-stream; charset=utf-8',
+      'cache-control': 'no-cache, no-transform',
+      connection: 'keep-alive',
+    });
+    response.write(': open\n\n');
+    const { readers } = this.of(sessionId);
+    readers.add(response);
+    request.on('close', () => readers.delete(response));
   }
 
   /** Ends every reader's stream (the server stops). */

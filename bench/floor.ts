@@ -21,7 +21,6 @@ if (values.token === undefined || values.token === '') {
 
 const authorized = bearerCheck(values.token);
 const sessions = new EchoSessions();
-const sessionOf = (id: string) => sessions.of(id);
 
 function answer(response: ServerResponse, status: number, body: unknown): void {
   const text = JSON.stringify(body);
@@ -29,16 +28,7 @@ function answer(response: ServerResponse, status: number, body: unknown): void {
 }
 
 function stream(request: IncomingMessage, response: ServerResponse, sessionId: string): void {
-  response.socket?.setNoDelay(true);
-  response.writeHead(200, {
-    'content-type': 'text/event-stream; charset=utf-8',
-    'cache-control': 'no-cache, no-transform',
-    connection: 'keep-alive',
-  });
-  response.write(': open\n\n');
-  const { readers } = sessionOf(sessionId);
-  readers.add(response);
-  request.on('close', () => readers.delete(response));
+  sessions.openReader(sessionId, request, response);
 }
 
 function incoming(request: IncomingMessage, response: ServerResponse): void {
@@ -56,7 +46,7 @@ function incoming(request: IncomingMessage, response: ServerResponse): void {
       answer(response, 400, { error: { code: 'invalid_request', message: 'session_id, task_id and text are required' } });
       return;
     }
-    const session = sessionOf(sessionId);
+    const session = sessions.of(sessionId);
     session.seq += 1;
     answer(response, 202, { ok: true, session_id: sessionId, task_id: taskId });
     const progress = JSON.stringify({ session_id: sessionId, task_id: taskId, status: 'typing', label: 'thinking' });

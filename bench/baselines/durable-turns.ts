@@ -26,7 +26,6 @@ if (values.token === undefined || values.token === '' || values.db === undefined
 
 const authorized = bearerCheck(values.token);
 const sessions = new EchoSessions();
-const sessionOf = (id: string) => sessions.of(id);
 const log = openLog(values.db);
 
 const app = Fastify({ logger: false, keepAliveTimeout: 60_000 });
@@ -42,17 +41,7 @@ app.get<{ Querystring: { session_id?: string } }>('/v1/events', (request, reply)
     return;
   }
   reply.hijack();
-  const response = reply.raw;
-  response.socket?.setNoDelay(true);
-  response.writeHead(200, {
-    'content-type': 'text/event-stream; charset=utf-8',
-    'cache-control': 'no-cache, no-transform',
-    connection: 'keep-alive',
-  });
-  response.write(': open\n\n');
-  const { readers } = sessionOf(sessionId);
-  readers.add(response);
-  request.raw.on('close', () => readers.delete(response));
+  sessions.openReader(sessionId, request.raw, reply.raw);
 });
 
 app.post<{ Body: Record<string, unknown> | null }>('/v1/incoming', (request, reply) => {
@@ -66,7 +55,7 @@ app.post<{ Body: Record<string, unknown> | null }>('/v1/incoming', (request, rep
     // The echo agent answers the committed message; its reply is sent once committed in turn.
     const reply_ = { session_id: sessionId, task_id: taskId, status: 'message', message_id: randomUUID(), reply_text: text };
     log.append({ type: 'reply', ...reply_ }, () => {
-      const session = sessionOf(sessionId);
+      const session = sessions.of(sessionId);
       session.seq += 1;
       const progress = JSON.stringify({ session_id: sessionId, task_id: taskId, status: 'typing', label: 'thinking' });
       const frames = `data: ${progress}\n\nid: ${RUN_ID}:${session.seq}\ndata: ${JSON.stringify(reply_)}\n\n`;
