@@ -16,10 +16,11 @@ import { LeasedOwnership, SoleOwnership, type Ownership } from '../../engine/rea
 import { PartitionedBackendLog, type PartitionedLogOptions } from '../../engine/reasoning/partitioned-log.js';
 import { BackendProjection } from '../../engine/reasoning/projection.js';
 import { backendStreamOf, type BackendEvent } from '../../machines/reasoning/backend-events.js';
-import { jobDecider, type JobCommand } from '../../machines/reasoning/job-decider.js';
+import { jobDecider } from '../../machines/reasoning/job-decider.js';
 import { SERVICE_PARTITION } from '../../storage/partitions.js';
 import { PgPartitionedLog } from '../../storage/postgres/partitioned-log.js';
 import { integrationCreated } from '../support/backend-events.js';
+import { createCommand } from '../support/job-store-contract.js';
 import { POSTGRES_URL, testSchema } from '../support/postgres.js';
 import { eventually } from '../support/wait.js';
 
@@ -68,27 +69,12 @@ async function node(schema: string, options: NodeOptions = {}) {
 const I1 = 'b8a7c1f0-0000-4000-8000-000000000001';
 const I2 = 'b8a7c1f0-0000-4000-8000-000000000002';
 
-function create(job_id: string, integration_id = I1): JobCommand {
-  return {
-    type: 'create',
-    job_id,
-    integration_id,
-    purpose: 'live_analysis',
-    payload: { session_id: 's', transcript: [] },
-    byo: false,
-    response_schema: { type: 'object' },
-    provider_kind: 'assistant-relay',
-    deadline_at: 61_000,
-    at: 1_000,
-  };
-}
-
 type Node = Awaited<ReturnType<typeof node>>;
 
 /** Creates a job in the integration's partition through the node. */
 function createJob({ partitioned, projection }: Node, job_id: string, integration_id = I1) {
   return partitioned.decide(integration_id, () =>
-    jobDecider.decide(create(job_id, integration_id), projection.job(integration_id, job_id)),
+    jobDecider.decide(createCommand(job_id, integration_id), projection.job(integration_id, job_id)),
   );
 }
 

@@ -23,7 +23,8 @@ export interface OpenedJobStore {
 const INTEGRATION = 'b8a7c1f0-0000-4000-8000-000000000001';
 const OTHER = 'b8a7c1f0-0000-4000-8000-000000000002';
 
-function create(job_id: string, integration_id = INTEGRATION, at = 1_000): JobCommand {
+/** A `live_analysis` job's create, due a minute after `at`. */
+export function createCommand(job_id: string, integration_id = INTEGRATION, at = 1_000): JobCommand {
   return {
     type: 'create',
     job_id,
@@ -62,7 +63,7 @@ export function describeJobStore(name: string, open: (dir: string) => Promise<Op
       let seen: JobSnapshot | undefined | 'not called' = 'not called';
       const outcome = await store.update(INTEGRATION, job_id, (job) => {
         seen = job;
-        return jobDecider.decide(create(job_id), job);
+        return jobDecider.decide(createCommand(job_id), job);
       });
       expect([seen, outcome]).toEqual([undefined, 'created']);
       const stored = await store.job(INTEGRATION, job_id);
@@ -73,11 +74,11 @@ export function describeJobStore(name: string, open: (dir: string) => Promise<Op
     it('reads only what is committed, and answers a duplicate only once the original is durable', async () => {
       const { store, committed } = await openAt();
       const job_id = randomUUID();
-      const first = store.update(INTEGRATION, job_id, decided(create(job_id)));
+      const first = store.update(INTEGRATION, job_id, decided(createCommand(job_id)));
       // Read while the create is appended: nothing yet, or the job once its create is committed.
       const read = await store.job(INTEGRATION, job_id);
       expect(read === undefined || committed.some((event) => event.job_id === job_id)).toBe(true);
-      const again = await store.update(INTEGRATION, job_id, decided(create(job_id)));
+      const again = await store.update(INTEGRATION, job_id, decided(createCommand(job_id)));
       expect(again).toBe('duplicate');
       expect(await store.job(INTEGRATION, job_id)).toBeDefined();
       expect(await first).toBe('created');
@@ -86,7 +87,7 @@ export function describeJobStore(name: string, open: (dir: string) => Promise<Op
     it('runs concurrent updates of one job one after the other: each decides on what the last one left', async () => {
       const { store } = await openAt();
       const job_id = randomUUID();
-      await store.update(INTEGRATION, job_id, decided(create(job_id)));
+      await store.update(INTEGRATION, job_id, decided(createCommand(job_id)));
       const at = 2_000;
       const outcomes = await Promise.all([
         store.update(INTEGRATION, job_id, decided({ type: 'complete', integration_id: INTEGRATION, job_id, result: { insights: [] }, at })),
@@ -104,7 +105,7 @@ export function describeJobStore(name: string, open: (dir: string) => Promise<Op
     it("refuses a decision with another job's event and appends nothing of it", async () => {
       const { store, committed } = await openAt();
       const job_id = randomUUID();
-      const stray = (): Decision<JobEvent, JobOutcome> => jobDecider.decide(create(randomUUID()), undefined);
+      const stray = (): Decision<JobEvent, JobOutcome> => jobDecider.decide(createCommand(randomUUID()), undefined);
       await expect(store.update(INTEGRATION, job_id, stray)).rejects.toThrow(/job store/);
       expect([await store.job(INTEGRATION, job_id), committed]).toEqual([undefined, []]);
     });
@@ -112,12 +113,12 @@ export function describeJobStore(name: string, open: (dir: string) => Promise<Op
     it("keeps a job by its integration and its id: another integration's job of the same id is another job, and never its state", async () => {
       const { store } = await openAt();
       const job_id = randomUUID();
-      expect(await store.update(INTEGRATION, job_id, decided(create(job_id)))).toBe('created');
+      expect(await store.update(INTEGRATION, job_id, decided(createCommand(job_id)))).toBe('created');
       // The other integration's decision sees no job: its create is a new job, not a duplicate or a conflict.
       let seen: JobSnapshot | undefined | 'not called' = 'not called';
       const outcome = await store.update(OTHER, job_id, (job) => {
         seen = job;
-        return jobDecider.decide(create(job_id, OTHER, 1_500), job);
+        return jobDecider.decide(createCommand(job_id, OTHER, 1_500), job);
       });
       expect([seen, outcome]).toEqual([undefined, 'created']);
       expect(await store.update(OTHER, job_id, decided({ type: 'cancel', integration_id: OTHER, job_id, at: 2_000 }))).toBe('cancelled');
@@ -140,9 +141,9 @@ export function describeJobStore(name: string, open: (dir: string) => Promise<Op
     it("lists an integration's open jobs oldest first with its newest frame id; settled ones leave the list", async () => {
       const { store } = await openAt();
       const [a, b, c] = [randomUUID(), randomUUID(), randomUUID()];
-      for (const job_id of [a, b, c]) await store.update(INTEGRATION, job_id, decided(create(job_id)));
+      for (const job_id of [a, b, c]) await store.update(INTEGRATION, job_id, decided(createCommand(job_id)));
       const elsewhere = randomUUID();
-      await store.update('another-integration', elsewhere, decided(create(elsewhere, 'another-integration')));
+      await store.update('another-integration', elsewhere, decided(createCommand(elsewhere, 'another-integration')));
       await store.update(
         INTEGRATION,
         a,
@@ -158,20 +159,20 @@ export function describeJobStore(name: string, open: (dir: string) => Promise<Op
     it('keeps every job, its version and the stream position across a restart', async () => {
       const first = await openAt();
       const job_id = randomUUID();
-      await first.store.update(INTEGRATION, job_id, decided(create(job_id)));
+      await first.store.update(INTEGRATION, job_id, decided(createCommand(job_id)));
       await first.store.update(
         INTEGRATION,
         job_id,
         decided({ type: 'deliver', integration_id: INTEGRATION, job_id, seq: 1, lease_until: 90_000, at: 2_000 }),
       );
-      await first.store.update(OTHER, job_id, decided(create(job_id, OTHER)));
+      await first.store.update(OTHER, job_id, decided(createCommand(job_id, OTHER)));
       await first.close();
       opened.splice(opened.indexOf(first), 1);
       const second = await openAt(first.dir);
       const stored = await second.store.job(INTEGRATION, job_id);
       expect([jobState(stored!.job), stored!.version]).toEqual(['delivered', 2]);
       expect((await second.store.openJobs(INTEGRATION)).lastSeq).toBe(1);
-      expect(await second.store.update(INTEGRATION, job_id, decided(create(job_id)))).toBe('duplicate');
+      expect(await second.store.update(INTEGRATION, job_id, decided(createCommand(job_id)))).toBe('duplicate');
       const theirs = await second.store.job(OTHER, job_id);
       expect([jobState(theirs!.job), theirs!.version, theirs!.job.context.integration_id]).toEqual(['created', 1, OTHER]);
     });
