@@ -285,11 +285,13 @@ export class ReasoningEngine {
     if (this.closed) return;
     this.closed = true;
     this.timers.stop();
+    // Streams are told to reconnect first: their plugins move to another node at once, whose takeover
+    // fences this one; the leases are given up after, however long the store takes to answer.
+    this.streams.closeAll();
+    this.followers.closeAll();
     await this.ownership.stop();
     this.integrations.stop();
     this.pairings.stop();
-    this.streams.closeAll();
-    this.followers.closeAll();
     await this.retention.stop();
     await this.log.close();
   }

@@ -58,6 +58,9 @@ it('a SIGKILL with deliveries pending loses none: each is delivered after the re
   const second = await ServeChild.start(args);
   const ids = () => receiver.requests.map((r) => (JSON.parse(r.body) as { message_id: string }).message_id);
   await until(() => new Set(ids()).size === 8, 'every message delivered');
+  // The receiver sees the last POST before the child has its answer: a close in between aborts that
+  // attempt unlogged (the next start would make it again), so the stop waits for the log to say so.
+  await until(() => readEvents(db).filter((e) => e.type === 'delivery.succeeded').length === 8, 'every delivery logged');
   await second.stop('SIGTERM');
 
   const seen = ids();
