@@ -273,10 +273,7 @@ export class ReasoningEngine {
     return this.held.open(integrationId, cursor, connect);
   }
 
-  /**
-   * A client follows a committed job: it is sent the job now (unless its cursor shows this version) and
-   * after each change, until it leaves or the backend closes.
-   */
+  /** A client follows a committed job: sent it now (unless its cursor shows this version) and after each change. */
   follow(job: JobSnapshot, cursor: number | undefined, connect: () => SubscriberTransport, render: RenderJob): SubscriptionActor {
     return this.followers.open(job, cursor, connect, render);
   }
@@ -285,8 +282,7 @@ export class ReasoningEngine {
     if (this.closed) return;
     this.closed = true;
     this.timers.stop();
-    // Streams are told to reconnect first: their plugins move to another node at once, whose takeover
-    // fences this one; the leases are given up after, however long the store takes to answer.
+    // Streams are told to reconnect first (their plugins move at once); the leases are given up after.
     this.streams.closeAll();
     this.followers.closeAll();
     await this.ownership.stop();
