@@ -47,13 +47,13 @@ const ownVersion = () => (JSON.parse(readFileSync(join(ROOT, 'package.json'), 'u
 /** Extra node flags for our servers, e.g. BENCH_NODE_ARGS="--cpu-prof --cpu-prof-dir=/tmp/prof" (a profile is written at their SIGTERM). */
 export const NODE_ARGS = process.env.BENCH_NODE_ARGS?.split(' ').filter((arg) => arg !== '') ?? [];
 
-const relay = (name: string, title: string, db: (scratch: string) => string): Server => ({
+const relay = (name: string, title: string, db: (scratch: string) => string, cli = CLI): Server => ({
   name,
   title,
   version: `assistant-relay ${ownVersion()}`,
   args: (scratch) => [
     ...NODE_ARGS,
-    CLI,
+    cli,
     'serve',
     '--host',
     '127.0.0.1',
@@ -152,6 +152,12 @@ export const CONTENDERS: readonly Contender[] = [
   contender(SERVERS.durable, 'minimal', 'clients/form-a.js'),
   contender(SERVERS.floor, 'minimal', 'clients/form-a.js'),
 ];
+
+/** `--against COMMIT`: the relay (durable log) as built at another commit, run beside this one's in the same rounds. */
+export function relayAt(commit: string, cli: string): Contender {
+  const server = relay('relay-against', `assistant-relay at ${commit} (durable log)`, (scratch) => join(scratch, 'relay-against.db'), cli);
+  return contender(server, 'minimal', 'clients/form-a.js');
+}
 
 /** A started server, with the scratch folder its files go to. */
 export interface Running {

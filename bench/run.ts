@@ -12,6 +12,7 @@
  *   npm run bench -- --out DIR    write BENCHMARKS.md and results/ under DIR
  *   npm run bench -- --only scaleout --quota 0.25   each scale-out node held to a quarter of a core (default 0.15)
  *   npm run bench -- --only memory   a node's memory with 100,000 integrations stored against 1,000
+ *   npm run bench -- --only turns --contenders relay --against HEAD~1   this build's turns against another commit's, in the same rounds (an A/B)
  *
  * Exits 1 if a scenario could not run or our own contender failed; a missed target is reported, not an error.
  */
@@ -19,7 +20,7 @@ import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'nod
 import { availableParallelism, cpus, release, tmpdir, totalmem, type } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
-import { CONTENDERS, NODE_ARGS, ROOT, SERVERS, scratchDir, start, stop, type Running } from './contenders.js';
+import { CONTENDERS, NODE_ARGS, ROOT, SERVERS, relayAt, scratchDir, start, stop, type Running } from './contenders.js';
 import { memoryTargets } from './report-memory.js';
 import { charts, durableTargets, jobTargets, markdown, targets } from './report.js';
 import { scaleoutTargets, startingPointTargets } from './report-scaleout.js';
@@ -57,6 +58,7 @@ const { values } = parseArgs({
     sessions: { type: 'string' },
     out: { type: 'string' },
     quota: { type: 'string' },
+    against: { type: 'string' },
     report: { type: 'boolean' },
     help: { type: 'boolean', short: 'h' },
   },
@@ -64,8 +66,9 @@ const { values } = parseArgs({
 });
 if (values.help) {
   console.log(
-    'usage: npm run bench -- [--quick] [--only turns,resume,idle,restart,log,jobs,hostile,scaleout,memory] [--contenders relay,floor,…] [--sessions 1,100] [--quota 0.15] [--out DIR] [--report]',
+    'usage: npm run bench -- [--quick] [--only turns,resume,idle,restart,log,jobs,hostile,scaleout,memory] [--contenders relay,floor,…] [--sessions 1,100] [--quota 0.15] [--against COMMIT] [--out DIR] [--report]',
   );
+  console.log("  --against  the relay built at COMMIT too (turns and resume), beside this build's in the same rounds");
   console.log('  --quota    the share of a core each scale-out node is held to (default 0.15)');
   console.log('  --report   write BENCHMARKS.md and the charts again from bench/results/results.json (under --out), measuring nothing');
   process.exit(0);
@@ -94,12 +97,19 @@ for (const name of only) {
   }
 }
 /** `--contenders relay,floor`: only these servers (by name), e.g. while profiling one against the floor. */
-const contenders =
+const chosen =
   values.contenders === undefined
     ? CONTENDERS
     : CONTENDERS.filter((contender) => values.contenders!.split(',').includes(contender.server.name));
+const against = values.against === undefined ? undefined : buildStartingPoint(values.against);
+const contenders = against === undefined ? chosen : [relayAt(values.against!, against.cli), ...chosen];
 const partial =
-  quick || values.only !== undefined || values.contenders !== undefined || values.sessions !== undefined || values.quota !== undefined;
+  quick ||
+  values.only !== undefined ||
+  values.contenders !== undefined ||
+  values.sessions !== undefined ||
+  values.quota !== undefined ||
+  against !== undefined;
 // Only a whole run replaces the repository's BENCHMARKS.md; a quick or partial one goes to a temporary folder.
 const out = values.out ?? (partial ? mkdtempSync(join(tmpdir(), 'assistant-relay-bench-')) : ROOT);
 
@@ -183,6 +193,7 @@ try {
   resumeRows = await step('resume', () => resume([...running.values()], PLAN.resume), []);
 } finally {
   await Promise.all([...running.values()].map((each) => stop(each)));
+  against?.remove();
 }
 const idleServers = [...new Set(contenders.map((contender) => contender.server))].filter((server) => server.name !== 'relay-memory');
 const idleRows = await step<IdleRow[]>('idle', () => idle(idleServers, scratch, PLAN.idle), []);

@@ -2,8 +2,10 @@
  * Deadlines by key, with one timer (through the `Clock`) for the earliest: idle sessions in the host,
  * job leases and deadlines in the backend. Deadlines are logged data, so an engine re-arms them from its
  * fold on start, and one that passed while it was down fires at once. A binary heap keeps the earliest
- * first; a key set again leaves its old entry behind, skipped when it surfaces (lazy deletion), so
- * setting and firing are O(log n) whatever order deadlines come in.
+ * first, with at most one entry a key in the common case: a deadline moved later (an idle session
+ * touched by every event) leaves the key's entry where it is, and the entry goes back in at the new time
+ * when it surfaces; one moved earlier goes in anew, its old entry skipped when it surfaces. So the heap
+ * holds about one entry a key however often deadlines move, and setting and firing are O(log n).
  */
 import type { Clock, TimerHandle } from './clock.js';
 
@@ -15,7 +17,9 @@ interface Entry<K> {
 export class Deadlines<K> {
   /** The live deadline of each key. */
   private readonly current = new Map<K, number>();
-  /** Min-heap by `at`; entries no longer in `current` (or for another `at`) are stale. */
+  /** When each key's entry in the heap is due: at or before its live deadline; an entry of another `at` is stale. */
+  private readonly queued = new Map<K, number>();
+  /** Min-heap by `at`. */
   private readonly heap: Entry<K>[] = [];
   private timer: TimerHandle;
   private armedFor: number | undefined;
@@ -31,6 +35,9 @@ export class Deadlines<K> {
   set(key: K, at: number): void {
     if (this.stopped) return;
     this.current.set(key, at);
+    const queued = this.queued.get(key);
+    if (queued !== undefined && queued <= at) return;
+    this.queued.set(key, at);
     this.push({ key, at });
     this.arm();
   }
@@ -47,9 +54,15 @@ export class Deadlines<K> {
     return this.current.size;
   }
 
+  /** Entries in the heap, stale ones included: what the deadlines hold in memory. */
+  get entries(): number {
+    return this.heap.length;
+  }
+
   stop(): void {
     this.stopped = true;
     this.current.clear();
+    this.queued.clear();
     this.heap.length = 0;
     this.disarm();
   }
@@ -60,12 +73,20 @@ export class Deadlines<K> {
     this.armedFor = undefined;
   }
 
-  /** The earliest live entry, stale ones dropped on the way. */
+  /** The earliest live entry: stale ones dropped on the way, those of a deadline moved later put back at it. */
   private peek(): Entry<K> | undefined {
     while (this.heap.length > 0) {
       const top = this.heap[0]!;
-      if (this.current.get(top.key) === top.at) return top;
+      const at = this.current.get(top.key);
+      if (at === top.at) return top;
       this.pop();
+      if (this.queued.get(top.key) !== top.at) continue;
+      if (at === undefined) {
+        this.queued.delete(top.key);
+        continue;
+      }
+      this.queued.set(top.key, at);
+      this.push({ key: top.key, at });
     }
     return undefined;
   }
@@ -86,6 +107,7 @@ export class Deadlines<K> {
     for (let first = this.peek(); first !== undefined && first.at <= now; first = this.peek()) {
       this.pop();
       this.current.delete(first.key);
+      this.queued.delete(first.key);
       this.onDue(first.key);
     }
     if (!this.stopped) this.arm();

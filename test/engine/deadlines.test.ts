@@ -42,6 +42,36 @@ describe('deadlines', () => {
     ]);
   });
 
+  it('a deadline moved later again and again holds one entry, and fires once, at its last time', () => {
+    const { clock, due, deadlines } = scheduler();
+    for (let at = 100; at <= 100_000; at += 100) deadlines.set('idle', at);
+    deadlines.set('other', 50_000);
+    expect(deadlines.entries).toBe(2);
+    clock.increment(99_999);
+    expect(due).toEqual([['other', 50_000]]);
+    // Its entry surfaced at 100 and went back in at the live deadline: still one.
+    expect(deadlines.entries).toBe(1);
+    clock.increment(1);
+    expect(due).toEqual([
+      ['other', 50_000],
+      ['idle', 100_000],
+    ]);
+    expect([deadlines.entries, clock.pending]).toEqual([0, 0]);
+  });
+
+  it('a key moved later, then deleted, never fires; set again after, it fires at its new time', () => {
+    const { clock, due, deadlines } = scheduler();
+    deadlines.set('a', 100);
+    deadlines.set('a', 200);
+    deadlines.delete('a');
+    deadlines.set('b', 100);
+    deadlines.delete('b');
+    deadlines.set('b', 300);
+    clock.increment(1_000);
+    expect(due).toEqual([['b', 300]]);
+    expect(deadlines.entries).toBe(0);
+  });
+
   it('a deadline already passed fires at once, and a key set from onDue is kept', () => {
     const clock = new SimulatedClock(1_000);
     const due: string[] = [];
