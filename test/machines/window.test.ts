@@ -1,3 +1,4 @@
+import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import {
   dropOldest,
@@ -6,6 +7,7 @@ import {
   newest,
   oldest,
   push,
+  windowIncludes,
   windowSize,
   windowToArray,
   type Window,
@@ -156,5 +158,31 @@ describe('window: the backing array stays bounded', () => {
     }
     expect(windowToArray(w)).toEqual([9_998, 9_999, 10_000]);
     expect(w.items.length).toBeLessThanOrEqual(64 + 2 * 3 + 1);
+  });
+
+  it('windowIncludes says what the window holds, for older windows sharing its array too, and items pushed again', () => {
+    // Steps mostly on the newest window (so long windows share arrays with older ones), now and then on an
+    // older one: push (ids from a small pool, so repeats happen), or drop the oldest.
+    const step = fc.oneof(
+      { arbitrary: fc.record({ from: fc.nat(), push: fc.integer({ min: 0, max: 80 }) }), weight: 6 },
+      { arbitrary: fc.record({ from: fc.nat(), drop: fc.integer({ min: 1, max: 10 }) }), weight: 1 },
+    );
+    fc.assert(
+      fc.property(fc.array(step, { minLength: 100, maxLength: 400 }), fc.integer({ min: 1, max: 200 }), (steps, max) => {
+        const seen: Window<string>[] = [emptyWindow()];
+        for (const each of steps) {
+          const w = each.from % 6 === 0 ? seen[each.from % seen.length]! : seen.at(-1)!;
+          seen.push('push' in each ? push(w, `id-${each.push}`, max) : dropOldest(w, each.drop));
+        }
+        const ids = Array.from({ length: 81 }, (_, id) => `id-${id}`);
+        for (const w of seen) {
+          const held = new Set(windowToArray(w));
+          const wrong = ids.filter((id) => windowIncludes(w, id) !== held.has(id));
+          if (wrong.length > 0) return false;
+        }
+        return true;
+      }),
+      { numRuns: 100 },
+    );
   });
 });
