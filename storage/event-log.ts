@@ -46,6 +46,21 @@ export interface EventLogOptions<E> {
   readonly synchronous?: 'normal' | 'full';
 }
 
+/** At most this many events an INSERT: one statement of many rows costs about a microsecond an event less than one a row. */
+const ROWS_A_STATEMENT = 32;
+
+/** The INSERT of each number of rows, prepared once. */
+class RowInserts {
+  private readonly statements: Database.Statement<Array<string | number>>[] = [];
+  constructor(private readonly db: Database.Database) {}
+
+  of(rows: number): Database.Statement<Array<string | number>> {
+    return (this.statements[rows] ??= this.db.prepare(
+      `INSERT INTO events (stream, type, at, data) VALUES ${Array.from({ length: rows }, () => '(?, ?, ?, ?)').join(', ')}`,
+    ));
+  }
+}
+
 export class EventLog<E extends LogRecord> {
   readonly path: string;
   private readonly db: Database.Database;
@@ -83,11 +98,19 @@ export class EventLog<E extends LogRecord> {
       this.lock?.release();
       throw error;
     }
-    const insert = this.db.prepare<[string, string, number, string]>('INSERT INTO events (stream, type, at, data) VALUES (?, ?, ?, ?)');
+    const inserts = new RowInserts(this.db);
     const { streamOf } = options;
     this.commits = new GroupCommit<E>(
       this.db.transaction((events: readonly E[]) => {
-        for (const e of events) this.last = Number(insert.run(streamOf(e), e.type, e.at, JSON.stringify(e)).lastInsertRowid);
+        for (let from = 0; from < events.length; from += ROWS_A_STATEMENT) {
+          const to = Math.min(events.length, from + ROWS_A_STATEMENT);
+          const values: Array<string | number> = [];
+          for (let i = from; i < to; i += 1) {
+            const e = events[i]!;
+            values.push(streamOf(e), e.type, e.at, JSON.stringify(e));
+          }
+          this.last = Number(inserts.of(to - from).run(...values).lastInsertRowid);
+        }
         this.index.committed(this.last);
       }),
       options.urgent ?? (() => true),
