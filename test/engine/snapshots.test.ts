@@ -9,6 +9,9 @@ import { chatSnapshotCodec } from '../../engine/chat/chat-snapshot.js';
 import { DEFAULT_SESSION_LIMITS } from '../../engine/chat/config.js';
 import { ChatProjection } from '../../engine/chat/projection.js';
 import { encodeInParts, encodeState } from '../../engine/core/state-codec.js';
+import { SnapshotWriter } from '../../engine/core/snapshots.js';
+import { EventLog } from '../../storage/event-log.js';
+import { SimulatedClock } from '../support/clock.js';
 import type { DomainEvent } from '../../machines/chat/events.js';
 import { join } from 'node:path';
 import { backendSnapshotCodec } from '../../engine/reasoning/snapshot.js';
@@ -60,6 +63,31 @@ async function reportingLogger() {
       .map(({ msg, err }) => `${msg}: ${err?.message ?? ''}`);
   return { logger, reports };
 }
+
+describe('when snapshots are taken', () => {
+  it('every N events; after a large snapshot, once the events since outnumber its bytes over 64', async () => {
+    const log = EventLog.open<{ type: string; at: number }>({ path: ':memory:', streamOf: () => '' });
+    let size = 10;
+    const codec = { capture: () => undefined, encode: () => ['x'.repeat(size)], decode: () => undefined };
+    new SnapshotWriter(log, codec, { clock: new SimulatedClock(0), everyEvents: 10, failed: (error) => expect.fail(String(error)) });
+    const append = async (count: number) => {
+      for (let i = 0; i < count; i++) await log.append({ type: 'e', at: 0 });
+      await new Promise((resolve) => setImmediate(resolve));
+    };
+    const positions = () => log.snapshots().map((snapshot) => snapshot.position);
+    await append(10);
+    expect(positions()).toEqual([10]);
+    size = 64 * 30;
+    await append(10);
+    expect(positions()).toEqual([20, 10]);
+    // That one was 1,920 bytes: the next waits for 30 events.
+    await append(29);
+    expect(positions()).toEqual([20, 10]);
+    await append(1);
+    expect(positions()).toEqual([50, 20]);
+    await log.close();
+  });
+});
 
 describe('the snapshot text', () => {
   it('written in parts, is the text of the whole state encoded at once', () => {
