@@ -95,6 +95,7 @@ export function durableTargets(results: BenchResults): Target[] {
   const cpu = ratio(minimalOf(at100, OURS)?.serverCpuUs, minimalOf(at100, DURABLE)?.serverCpuUs);
   const throughput = ratio(minimalOf(at100, OURS)?.turnsPerSecond.median, minimalOf(at100, DURABLE)?.turnsPerSecond.median);
   const p50 = ratio(minimalOf(at1, OURS)?.p50Ms, minimalOf(at1, DURABLE)?.p50Ms);
+  const idle = results.idle.find((row) => row.server === OURS)?.kibPerStream;
   return [
     {
       what: 'Server CPU per turn at 100 sessions, against the durable baseline',
@@ -113,6 +114,12 @@ export function durableTargets(results: BenchResults): Target[] {
       goal: '≤ 1.3x',
       measured: x(p50),
       met: p50 === undefined ? undefined : p50 <= 1.3,
+    },
+    {
+      what: 'Resident memory per idle stream',
+      goal: '≤ 10 KiB',
+      measured: idle === undefined ? 'n/a' : `${idle.toFixed(1)} KiB`,
+      met: idle === undefined ? undefined : idle <= 10,
     },
   ];
 }
