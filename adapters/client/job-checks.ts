@@ -8,7 +8,7 @@
  */
 import { ByoEnvelope, EnvelopeError, open, type EnvelopeBinding, type Keyring } from '../../protocol/byo/index.js';
 import { CLIENT_ERRORS, type ClientErrorCode } from '../../protocol/errors.js';
-import { ENVELOPE_VERSION, PURPOSES, SCHEMA_VERSION, jsonSchemaOf, type JobPurpose, type JobView } from '../../protocol/reasoning.js';
+import { ENVELOPE_VERSION, SCHEMA_VERSION, purposeResultSchema, type JobPurpose, type JobView } from '../../protocol/reasoning.js';
 import { resultProblems } from '../../protocol/response-schema.js';
 
 /** The backend's view of a job refused: the message starts with the code (`view_mismatch: …`). */
@@ -48,8 +48,8 @@ export function knownFrom(view: JobView): KnownJob {
 }
 
 /** The response_schema a job of `purpose` is created with by this client (sent explicitly, so that its digest is what the client sent). */
-export function responseSchemaOf(purpose: JobPurpose): Record<string, unknown> {
-  return jsonSchemaOf(PURPOSES[purpose].result);
+export function responseSchemaOf(purpose: JobPurpose): Readonly<Record<string, unknown>> {
+  return purposeResultSchema(purpose);
 }
 
 /** What a BYO job's envelope in `direction` is bound to, as the client created it. */

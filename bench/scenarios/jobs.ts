@@ -19,7 +19,7 @@ import { writeFileSync } from 'node:fs';
 import { connectBroker } from '../../adapters/brokers/connect.js';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
-import { CLI } from '../contenders.js';
+import { CLI, NODE_ARGS } from '../contenders.js';
 import { startServer, stopServer, type ServerChild } from '../lib.js';
 
 /** Where the relay keeps its jobs, and on how many nodes; the last, one node of issue 25's starting point (starting-point.ts). */
@@ -97,7 +97,7 @@ async function backendsOf(
   // One integration runs 100 jobs at once, each followed, round after round: past a tenant's default bounds (PROTOCOL.md 6e.18, 6e.19, 6e.23).
   const quotas = ['--max-open-jobs', '200', '--max-followers', '200', '--max-jobs-per-minute', '1000000'];
   const start = (args: readonly string[], i: number) =>
-    startServer(`backend ${i}`, [cli, 'backend', '--port', '0', '--log-level', 'warn', ...quotas, ...args], {
+    startServer(`backend ${i}`, [...NODE_ARGS, cli, 'backend', '--port', '0', '--log-level', 'warn', ...quotas, ...args], {
       cwd: dir,
       stderrPath: join(dir, `backend-${i}.stderr`),
       timeoutMs: 15_000,
