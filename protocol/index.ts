@@ -5,6 +5,7 @@ export * from './wire.js';
 export * from './errors.js';
 export * from './sse.js';
 export * from './reasoning.js';
+export * from './purpose-schemas.js';
 export * from './providers.js';
 export * from './tokens.js';
 export * from './byo/index.js';

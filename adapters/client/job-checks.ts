@@ -8,7 +8,8 @@
  */
 import { ByoEnvelope, EnvelopeError, open, type EnvelopeBinding, type Keyring } from '../../protocol/byo/index.js';
 import { CLIENT_ERRORS, type ClientErrorCode } from '../../protocol/errors.js';
-import { ENVELOPE_VERSION, SCHEMA_VERSION, purposeResultSchema, type JobPurpose, type JobView } from '../../protocol/reasoning.js';
+import { ENVELOPE_VERSION, SCHEMA_VERSION, type JobPurpose, type JobView } from '../../protocol/reasoning.js';
+import { purposeResultSchema } from '../../protocol/purpose-schemas.js';
 import { resultProblems } from '../../protocol/response-schema.js';
 
 /** The backend's view of a job refused: the message starts with the code (`view_mismatch: …`). */

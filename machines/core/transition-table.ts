@@ -5,17 +5,22 @@
  * set, entry set, a snapshot clone per assignment). It cut the replay fold's cost per event by about half.
  *
  * It compiles only what it can give exactly: flat or nested states without parallel regions or history,
- * no entry, exit, invoke or delayed transitions, no wildcard event descriptors, no machine output. A step
- * it cannot give exactly (a guarded choice, a built-in action other than `assign`, one that comes to rest
- * where an eventless transition may fire, a nested final state whose completion some state listens for)
- * is left to XState: `next` answers `undefined`. So a machine with a guard or a transient state still has
- * its other steps from the table (the stream reader's `frames` while it keeps up, the hot one).
+ * no entry, exit, invoke or delayed transitions, no wildcard event descriptors, no machine output. Guarded
+ * choices are compiled when each guard is an inline or named function (its params plain or a function),
+ * and eventless transitions when they only move on (no guard, no action, one target): a subscription's
+ * open passes through `replaying`, its close chooses by whether its queue is empty. A step it cannot give
+ * exactly (a higher-order guard such as `and`, a built-in action other than `assign`, an eventless
+ * transition that is guarded or acts, a nested final state whose completion some state listens for, a
+ * guard that throws) is left to XState: `next` answers `undefined`, and the machine's other steps still
+ * come from the table.
  * The licence is test/machines/step-equivalence.test.ts: for every machine, at every state and for every
  * event it takes, the table and XState's own `transition()` give the same snapshot and the same actions.
  */
-import type { AnyMachineSnapshot, AnyStateMachine, AnyStateNode, StateValue } from 'xstate';
+import type { AnyMachineSnapshot, AnyStateMachine, AnyStateNode, AnyTransitionDefinition, StateValue } from 'xstate';
+import { allNodes, chain, isLeaf, movedSnapshot, restingLeaf, sameNodes, valueOf } from './configuration.js';
 
 type Snapshot = AnyMachineSnapshot;
+type AnyTransition = AnyTransitionDefinition;
 type EventObject = { readonly type: string };
 
 /** An action the step hands to the actor scope's executor (a custom action; `assign` only changes context). */
@@ -41,12 +46,23 @@ interface Resting {
   readonly done: boolean;
 }
 
+/** A guard resolved against the machine's implementations: whether its transition is enabled. */
+type Check = (context: unknown, event: EventObject) => boolean;
+
+interface Step {
+  readonly kind: 'step';
+  readonly actions: readonly CompiledAction[];
+  readonly to: Resting | undefined;
+}
+
 type Plan =
   /** No transition is enabled: the snapshot stays as it is (the very object, as XState returns it). */
   | { readonly kind: 'none' }
   /** XState must step this one. */
   | { readonly kind: 'interpret' }
-  | { readonly kind: 'step'; readonly actions: readonly CompiledAction[]; readonly to: Resting | undefined };
+  | Step
+  /** Guarded: the first candidate whose guard passes (innermost state first, then in document order), else none. */
+  | { readonly kind: 'choose'; readonly choices: readonly { readonly check: Check | undefined; readonly step: Step }[] };
 
 export interface TransitionTable {
   /** The step, or `undefined` when XState must take it. */
@@ -62,10 +78,6 @@ export interface ActionScope {
 const NONE: Plan = { kind: 'none' };
 const INTERPRET: Plan = { kind: 'interpret' };
 
-function allNodes(node: AnyStateNode): AnyStateNode[] {
-  return [node, ...Object.values(node.states as Record<string, AnyStateNode>).flatMap(allNodes)];
-}
-
 /** Whether the machine uses only what the table gives exactly; anything else is XState's to step. */
 function compilable(machine: AnyStateMachine): boolean {
   if (machine.root.output !== undefined) return false;
@@ -78,28 +90,6 @@ function compilable(machine: AnyStateMachine): boolean {
       (node.type !== 'compound' || node.initial.actions.length === 0) &&
       [...node.transitions.keys()].every((descriptor) => !descriptor.includes('*')),
   );
-}
-
-const isLeaf = (node: AnyStateNode) => node.type === 'atomic' || node.type === 'final';
-
-/** The state nodes from the root down to `node`. */
-function chain(node: AnyStateNode): AnyStateNode[] {
-  const nodes: AnyStateNode[] = [];
-  for (let at: AnyStateNode | undefined = node; at !== undefined; at = at.parent) nodes.unshift(at);
-  return nodes;
-}
-
-/** Where entering `node` comes to rest: a compound state enters its initial child, down to an atomic or final one. */
-function restingLeaf(node: AnyStateNode): AnyStateNode {
-  let at = node;
-  while (at.type === 'compound') at = at.initial.target[0] as AnyStateNode;
-  return at;
-}
-
-/** `'open'`, or `{ open: 'created' }`: the value XState gives a configuration without parallel regions. */
-function valueOf(nodes: readonly AnyStateNode[]): StateValue {
-  const keys = nodes.slice(1).map((node) => node.key);
-  return keys.slice(0, -1).reduceRight<StateValue>((inner, key) => ({ [key]: inner }), keys[keys.length - 1]!);
 }
 
 export function compileTransitions(machine: AnyStateMachine, { self, system }: ActionScope): TransitionTable | undefined {
@@ -128,6 +118,27 @@ export function compileTransitions(machine: AnyStateMachine, { self, system }: A
     }
     return undefined;
   };
+  /** Every transition for `type`, innermost state first: where all of a state's are guarded off, XState tries its parent's. */
+  const allCandidates = (nodes: readonly AnyStateNode[], type: string) => {
+    const found: AnyTransition[] = [];
+    for (let i = nodes.length - 1; i >= 0; i--) found.push(...(nodes[i]!.transitions.get(type) ?? []));
+    return found;
+  };
+
+  const guards = machine.implementations.guards as Record<string, unknown>;
+  /** A guard as XState evaluates it, for an inline or named one with plain params; `undefined` for a higher-order one. */
+  const compileGuard = (guard: unknown): Check | undefined => {
+    const inline = typeof guard === 'function';
+    const named = typeof guard === 'string' ? guard : inline ? undefined : (guard as { type?: string }).type;
+    const resolved = inline ? guard : guards[named!];
+    if (typeof resolved !== 'function' || 'check' in resolved) return undefined;
+    const params = inline || typeof guard === 'string' ? undefined : (guard as { params?: unknown }).params;
+    const check = resolved as (args: { context: unknown; event: EventObject }, params: unknown) => boolean;
+    return (context, event) => {
+      const args = { context, event };
+      return check(args, typeof params === 'function' ? (params as (a: typeof args) => unknown)(args) : params);
+    };
+  };
 
   const compileAction = (action: unknown): CompiledAction | undefined => {
     const inline = typeof action === 'function';
@@ -142,29 +153,56 @@ export function compileTransitions(machine: AnyStateMachine, { self, system }: A
     return { kind: 'assign', assignment: implementation.assignment as Assignment | Record<string, unknown>, params };
   };
 
-  const plan = (leaf: AnyStateNode, type: string): Plan => {
-    const from = restingAt(leaf).nodes;
-    const found = candidates(from, type);
-    if (found === undefined) return NONE;
-    const [transition] = found;
-    if (found.length > 1 || transition!.guard !== undefined) return INTERPRET;
+  /** Where entering `target` comes to rest, through eventless transitions that only move (no guard, no action, one target). */
+  const settle = (target: AnyStateNode): Resting | undefined => {
+    let to = restingAt(restingLeaf(target));
+    for (let hops = 0; hops < 8; hops += 1) {
+      const always = to.nodes.flatMap((node) => node.always ?? []);
+      if (always.length === 0) {
+        const rest = to.nodes[to.done ? 0 : to.nodes.length - 1]!;
+        // A final state under a compound one raises that state's done event: whoever listens for it is XState's to step.
+        if (rest.type === 'final' && !to.done && candidates(to.nodes, `xstate.done.state.${rest.parent!.id}`) !== undefined)
+          return undefined;
+        return to;
+      }
+      const [only] = always;
+      if (always.length > 1 || only!.guard !== undefined || only!.actions.length > 0 || only!.target?.length !== 1) return undefined;
+      to = restingAt(restingLeaf(only!.target[0] as AnyStateNode));
+    }
+    return undefined;
+  };
+
+  const compileStep = (transition: AnyTransition, from: readonly AnyStateNode[]): Step | undefined => {
     const actions: CompiledAction[] = [];
-    for (const action of transition!.actions) {
+    for (const action of transition.actions) {
       const compiled = compileAction(action);
-      if (compiled === undefined) return INTERPRET;
+      if (compiled === undefined) return undefined;
       actions.push(compiled);
     }
-    if ((transition!.target?.length ?? 0) > 1) return INTERPRET;
-    const target = transition!.target?.[0] as AnyStateNode | undefined;
+    if ((transition.target?.length ?? 0) > 1) return undefined;
+    const target = transition.target?.[0] as AnyStateNode | undefined;
     // After every step XState looks for an eventless transition in the whole configuration it rests in.
-    const eventless = (nodes: readonly AnyStateNode[]) => nodes.some((node) => (node.always?.length ?? 0) > 0);
-    if (target === undefined) return eventless(from) ? INTERPRET : { kind: 'step', actions, to: undefined };
-    const rest = restingLeaf(target);
-    const to = restingAt(rest);
-    if (eventless(to.nodes)) return INTERPRET;
-    // A final state under a compound one raises that state's done event: whoever listens for it is XState's to step.
-    if (rest.type === 'final' && !to.done && candidates(to.nodes, `xstate.done.state.${rest.parent!.id}`) !== undefined) return INTERPRET;
-    return { kind: 'step', actions, to };
+    if (target === undefined)
+      return from.some((node) => (node.always?.length ?? 0) > 0) ? undefined : { kind: 'step', actions, to: undefined };
+    const to = settle(target);
+    return to === undefined ? undefined : { kind: 'step', actions, to };
+  };
+
+  const plan = (leaf: AnyStateNode, type: string): Plan => {
+    const from = restingAt(leaf).nodes;
+    const found = allCandidates(from, type);
+    if (found.length === 0) return NONE;
+    if (found[0]!.guard === undefined) return compileStep(found[0]!, from) ?? INTERPRET;
+    const choices: { check: Check | undefined; step: Step }[] = [];
+    for (const transition of found) {
+      const check = transition.guard === undefined ? undefined : compileGuard(transition.guard);
+      const step = compileStep(transition, from);
+      if ((transition.guard !== undefined && check === undefined) || step === undefined) return INTERPRET;
+      choices.push({ check, step });
+      // An unguarded candidate is always taken: those after it never are.
+      if (check === undefined) break;
+    }
+    return { kind: 'choose', choices };
   };
 
   const plans = new Map<AnyStateNode, Map<string, Plan>>();
@@ -181,9 +219,20 @@ export function compileTransitions(machine: AnyStateMachine, { self, system }: A
       const nodes = snapshot._nodes as readonly AnyStateNode[];
       // The one atomic state (no parallel regions): last, as stepping and `resolveState` list them; looked for otherwise.
       const last = nodes[nodes.length - 1]!;
-      const step = planFor(isLeaf(last) ? last : nodes.find(isLeaf)!, event.type);
-      if (step.kind === 'none') return [snapshot, []];
-      if (step.kind === 'interpret') return undefined;
+      const planned = planFor(isLeaf(last) ? last : nodes.find(isLeaf)!, event.type);
+      if (planned.kind === 'none') return [snapshot, []];
+      if (planned.kind === 'interpret') return undefined;
+      let step: Step | undefined;
+      if (planned.kind === 'step') step = planned;
+      else {
+        try {
+          step = planned.choices.find(({ check }) => check === undefined || check(snapshot.context, event))?.step;
+        } catch {
+          // XState reports a throwing guard in its own words.
+          return undefined;
+        }
+        if (step === undefined) return [snapshot, []];
+      }
       const collected: CollectedAction[] = [];
       let context = snapshot.context as Record<string, unknown>;
       let assigned = false;
@@ -211,47 +260,14 @@ export function compileTransitions(machine: AnyStateMachine, { self, system }: A
       }
       const { to } = step;
       if (to === undefined || sameNodes(to.nodes, nodes)) {
-        return [assigned ? moved(snapshot, context, snapshot.status, snapshot._nodes, snapshot.value, snapshot.tags) : snapshot, collected];
+        return [
+          assigned ? movedSnapshot(snapshot, context, snapshot.status, snapshot._nodes, snapshot.value, snapshot.tags) : snapshot,
+          collected,
+        ];
       }
-      return [moved(snapshot, context, to.done ? 'done' : snapshot.status, to.nodes, to.value, new Set(to.tags)), collected];
+      return [movedSnapshot(snapshot, context, to.done ? 'done' : snapshot.status, to.nodes, to.value, new Set(to.tags)), collected];
     },
   };
-}
-
-/**
- * The next snapshot: what XState's `createMachineSnapshot` makes, field by field (a spread of the previous
- * one costs several times more where many machines' snapshots pass). The equivalence test checks the fields.
- */
-function moved(
-  from: Snapshot,
-  context: unknown,
-  status: string,
-  nodes: readonly AnyStateNode[],
-  value: StateValue,
-  tags: ReadonlySet<string>,
-): Snapshot {
-  return {
-    status,
-    output: undefined,
-    error: from.error,
-    machine: from.machine,
-    context,
-    _nodes: nodes,
-    value,
-    tags,
-    children: from.children,
-    historyValue: from.historyValue,
-    matches: from.matches,
-    hasTag: from.hasTag,
-    can: from.can,
-    getMeta: from.getMeta,
-    toJSON: from.toJSON,
-  } as unknown as Snapshot;
-}
-
-/** The same state nodes, in any order (as XState compares configurations). */
-function sameNodes(a: readonly AnyStateNode[], b: readonly AnyStateNode[]): boolean {
-  return a.length === b.length && a.every((node) => b.includes(node));
 }
 
 /** What `spawn` is to an assignment or a context function run outside an actor: every machine here spawns nothing. */

@@ -9,7 +9,7 @@
  * fails here (package.json pins xstate to the minor release this passes on).
  */
 import { describe, expect, it, vi } from 'vitest';
-import { initialTransition, transition, type AnyStateMachine } from 'xstate';
+import { and, assign, initialTransition, not, setup, transition, type AnyStateMachine } from 'xstate';
 import { stepper } from '../../machines/core/step.js';
 import { compileTransitions } from '../../machines/core/transition-table.js';
 import { conversationMachine, type ConversationSnapshot } from '../../machines/chat/conversation.js';
@@ -25,6 +25,31 @@ import { subscriptionMachine } from '../../machines/core/subscription.js';
 import { taskMachine } from '../../machines/chat/task.js';
 import { windowToArray, type Window } from '../../machines/core/window.js';
 import { LIMITS_SPEC } from './session-fixtures.js';
+
+const leftToXState = setup({
+  types: { context: {} as { n: number }, events: {} as { type: 'start' | 'bump' | 'check' | 'stop' } },
+  guards: { even: ({ context }) => context.n % 2 === 0, small: ({ context }) => context.n < 3 },
+}).createMachine({
+  id: 'leftToXState',
+  context: { n: 0 },
+  initial: 'idle',
+  on: { bump: { actions: assign({ n: ({ context }) => context.n + 1 }) } },
+  states: {
+    idle: { on: { start: 'running' } },
+    running: {
+      on: {
+        check: [
+          { guard: and(['even', 'small']), target: 'checked' },
+          { guard: not('small'), target: 'done' },
+        ],
+        stop: 'stopping',
+      },
+    },
+    checked: { always: [{ guard: 'even', target: 'running', actions: assign({ n: ({ context }) => context.n + 1 }) }, { target: 'idle' }] },
+    stopping: { always: { target: 'done', actions: assign({ n: 0 }) } },
+    done: { type: 'final' },
+  },
+});
 
 /** An event to send from a snapshot (payloads that must follow the state, such as seqs, read it). */
 type EventFor = (snapshot: never) => { type: string };
@@ -282,8 +307,6 @@ const CASES: readonly Case[] = [
   {
     name: 'subscription',
     machine: subscriptionMachine,
-    guarded: true,
-    compiled: ['{"live":"flowing"} frames', '{"live":"flowing"} blocked', '{"live":"flowing"} disconnected', '"closing" drained'],
     input: { keepaliveMs: 100, maxQueuedBytes: 10, at: 0 },
     events: [
       () => ({ type: 'open', replay: 'R', at: 1 }),
@@ -296,6 +319,15 @@ const CASES: readonly Case[] = [
       () => ({ type: 'close', reason: 'host_closing', at: 7 }),
       () => ({ type: 'disconnected', at: 8 }),
     ],
+  },
+  {
+    // What the table leaves to XState: a higher-order guard, an eventless transition that is guarded or acts.
+    name: 'steps the table leaves to XState',
+    machine: leftToXState,
+    guarded: true,
+    compiled: ['"idle" start', '"idle" bump', '"running" bump'],
+    input: undefined,
+    events: [() => ({ type: 'start' }), () => ({ type: 'bump' }), () => ({ type: 'check' }), () => ({ type: 'stop' })],
   },
 ];
 
