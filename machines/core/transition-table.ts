@@ -192,7 +192,6 @@ export function compileTransitions(machine: AnyStateMachine, { self, system }: A
     const from = restingAt(leaf).nodes;
     const found = allCandidates(from, type);
     if (found.length === 0) return NONE;
-    if (found[0]!.guard === undefined) return compileStep(found[0]!, from) ?? INTERPRET;
     const choices: { check: Check | undefined; step: Step }[] = [];
     for (const transition of found) {
       const check = transition.guard === undefined ? undefined : compileGuard(transition.guard);
@@ -202,7 +201,8 @@ export function compileTransitions(machine: AnyStateMachine, { self, system }: A
       // An unguarded candidate is always taken: those after it never are.
       if (check === undefined) break;
     }
-    return { kind: 'choose', choices };
+    // One candidate taken whatever the context: a plain step.
+    return choices.length === 1 && choices[0]!.check === undefined ? choices[0]!.step : { kind: 'choose', choices };
   };
 
   const plans = new Map<AnyStateNode, Map<string, Plan>>();
