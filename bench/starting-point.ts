@@ -1,5 +1,6 @@
 /**
- * Issue 25's starting point, built from git for a comparison in the same run: the commit checked out in
+ * Another commit's relay, built from git for a comparison in the same run (issue 25's starting point in
+ * the jobs scenario; any commit for `--against`): the commit checked out in
  * a temporary git worktree, with this checkout's dependencies (each linked in) and those it had that this
  * one dropped (`npm pack` of its lockfile's version: @nats-io/jetstream), compiled with its own tsconfig. The bench runs its CLI beside this checkout's, so that "not lower than where the issue
  * started" is a ratio of figures taken minutes apart on the same machine, not against a recorded figure.

@@ -13,6 +13,7 @@ import { randomUUID } from 'node:crypto';
 import { parseArgs } from 'node:util';
 import { EchoSessions, RUN_ID, bearerCheck } from '../echo-wire.js';
 import Fastify from 'fastify';
+import { serveUntilSignal } from './durable-server.js';
 import { openLog } from './sqlite-log.js';
 
 const { values } = parseArgs({
@@ -68,15 +69,4 @@ app.setNotFoundHandler((_request, reply) => reply.code(404).send({ error: { code
 // As many idle streams as the bench opens: the process's file limit is the only bound.
 app.server.maxConnections = Number.MAX_SAFE_INTEGER;
 
-const { port } = await app.listen({ port: Number(values.port), host: '127.0.0.1' }).then(() => app.server.address() as { port: number });
-process.stdout.write(`${JSON.stringify({ listening: `http://127.0.0.1:${port}` })}\n`);
-
-const stop = () => {
-  sessions.destroyReaders();
-  void app.close().then(() => {
-    log.close();
-    process.exit(0);
-  });
-};
-process.on('SIGTERM', stop);
-process.on('SIGINT', stop);
+await serveUntilSignal(app, Number(values.port), log, () => sessions.destroyReaders());

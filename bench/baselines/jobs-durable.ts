@@ -10,6 +10,7 @@
  */
 import Fastify, { type FastifyReply, type FastifyRequest } from 'fastify';
 import { JobsCore, jobsServerArgs, NOT_FOUND, roleOf } from './jobs-core.js';
+import { serveUntilSignal } from './durable-server.js';
 import { openLog } from './sqlite-log.js';
 
 const args = jobsServerArgs('jobs-durable');
@@ -63,16 +64,4 @@ app.post(
   as('relay', (request, reply) => core.result(request.params.job_id, request.body, respond(reply))),
 );
 
-await app.listen({ port: args.port, host: '127.0.0.1' });
-const { port } = app.server.address() as { port: number };
-process.stdout.write(`${JSON.stringify({ listening: `http://127.0.0.1:${port}` })}\n`);
-
-const stop = () => {
-  core.close();
-  void app.close().then(() => {
-    log.close();
-    process.exit(0);
-  });
-};
-process.on('SIGTERM', stop);
-process.on('SIGINT', stop);
+await serveUntilSignal(app, args.port, log, () => core.close());
