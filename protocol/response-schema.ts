@@ -12,6 +12,7 @@
 import { Ajv2020, type ErrorObject, type ValidateFunction } from 'ajv/dist/2020.js';
 import addFormats from 'ajv-formats';
 import { PatternWorkExceeded, UnsupportedPattern, linearRegExp, withinPatternWork } from './linear-regexp.js';
+import { RecentlyUsed } from './byo/recently-used.js';
 import { boundsProblem } from './schema-bounds.js';
 
 export { RESPONSE_SCHEMA_LIMITS } from './schema-bounds.js';
@@ -22,8 +23,7 @@ const OPTIONS = { strict: false, logger: false, allErrors: false } as const;
 const meta = new Ajv2020(OPTIONS);
 addFormats.default(meta);
 
-const compiled = new Map<string, ValidateFunction>();
-const MAX_COMPILED = 64;
+const compiled = new RecentlyUsed<ValidateFunction>(64);
 
 /** Why a schema is refused: `invalid_response_schema`, not a JSON Schema; `unsupported_response_schema`, one this relay does not check. */
 export type ResponseSchemaErrorCode = 'invalid_response_schema' | 'unsupported_response_schema';
@@ -74,19 +74,7 @@ function compile(schema: Record<string, unknown>): ValidateFunction {
   }
 }
 
-function validatorOf(schema: Record<string, unknown>): ValidateFunction {
-  const key = JSON.stringify(schema);
-  const hit = compiled.get(key);
-  if (hit !== undefined) {
-    compiled.delete(key);
-    compiled.set(key, hit);
-    return hit;
-  }
-  const validate = compile(schema);
-  compiled.set(key, validate);
-  if (compiled.size > MAX_COMPILED) compiled.delete(compiled.keys().next().value!);
-  return validate;
-}
+const validatorOf = (schema: Record<string, unknown>): ValidateFunction => compiled.of(schema, compile);
 
 /** Throws `ResponseSchemaError` unless `schema` keeps the bounds and compiles. */
 export function checkResponseSchema(schema: Record<string, unknown>): void {

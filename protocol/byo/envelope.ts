@@ -14,7 +14,8 @@ import { hmac } from '@noble/hashes/hmac.js';
 import { sha256 } from '@noble/hashes/sha2.js';
 import canonicalize from 'canonicalize';
 import { z } from 'zod';
-import { fromBase64Url, lengthPrefixed, toBase64Url } from './encoding.js';
+import { RecentlyUsed } from './recently-used.js';
+import { fromBase64Url, lengthPrefix, lengthPrefixed, toBase64Url } from './encoding.js';
 import { KID_BYTES, type SessionKeys } from './keys.js';
 
 export const NONCE_BYTES = 24;
@@ -60,9 +61,16 @@ export class EnvelopeError extends Error {
   readonly code = 'envelope_invalid';
 }
 
+/**
+ * The digests of the schemas lately bound, by their JSON text: a job's envelopes are opened and sealed
+ * on each side, each time with the schema's canonical JSON hashed, and most jobs carry one of a few schemas.
+ */
+const digests = new RecentlyUsed<Uint8Array>(64);
+
 /** SHA-256 of the schema's RFC 8785 (JCS) canonical JSON: the same schema gives the same digest whatever its key order. */
 export function responseSchemaDigest(schema: Record<string, unknown>): Uint8Array {
-  return sha256(utf8ToBytes(canonicalize(schema)!));
+  // A copy: the memo's own bytes are never the caller's to change.
+  return digests.of(schema, (same) => sha256(utf8ToBytes(canonicalize(same)!))).slice();
 }
 
 export function associatedData(binding: EnvelopeBinding, kid: string): Uint8Array {
@@ -87,9 +95,15 @@ export function associatedData(binding: EnvelopeBinding, kid: string): Uint8Arra
  * this use only, of the associated data and the plaintext. Equal only for equal (job, plaintext) pairs.
  */
 export function syntheticNonce(key: Uint8Array, ad: Uint8Array, plaintext: Uint8Array): Uint8Array {
-  const nonceKey = expand(sha256, key, utf8ToBytes(NONCE_KEY_INFO), 32);
-  return hmac(sha256, nonceKey, lengthPrefixed(ad, plaintext)).slice(0, NONCE_BYTES);
+  let nonceKey = nonceKeys.get(key);
+  if (nonceKey === undefined) nonceKeys.set(key, (nonceKey = expand(sha256, key, utf8ToBytes(NONCE_KEY_INFO), 32)));
+  // lengthPrefixed(ad, plaintext), fed in its parts: the plaintext is not copied.
+  const mac = hmac.create(sha256, nonceKey).update(lengthPrefix(ad.length)).update(ad);
+  return mac.update(lengthPrefix(plaintext.length)).update(plaintext).digest().slice(0, NONCE_BYTES);
 }
+
+/** Each sealing key's nonce key, drawn once: a keyring's keys are the same arrays from one envelope to the next. */
+const nonceKeys = new WeakMap<Uint8Array, Uint8Array>();
 
 /** Seals a JSON value for `binding`: the same value for the same binding under the same keys is the same envelope. */
 export function seal(keys: SessionKeys, binding: EnvelopeBinding, value: unknown): ByoEnvelope {

@@ -91,6 +91,9 @@ describe('encoding', () => {
   it('length-prefixes every part, so moving bytes between parts changes the result', () => {
     expect(lengthPrefixed('ab', 'c')).not.toEqual(lengthPrefixed('a', 'bc'));
     expect([...lengthPrefixed('ab')]).toEqual([0, 0, 0, 2, 0x61, 0x62]);
+    // Every byte of the length, big-endian; a string as its UTF-8 bytes.
+    expect([...lengthPrefixed(new Uint8Array(0x010203)).subarray(0, 4)]).toEqual([0, 1, 2, 3]);
+    expect([...lengthPrefixed('é', '')]).toEqual([0, 0, 0, 2, 0xc3, 0xa9, 0, 0, 0, 0]);
   });
 });
 
