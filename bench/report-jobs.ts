@@ -50,13 +50,24 @@ export function jobTargets(jobs: readonly JobsRow[]): Target[] {
       measured: us(plugin),
       met: plugin === undefined ? undefined : plugin <= 500,
     },
-    {
-      what: 'CPU of a BYO job against a plain one',
-      goal: '≤ 1.1x',
-      measured: 'the bench runs no BYO jobs yet',
-      met: undefined,
-    },
+    ...['embedded', 'postgres, 1 node'].map((setup) => byoTarget(jobs, setup)),
   ];
+}
+
+/** A BYO job's CPU (the backend's and the plugin's together) against a plain one's, on `setup`, at the most jobs at once both ran. */
+function byoTarget(jobs: readonly JobsRow[], setup: string): Target {
+  const cpu = (row: JobsRow | undefined) =>
+    row?.serverCpuUsPerJob === undefined || row.pluginCpuUsPerJob === undefined ? undefined : row.serverCpuUsPerJob + row.pluginCpuUsPerJob;
+  const concurrency = Math.max(...jobs.filter((row) => setupOf(row) === `${setup}, BYO`).map((row) => row.concurrency));
+  const plain = cpu(rowOf(jobs, setup, concurrency));
+  const byo = cpu(rowOf(jobs, `${setup}, BYO`, concurrency));
+  const against = ratio(byo, plain);
+  return {
+    what: `CPU of a BYO job against a plain one (the backend's and the plugin's), ${setup}${Number.isFinite(concurrency) ? `, ${concurrency} at once` : ''}`,
+    goal: '≤ 1.1x',
+    measured: against === undefined ? 'n/a' : `${x(against)} (${us(byo)} against ${us(plain)})`,
+    met: against === undefined ? undefined : against <= 1.1,
+  };
 }
 
 export function jobsSection(jobs: readonly JobsRow[]): string[] {

@@ -13,6 +13,7 @@
  *   npm run bench -- --only scaleout --quota 0.25   each scale-out node held to a quarter of a core (default 0.15)
  *   npm run bench -- --only memory   a node's memory with 100,000 integrations stored against 1,000
  *   npm run bench -- --only turns --contenders relay --against HEAD~1   this build's turns against another commit's, in the same rounds (an A/B)
+ *   npm run bench -- --only jobs --setups 'embedded;embedded, BYO'   some job setups
  *
  * Exits 1 if a scenario could not run or our own contender failed; a missed target is reported, not an error.
  */
@@ -59,6 +60,7 @@ const { values } = parseArgs({
     out: { type: 'string' },
     quota: { type: 'string' },
     against: { type: 'string' },
+    setups: { type: 'string' },
     report: { type: 'boolean' },
     help: { type: 'boolean', short: 'h' },
   },
@@ -66,9 +68,10 @@ const { values } = parseArgs({
 });
 if (values.help) {
   console.log(
-    'usage: npm run bench -- [--quick] [--only turns,resume,idle,restart,log,jobs,hostile,scaleout,memory] [--contenders relay,floor,…] [--sessions 1,100] [--quota 0.15] [--against COMMIT] [--out DIR] [--report]',
+    'usage: npm run bench -- [--quick] [--only turns,resume,idle,restart,log,jobs,hostile,scaleout,memory] [--contenders relay,floor,…] [--sessions 1,100] [--quota 0.15] [--against COMMIT] [--setups "A;B"] [--out DIR] [--report]',
   );
   console.log("  --against  the relay built at COMMIT too (turns and resume), beside this build's in the same rounds");
+  console.log("  --setups   the job setups to run, named as BENCHMARKS.md's table names them, separated by ';'");
   console.log('  --quota    the share of a core each scale-out node is held to (default 0.15)');
   console.log('  --report   write BENCHMARKS.md and the charts again from bench/results/results.json (under --out), measuring nothing');
   process.exit(0);
@@ -109,6 +112,7 @@ const partial =
   values.contenders !== undefined ||
   values.sessions !== undefined ||
   values.quota !== undefined ||
+  values.setups !== undefined ||
   against !== undefined;
 // Only a whole run replaces the repository's BENCHMARKS.md; a quick or partial one goes to a temporary folder.
 const out = values.out ?? (partial ? mkdtempSync(join(tmpdir(), 'assistant-relay-bench-')) : ROOT);
@@ -142,6 +146,17 @@ const PLAN = quick
       scaleout: { nodes: [1, 3], integrations: 12, inFlight: 8, warmupMs: 3_000, sliceMs: 5_000, rounds: 3 },
       memory: { stored: [1_000, 100_000], active: 1_000, settleMs: 5_000 },
     };
+
+if (values.setups !== undefined) {
+  const named = values.setups.split(';').map((name) => name.trim());
+  const known: readonly string[] = [...JOBS_SETUPS, STARTING_POINT_SETUP];
+  const unknown = named.filter((name) => !known.includes(name));
+  if (unknown.length > 0) {
+    console.error(`unknown job setups ${unknown.join('; ')}: of ${known.join('; ')}`);
+    process.exit(2);
+  }
+  PLAN.jobs = { ...PLAN.jobs, setups: known.filter((setup) => named.includes(setup)) as typeof PLAN.jobs.setups };
+}
 
 const machine: Machine = {
   cpu: cpus()[0]?.model ?? 'unknown',

@@ -17,7 +17,14 @@ import { oneJob, openRelay, STARTING_POINT_SETUP, type Channel, type RelaySetup 
 export type JobsSetup = RelaySetup | BaselineSetup;
 
 /** Every setup of a run but the starting point (a whole run's, built from git). */
-export const JOBS_SETUPS: readonly JobsSetup[] = ['embedded', 'postgres, 1 node', 'postgres, 3 nodes', ...BASELINE_SETUPS];
+export const JOBS_SETUPS: readonly JobsSetup[] = [
+  'embedded',
+  'embedded, BYO',
+  'postgres, 1 node',
+  'postgres, 1 node, BYO',
+  'postgres, 3 nodes',
+  ...BASELINE_SETUPS,
+];
 export { STARTING_POINT_SETUP };
 
 export interface JobsOptions {

@@ -21,9 +21,16 @@ import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { CLI, NODE_ARGS } from '../contenders.js';
 import { startServer, stopServer, type ServerChild } from '../lib.js';
+import { openedResult, pairedPlugin, sealedCreate, type Paired } from './jobs-byo.js';
 
-/** Where the relay keeps its jobs, and on how many nodes; the last, one node of issue 25's starting point (starting-point.ts). */
-export type RelaySetup = 'embedded' | 'postgres, 1 node' | 'postgres, 3 nodes' | 'postgres, 1 node, starting point';
+/**
+ * Where the relay keeps its jobs, and on how many nodes; `, BYO`: the integration paired and every job
+ * sealed (jobs-byo.ts); the last, one node of issue 25's starting point (starting-point.ts).
+ */
+export type RelaySetup =
+  'embedded' | 'embedded, BYO' | 'postgres, 1 node' | 'postgres, 1 node, BYO' | 'postgres, 3 nodes' | 'postgres, 1 node, starting point';
+
+const isByo = (setup: RelaySetup) => setup.endsWith(', BYO');
 
 export const STARTING_POINT_SETUP: RelaySetup = 'postgres, 1 node, starting point';
 
@@ -32,6 +39,7 @@ const NATS = process.env.ASSISTANT_RELAY_BENCH_NATS ?? 'nats://127.0.0.1:4222';
 
 /** A job not completed after this long fails the run rather than hang it. */
 const JOB_TIMEOUT_MS = 15_000;
+const PURPOSE = 'live_analysis';
 const PAYLOAD = { session_id: 'bench', transcript: [{ speaker: 'Ana', text: 'We decided to start in March. What is the budget?' }] };
 
 export interface Integration {
@@ -46,6 +54,8 @@ export interface JobClient {
   readonly bases: readonly string[];
   next: number;
   readonly headers: Record<string, string>;
+  /** A paired integration's: each job sealed, each result opened. */
+  readonly paired?: Paired;
 }
 
 /** A setup ready to take jobs: its client's side, its processes, and how it ends. */
@@ -88,7 +98,10 @@ async function backendsOf(
   cli: string,
 ): Promise<{
   backends: ServerChild[];
-  integration: Integration;
+  /** An integration made by the operator; none for a BYO setup, whose integration a pairing makes. */
+  integration?: Integration;
+  /** The operator token's file, for the admin routes. */
+  operatorToken: string;
   /** How many events of a type the backend's log holds. */
   count: (type: string) => Promise<number>;
   /** Removes the schema and the namespace of a distributed setup. */
@@ -102,22 +115,32 @@ async function backendsOf(
       stderrPath: join(dir, `backend-${i}.stderr`),
       timeoutMs: 15_000,
     });
-  if (setup === 'embedded') {
+  const operatorToken = operatorTokenFile(dir);
+  if (setup.startsWith('embedded')) {
     const db = join(dir, 'backend.db');
-    const integration = JSON.parse(
-      execFileSync(process.execPath, [cli, 'backend', 'integration', 'create', '--db', db], { encoding: 'utf8' }),
-    ) as Integration;
-    return { backends: [await start(['--db', db], 0)], integration, count: async (type) => countIn(db, type), remove: async () => {} };
+    const integration = isByo(setup)
+      ? undefined
+      : (JSON.parse(
+          execFileSync(process.execPath, [cli, 'backend', 'integration', 'create', '--db', db], { encoding: 'utf8' }),
+        ) as Integration);
+    return {
+      backends: [await start(['--db', db, '--token-file', operatorToken], 0)],
+      ...(integration === undefined ? {} : { integration }),
+      operatorToken,
+      count: async (type) => countIn(db, type),
+      remove: async () => {},
+    };
   }
   const name = `bench_${randomBytes(6).toString('hex')}`;
-  const args = ['--store', POSTGRES, '--schema', name, '--pubsub', NATS, '--namespace', name, '--token-file', operatorTokenFile(dir)];
+  const args = ['--store', POSTGRES, '--schema', name, '--pubsub', NATS, '--namespace', name, '--token-file', operatorToken];
   const backends: ServerChild[] = [];
   for (let i = 0; i < (setup === 'postgres, 3 nodes' ? 3 : 1); i += 1) backends.push(await start(args, i));
   // The starting point's log was one table, not yet partitioned.
   const events = setup === STARTING_POINT_SETUP ? 'events' : 'partition_events';
   return {
     backends,
-    integration: await createIntegration(backends[0]!.url.origin),
+    ...(isByo(setup) ? {} : { integration: await createIntegration(backends[0]!.url.origin) }),
+    operatorToken,
     count: async (type) =>
       Number((await query<{ n: string }>(`SELECT count(*) AS n FROM ${name}.${events} WHERE type = $1`, [type])).rows[0]!.n),
     async remove() {
@@ -139,24 +162,14 @@ process.on('exit', () => {
 export async function startPlugin(origin: string, integration: Integration, dir: string): Promise<ChildProcess> {
   const tokenFile = join(dir, `relay-token-${integration.integration_id}`);
   writeFileSync(tokenFile, integration.relay_token, { mode: 0o600 });
+  return spawnPlugin(dir, ['--backend', origin, '--integration', integration.integration_id, '--relay-token-file', tokenFile]);
+}
+
+/** The plugin (`builtin` reasoner), its log in `dir`, on the integration `credentials` name, once it has started. */
+export async function spawnPlugin(dir: string, credentials: readonly string[]): Promise<ChildProcess> {
   const plugin = spawn(
     process.execPath,
-    [
-      CLI,
-      'plugin',
-      '--backend',
-      origin,
-      '--integration',
-      integration.integration_id,
-      '--relay-token-file',
-      tokenFile,
-      '--db',
-      join(dir, 'plugin.db'),
-      '--max-concurrent-jobs',
-      '100',
-      '--log-level',
-      'warn',
-    ],
+    [...NODE_ARGS, CLI, 'plugin', ...credentials, '--db', join(dir, 'plugin.db'), '--max-concurrent-jobs', '100', '--log-level', 'warn'],
     { cwd: dir, stdio: ['ignore', 'pipe', 'inherit'] },
   );
   plugins.add(plugin);
@@ -170,12 +183,17 @@ export async function startPlugin(origin: string, integration: Integration, dir:
 
 /** A relay setup's channel: its backend nodes, one integration, and the plugin on the first node. */
 export async function openRelay(setup: RelaySetup, dir: string, cli: string): Promise<Channel> {
-  const { backends, integration, count, remove } = await backendsOf(setup, dir, cli);
-  const plugin = await startPlugin(backends[0]!.url.origin, integration, dir);
+  const { backends, integration: made, operatorToken, count, remove } = await backendsOf(setup, dir, cli);
+  const origin = backends[0]!.url.origin;
+  const { integration, plugin, paired } =
+    made === undefined
+      ? await pairedPlugin(origin, dir, operatorToken)
+      : { integration: made, plugin: await startPlugin(origin, made, dir) };
   return {
     bases: backends.map((backend) => `${backend.url.origin}/api/v1/assistant/integrations/${integration.integration_id}`),
     next: 0,
     headers: { authorization: `Bearer ${integration.client_token}` },
+    ...(paired === undefined ? {} : { paired }),
     servers: backends,
     pluginPid: plugin.pid!,
     async finish(measured) {
@@ -200,14 +218,15 @@ export async function openRelay(setup: RelaySetup, dir: string, cli: string): Pr
 
 /** One job, from its create to its completed view on the follow stream (on the next node): the latency in ms. */
 export async function oneJob(channel: JobClient): Promise<number> {
-  const { bases, headers } = channel;
+  const { bases, headers, paired } = channel;
   const base = bases[channel.next++ % bases.length]!;
   const job_id = randomUUID();
   const started = performance.now();
+  const body = paired === undefined ? { job_id, purpose: PURPOSE, payload: PAYLOAD } : sealedCreate(paired, job_id, PURPOSE, PAYLOAD);
   const created = await fetch(`${base}/jobs`, {
     method: 'POST',
     headers: { ...headers, 'content-type': 'application/json' },
-    body: JSON.stringify({ job_id, purpose: 'live_analysis', payload: PAYLOAD }),
+    body: JSON.stringify(body),
   });
   if (created.status !== 201) throw new Error(`create answered ${created.status}: ${await created.text()}`);
   await created.arrayBuffer();
@@ -219,11 +238,28 @@ export async function oneJob(channel: JobClient): Promise<number> {
   let text = '';
   for await (const chunk of events.body as unknown as AsyncIterable<Uint8Array>) {
     text += decoder.decode(chunk, { stream: true });
-    if (text.includes('"state":"completed"')) break;
+    const completed = text.indexOf('"state":"completed"');
+    if (completed >= 0) {
+      if (paired === undefined) break;
+      const end = text.indexOf('\n\n', completed);
+      if (end < 0) continue;
+      // Its frame: from the blank line before (none: the stream's first) to the one after.
+      const frame = text.slice(text.lastIndexOf('\n\n', completed) + 1, end);
+      openedResult(paired, JSON.parse(frameData(frame)) as Parameters<typeof openedResult>[1]);
+      break;
+    }
     if (/"state":"(failed|expired|cancelled)"/.test(text)) throw new Error(`job ${job_id} did not complete: ${text.slice(-500)}`);
   }
   return performance.now() - started;
 }
+
+/** An SSE frame's data: its `data:` lines joined. */
+const frameData = (frame: string) =>
+  frame
+    .split('\n')
+    .filter((line) => line.startsWith('data: '))
+    .map((line) => line.slice('data: '.length))
+    .join('\n');
 
 /** How many events of `type` (of any type, without one) an SQLite log holds. */
 export const countIn = (db: string, type?: string) => {

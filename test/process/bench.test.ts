@@ -80,7 +80,9 @@ it('npm run bench -- --quick runs every scenario and every contender, and writes
   // The jobs: the relay's setups and both baselines (issue 26), each with jobs done and the server's CPU per job; the relay's plugin's too.
   expect(results.jobs.map((row) => row.setup)).toEqual([
     'embedded',
+    'embedded, BYO',
     'postgres, 1 node',
+    'postgres, 1 node, BYO',
     'postgres, 3 nodes',
     'baseline: node:http, in memory',
     'baseline: fastify + SQLite, durable',
