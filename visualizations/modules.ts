@@ -106,7 +106,8 @@ export const FOLDER_RULES: Readonly<Record<string, Readonly<Record<string, reado
     plugin: ['reasoners'],
     host: ['http', 'callback', 'agents', 'reasoners', 'plugin', 'inspector'],
     backend: ['http', 'brokers', 'inspector'],
-    cli: ['.', 'http', 'brokers', 'client', 'callback', 'inspector', 'reasoners', 'agents', 'plugin', 'host', 'backend'],
+    conformance: [],
+    cli: ['.', 'http', 'brokers', 'client', 'callback', 'inspector', 'reasoners', 'agents', 'plugin', 'host', 'backend', 'conformance'],
   },
   visualizations: { '.': [] },
 };

@@ -66,6 +66,10 @@ const COMMANDS: Record<string, Entry> = {
     summary: 'show what a client can read of its integrations',
     load: () => import('./integrations.js').then((m) => ({ run: m.integrationsCommand, usage: m.INTEGRATIONS_USAGE })),
   },
+  conformance: {
+    summary: 'check another implementation of a role of the protocol, black-box, rule by rule',
+    load: () => import('./conformance.js').then((m) => ({ run: m.conformanceCommand, usage: m.CONFORMANCE_USAGE })),
+  },
   replay: {
     summary: "fold an event log and print each session's, task's and job's timeline (--verify checks it)",
     load: () => import('./replay.js').then((m) => ({ run: m.replayCommand, usage: m.REPLAY_USAGE })),

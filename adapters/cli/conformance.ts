@@ -1,0 +1,91 @@
+/**
+ * `assistant-relay conformance ROLE`: runs the conformance kit (adapters/conformance/) against another
+ * implementation of a role of the protocol, at the URL it is given and nowhere else, and reports each
+ * check with the rule it tests (docs/conformance.md). Exit 0 when no check failed, 1 when one did.
+ */
+import { writeFileSync } from 'node:fs';
+import type { Need } from '../conformance/check.js';
+import { ROLES, runRole, type Role } from '../conformance/kit.js';
+import { REPORT_FORMATS, counts, report, type ReportFormat } from '../conformance/reports.js';
+import { isIP } from 'node:net';
+import { baseUrlFlag, integer, parseDuration, readFlags, requiredFlag, UsageError } from './flags.js';
+import { readTokenFile } from './service.js';
+
+export const CONFORMANCE_USAGE = `usage: assistant-relay conformance ROLE --url URL --token-file FILE [options]
+roles:
+  form-a-host              a Form A host: POST /v1/incoming, GET /v1/events (spec 4.2)
+  form-b-host              a Form B host: its callbacks to the client's listener, which the kit plays (spec 4.3)
+options:
+  --url URL                the implementation's base URL; the kit sends traffic nowhere else
+  --token-file FILE        its Bearer token (a private file)
+  --script-agent           the host runs an agent that follows the script steps (docs/conformance.md):
+                           without it, the checks that need one are skipped
+  --keepalive-ms N         the keep-alive interval the host is configured with (default 20000)
+  --max-readers N          readers of one session to open before the reader cap counts as missing (default 32)
+  --listen HOST:PORT       form-b-host: where the kit listens for the host's callbacks (default 127.0.0.1:0)
+  --reply-timeout D        how long a reply may take (default 10s)
+  --check-timeout D        how long one check may take (default 60s)
+  --only LIST              only the checks named: ids or sections, comma-separated (form-a.open,4.2,2.7)
+  --skip LIST              not these
+  --format F               human (default), tap or junit
+  --out FILE               the report there instead of stdout (a summary still goes to stderr)
+Each flag may also be set as ASSISTANT_RELAY_<FLAG>.`;
+
+const FLAGS = {
+  url: { type: 'string' },
+  'token-file': { type: 'string' },
+  'script-agent': { type: 'boolean' },
+  'keepalive-ms': { type: 'string' },
+  'max-readers': { type: 'string' },
+  listen: { type: 'string' },
+  'reply-timeout': { type: 'string' },
+  'check-timeout': { type: 'string' },
+  only: { type: 'string' },
+  skip: { type: 'string' },
+  format: { type: 'string' },
+  out: { type: 'string' },
+} as const;
+
+const list = (text: string | undefined) =>
+  text
+    ?.split(',')
+    .map((each) => each.trim())
+    .filter((each) => each !== '');
+
+/** `HOST:PORT` (`[::1]:0` for IPv6): an IP address and a port, 0 for any free one. */
+function listenAt(text: string): { host: string; port: number } {
+  const match = /^\[?([^\]]+?)\]?:(\d+)$/.exec(text);
+  if (match === null || isIP(match[1]!) === 0)
+    throw new UsageError(`--listen must be an IP address and a port, e.g. 127.0.0.1:0, not ${JSON.stringify(text)}`);
+  return { host: match[1]!, port: integer('listen', match[2]!, 0, 65_535) };
+}
+
+export async function conformanceCommand(argv: readonly string[], env: NodeJS.ProcessEnv): Promise<void> {
+  const [role, ...rest] = argv;
+  if (!ROLES.includes(role as Role)) throw new UsageError(`the role must be one of ${ROLES.join(', ')}, not ${JSON.stringify(role)}`);
+  const flags = readFlags(rest, FLAGS, env);
+  const format = (flags('format') ?? 'human') as ReportFormat;
+  if (!REPORT_FORMATS.includes(format)) throw new UsageError(`--format must be one of ${REPORT_FORMATS.join(', ')}`);
+  const only = list(flags('only'));
+  const skip = list(flags('skip'));
+  const listen = flags('listen');
+  const results = await runRole(role as Role, {
+    url: new URL(baseUrlFlag('url', requiredFlag(flags, 'url'))),
+    token: readTokenFile(requiredFlag(flags, 'token-file'), { create: false }),
+    has: new Set<Need>(flags('script-agent') === true ? ['script-agent'] : []),
+    ...(only === undefined ? {} : { only }),
+    ...(skip === undefined ? {} : { skip }),
+    checkTimeoutMs: parseDuration('check-timeout', flags('check-timeout') ?? '60s'),
+    replyMs: parseDuration('reply-timeout', flags('reply-timeout') ?? '10s'),
+    keepaliveMs: integer('keepalive-ms', flags('keepalive-ms') ?? '20000', 1, 3_600_000),
+    maxReaders: integer('max-readers', flags('max-readers') ?? '32', 1, 10_000),
+    ...(listen === undefined ? {} : { listen: listenAt(listen) }),
+  });
+  const text = report(format, role!, results);
+  const out = flags('out');
+  if (out === undefined) process.stdout.write(text);
+  else writeFileSync(out, text);
+  const { passed, failed, skipped } = counts(results);
+  if (out !== undefined || format !== 'human') process.stderr.write(`${passed} passed, ${failed} failed, ${skipped} skipped\n`);
+  if (failed > 0) process.exitCode = 1;
+}

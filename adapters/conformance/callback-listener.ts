@@ -1,0 +1,132 @@
+/**
+ * The client's side of Form B as the kit plays it (spec 4.3): a loopback listener that the host under
+ * test POSTs replies to. It keeps what arrived for each check's own path (one callback URL a check, so
+ * checks never see each other's replies) and answers as the check says: 200 by default, or a status it
+ * chose for the next attempts, to see which the host retries.
+ */
+import { randomUUID } from 'node:crypto';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { Arrivals } from './arrivals.js';
+import { RuleBroken } from './check.js';
+
+export interface CallbackPost {
+  /** The path under the callback's own (`/tasks/{task_id}`). */
+  readonly path: string;
+  readonly method: string;
+  readonly authorization: string | undefined;
+  readonly body: unknown;
+  readonly text: string;
+  /** ms since the callback was made. */
+  readonly at: number;
+}
+
+/** A body the kit reads from a host: a reply is at most 256 KiB (spec 8); this leaves room. */
+const MAX_BODY_BYTES = 1024 * 1024;
+/** Deliveries one callback keeps: a check sees a handful. */
+const MAX_KEPT = 1_000;
+
+/** One check's callback URL, what arrived at it, and how it answers. */
+export class Callback {
+  readonly deliveries: CallbackPost[] = [];
+  /** Statuses for the next attempts, in order; then 200. */
+  readonly answers: number[] = [];
+  private readonly arrivals = new Arrivals();
+  private readonly made = performance.now();
+
+  constructor(
+    readonly url: string,
+    readonly token: string,
+  ) {}
+
+  /** The deliveries that satisfy `enough`, once they do; a `RuleBroken` saying `what` after `ms`. */
+  async until(enough: (deliveries: readonly CallbackPost[]) => boolean, ms: number, what: string): Promise<readonly CallbackPost[]> {
+    const deadline = performance.now() + ms;
+    while (!enough(this.deliveries)) {
+      const left = deadline - performance.now();
+      if (left <= 0) throw new RuleBroken(`${what}: ${this.deliveries.length} POSTs arrived within ${ms} ms`);
+      await this.arrivals.next(left);
+    }
+    return this.deliveries;
+  }
+
+  /** Called by the listener: keeps it, and says what to answer. */
+  received(delivery: Omit<CallbackPost, 'at'>): number {
+    if (this.deliveries.length < MAX_KEPT) this.deliveries.push({ ...delivery, at: performance.now() - this.made });
+    this.arrivals.arrived();
+    return this.answers.shift() ?? 200;
+  }
+}
+
+export class CallbackListener {
+  private readonly callbacks = new Map<string, Callback>();
+
+  private constructor(
+    private readonly server: Server,
+    readonly origin: string,
+  ) {}
+
+  static async listen(host = '127.0.0.1', port = 0): Promise<CallbackListener> {
+    const server = createServer();
+    await new Promise<void>((resolve, reject) => {
+      server.once('error', reject);
+      server.listen(port, host, () => resolve());
+    });
+    const { port: bound } = server.address() as AddressInfo;
+    const listener = new CallbackListener(server, `http://${host.includes(':') ? `[${host}]` : host}:${bound}`);
+    server.on('request', (request, response) => listener.answer(request, response));
+    return listener;
+  }
+
+  /** A fresh callback URL and token, for one check. */
+  callback(): Callback {
+    const id = randomUUID();
+    const callback = new Callback(`${this.origin}/kit/${id}`, `kit-${randomUUID()}`);
+    this.callbacks.set(id, callback);
+    return callback;
+  }
+
+  forget(callback: Callback): void {
+    this.callbacks.delete(callback.url.slice(`${this.origin}/kit/`.length));
+  }
+
+  close(): Promise<void> {
+    this.server.closeAllConnections();
+    return new Promise((resolve) => this.server.close(() => resolve()));
+  }
+
+  private answer(request: IncomingMessage, response: ServerResponse): void {
+    const match = /^\/kit\/([0-9a-f-]{36})(\/.*)?$/.exec(request.url ?? '');
+    const callback = match === null ? undefined : this.callbacks.get(match[1]!);
+    const chunks: Buffer[] = [];
+    let size = 0;
+    request.on('data', (chunk: Buffer) => {
+      size += chunk.length;
+      if (size > MAX_BODY_BYTES) request.destroy();
+      else chunks.push(chunk);
+    });
+    request.on('end', () => {
+      if (callback === undefined) {
+        response.writeHead(404).end();
+        return;
+      }
+      const text = Buffer.concat(chunks).toString('utf8');
+      let body: unknown;
+      try {
+        body = JSON.parse(text);
+      } catch {
+        body = undefined;
+      }
+      const status = callback.received({
+        path: match![2] ?? '/',
+        method: request.method ?? '',
+        authorization: request.headers.authorization,
+        body,
+        text,
+      });
+      // A redirect names a place the host must not go: this listener, where the kit would see it.
+      const headers = status >= 300 && status < 400 ? { location: `${callback.url}/redirected` } : {};
+      response.writeHead(status, { 'content-type': 'application/json', ...headers }).end(status < 300 ? '{"ok":true}' : '{}');
+    });
+  }
+}

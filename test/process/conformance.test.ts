@@ -1,0 +1,53 @@
+/**
+ * `assistant-relay conformance` as a person or a CI runs it (issue 27): against a `serve` child, green,
+ * exit 0, in TAP; against the same host behind a proxy that drops `: open`, exit 1 and the rule named.
+ */
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { expect, it } from 'vitest';
+import { breakingProxy, forgetsOpen } from '../support/breaking-proxy.js';
+import { ServeChild, runCli, useChildFolder } from '../support/child.js';
+
+const folder = useChildFolder();
+
+it('checks a host child: TAP and exit 0 when it conforms; exit 1 naming the rule when it does not', { timeout: 90_000 }, async () => {
+  const dir = folder();
+  const token = join(dir, 'token');
+  writeFileSync(token, 'conformance-token\n', { mode: 0o600 });
+  const host = await ServeChild.start([
+    '--port',
+    '0',
+    '--db',
+    join(dir, 'relay.db'),
+    '--token-file',
+    token,
+    '--agent',
+    'script',
+    '--keepalive-ms',
+    '300',
+    '--log-level',
+    'silent',
+  ]);
+  try {
+    const kit = (url: string, ...args: string[]) =>
+      runCli(['conformance', 'form-a-host', '--url', url, '--token-file', token, '--script-agent', '--keepalive-ms', '300', ...args]);
+    const green = await kit(host.url, '--format', 'tap');
+    expect([green.code, green.stderr]).toEqual([0, expect.stringMatching(/^\d+ passed, 0 failed, 0 skipped\n$/)]);
+    expect(green.stdout).toMatch(/^TAP version 14\n1\.\.(\d+)\n/);
+    expect(green.stdout).not.toContain('not ok');
+
+    const proxy = await breakingProxy(host.url, forgetsOpen);
+    try {
+      const red = await kit(proxy.url, '--only', '4.2', '--skip', 'form-a.keep-alive');
+      expect(red.code).toBe(1);
+      expect(red.stdout).toContain(
+        '✗ form-a.open  the stream is text/event-stream and begins with the comment `: open`  [4.2 GET /v1/events rule 5]',
+      );
+      expect(red.stdout).not.toContain('form-a.keep-alive');
+    } finally {
+      await proxy.close();
+    }
+  } finally {
+    await host.stop('SIGTERM');
+  }
+});
