@@ -4,7 +4,6 @@
  * pairing sides and again by hand; and our client pairs with the vector's assistant, our assistant with
  * its client.
  */
-import { x25519 } from '@noble/curves/ed25519.js';
 import { describe, expect, it } from 'vitest';
 import {
   AssistantPairing,
@@ -16,10 +15,11 @@ import {
   pairingTranscript,
   parseCode,
   sharedSecret,
-  type KeyPair,
 } from '../../protocol/index.js';
 import * as hand from '../support/by-hand.js';
+import { keyPairOf, pairBothSides } from '../support/pairing-sides.js';
 import {
+  casesOf,
   expectOurs,
   flippedBase64Url,
   hex,
@@ -27,7 +27,7 @@ import {
   keySetVector,
   toHex,
   vectorFile,
-  type KeySetVector,
+  type DerivationValues,
   type VectorCase,
 } from '../support/vector-files.js';
 
@@ -41,7 +41,7 @@ interface PairingInputs {
   readonly envelope_version: number;
 }
 
-interface PairingValues {
+interface PairingValues extends DerivationValues {
   readonly handle: string;
   readonly code_secret: string;
   readonly client_key: string;
@@ -51,12 +51,6 @@ interface PairingValues {
   readonly commitment: string;
   readonly sas_input_hex: string;
   readonly sas: string;
-  readonly shared_secret_hex: string;
-  readonly salt_input_hex: string;
-  readonly salt_hex: string;
-  readonly transcript_hex: string;
-  readonly hkdf_info_hex: Readonly<Record<string, string>>;
-  readonly keys: KeySetVector;
   readonly confirmation_input_hex: { readonly client: string; readonly assistant: string };
   readonly client_confirmation: string;
   readonly assistant_confirmation: string;
@@ -67,7 +61,6 @@ type PairingCase = VectorCase<'code', { readonly text: string }, CodeValues> | V
 
 const pairing = vectorFile<PairingCase>('pairing.json');
 
-const keyPairOf = (secretHex: string): KeyPair => ({ secretKey: hex(secretHex), publicKey: x25519.getPublicKey(hex(secretHex)) });
 const versionsOf = (inputs: PairingInputs) => ({ schema_version: inputs.schema_version, envelope_version: inputs.envelope_version });
 
 /** Our two sides paired with each other, and the bytes each hash and MAC took, as our code puts them together. */
@@ -75,15 +68,14 @@ function ourPairing(inputs: PairingInputs): PairingValues {
   const code = parseCode(inputs.pairing_code)!;
   const [clientPair, assistantPair] = [keyPairOf(inputs.client_secret_key_hex), keyPairOf(inputs.assistant_secret_key_hex)];
   const revealNonce = hex(inputs.reveal_nonce_hex);
-  const client = new ClientPairing(inputs.pairing_id, code.secret, versionsOf(inputs), { keyPair: clientPair });
-  const assistant = new AssistantPairing(inputs.pairing_id, code.secret, versionsOf(inputs), { keyPair: assistantPair, revealNonce });
-  const commitment = assistant.commitment();
-  const client_key = client.clientKey(commitment);
-  const revealed = assistant.reveal(client_key);
-  const shown = client.reveal(revealed.assistant_key, revealed.nonce);
-  const confirmed = assistant.confirm(shown.confirmation);
-  const keys = client.finish(confirmed.confirmation);
-  expect([revealed.sas, confirmed.keys]).toEqual([shown.sas, keys]);
+  const { keys, ...messages } = pairBothSides({
+    pairing_id: inputs.pairing_id,
+    secret: code.secret,
+    versions: versionsOf(inputs),
+    client: clientPair,
+    assistant: assistantPair,
+    revealNonce,
+  });
   const [clientKey, assistantKey] = [clientPair.publicKey, assistantPair.publicKey];
   const transcript = pairingTranscript(
     inputs.pairing_id,
@@ -95,13 +87,13 @@ function ourPairing(inputs: PairingInputs): PairingValues {
   return {
     handle: code.handle,
     code_secret: code.secret,
-    client_key,
-    assistant_key: revealed.assistant_key,
-    nonce: revealed.nonce,
+    client_key: messages.client_key,
+    assistant_key: messages.assistant_key,
+    nonce: messages.nonce,
     commitment_input_hex: toHex(lengthPrefixed('assistant-relay/v1/commit', inputs.pairing_id, assistantKey, revealNonce)),
-    commitment,
+    commitment: messages.commitment,
     sas_input_hex: toHex(lengthPrefixed('assistant-relay/v1/sas', inputs.pairing_id, clientKey, assistantKey, revealNonce)),
-    sas: shown.sas,
+    sas: messages.sas,
     shared_secret_hex: toHex(sharedSecret(clientPair.secretKey, assistantKey)),
     salt_input_hex: toHex(lengthPrefixed('assistant-relay/v1/pairing-code', code.secret)),
     salt_hex: toHex(pairingSalt(code.secret)),
@@ -112,8 +104,8 @@ function ourPairing(inputs: PairingInputs): PairingValues {
       client: toHex(lengthPrefixed('assistant-relay/v1/confirm', 'client')),
       assistant: toHex(lengthPrefixed('assistant-relay/v1/confirm', 'assistant')),
     },
-    client_confirmation: shown.confirmation,
-    assistant_confirmation: confirmed.confirmation,
+    client_confirmation: messages.client_confirmation,
+    assistant_confirmation: messages.assistant_confirmation,
   };
 }
 
@@ -163,47 +155,45 @@ function pairingByHand(inputs: PairingInputs): PairingValues {
   };
 }
 
-const cases = <Step extends PairingCase['step']>(step: Step) =>
-  pairing.cases
-    .filter((vector): vector is Extract<PairingCase, { step: Step }> => vector.step === step)
-    .map((vector) => [vector.name, vector] as const);
-
 describe('vectors/pairing.json', () => {
-  it.each(cases('code'))('code: %s', (_name, vector) => {
+  it.each(casesOf(pairing, 'code'))('code: %s', (_name, vector) => {
     const code = parseCode(vector.inputs.text);
     expectOurs(vector, code === undefined ? { valid: false } : { valid: true, ...code });
     const read = hand.readCode(vector.inputs.text);
     expect(read === undefined ? { valid: false } : { valid: true, ...read }).toEqual(vector.expected);
   });
 
-  it.each(cases('pairing'))('pairing: %s', (_name, vector) => {
+  it.each(casesOf(pairing, 'pairing'))('pairing: %s', (_name, vector) => {
     expectOurs(vector, ourPairing(vector.inputs));
     expect(pairingByHand(vector.inputs)).toEqual(vector.expected);
   });
 
-  it.each(cases('pairing'))("our client pairs with the vector's assistant, our assistant with its client: %s", (_name, vector) => {
-    const { inputs, expected } = vector;
-    const secret = hand.readCode(inputs.pairing_code)!.secret;
-    const client = new ClientPairing(inputs.pairing_id, secret, versionsOf(inputs), { keyPair: keyPairOf(inputs.client_secret_key_hex) });
-    expect(client.clientKey(expected.commitment)).toBe(expected.client_key);
-    expect(client.reveal(expected.assistant_key, expected.nonce)).toEqual({
-      sas: expected.sas,
-      confirmation: expected.client_confirmation,
-    });
-    expect(client.finish(expected.assistant_confirmation)).toEqual(keySetOf(expected.keys));
+  it.each(casesOf(pairing, 'pairing'))(
+    "our client pairs with the vector's assistant, our assistant with its client: %s",
+    (_name, vector) => {
+      const { inputs, expected } = vector;
+      const secret = hand.readCode(inputs.pairing_code)!.secret;
+      const client = new ClientPairing(inputs.pairing_id, secret, versionsOf(inputs), { keyPair: keyPairOf(inputs.client_secret_key_hex) });
+      expect(client.clientKey(expected.commitment)).toBe(expected.client_key);
+      expect(client.reveal(expected.assistant_key, expected.nonce)).toEqual({
+        sas: expected.sas,
+        confirmation: expected.client_confirmation,
+      });
+      expect(client.finish(expected.assistant_confirmation)).toEqual(keySetOf(expected.keys));
 
-    const assistant = new AssistantPairing(inputs.pairing_id, secret, versionsOf(inputs), {
-      keyPair: keyPairOf(inputs.assistant_secret_key_hex),
-      revealNonce: hex(inputs.reveal_nonce_hex),
-    });
-    expect(assistant.commitment()).toBe(expected.commitment);
-    expect(assistant.reveal(expected.client_key)).toEqual({
-      assistant_key: expected.assistant_key,
-      nonce: expected.nonce,
-      sas: expected.sas,
-    });
-    // A confirmation one bit off is refused.
-    expect(() => assistant.confirm(flippedBase64Url(expected.client_confirmation))).toThrow(PairingError);
-    expect(assistant.confirm(expected.client_confirmation).confirmation).toBe(expected.assistant_confirmation);
-  });
+      const assistant = new AssistantPairing(inputs.pairing_id, secret, versionsOf(inputs), {
+        keyPair: keyPairOf(inputs.assistant_secret_key_hex),
+        revealNonce: hex(inputs.reveal_nonce_hex),
+      });
+      expect(assistant.commitment()).toBe(expected.commitment);
+      expect(assistant.reveal(expected.client_key)).toEqual({
+        assistant_key: expected.assistant_key,
+        nonce: expected.nonce,
+        sas: expected.sas,
+      });
+      // A confirmation one bit off is refused.
+      expect(() => assistant.confirm(flippedBase64Url(expected.client_confirmation))).toThrow(PairingError);
+      expect(assistant.confirm(expected.client_confirmation).confirmation).toBe(expected.assistant_confirmation);
+    },
+  );
 });

@@ -8,7 +8,6 @@ import { describe, expect, it } from 'vitest';
 import { ClientRekey, PairingError, answerRekey, keyringOf, type RekeyAnswer, type RekeyRequest } from '../../protocol/index.js';
 import * as hand from '../support/by-hand.js';
 import {
-  keyPairOf,
   ourRekey,
   rekeyByHand,
   requestMacInputByHand,
@@ -16,7 +15,18 @@ import {
   type RekeyInputs,
   type RekeyValues,
 } from '../support/rekey-vectors.js';
-import { expectOurs, hex, keySetOf, keySetVector, vectorFile, type KeySetVector, type VectorCase } from '../support/vector-files.js';
+import { keyPairOf } from '../support/pairing-sides.js';
+import {
+  casesOf,
+  expectOurs,
+  hex,
+  keySetOf,
+  keySetVector,
+  refusedWith,
+  vectorFile,
+  type KeySetVector,
+  type VectorCase,
+} from '../support/vector-files.js';
 
 interface RequestRefused {
   /** The assistant's own integration id. */
@@ -34,42 +44,36 @@ type RekeyCase =
 
 const rekeys = vectorFile<RekeyCase>('rekey.json');
 
-/** Whether our side threw the PairingError a refusal is. */
-function refusedByOurs(run: () => unknown): boolean {
-  try {
-    run();
-    return false;
-  } catch (error) {
-    expect(error).toBeInstanceOf(PairingError);
-    return true;
-  }
-}
-
-const cases = <Step extends RekeyCase['step']>(step: Step) =>
-  rekeys.cases
-    .filter((vector): vector is Extract<RekeyCase, { step: Step }> => vector.step === step)
-    .map((vector) => [vector.name, vector] as const);
-
 describe('vectors/rekey.json', () => {
-  it.each(cases('rekey'))('%s', (_name, vector) => {
+  it.each(casesOf(rekeys, 'rekey'))('%s', (_name, vector) => {
     expectOurs(vector, ourRekey(vector.inputs));
     expect(rekeyByHand(vector.inputs)).toEqual(vector.expected);
   });
 
-  it.each(cases('rekey'))("our client rotates with the vector's assistant, our assistant with its client: %s", (_name, vector) => {
-    const { inputs, expected } = vector;
-    const current = keySetOf(inputs.current_keys);
-    const client = new ClientRekey(inputs.integration_id, current, inputs.rekey_id, { keyPair: keyPairOf(inputs.client_secret_key_hex) });
-    expect(client.request()).toEqual(expected.request);
-    expect(keySetVector(client.finish(expected.answer))).toEqual(expected.keys);
-    const answered = answerRekey(inputs.integration_id, keyringOf([current]), expected.request, keyPairOf(inputs.assistant_secret_key_hex));
-    expect({ answer: answered.answer, keys: keySetVector(answered.keys) }).toEqual({ answer: expected.answer, keys: expected.keys });
-  });
+  it.each(casesOf(rekeys, 'rekey'))(
+    "our client rotates with the vector's assistant, our assistant with its client: %s",
+    (_name, vector) => {
+      const { inputs, expected } = vector;
+      const current = keySetOf(inputs.current_keys);
+      const client = new ClientRekey(inputs.integration_id, current, inputs.rekey_id, { keyPair: keyPairOf(inputs.client_secret_key_hex) });
+      expect(client.request()).toEqual(expected.request);
+      expect(keySetVector(client.finish(expected.answer))).toEqual(expected.keys);
+      const answered = answerRekey(
+        inputs.integration_id,
+        keyringOf([current]),
+        expected.request,
+        keyPairOf(inputs.assistant_secret_key_hex),
+      );
+      expect({ answer: answered.answer, keys: keySetVector(answered.keys) }).toEqual({ answer: expected.answer, keys: expected.keys });
+    },
+  );
 
-  it.each(cases('request_refused'))('the assistant refuses: %s', (_name, vector) => {
+  it.each(casesOf(rekeys, 'request_refused'))('the assistant refuses: %s', (_name, vector) => {
     const { integration_id, held_keys, request } = vector.inputs;
     const keyring = keyringOf(held_keys.map(keySetOf));
-    expectOurs(vector, { refused: refusedByOurs(() => answerRekey(integration_id, keyring, request, keyPairOf('11'.repeat(32)))) });
+    expectOurs(vector, {
+      refused: refusedWith(PairingError, () => answerRekey(integration_id, keyring, request, keyPairOf('11'.repeat(32)))),
+    });
     const held = held_keys.find((keys) => keys.kid === request.kid);
     const macInput = requestMacInputByHand(integration_id, request.rekey_id, request.kid, request.client_key);
     const mac = held === undefined ? undefined : hand.encodeBase64Url(hand.hmacSha256(hex(held.confirm_hex), macInput));
@@ -77,13 +81,13 @@ describe('vectors/rekey.json', () => {
     expect(vector.expected.refused).toBe(true);
   });
 
-  it.each(cases('answer_refused'))('the client refuses: %s', (_name, vector) => {
+  it.each(casesOf(rekeys, 'answer_refused'))('the client refuses: %s', (_name, vector) => {
     const { inputs } = vector;
     const client = new ClientRekey(inputs.integration_id, keySetOf(inputs.current_keys), inputs.rekey_id, {
       keyPair: keyPairOf(inputs.client_secret_key_hex),
     });
     const { client_key } = client.request();
-    expectOurs(vector, { refused: refusedByOurs(() => client.finish(inputs.answer)) });
+    expectOurs(vector, { refused: refusedWith(PairingError, () => client.finish(inputs.answer)) });
     const rotated = rotatedByHand(inputs, client_key, inputs.answer.assistant_key);
     expect({ refused: rotated.answerMac !== inputs.answer.mac }).toEqual(vector.expected);
     expect(vector.expected.refused).toBe(true);

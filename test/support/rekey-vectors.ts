@@ -3,7 +3,6 @@
  * and `answerRekey`, and by hand with libsodium and node:crypto. For vectors/rekey.json and for the rekey
  * example in PROTOCOL.md, which are written in the same shape.
  */
-import { x25519 } from '@noble/curves/ed25519.js';
 import { expect } from 'vitest';
 import {
   ClientRekey,
@@ -13,12 +12,12 @@ import {
   rekeySalt,
   rekeyTranscript,
   sharedSecret,
-  type KeyPair,
   type RekeyAnswer,
   type RekeyRequest,
 } from '../../protocol/index.js';
 import * as hand from './by-hand.js';
-import { hex, keySetOf, keySetVector, toHex, type KeySetVector } from './vector-files.js';
+import { keyPairOf } from './pairing-sides.js';
+import { hex, keySetOf, keySetVector, toHex, type DerivationValues, type KeySetVector } from './vector-files.js';
 
 export interface RekeyInputs {
   readonly integration_id: string;
@@ -30,21 +29,13 @@ export interface RekeyInputs {
   readonly assistant_secret_key_hex: string;
 }
 
-export interface RekeyValues {
+export interface RekeyValues extends DerivationValues {
   readonly client_key: string;
   readonly request_mac_input_hex: string;
   readonly request: RekeyRequest;
-  readonly shared_secret_hex: string;
-  readonly salt_input_hex: string;
-  readonly salt_hex: string;
-  readonly transcript_hex: string;
-  readonly hkdf_info_hex: Readonly<Record<string, string>>;
-  readonly keys: KeySetVector;
   readonly answer_mac_input_hex: string;
   readonly answer: RekeyAnswer;
 }
-
-export const keyPairOf = (secretHex: string): KeyPair => ({ secretKey: hex(secretHex), publicKey: x25519.getPublicKey(hex(secretHex)) });
 
 /** Our client asks, our assistant answers, our client checks the answer; and the bytes each MAC and HKDF took. */
 export function ourRekey(inputs: RekeyInputs): RekeyValues {

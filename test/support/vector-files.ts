@@ -30,6 +30,27 @@ export function vectorFile<Case>(name: string): VectorFile<Case> {
   return file;
 }
 
+/** The cases of one step, as `it.each` takes them: each with its name first. */
+export function casesOf<Case extends { readonly step: string; readonly name: string }, Step extends Case['step']>(
+  file: VectorFile<Case>,
+  step: Step,
+): (readonly [string, Extract<Case, { readonly step: Step }>])[] {
+  return file.cases
+    .filter((vector): vector is Extract<Case, { readonly step: Step }> => vector.step === step)
+    .map((vector) => [vector.name, vector] as const);
+}
+
+/** Whether `run` refused, by throwing a `kind` (anything else it throws fails the test). */
+export function refusedWith(kind: abstract new (...args: never[]) => Error, run: () => unknown): boolean {
+  try {
+    run();
+    return false;
+  } catch (error) {
+    expect(error).toBeInstanceOf(kind);
+    return true;
+  }
+}
+
 /** Our code's values for a case: equal to the file's, or, when updating, the file's from now on. */
 export function expectOurs<Expected>(vector: { expected: Expected }, ours: Expected): void {
   if (UPDATING) vector.expected = ours;
@@ -42,6 +63,17 @@ export interface KeySetVector {
   readonly client_to_assistant_hex: string;
   readonly assistant_to_client_hex: string;
   readonly confirm_hex: string;
+}
+
+/** What a key derivation (a pairing's or a rotation's, PROTOCOL.md 7.15 row 6) takes and gives. */
+export interface DerivationValues {
+  readonly shared_secret_hex: string;
+  readonly salt_input_hex: string;
+  readonly salt_hex: string;
+  readonly transcript_hex: string;
+  /** Each HKDF draw's info, by label. */
+  readonly hkdf_info_hex: Readonly<Record<string, string>>;
+  readonly keys: KeySetVector;
 }
 
 export const hex = (text: string): Uint8Array => new Uint8Array(Buffer.from(text, 'hex'));
