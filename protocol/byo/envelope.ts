@@ -95,11 +95,16 @@ export function associatedData(binding: EnvelopeBinding, kid: string): Uint8Arra
  * this use only, of the associated data and the plaintext. Equal only for equal (job, plaintext) pairs.
  */
 export function syntheticNonce(key: Uint8Array, ad: Uint8Array, plaintext: Uint8Array): Uint8Array {
+  // lengthPrefixed(ad, plaintext), fed in its parts: the plaintext is not copied.
+  const mac = hmac.create(sha256, nonceKeyOf(key)).update(lengthPrefix(ad.length)).update(ad);
+  return mac.update(lengthPrefix(plaintext.length)).update(plaintext).digest().slice(0, NONCE_BYTES);
+}
+
+/** The key a sealing key's nonces are drawn under: HKDF-Expand of it for this one use (the memo's own bytes: read, never change). */
+export function nonceKeyOf(key: Uint8Array): Uint8Array {
   let nonceKey = nonceKeys.get(key);
   if (nonceKey === undefined) nonceKeys.set(key, (nonceKey = expand(sha256, key, utf8ToBytes(NONCE_KEY_INFO), 32)));
-  // lengthPrefixed(ad, plaintext), fed in its parts: the plaintext is not copied.
-  const mac = hmac.create(sha256, nonceKey).update(lengthPrefix(ad.length)).update(ad);
-  return mac.update(lengthPrefix(plaintext.length)).update(plaintext).digest().slice(0, NONCE_BYTES);
+  return nonceKey;
 }
 
 /** Each sealing key's nonce key, drawn once: a keyring's keys are the same arrays from one envelope to the next. */

@@ -92,9 +92,14 @@ export function pairingTranscript(
   );
 }
 
+/** HKDF's salt in a pairing: the code's secret (its 15 canonical characters, as `parseCode` gives them), hashed. */
+export function pairingSalt(secret: string): Uint8Array {
+  return digestOf('assistant-relay/v1/pairing-code', secret);
+}
+
 /** The keys of a pairing: X25519, then HKDF-SHA256 salted with the code's secret over the transcript. */
 export function pairingKeys(shared: Uint8Array, secret: string, transcript: Uint8Array): SessionKeys {
-  return deriveKeys(shared, digestOf('assistant-relay/v1/pairing-code', secret), transcript);
+  return deriveKeys(shared, pairingSalt(secret), transcript);
 }
 
 export function confirmationOf(keys: SessionKeys, role: 'client' | 'assistant'): string {

@@ -47,7 +47,17 @@ function requestMac(current: SessionKeys, integrationId: string, rekeyId: string
   return mac(current.confirm, 'assistant-relay/v1/rekey-request', integrationId, rekeyId, current.kid, clientKey);
 }
 
-/** The new keys: X25519, then HKDF salted with a MAC under the current confirmation key, over the rotation's transcript. */
+/** A rotation's HKDF salt: a MAC under the current confirmation key, which only holders of the current keys can compute. */
+export function rekeySalt(current: SessionKeys, rekeyId: string): Uint8Array {
+  return hmac(sha256, current.confirm, lengthPrefixed('assistant-relay/v1/rekey-salt', rekeyId));
+}
+
+/** What a rotation's keys are bound to. The public keys enter as their base64url text, as the messages carry them (7.15). */
+export function rekeyTranscript(integrationId: string, rekeyId: string, kid: string, clientKey: string, assistantKey: string): Uint8Array {
+  return lengthPrefixed('assistant-relay/v1/rekey', integrationId, rekeyId, kid, clientKey, assistantKey);
+}
+
+/** The new keys: X25519, then HKDF with the rotation's salt over its transcript. */
 function rotatedKeys(
   current: SessionKeys,
   integrationId: string,
@@ -56,8 +66,7 @@ function rotatedKeys(
   clientKey: string,
   assistantKey: string,
 ): SessionKeys {
-  const salt = hmac(sha256, current.confirm, lengthPrefixed('assistant-relay/v1/rekey-salt', rekeyId));
-  return deriveKeys(shared, salt, lengthPrefixed('assistant-relay/v1/rekey', integrationId, rekeyId, current.kid, clientKey, assistantKey));
+  return deriveKeys(shared, rekeySalt(current, rekeyId), rekeyTranscript(integrationId, rekeyId, current.kid, clientKey, assistantKey));
 }
 
 function publicKey(text: string): Uint8Array {
