@@ -3,26 +3,39 @@
  * implementation of a role of the protocol, at the URL it is given and nowhere else, and reports each
  * check with the rule it tests (docs/conformance.md). Exit 0 when no check failed, 1 when one did.
  */
-import { writeFileSync } from 'node:fs';
+import { spawn } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import type { Need } from '../conformance/check.js';
-import { ROLES, runRole, type Role } from '../conformance/kit.js';
+import { ROLES, runRole, type PluginBackend, type Role } from '../conformance/kit.js';
 import { REPORT_FORMATS, counts, report, type ReportFormat } from '../conformance/reports.js';
 import { isIP } from 'node:net';
 import { baseUrlFlag, integer, parseDuration, readFlags, requiredFlag, UsageError } from './flags.js';
 import { readTokenFile } from './service.js';
 
-export const CONFORMANCE_USAGE = `usage: assistant-relay conformance ROLE --url URL --token-file FILE [options]
+export const CONFORMANCE_USAGE = `usage: assistant-relay conformance ROLE --url URL [credentials] [options]
 roles:
   form-a-host              a Form A host: POST /v1/incoming, GET /v1/events (spec 4.2)
   form-b-host              a Form B host: its callbacks to the client's listener, which the kit plays (spec 4.3)
+  backend                  a backend relay: the kit is one integration's plugin and client (spec 4.1)
+  plugin                   an assistant plugin: the kit is its backend, listening at --listen (spec 4.1)
+credentials (private files):
+  --token-file FILE        a host's Bearer token
+  --integration ID         backend: an integration with no plugin connected while the kit runs
+  --relay-token-file FILE  backend: its RELAY_TOKEN
+  --client-token-file FILE backend: its client token
+  --plugin-command CMD     plugin: the command that starts it, run by the shell with {backend}, {integration}
+                           and {relay_token_file} replaced; without it, the kit prints them and waits for it
+  --provider-kind KIND     plugin: the provider it serves (default assistant-relay)
 options:
-  --url URL                the implementation's base URL; the kit sends traffic nowhere else
-  --token-file FILE        its Bearer token (a private file)
+  --url URL                the implementation's base URL (not for plugin); the kit sends traffic nowhere else
   --script-agent           the host runs an agent that follows the script steps (docs/conformance.md):
                            without it, the checks that need one are skipped
   --keepalive-ms N         the keep-alive interval the host is configured with (default 20000)
   --max-readers N          readers of one session to open before the reader cap counts as missing (default 32)
-  --listen HOST:PORT       form-b-host: where the kit listens for the host's callbacks (default 127.0.0.1:0)
+  --listen HOST:PORT       form-b-host, plugin: where the kit listens, for the host's callbacks or as the
+                           plugin's backend (default 127.0.0.1:0)
   --reply-timeout D        how long a reply may take (default 10s)
   --check-timeout D        how long one check may take (default 60s)
   --only LIST              only the checks named: ids or sections, comma-separated (form-a.open,4.2,2.7)
@@ -34,6 +47,11 @@ Each flag may also be set as ASSISTANT_RELAY_<FLAG>.`;
 const FLAGS = {
   url: { type: 'string' },
   'token-file': { type: 'string' },
+  integration: { type: 'string' },
+  'relay-token-file': { type: 'string' },
+  'client-token-file': { type: 'string' },
+  'plugin-command': { type: 'string' },
+  'provider-kind': { type: 'string' },
   'script-agent': { type: 'boolean' },
   'keepalive-ms': { type: 'string' },
   'max-readers': { type: 'string' },
@@ -60,6 +78,40 @@ function listenAt(text: string): { host: string; port: number } {
   return { host: match[1]!, port: integer('listen', match[2]!, 0, 65_535) };
 }
 
+/**
+ * How the plugin under test is started against the kit's backend: by `command` (a shell command line with
+ * {backend}, {integration} and {relay_token_file} replaced), or, without one, by whoever reads the line
+ * the kit prints on stderr. The RELAY_TOKEN goes in a private file, never on a command line.
+ */
+function pluginStarter(command: string | undefined): (backend: PluginBackend) => Promise<() => Promise<void>> {
+  return async (backend) => {
+    const dir = mkdtempSync(join(tmpdir(), 'assistant-relay-conformance-'));
+    const relay_token_file = join(dir, 'relay-token');
+    writeFileSync(relay_token_file, `${backend.relayToken}\n`, { mode: 0o600 });
+    const removeDir = async () => rmSync(dir, { recursive: true, force: true });
+    const named = { backend: backend.url, integration: backend.integrationId, relay_token_file };
+    if (command === undefined) {
+      process.stderr.write(`${JSON.stringify({ start_plugin: named })}\n`);
+      return removeDir;
+    }
+    // A group of its own: the shell and what it starts are stopped together.
+    const child = spawn(
+      command.replace(/\{(backend|integration|relay_token_file)\}/g, (_, name: keyof typeof named) => named[name]),
+      { shell: true, detached: true, stdio: ['ignore', 'ignore', 'inherit'] },
+    );
+    const exited = new Promise((resolve) => child.once('exit', resolve));
+    return async () => {
+      try {
+        process.kill(-child.pid!, 'SIGTERM');
+      } catch {
+        // Gone already.
+      }
+      await exited;
+      await removeDir();
+    };
+  };
+}
+
 export async function conformanceCommand(argv: readonly string[], env: NodeJS.ProcessEnv): Promise<void> {
   const [role, ...rest] = argv;
   if (!ROLES.includes(role as Role)) throw new UsageError(`the role must be one of ${ROLES.join(', ')}, not ${JSON.stringify(role)}`);
@@ -70,8 +122,18 @@ export async function conformanceCommand(argv: readonly string[], env: NodeJS.Pr
   const skip = list(flags('skip'));
   const listen = flags('listen');
   const results = await runRole(role as Role, {
-    url: new URL(baseUrlFlag('url', requiredFlag(flags, 'url'))),
-    token: readTokenFile(requiredFlag(flags, 'token-file'), { create: false }),
+    ...(role === 'plugin' ? {} : { url: new URL(baseUrlFlag('url', requiredFlag(flags, 'url'))) }),
+    ...(role === 'plugin'
+      ? { plugin: { providerKind: flags('provider-kind') ?? 'assistant-relay', start: pluginStarter(flags('plugin-command')) } }
+      : role === 'backend'
+        ? {
+            integration: {
+              id: requiredFlag(flags, 'integration'),
+              relayToken: readTokenFile(requiredFlag(flags, 'relay-token-file'), { create: false }),
+              clientToken: readTokenFile(requiredFlag(flags, 'client-token-file'), { create: false }),
+            },
+          }
+        : { token: readTokenFile(requiredFlag(flags, 'token-file'), { create: false }) }),
     has: new Set<Need>(flags('script-agent') === true ? ['script-agent'] : []),
     ...(only === undefined ? {} : { only }),
     ...(skip === undefined ? {} : { skip }),

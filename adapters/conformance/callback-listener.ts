@@ -5,10 +5,8 @@
  * chose for the next attempts, to see which the host retries.
  */
 import { randomUUID } from 'node:crypto';
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
-import { Arrivals } from './arrivals.js';
-import { RuleBroken } from './check.js';
+import type { IncomingMessage, Server, ServerResponse } from 'node:http';
+import { Arrivals, listening } from './arrivals.js';
 
 export interface CallbackPost {
   /** The path under the callback's own (`/tasks/{task_id}`). */
@@ -41,12 +39,11 @@ export class Callback {
 
   /** The deliveries that satisfy `enough`, once they do; a `RuleBroken` saying `what` after `ms`. */
   async until(enough: (deliveries: readonly CallbackPost[]) => boolean, ms: number, what: string): Promise<readonly CallbackPost[]> {
-    const deadline = performance.now() + ms;
-    while (!enough(this.deliveries)) {
-      const left = deadline - performance.now();
-      if (left <= 0) throw new RuleBroken(`${what}: ${this.deliveries.length} POSTs arrived within ${ms} ms`);
-      await this.arrivals.next(left);
-    }
+    await this.arrivals.until(
+      () => enough(this.deliveries),
+      ms,
+      () => `${what}: ${this.deliveries.length} POSTs arrived within ${ms} ms`,
+    );
     return this.deliveries;
   }
 
@@ -67,13 +64,8 @@ export class CallbackListener {
   ) {}
 
   static async listen(host = '127.0.0.1', port = 0): Promise<CallbackListener> {
-    const server = createServer();
-    await new Promise<void>((resolve, reject) => {
-      server.once('error', reject);
-      server.listen(port, host, () => resolve());
-    });
-    const { port: bound } = server.address() as AddressInfo;
-    const listener = new CallbackListener(server, `http://${host.includes(':') ? `[${host}]` : host}:${bound}`);
+    const { server, origin } = await listening(host, port);
+    const listener = new CallbackListener(server, origin);
     server.on('request', (request, response) => listener.answer(request, response));
     return listener;
   }

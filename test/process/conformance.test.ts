@@ -1,12 +1,13 @@
 /**
  * `assistant-relay conformance` as a person or a CI runs it (issue 27): against a `serve` child, green,
- * exit 0, in TAP; against the same host behind a proxy that drops `: open`, exit 1 and the rule named.
+ * exit 0, in TAP; against the same host behind a proxy that drops `: open`, exit 1 and the rule named;
+ * and a plugin started by the kit itself (`--plugin-command`), in JUnit XML.
  */
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { expect, it } from 'vitest';
 import { breakingProxy, forgetsOpen } from '../support/breaking-proxy.js';
-import { ServeChild, runCli, useChildFolder } from '../support/child.js';
+import { CLI, ServeChild, runCli, useChildFolder } from '../support/child.js';
 
 const folder = useChildFolder();
 
@@ -51,3 +52,18 @@ it('checks a host child: TAP and exit 0 when it conforms; exit 1 naming the rule
     await host.stop('SIGTERM');
   }
 });
+
+it(
+  'starts the plugin with --plugin-command, the RELAY_TOKEN in a private file, and checks it as its backend',
+  { timeout: 90_000 },
+  async () => {
+    const dir = folder();
+    const command = [process.execPath, CLI, 'plugin', '--backend', '{backend}', '--integration', '{integration}']
+      .concat(['--relay-token-file', '{relay_token_file}', '--db', join(dir, 'plugin.db'), '--log-level', 'silent'])
+      .join(' ');
+    const ran = await runCli(['conformance', 'plugin', '--plugin-command', command, '--format', 'junit']);
+    expect([ran.code, ran.stderr]).toEqual([0, expect.stringMatching(/^\d+ passed, 0 failed, 0 skipped\n$/)]);
+    expect(ran.stdout).toMatch(/<testsuite name="plugin" tests="(\d+)" failures="0" errors="0" skipped="0"/);
+    expect(ran.stdout).toContain('name="plugin.runs-once: a finished job delivered again is not run again');
+  },
+);

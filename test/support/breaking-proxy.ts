@@ -85,3 +85,53 @@ export const namesUnlistedLost: StreamFault = (request) => {
     return block.replace(data, JSON.stringify(lying));
   };
 };
+
+/** The job stream's requests (the plugin's), not a job's events (a client's). */
+const isJobStream = (request: IncomingMessage) => /\/stream(\?|$)/.test(request.url ?? '');
+
+/**
+ * A backend that, on each new job stream, sends again every job frame its earlier streams sent: settled
+ * jobs among them. The jobs it sends again are the proxy's memory, not the backend's.
+ */
+export function redeliversSettled(): StreamFault {
+  const sent: string[] = [];
+  return (request) => {
+    if (!isJobStream(request)) return undefined;
+    const earlier = [...sent];
+    let replayed = false;
+    return (block) => {
+      if (/^data: ?\{.*"event_type":"reasoning_job"/m.test(block) && !/^event:/m.test(block)) sent.push(block);
+      if (replayed) return block;
+      replayed = true;
+      return `${block}${earlier.join('')}`;
+    };
+  };
+}
+
+/**
+ * A plugin that runs a finished job again: when a job it was sent before comes again, the proxy says to
+ * the backend, as that plugin would, that it runs the job.
+ */
+export function runsFinishedJobAgain(backend: string): StreamFault {
+  const seen = new Set<string>();
+  return (request) => {
+    if (!isJobStream(request)) return undefined;
+    const integration = (request.url ?? '').replace(/\/stream(\?.*)?$/, '');
+    return (block) => {
+      const jobId = /"event_type":"reasoning_job"/.test(block) ? /"job_id":"([^"]+)"/.exec(block)?.[1] : undefined;
+      if (jobId !== undefined && seen.has(jobId))
+        void fetch(`${backend}${integration}/jobs/${jobId}/running`, {
+          method: 'POST',
+          headers: { authorization: request.headers.authorization ?? '' },
+        });
+      if (jobId !== undefined) seen.add(jobId);
+      return block;
+    };
+  };
+}
+
+/** A plugin that starts a job past its deadline: each job reaches it with a deadline a minute away. */
+export const startsPastDeadline: StreamFault = (request) =>
+  isJobStream(request)
+    ? (block) => block.replace(/"deadline_at":"[^"]*"/, `"deadline_at":"${new Date(Date.now() + 60_000).toISOString()}"`)
+    : undefined;

@@ -11,7 +11,7 @@ import { fileURLToPath } from 'node:url';
 import { afterEach, beforeEach } from 'vitest';
 import { tempDir } from './host.js';
 
-const CLI = fileURLToPath(new URL('../../dist/adapters/cli/main.js', import.meta.url));
+export const CLI = fileURLToPath(new URL('../../dist/adapters/cli/main.js', import.meta.url));
 const APPEND_CHILD = fileURLToPath(new URL('./append-child.mjs', import.meta.url));
 
 export interface Exit {

@@ -1,0 +1,61 @@
+/**
+ * The conformance kit against assistant plugins (issue 27), the kit playing their backend: every check
+ * passes against ours; against ours behind a proxy that makes it run a finished job again, or start a
+ * job past its deadline, the check of that rule fails naming it.
+ */
+import { rmSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { runRole, type KitOptions, type PluginBackend } from '../../adapters/conformance/kit.js';
+import { builtinReasoner, startPlugin } from '../../index.js';
+import { breakingProxy, runsFinishedJobAgain, startsPastDeadline, type StreamFault } from '../support/breaking-proxy.js';
+import { tempDir } from '../support/host.js';
+
+/** Our plugin against the kit's backend, behind a proxy that breaks one rule when `fault` is given. */
+const ours =
+  (fault?: (backend: string) => StreamFault) =>
+  async (kit: PluginBackend): Promise<() => Promise<void>> => {
+    const dir = tempDir();
+    const proxy = fault === undefined ? undefined : await breakingProxy(kit.url, fault(kit.url));
+    const plugin = await startPlugin({
+      backendUrl: proxy?.url ?? kit.url,
+      integrationId: kit.integrationId,
+      relayToken: kit.relayToken,
+      reasoner: builtinReasoner({ providerKind: 'assistant-relay' }),
+      db: join(dir, 'plugin.db'),
+      providerKind: 'assistant-relay',
+    });
+    return async () => {
+      await plugin.stop();
+      await proxy?.close();
+      rmSync(dir, { recursive: true, force: true });
+    };
+  };
+
+const options = (start: NonNullable<KitOptions['plugin']>['start']): KitOptions => ({
+  has: new Set(),
+  checkTimeoutMs: 30_000,
+  replyMs: 10_000,
+  keepaliveMs: 20_000,
+  maxReaders: 8,
+  plugin: { providerKind: 'assistant-relay', start },
+});
+
+it('passes every plugin check against ours', { timeout: 120_000 }, async () => {
+  const results = await runRole('plugin', options(ours()));
+  expect(results.filter((result) => result.outcome !== 'passed')).toEqual([]);
+  expect(results.length).toBeGreaterThanOrEqual(7);
+});
+
+describe.each<[string, (backend: string) => StreamFault, string, string]>([
+  ['runs a finished job again', runsFinishedJobAgain, 'plugin.runs-once', 'PROTOCOL.md 6d.3'],
+  ['starts a job past its deadline', () => startsPastDeadline, 'plugin.past-deadline', '2.1 deadline_at'],
+])('a plugin that %s', (_what, fault, failing, rule) => {
+  it(`fails ${failing}, naming ${rule}`, { timeout: 120_000 }, async () => {
+    const results = await runRole('plugin', options(ours(fault)));
+    const failed = results.filter((result) => result.outcome === 'failed');
+    expect(failed.map((result) => [result.id, result.spec])).toContainEqual([failing, rule]);
+    // Running a job again is what a redelivery after a drop catches too; nothing else fails.
+    expect(failed.every((result) => result.spec === rule || result.id === 'plugin.redelivered-after-drop')).toBe(true);
+  });
+});
