@@ -25,8 +25,10 @@ credentials (private files):
   --integration ID         backend: an integration with no plugin connected while the kit runs
   --relay-token-file FILE  backend: its RELAY_TOKEN
   --client-token-file FILE backend: its client token
-  --plugin-command CMD     plugin: the command that starts it, run by the shell with {backend}, {integration}
-                           and {relay_token_file} replaced; without it, the kit prints them and waits for it
+  --plugin-command CMD     plugin: the command that starts it, run by the shell with {backend}, {integration},
+                           {relay_token_file} and (--byo) {pairing_code} replaced; without it, the kit prints
+                           them and waits for it
+  --byo                    plugin: it pairs with the kit by a pairing code, and every job is sealed
   --provider-kind KIND     plugin: the provider it serves (default assistant-relay)
 options:
   --url URL                the implementation's base URL (not for plugin); the kit sends traffic nowhere else
@@ -52,6 +54,7 @@ const FLAGS = {
   'client-token-file': { type: 'string' },
   'plugin-command': { type: 'string' },
   'provider-kind': { type: 'string' },
+  byo: { type: 'boolean' },
   'script-agent': { type: 'boolean' },
   'keepalive-ms': { type: 'string' },
   'max-readers': { type: 'string' },
@@ -80,7 +83,7 @@ function listenAt(text: string): { host: string; port: number } {
 
 /**
  * How the plugin under test is started against the kit's backend: by `command` (a shell command line with
- * {backend}, {integration} and {relay_token_file} replaced), or, without one, by whoever reads the line
+ * {backend}, {integration}, {relay_token_file} and {pairing_code} replaced), or, without one, by whoever reads the line
  * the kit prints on stderr. The RELAY_TOKEN goes in a private file, never on a command line.
  */
 function pluginStarter(command: string | undefined): (backend: PluginBackend) => Promise<() => Promise<void>> {
@@ -89,14 +92,14 @@ function pluginStarter(command: string | undefined): (backend: PluginBackend) =>
     const relay_token_file = join(dir, 'relay-token');
     writeFileSync(relay_token_file, `${backend.relayToken}\n`, { mode: 0o600 });
     const removeDir = async () => rmSync(dir, { recursive: true, force: true });
-    const named = { backend: backend.url, integration: backend.integrationId, relay_token_file };
+    const named = { backend: backend.url, integration: backend.integrationId, relay_token_file, pairing_code: backend.pairingCode ?? '' };
     if (command === undefined) {
       process.stderr.write(`${JSON.stringify({ start_plugin: named })}\n`);
       return removeDir;
     }
     // A group of its own: the shell and what it starts are stopped together.
     const child = spawn(
-      command.replace(/\{(backend|integration|relay_token_file)\}/g, (_, name: keyof typeof named) => named[name]),
+      command.replace(/\{(backend|integration|relay_token_file|pairing_code)\}/g, (_, name: keyof typeof named) => named[name]),
       { shell: true, detached: true, stdio: ['ignore', 'ignore', 'inherit'] },
     );
     const exited = new Promise((resolve) => child.once('exit', resolve));
@@ -134,7 +137,10 @@ export async function conformanceCommand(argv: readonly string[], env: NodeJS.Pr
             },
           }
         : { token: readTokenFile(requiredFlag(flags, 'token-file'), { create: false }) }),
-    has: new Set<Need>(flags('script-agent') === true ? ['script-agent'] : []),
+    has: new Set<Need>([
+      ...(flags('script-agent') === true ? ['script-agent' as const] : []),
+      ...(flags('byo') === true ? ['byo' as const] : []),
+    ]),
     ...(only === undefined ? {} : { only }),
     ...(skip === undefined ? {} : { skip }),
     checkTimeoutMs: parseDuration('check-timeout', flags('check-timeout') ?? '60s'),

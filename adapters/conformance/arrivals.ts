@@ -1,8 +1,9 @@
 /**
  * What the kit's own servers and readers share: waiting for something to arrive, within a time (the
- * stream reader, the callback listener, the backend it plays), and listening on an address.
+ * stream reader, the callback listener, the backend it plays), listening on an address, and reading a
+ * request's body within a bound.
  */
-import { createServer, type Server } from 'node:http';
+import { createServer, type IncomingMessage, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { RuleBroken } from './check.js';
 
@@ -47,4 +48,28 @@ export async function listening(host: string, port: number): Promise<{ server: S
   });
   const { port: bound } = server.address() as AddressInfo;
   return { server, origin: `http://${host.includes(':') ? `[${host}]` : host}:${bound}` };
+}
+
+/**
+ * A request's body as text, once it has all come; past `maxBytes` the request is cut and nothing more is
+ * read (an implementation under test is not trusted to send a bounded body).
+ */
+export function bodyText(request: IncomingMessage, maxBytes: number, then: (text: string) => void): void {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  request.on('data', (chunk: Buffer) => {
+    size += chunk.length;
+    if (size > maxBytes) request.destroy();
+    else chunks.push(chunk);
+  });
+  request.on('end', () => then(Buffer.concat(chunks).toString('utf8')));
+}
+
+/** JSON text parsed; `undefined` for text that is not JSON. */
+export function parsedOrUndefined(text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch {
+    return undefined;
+  }
 }

@@ -6,7 +6,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
-import { Arrivals, listening } from './arrivals.js';
+import { Arrivals, bodyText, listening, parsedOrUndefined } from './arrivals.js';
 
 export interface CallbackPost {
   /** The path under the callback's own (`/tasks/{task_id}`). */
@@ -90,25 +90,12 @@ export class CallbackListener {
   private answer(request: IncomingMessage, response: ServerResponse): void {
     const match = /^\/kit\/([0-9a-f-]{36})(\/.*)?$/.exec(request.url ?? '');
     const callback = match === null ? undefined : this.callbacks.get(match[1]!);
-    const chunks: Buffer[] = [];
-    let size = 0;
-    request.on('data', (chunk: Buffer) => {
-      size += chunk.length;
-      if (size > MAX_BODY_BYTES) request.destroy();
-      else chunks.push(chunk);
-    });
-    request.on('end', () => {
+    bodyText(request, MAX_BODY_BYTES, (text) => {
       if (callback === undefined) {
         response.writeHead(404).end();
         return;
       }
-      const text = Buffer.concat(chunks).toString('utf8');
-      let body: unknown;
-      try {
-        body = JSON.parse(text);
-      } catch {
-        body = undefined;
-      }
+      const body = parsedOrUndefined(text);
       const status = callback.received({
         path: match![2] ?? '/',
         method: request.method ?? '',

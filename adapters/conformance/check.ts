@@ -4,8 +4,11 @@
  * fails with a `RuleBroken` that says what was seen against what the rule asks.
  */
 
-/** What a check may need of the implementation besides the role itself; a check whose needs are not declared is skipped. */
-export type Need = 'script-agent';
+/**
+ * What a check may need of the implementation besides the role itself; a check whose needs are not
+ * declared is skipped. `script-agent`: a host runs the script test agent; `byo`: a plugin pairs by a code.
+ */
+export type Need = 'script-agent' | 'byo';
 
 export interface Check<C> {
   /** Stable, for `--only` and `--skip`: `form-a.open`. */

@@ -2,12 +2,14 @@
  * The backend relay as the kit plays it for the plugin checks (spec 4.1, 6.1; PROTOCOL.md 6e): one
  * made-up integration on a loopback listener, whose job stream the plugin under test holds. A check
  * delivers jobs on it and cuts it; the kit keeps every request the plugin makes (heartbeats, `running`,
- * results) and answers as a backend of this release would.
+ * results) and answers as a backend of this release would; for a paired plugin, it is the pairing's
+ * backend and client too (kit-pairing.ts).
  */
 import { randomBytes, randomUUID } from 'node:crypto';
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
-import { Arrivals, listening } from './arrivals.js';
+import { Arrivals, bodyText, listening, parsedOrUndefined } from './arrivals.js';
 import { RuleBroken } from './check.js';
+import { KitPairing } from './kit-pairing.js';
 
 /** What the plugin sent: a heartbeat, a `running` or a result (`job_id` from the path). */
 export interface PluginRequest {
@@ -29,6 +31,8 @@ export class KitBackend {
   readonly requests: PluginRequest[] = [];
   private readonly arrivals = new Arrivals();
   private stream: ServerResponse | undefined;
+  /** The pairing the plugin joins, when it is checked as a paired plugin (BYO). */
+  pairing: KitPairing | undefined;
   private seq = 0;
 
   private constructor(
@@ -52,6 +56,12 @@ export class KitBackend {
       () => `no ${what} within ${ms} ms`,
     );
     return this.requests;
+  }
+
+  /** Makes the pairing the plugin will join by its code (PROTOCOL.md 7.6): this integration's, once it completes. */
+  pair(providerKind: string): KitPairing {
+    this.pairing = new KitPairing(providerKind, { integration_id: this.integrationId, relay_token: this.relayToken });
+    return this.pairing;
   }
 
   /** Whether the plugin's job stream is open now. */
@@ -90,49 +100,56 @@ export class KitBackend {
     const authorization = request.headers.authorization;
     const send = (status: number, body: unknown) =>
       response.writeHead(status, { 'content-type': 'application/json' }).end(JSON.stringify(body));
+    const pairing = this.pairing;
+    if (pairing !== undefined && path.startsWith(PAIRINGS))
+      return readBody(request, send, (body) => {
+        const answered = pairing.answer(request.method ?? '', path.slice(PAIRINGS.length), authorization, body);
+        send(answered.status, answered.body);
+        this.arrivals.arrived();
+      });
     if (!path.startsWith(`${base}/`)) return void send(404, { error: { code: 'not_found', message: 'not this integration' } });
     if (authorization !== `Bearer ${this.relayToken}`) {
       this.keep({ kind: 'stream', authorization, body: undefined });
       return void send(401, { error: { code: 'unauthorized', message: 'the RELAY_TOKEN is wrong' } });
     }
     const rest = path.slice(base.length);
-    if (request.method === 'GET' && rest === '/stream') {
-      const lastEventId = request.headers['last-event-id'];
-      this.keep({ kind: 'stream', authorization, body: undefined, ...(typeof lastEventId === 'string' ? { lastEventId } : {}) });
-      // A new stream takes over (PROTOCOL.md 6e.1): the old one is cut.
-      this.stream?.destroy();
-      response.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' });
-      response.write(': open\n\n');
-      this.stream = response;
-      response.on('close', () => {
-        if (this.stream === response) this.stream = undefined;
-      });
-      return;
-    }
-    const chunks: Buffer[] = [];
-    let size = 0;
-    request.on('data', (chunk: Buffer) => {
-      size += chunk.length;
-      if (size > MAX_BODY_BYTES) request.destroy();
-      else chunks.push(chunk);
-    });
-    request.on('end', () => {
-      let body: unknown;
-      try {
-        body = chunks.length === 0 ? undefined : JSON.parse(Buffer.concat(chunks).toString('utf8'));
-      } catch {
-        return void send(400, { error: { code: 'invalid_json', message: 'not JSON' } });
-      }
+    if (request.method === 'GET' && rest === '/stream') return this.open(request, response, authorization);
+    readBody(request, send, (body) => {
       const job = /^\/jobs\/([^/]+)\/(running|result)$/.exec(rest);
       if (request.method === 'POST' && rest === '/heartbeat') {
         this.keep({ kind: 'heartbeat', authorization, body });
-        return void send(200, { ok: true, interval_s: 30, probe_requested: false });
+        return send(200, { ok: true, interval_s: 30, probe_requested: false });
       }
       if (request.method === 'POST' && job !== null) {
-        this.keep({ kind: job[2] as 'running' | 'result', job_id: decodeURIComponent(job[1]!), authorization, body });
-        return void send(200, { job_id: decodeURIComponent(job[1]!), state: job[2] === 'running' ? 'running' : 'completed' });
+        const job_id = decodeURIComponent(job[1]!);
+        this.keep({ kind: job[2] as 'running' | 'result', job_id, authorization, body });
+        return send(200, { job_id, state: job[2] === 'running' ? 'running' : 'completed' });
       }
       send(404, { error: { code: 'not_found', message: `${request.method} ${rest}` } });
     });
   }
+
+  /** The plugin's job stream: a new one takes over (PROTOCOL.md 6e.1), the old one is cut. */
+  private open(request: IncomingMessage, response: ServerResponse, authorization: string): void {
+    const lastEventId = request.headers['last-event-id'];
+    this.keep({ kind: 'stream', authorization, body: undefined, ...(typeof lastEventId === 'string' ? { lastEventId } : {}) });
+    this.stream?.destroy();
+    response.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' });
+    response.write(': open\n\n');
+    this.stream = response;
+    response.on('close', () => {
+      if (this.stream === response) this.stream = undefined;
+    });
+  }
+}
+
+const PAIRINGS = '/api/v1/pairings';
+
+/** A request's body, parsed as JSON (`undefined` when empty) and bounded; one that is not JSON is answered 400. */
+function readBody(request: IncomingMessage, send: (status: number, body: unknown) => void, then: (body: unknown) => void): void {
+  bodyText(request, MAX_BODY_BYTES, (text) => {
+    const body = text === '' ? undefined : parsedOrUndefined(text);
+    if (text !== '' && body === undefined) return send(400, { error: { code: 'invalid_json', message: 'not JSON' } });
+    then(body);
+  });
 }

@@ -50,11 +50,15 @@ export interface KitOptions {
   readonly plugin?: { readonly providerKind: string; readonly start: (backend: PluginBackend) => Promise<() => Promise<void>> };
 }
 
-/** What the plugin under test is given: the kit's backend URL, its integration and RELAY_TOKEN. */
+/**
+ * What the plugin under test is given: the kit's backend URL, its integration and RELAY_TOKEN; or, for a
+ * plugin that pairs (`byo`), the pairing code it joins with (it gets the integration by pairing).
+ */
 export interface PluginBackend {
   readonly url: string;
   readonly integrationId: string;
   readonly relayToken: string;
+  readonly pairingCode?: string;
 }
 
 export async function runRole(role: Role, options: KitOptions, onResult?: (result: CheckResult) => void): Promise<CheckResult[]> {
@@ -89,7 +93,14 @@ export async function runRole(role: Role, options: KitOptions, onResult?: (resul
     const { plugin } = options;
     if (plugin === undefined) throw new TypeError('the plugin role needs a way to start the plugin');
     const backend = await KitBackend.listen(options.listen?.host, options.listen?.port);
-    const stop = await plugin.start({ url: backend.url, integrationId: backend.integrationId, relayToken: backend.relayToken });
+    // A plugin that pairs (BYO) is given a code instead of an integration it already has.
+    const pairingCode = options.has.has('byo') ? backend.pair(plugin.providerKind).code : undefined;
+    const stop = await plugin.start({
+      url: backend.url,
+      integrationId: backend.integrationId,
+      relayToken: backend.relayToken,
+      ...(pairingCode === undefined ? {} : { pairingCode }),
+    });
     try {
       return await runChecks(PLUGIN_CHECKS, { backend, providerKind: plugin.providerKind, replyMs: options.replyMs }, selection, onResult);
     } finally {

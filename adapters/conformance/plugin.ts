@@ -6,8 +6,9 @@
  */
 import { randomUUID } from 'node:crypto';
 import { isDeepStrictEqual } from 'node:util';
-import { rule, shown, type Check } from './check.js';
+import { RuleBroken, rule, shown, type Check } from './check.js';
 import type { KitBackend, PluginRequest } from './kit-backend.js';
+import { open, seal, type Direction, type EnvelopeBinding } from '../../protocol/byo/index.js';
 import { purposeResultSchema } from '../../protocol/purpose-schemas.js';
 import { CapabilityProfile, Heartbeat, type JobPurpose } from '../../protocol/reasoning.js';
 import { resultProblems } from '../../protocol/response-schema.js';
@@ -28,8 +29,10 @@ const PAYLOADS: Record<JobPurpose, Record<string, unknown>> = {
   capability_probe: {},
 };
 
+type Job = ReturnType<typeof plainJob>;
+
 /** A plain ReasoningJob envelope (spec 2.1) of `purpose`, due in 30 s unless `deadline_at` says otherwise. */
-function envelope(context: PluginContext, purpose: JobPurpose, deadline_at = new Date(Date.now() + 30_000).toISOString()) {
+function plainJob(context: PluginContext, purpose: JobPurpose, deadline_at = new Date(Date.now() + 30_000).toISOString()) {
   return {
     event_type: 'reasoning_job',
     job_id: randomUUID(),
@@ -37,11 +40,45 @@ function envelope(context: PluginContext, purpose: JobPurpose, deadline_at = new
     deadline_at,
     schema_version: 1,
     envelope_version: 1,
-    response_schema: purposeResultSchema(purpose),
-    payload: PAYLOADS[purpose],
+    response_schema: purposeResultSchema(purpose) as Record<string, unknown>,
+    payload: PAYLOADS[purpose] as unknown,
     provider_kind: context.providerKind,
     byo: false,
   };
+}
+
+/** What a job's envelopes are bound to (PROTOCOL.md 7.3), as the kit, its client, created it. */
+function bindingOf(context: PluginContext, job: Job, direction: Direction): EnvelopeBinding {
+  const { job_id, purpose, deadline_at, response_schema, schema_version, envelope_version } = job;
+  return {
+    direction,
+    integration_id: context.backend.integrationId,
+    job_id,
+    purpose,
+    deadline_at,
+    response_schema,
+    schema_version,
+    envelope_version,
+  };
+}
+
+/** A job as the plugin under test must take it: sealed (BYO, spec 2.2) when it is paired, else plain. */
+function envelope(context: PluginContext, purpose: JobPurpose, deadline_at?: string): Job {
+  const job = plainJob(context, purpose, deadline_at);
+  const keyring = context.backend.pairing?.keyring;
+  if (keyring === undefined) return job;
+  return { ...job, byo: true, payload: seal(keyring.current, bindingOf(context, job, 'client_to_assistant'), job.payload) };
+}
+
+/** A posted result as the client reads it: opened under the pairing's keys for this job when it is sealed; a `RuleBroken` if it does not open. */
+function readResult(context: PluginContext, job: Job, result: unknown): unknown {
+  const keyring = context.backend.pairing?.keyring;
+  if (!job.byo || keyring === undefined) return result;
+  try {
+    return open((kid) => keyring.keyOf(kid), bindingOf(context, job, 'assistant_to_client'), result);
+  } catch (error) {
+    throw new RuleBroken(`a BYO job's result does not open for the job under the pairing's keys: ${(error as Error).message}`);
+  }
 }
 
 const of = (kind: PluginRequest['kind'], jobId: string) => (requests: readonly PluginRequest[]) =>
@@ -61,7 +98,31 @@ async function resultOf(context: PluginContext, jobId: string): Promise<{ result
   return posted!.body as { result?: unknown; error?: { code?: unknown } };
 }
 
+/** Whether the plugin did not start `jobId` within the watch, and answered it, if at all, with a failure. */
+async function notStarted(context: PluginContext, jobId: string, why: string): Promise<void> {
+  await new Promise((resolve) => setTimeout(resolve, WATCH_MS));
+  rule(of('running', jobId)(context.backend.requests).length === 0, `${why}, yet it was said running: it was started`);
+  for (const posted of of('result', jobId)(context.backend.requests))
+    rule((posted.body as { result?: unknown }).result === undefined, `${why}, yet it was answered with a result: ${shown(posted.body)}`);
+}
+
 export const PLUGIN_CHECKS: readonly Check<PluginContext>[] = [
+  {
+    id: 'plugin.pairs',
+    spec: 'PROTOCOL.md 7.6',
+    title: 'the plugin pairs by the code: commit, then reveal, then its confirmation, all checking against the client’s',
+    needs: ['byo'],
+    async run(context) {
+      const pairing = context.backend.pairing;
+      rule(pairing !== undefined, 'no pairing was made');
+      await context.backend.until(
+        () => pairing.keyring !== undefined || pairing.failed !== undefined,
+        context.replyMs * 3,
+        'pairing completed',
+      );
+      rule(pairing.keyring !== undefined, `the pairing failed: ${pairing.failed}`);
+    },
+  },
   {
     id: 'plugin.stream',
     spec: '5',
@@ -105,7 +166,7 @@ export const PLUGIN_CHECKS: readonly Check<PluginContext>[] = [
         `the job was said running ${of('running', job.job_id)(context.backend.requests).length} times before its result, not once`,
       );
       rule(posted.result !== undefined, `the plugin posted ${shown(posted)}, not a result`);
-      const problem = resultProblems(job.response_schema, posted.result);
+      const problem = resultProblems(job.response_schema, readResult(context, job, posted.result));
       rule(problem === undefined, `the result does not follow the job's response_schema: ${problem}`);
     },
   },
@@ -118,7 +179,8 @@ export const PLUGIN_CHECKS: readonly Check<PluginContext>[] = [
       const job = envelope(context, 'capability_probe');
       context.backend.deliver(job);
       const posted = await resultOf(context, job.job_id);
-      rule(CapabilityProfile.safeParse(posted.result).success, `the probe's result is not a capability profile: ${shown(posted)}`);
+      const profile = readResult(context, job, posted.result);
+      rule(CapabilityProfile.safeParse(profile).success, `the probe's result is not a capability profile: ${shown(profile)}`);
     },
   },
   {
@@ -175,13 +237,32 @@ export const PLUGIN_CHECKS: readonly Check<PluginContext>[] = [
       await streaming(context);
       const job = envelope(context, 'live_analysis', new Date(Date.now() - 5_000).toISOString());
       context.backend.deliver(job);
-      await new Promise((resolve) => setTimeout(resolve, WATCH_MS));
-      rule(of('running', job.job_id)(context.backend.requests).length === 0, 'a job past its deadline was said running: it was started');
-      for (const posted of of('result', job.job_id)(context.backend.requests))
-        rule(
-          (posted.body as { result?: unknown }).result === undefined,
-          `a job past its deadline was answered with a result: ${shown(posted.body)}`,
-        );
+      await notStarted(context, job.job_id, 'the job came past its deadline');
+    },
+  },
+  {
+    id: 'plugin.byo-bound',
+    spec: 'PROTOCOL.md 7.3',
+    title: 'a BYO job whose envelope was sealed for other job fields (another deadline) is never run',
+    needs: ['byo'],
+    async run(context) {
+      await streaming(context);
+      const job = envelope(context, 'live_analysis');
+      // Rewritten on the way, as a lying backend would: the envelope binds the deadline it was sealed with.
+      context.backend.deliver({ ...job, deadline_at: new Date(Date.parse(job.deadline_at) + 60_000).toISOString() });
+      await notStarted(context, job.job_id, 'the job came with a deadline its envelope was not sealed for');
+    },
+  },
+  {
+    id: 'plugin.byo-only',
+    spec: 'PROTOCOL.md 7.13',
+    title: 'a paired plugin never runs a plain job (only a backend that makes jobs up sends one)',
+    needs: ['byo'],
+    async run(context) {
+      await streaming(context);
+      const job = plainJob(context, 'live_analysis');
+      context.backend.deliver(job);
+      await notStarted(context, job.job_id, 'the job came plain to a paired plugin');
     },
   },
 ];

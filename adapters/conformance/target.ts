@@ -3,6 +3,8 @@
  * of any other origin is refused before a socket opens, and a redirect is never followed (it is an
  * answer to check, not a place to go), so a wrong or hostile implementation cannot steer the kit elsewhere.
  */
+import { parsedOrUndefined } from './arrivals.js';
+
 export class Target {
   readonly origin: string;
 
@@ -43,12 +45,6 @@ export class Target {
       signal: init.signal,
     });
     const text = await response.text();
-    let body: unknown;
-    try {
-      body = JSON.parse(text);
-    } catch {
-      body = undefined;
-    }
-    return { status: response.status, headers: response.headers, body, text };
+    return { status: response.status, headers: response.headers, body: parsedOrUndefined(text), text };
   }
 }

@@ -7,7 +7,8 @@ import { rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { runRole, type KitOptions, type PluginBackend } from '../../adapters/conformance/kit.js';
-import { builtinReasoner, startPlugin } from '../../index.js';
+import { builtinReasoner, pairAsAssistant, startPlugin } from '../../index.js';
+import { keyringOf } from '../../protocol/byo/index.js';
 import { breakingProxy, runsFinishedJobAgain, startsPastDeadline, type StreamFault } from '../support/breaking-proxy.js';
 import { tempDir } from '../support/host.js';
 
@@ -32,8 +33,8 @@ const ours =
     };
   };
 
-const options = (start: NonNullable<KitOptions['plugin']>['start']): KitOptions => ({
-  has: new Set(),
+const options = (start: NonNullable<KitOptions['plugin']>['start'], byo = false): KitOptions => ({
+  has: new Set(byo ? ['byo'] : []),
   checkTimeoutMs: 30_000,
   replyMs: 10_000,
   keepaliveMs: 20_000,
@@ -43,8 +44,39 @@ const options = (start: NonNullable<KitOptions['plugin']>['start']): KitOptions 
 
 it('passes every plugin check against ours', { timeout: 120_000 }, async () => {
   const results = await runRole('plugin', options(ours()));
+  expect(results.filter((result) => result.outcome === 'failed')).toEqual([]);
+  expect(results.filter((result) => result.outcome === 'passed').length).toBeGreaterThanOrEqual(7);
+  // A plugin not paired takes plain jobs: the BYO checks are skipped, saying why.
+  expect(results.filter((result) => result.outcome === 'skipped').map((result) => [result.id, result.reason])).toEqual([
+    ['plugin.pairs', 'needs --byo'],
+    ['plugin.byo-bound', 'needs --byo'],
+    ['plugin.byo-only', 'needs --byo'],
+  ]);
+});
+
+/** Our plugin paired with the kit by its code (the assistant's side, saying yes to the short string), then taking BYO jobs. */
+async function oursPaired(kit: PluginBackend): Promise<() => Promise<void>> {
+  const dir = tempDir();
+  const paired = await pairAsAssistant({ backend: kit.url, code: kit.pairingCode!, confirmSas: async () => true, pollMs: 50 });
+  const plugin = await startPlugin({
+    backendUrl: kit.url,
+    integrationId: paired.integration_id,
+    relayToken: paired.token,
+    reasoner: builtinReasoner({ providerKind: 'assistant-relay' }),
+    db: join(dir, 'plugin.db'),
+    providerKind: 'assistant-relay',
+    keys: keyringOf([paired.keys]),
+  });
+  return async () => {
+    await plugin.stop();
+    rmSync(dir, { recursive: true, force: true });
+  };
+}
+
+it('passes every plugin check, BYO ones too, against ours paired with the kit', { timeout: 120_000 }, async () => {
+  const results = await runRole('plugin', options(oursPaired, true));
   expect(results.filter((result) => result.outcome !== 'passed')).toEqual([]);
-  expect(results.length).toBeGreaterThanOrEqual(7);
+  expect(results.map((result) => result.id)).toEqual(expect.arrayContaining(['plugin.pairs', 'plugin.byo-bound', 'plugin.byo-only']));
 });
 
 describe.each<[string, (backend: string) => StreamFault, string, string]>([

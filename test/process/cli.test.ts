@@ -250,7 +250,21 @@ describe('serve: configuration', () => {
     const lines = all.stdout.trimEnd().split('\n');
     expect(lines[0]).toBe('usage: assistant-relay <command> [options]');
     const listed = lines.filter((line) => /^ {2}[a-z]+ {2,}\S/.test(line)).map((line) => line.trim().split(/\s+/)[0]);
-    const commands = ['demo', 'serve', 'chat', 'call', 'backend', 'plugin', 'pair', 'rekey', 'job', 'integrations', 'conformance', 'replay', 'inspect'];
+    const commands = [
+      'demo',
+      'serve',
+      'chat',
+      'call',
+      'backend',
+      'plugin',
+      'pair',
+      'rekey',
+      'job',
+      'integrations',
+      'conformance',
+      'replay',
+      'inspect',
+    ];
     expect(listed).toEqual(commands);
     expect(all.stdout).toContain('`assistant-relay <command> --help`');
     expect(lines.length).toBeLessThan(25);

@@ -1,7 +1,7 @@
 /**
  * `assistant-relay conformance` as a person or a CI runs it (issue 27): against a `serve` child, green,
  * exit 0, in TAP; against the same host behind a proxy that drops `: open`, exit 1 and the rule named;
- * and a plugin started by the kit itself (`--plugin-command`), in JUnit XML.
+ * and a plugin started by the kit itself (`--plugin-command`), in JUnit XML, plain and paired (`--byo`).
  */
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -62,8 +62,21 @@ it(
       .concat(['--relay-token-file', '{relay_token_file}', '--db', join(dir, 'plugin.db'), '--log-level', 'silent'])
       .join(' ');
     const ran = await runCli(['conformance', 'plugin', '--plugin-command', command, '--format', 'junit']);
-    expect([ran.code, ran.stderr]).toEqual([0, expect.stringMatching(/^\d+ passed, 0 failed, 0 skipped\n$/)]);
-    expect(ran.stdout).toMatch(/<testsuite name="plugin" tests="(\d+)" failures="0" errors="0" skipped="0"/);
+    // Not paired: the three BYO checks are skipped, saying why.
+    expect([ran.code, ran.stderr]).toEqual([0, expect.stringMatching(/^\d+ passed, 0 failed, 3 skipped\n$/)]);
+    expect(ran.stdout).toMatch(/<testsuite name="plugin" tests="(\d+)" failures="0" errors="0" skipped="3"/);
     expect(ran.stdout).toContain('name="plugin.runs-once: a finished job delivered again is not run again');
   },
 );
+
+it('pairs with the plugin by --pairing-code and checks it with sealed jobs (--byo)', { timeout: 90_000 }, async () => {
+  const dir = folder();
+  const command = [process.execPath, CLI, 'plugin', '--backend', '{backend}', '--pairing-code', '{pairing_code}', '--yes']
+    .concat(['--keys', join(dir, 'assistant-keys.json'), '--db', join(dir, 'plugin.db'), '--log-level', 'silent'])
+    .join(' ');
+  const ran = await runCli(['conformance', 'plugin', '--byo', '--plugin-command', command]);
+  expect(ran.code, ran.stdout).toBe(0);
+  expect(ran.stdout).toContain('✓ plugin.pairs ');
+  expect(ran.stdout).toContain('✓ plugin.byo-bound ');
+  expect(ran.stdout.trimEnd().split('\n').at(-1)).toMatch(/^\d+ passed, 0 failed, 0 skipped$/);
+});
