@@ -27,7 +27,7 @@ const MAX_KEPT = 1_000;
 /** One check's callback URL, what arrived at it, and how it answers. */
 export class Callback {
   readonly deliveries: CallbackPost[] = [];
-  /** Statuses for the next attempts, in order; then 200. */
+  /** Statuses for the next `message` POSTs, in order; then 200. Other statuses (`typing`) are always answered 200. */
   readonly answers: number[] = [];
   private readonly arrivals = new Arrivals();
   private readonly made = performance.now();
@@ -51,7 +51,8 @@ export class Callback {
   received(delivery: Omit<CallbackPost, 'at'>): number {
     if (this.deliveries.length < MAX_KEPT) this.deliveries.push({ ...delivery, at: performance.now() - this.made });
     this.arrivals.arrived();
-    return this.answers.shift() ?? 200;
+    const isMessage = (delivery.body as { status?: unknown } | undefined)?.status === 'message';
+    return (isMessage ? this.answers.shift() : undefined) ?? 200;
   }
 }
 
