@@ -8,7 +8,9 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Need } from '../conformance/check.js';
-import { ROLES, runRole, type PluginBackend, type Role } from '../conformance/kit.js';
+import { pause } from '../conformance/arrivals.js';
+import { CHECKS_OF, ROLES, runRole, type PluginBackend, type Role } from '../conformance/kit.js';
+import { names } from '../conformance/runner.js';
 import { REPORT_FORMATS, counts, report, type ReportFormat } from '../conformance/reports.js';
 import { isIP } from 'node:net';
 import { baseUrlFlag, integer, parseDuration, readFlags, requiredFlag, UsageError } from './flags.js';
@@ -78,8 +80,17 @@ function listenAt(text: string): { host: string; port: number } {
   const match = /^\[?([^\]]+?)\]?:(\d+)$/.exec(text);
   if (match === null || isIP(match[1]!) === 0)
     throw new UsageError(`--listen must be an IP address and a port, e.g. 127.0.0.1:0, not ${JSON.stringify(text)}`);
+  // The address is advertised (a callback URL, the plugin's backend): "any address" names no one place.
+  if (match[1] === '0.0.0.0' || match[1] === '::')
+    throw new UsageError('--listen must name one address the implementation can reach, not 0.0.0.0 or ::');
   return { host: match[1]!, port: integer('listen', match[2]!, 0, 65_535) };
 }
+
+/** How long the plugin under test has to stop after SIGTERM before the kit sends SIGKILL. */
+const STOP_GRACE_MS = 15_000;
+
+/** A value as one word of a POSIX shell command line. */
+const shellQuoted = (value: string) => `'${value.replaceAll("'", `'\\''`)}'`;
 
 /**
  * How the plugin under test is started against the kit's backend: by `command` (a shell command line with
@@ -99,17 +110,41 @@ function pluginStarter(command: string | undefined): (backend: PluginBackend) =>
     }
     // A group of its own: the shell and what it starts are stopped together.
     const child = spawn(
-      command.replace(/\{(backend|integration|relay_token_file|pairing_code)\}/g, (_, name: keyof typeof named) => named[name]),
+      command.replace(/\{(backend|integration|relay_token_file|pairing_code)\}/g, (_, name: keyof typeof named) =>
+        shellQuoted(named[name]),
+      ),
       { shell: true, detached: true, stdio: ['ignore', 'ignore', 'inherit'] },
     );
-    const exited = new Promise((resolve) => child.once('exit', resolve));
-    return async () => {
+    const exited = new Promise((resolve) => {
+      child.once('exit', resolve);
+      child.once('error', (error) => {
+        process.stderr.write(`assistant-relay conformance: the plugin command did not start: ${error.message}\n`);
+        resolve(undefined);
+      });
+    });
+    const signal = (name: NodeJS.Signals) => {
       try {
-        process.kill(-child.pid!, 'SIGTERM');
+        process.kill(-child.pid!, name);
       } catch {
         // Gone already.
       }
+    };
+    /** Whether any process of the group is left. */
+    const alive = () => {
+      try {
+        process.kill(-child.pid!, 0);
+        return true;
+      } catch {
+        return false;
+      }
+    };
+    return async () => {
+      signal('SIGTERM');
       await exited;
+      // The shell may be gone before what it started: wait for the whole group, then stop what is left,
+      // after the grace a supervisor gives.
+      for (const end = Date.now() + STOP_GRACE_MS; alive() && Date.now() < end;) await pause(100);
+      signal('SIGKILL');
       await removeDir();
     };
   };
@@ -123,6 +158,12 @@ export async function conformanceCommand(argv: readonly string[], env: NodeJS.Pr
   if (!REPORT_FORMATS.includes(format)) throw new UsageError(`--format must be one of ${REPORT_FORMATS.join(', ')}`);
   const only = list(flags('only'));
   const skip = list(flags('skip'));
+  // A mistyped name selects nothing: refused, rather than a run of no checks that passes.
+  for (const pattern of [...(only ?? []), ...(skip ?? [])])
+    if (!CHECKS_OF[role as Role].some((check) => names(pattern, check)))
+      throw new UsageError(
+        `--only or --skip: ${JSON.stringify(pattern)} names no check of ${role} (ids and sections: docs/conformance.md)`,
+      );
   const listen = flags('listen');
   const results = await runRole(role as Role, {
     ...(role === 'plugin' ? {} : { url: new URL(baseUrlFlag('url', requiredFlag(flags, 'url'))) }),

@@ -5,6 +5,7 @@
  */
 import { createServer, type IncomingMessage, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { sleep, systemClock } from '../../engine/core/clock.js';
 import { RuleBroken } from './check.js';
 
 export class Arrivals {
@@ -72,4 +73,9 @@ export function parsedOrUndefined(text: string): unknown {
   } catch {
     return undefined;
   }
+}
+
+/** Waits `ms`, or less if `signal` aborts first (a check whose time is up stops waiting). */
+export async function pause(ms: number, signal?: AbortSignal): Promise<void> {
+  await sleep(systemClock, ms, signal);
 }

@@ -4,6 +4,8 @@
  * settled job, the job's deadline, and the client's routes. The kit is the integration's plugin and its
  * client (backend-wire.ts).
  */
+import { pause } from './arrivals.js';
+import { dataObject } from './wire-stream.js';
 import { rule, shown, type Check } from './check.js';
 import {
   LIVE_ANALYSIS,
@@ -52,7 +54,7 @@ export const BACKEND_RELAY_CHECKS: readonly Check<BackendRelayContext>[] = [
     spec: '2.1',
     title: 'a created job is delivered on the stream as a ReasoningJob envelope with every field of 2.1',
     async run(context, scope) {
-      const stream = await sharedStream(context);
+      const stream = await sharedStream(context, scope);
       const jobId = await createJob(context, scope);
       const { job } = await untilDelivered(context, stream, jobId);
       rule(job.event_type === 'reasoning_job', `event_type is ${shown(job.event_type)}`);
@@ -86,7 +88,7 @@ export const BACKEND_RELAY_CHECKS: readonly Check<BackendRelayContext>[] = [
     spec: '4.1 completion',
     title: "the plugin's running and result complete the job, and the client reads the result as posted",
     async run(context, scope) {
-      const { jobId } = await completedJob(context, scope, await sharedStream(context));
+      const { jobId } = await completedJob(context, scope, await sharedStream(context, scope));
       const view = await readJob(context, scope, jobId);
       rule(view.state === 'completed', `the job is ${shown(view.state)} after its result, not completed`);
       rule(isDeepStrictEqual(view.result, LIVE_RESULT), `the client reads the result ${shown(view.result)}, not the one posted`);
@@ -97,7 +99,7 @@ export const BACKEND_RELAY_CHECKS: readonly Check<BackendRelayContext>[] = [
     spec: '4.1 completion',
     title: 'a result that does not follow the job’s response_schema is refused, and the job stays open',
     async run(context, scope) {
-      const stream = await sharedStream(context);
+      const stream = await sharedStream(context, scope);
       const jobId = await createJob(context, scope);
       await untilDelivered(context, stream, jobId);
       const wrong = await asPlugin(context, scope, `/jobs/${jobId}/result`, { result: { insights: 'not a list' } });
@@ -111,7 +113,7 @@ export const BACKEND_RELAY_CHECKS: readonly Check<BackendRelayContext>[] = [
     spec: 'PROTOCOL.md 6.8',
     title: 'the same result posted again is answered as before; another result for the completed job is 409',
     async run(context, scope) {
-      const { jobId } = await completedJob(context, scope, await sharedStream(context));
+      const { jobId } = await completedJob(context, scope, await sharedStream(context, scope));
       const again = await asPlugin(context, scope, `/jobs/${jobId}/result`, { result: LIVE_RESULT });
       rule(again.status >= 200 && again.status < 300, `the same result again answered ${again.status}`);
       const other = await asPlugin(context, scope, `/jobs/${jobId}/result`, { result: { insights: [] } });
@@ -159,10 +161,10 @@ export const BACKEND_RELAY_CHECKS: readonly Check<BackendRelayContext>[] = [
     spec: '2.1 deadline_at',
     title: 'a job not answered by its deadline expires, and a result after it is refused 409',
     async run(context, scope) {
-      const stream = await sharedStream(context);
+      const stream = await sharedStream(context, scope);
       const jobId = await createJob(context, scope, 1_000);
       await untilDelivered(context, stream, jobId);
-      await new Promise((resolve) => setTimeout(resolve, 1_500));
+      await pause(1_500, scope.signal);
       const late = await asPlugin(context, scope, `/jobs/${jobId}/result`, { result: LIVE_RESULT });
       rule(late.status === 409, `a result after the deadline answered ${late.status}, not 409`);
       const view = await readJob(context, scope, jobId);
@@ -174,7 +176,7 @@ export const BACKEND_RELAY_CHECKS: readonly Check<BackendRelayContext>[] = [
     spec: 'PROTOCOL.md 6e.13',
     title: "a client following a job gets `: open`, then the job's view at each change, ids increasing, up to completed",
     async run(context, scope) {
-      const stream = await sharedStream(context);
+      const stream = await sharedStream(context, scope);
       const jobId = await createJob(context, scope);
       const { response, stream: events } = await openStream(context, scope, `/jobs/${jobId}/events`, context.clientToken);
       rule(response.status === 200, `following the job answered ${response.status}`);
@@ -188,7 +190,7 @@ export const BACKEND_RELAY_CHECKS: readonly Check<BackendRelayContext>[] = [
         const id = Number(frame.id);
         rule(Number.isInteger(id) && id > last, `a view's id is ${shown(frame.id)} after ${last}`);
         last = id;
-        const view = JSON.parse(frame.data.join('\n')) as { state?: unknown; job_id?: unknown };
+        const view = dataObject(frame);
         rule(view.job_id === jobId, `a view of job ${shown(view.job_id)} on job ${jobId}'s stream`);
         if (view.state === 'completed') return;
       }

@@ -5,9 +5,11 @@
  * plugin connected while the kit runs: the kit's stream would take it over.
  */
 import { randomUUID } from 'node:crypto';
+import { parseRetryAfter } from '../../protocol/retry-after.js';
+import { pause } from './arrivals.js';
 import { RuleBroken, rule, shown, type CheckScope } from './check.js';
 import type { Target } from './target.js';
-import { WireStream, type StreamItem } from './wire-stream.js';
+import { WireStream, dataObject, type WireFrame } from './wire-stream.js';
 
 export interface BackendRelayContext {
   readonly target: Target;
@@ -16,10 +18,8 @@ export interface BackendRelayContext {
   readonly clientToken: string;
   readonly replyMs: number;
   /** The job stream the checks share (`sharedStream`), closed when the run ends. */
-  readonly shared: { stream?: WireStream };
+  readonly shared: { stream?: WireStream; closed?: boolean };
 }
-
-type WireFrame = Extract<StreamItem, { kind: 'frame' }>;
 
 /** A plain live analysis: the purpose every backend takes (PROTOCOL.md 6.3). */
 export const LIVE_ANALYSIS = { session_id: 'conformance', transcript: [{ speaker: 'Ana', text: 'What is the budget?' }] } as const;
@@ -47,8 +47,9 @@ export function asClient(context: BackendRelayContext, scope: CheckScope, path: 
 }
 
 /**
- * A stream of the integration (the plugin's job stream, or a job's events for the client), open until the
- * check ends or `close`; with no `scope`, until `close` only.
+ * A stream of the integration (the plugin's job stream, or a job's events for the client). With a
+ * `scope`, open until the check ends or `close`; without one (the shared stream), until `close` only,
+ * `signal` ending only the wait for its answer.
  */
 export async function openStream(
   context: BackendRelayContext,
@@ -56,46 +57,63 @@ export async function openStream(
   path: string,
   token: string,
   lastEventId?: string,
+  signal: AbortSignal | undefined = scope?.signal,
 ): Promise<{ response: Response; stream: WireStream }> {
+  if (signal?.aborted) throw new RuleBroken("the check's time was up");
   const controller = new AbortController();
-  scope?.signal.addEventListener('abort', () => controller.abort(), { once: true });
-  scope?.defer(() => controller.abort());
-  const response = await context.target.fetch(integrationPath(context, path), {
-    headers: {
-      accept: 'text/event-stream',
-      authorization: `Bearer ${token}`,
-      ...(lastEventId === undefined ? {} : { 'last-event-id': lastEventId }),
-    },
-    signal: controller.signal,
-    stream: true,
-  });
-  return { response, stream: new WireStream(response, controller) };
-}
-
-/**
- * A job stream of the check's own (to drop, or to resume from a cursor), answered 200; a `RuleBroken`
- * otherwise. An integration opens only so many a minute (PROTOCOL.md 6e.24): a 429 is waited out, as
- * its `Retry-After` says, while the check has time.
- */
-export async function newJobStream(context: BackendRelayContext, scope: CheckScope | undefined, lastEventId?: string): Promise<WireStream> {
-  for (;;) {
-    const { response, stream } = await openStream(context, scope, '/stream', context.relayToken, lastEventId);
-    if (response.status === 200) return stream;
-    const text = await response.text().catch(() => '');
-    const wait = Number(response.headers.get('retry-after'));
-    rule(
-      response.status === 429 && Number.isFinite(wait) && wait <= 60,
-      `the job stream answered ${response.status}, not 200: ${shown(text)}`,
-    );
-    await new Promise((resolve) => setTimeout(resolve, wait * 1000));
+  const abort = () => controller.abort();
+  signal?.addEventListener('abort', abort, { once: true });
+  scope?.defer(abort);
+  try {
+    const response = await context.target.fetch(integrationPath(context, path), {
+      headers: {
+        accept: 'text/event-stream',
+        ...(token === '' ? {} : { authorization: `Bearer ${token}` }),
+        ...(lastEventId === undefined ? {} : { 'last-event-id': lastEventId }),
+      },
+      signal: controller.signal,
+      stream: true,
+    });
+    return { response, stream: new WireStream(response, controller) };
+  } finally {
+    if (scope === undefined) signal?.removeEventListener('abort', abort);
   }
 }
 
-/** The job stream the checks share, opened again when a check's own stream took over from it. */
-export async function sharedStream(context: BackendRelayContext): Promise<WireStream> {
-  if (context.shared.stream === undefined || context.shared.stream.end !== undefined)
-    context.shared.stream = await newJobStream(context, undefined);
-  return context.shared.stream;
+/** Opens of a job stream answered 429 that the kit waits out before it gives up. */
+const MAX_STREAM_TRIES = 3;
+
+/**
+ * A job stream answered 200; a `RuleBroken` otherwise. An integration opens only so many a minute
+ * (PROTOCOL.md 6e.24): a 429 is waited out as its `Retry-After` says (1 s without one), twice at most.
+ */
+export async function newJobStream(
+  context: BackendRelayContext,
+  scope: CheckScope | undefined,
+  lastEventId?: string,
+  signal: AbortSignal | undefined = scope?.signal,
+): Promise<WireStream> {
+  for (let tries = 1; ; tries += 1) {
+    const { response, stream } = await openStream(context, scope, '/stream', context.relayToken, lastEventId, signal);
+    if (response.status === 200) return stream;
+    stream.close();
+    const wait = parseRetryAfter(response.headers.get('retry-after') ?? undefined, Date.now()) ?? 1_000;
+    rule(response.status === 429 && tries < MAX_STREAM_TRIES && wait <= 60_000, `the job stream answered ${response.status}, not 200`);
+    await pause(wait, signal);
+  }
+}
+
+/** The job stream the checks share, opened again when a check's own stream took over from it; none once the run closed it. */
+export async function sharedStream(context: BackendRelayContext, scope: CheckScope): Promise<WireStream> {
+  const { shared } = context;
+  if (shared.stream !== undefined && shared.stream.end === undefined) return shared.stream;
+  const stream = await newJobStream(context, undefined, undefined, scope.signal);
+  if (shared.closed) {
+    stream.close();
+    throw new RuleBroken('the run ended');
+  }
+  shared.stream = stream;
+  return stream;
 }
 
 /** Creates a plain live analysis as the client (`deadline_ms` when given): its job_id; a `RuleBroken` unless it is created. */
@@ -111,18 +129,6 @@ export async function createJob(context: BackendRelayContext, scope: CheckScope,
   return job_id;
 }
 
-/** A job frame's ReasoningJob. */
-export function jobOf(frame: WireFrame): Record<string, unknown> {
-  let job: unknown;
-  try {
-    job = JSON.parse(frame.data.join('\n'));
-  } catch {
-    throw new RuleBroken(`a job frame's data is not JSON: ${shown(frame.data.join('\n'))}`);
-  }
-  rule(typeof job === 'object' && job !== null, `a job frame's data is not an object: ${shown(job)}`);
-  return job as Record<string, unknown>;
-}
-
 /** Frames of the job stream until `jobId`'s delivery: that frame, and every job id delivered before it. */
 export async function untilDelivered(
   context: BackendRelayContext,
@@ -135,7 +141,7 @@ export async function untilDelivered(
     const frame = await stream.nextFrame(Math.max(0, deadline - performance.now()), `the delivery of job ${jobId}`);
     // Other events of the stream (a key rotation's, PROTOCOL.md 7.12) name an event; a job frame does not.
     if (frame.event !== undefined) continue;
-    const job = jobOf(frame);
+    const job = dataObject(frame);
     if (job.job_id === jobId) return { frame, job, before };
     before.push(String(job.job_id));
   }

@@ -3,6 +3,7 @@
  * 6.3, 8): they send the `script` test agent's steps (docs/conformance.md), so the host must run an agent
  * that follows them (`--script-agent`).
  */
+import { pause } from './arrivals.js';
 import { rule, shown, type Check } from './check.js';
 import { openSession, scriptText, sendIncoming, sendTask, untilTerminal, type FormAHostContext } from './form-a-wire.js';
 
@@ -63,7 +64,7 @@ export const FORM_A_INCOMING_CHECKS: readonly Check<FormAHostContext>[] = [
           rule(body.ok === true && body.reason === 'session_ended', `the answer is ${shown(body)}`);
           return;
         }
-        await new Promise((resolve) => setTimeout(resolve, 100));
+        await pause(100, scope.signal);
       } while (performance.now() < deadline);
       rule(false, `a message after the session ended was answered ${answer.status} ${shown(answer.text)}`);
     },

@@ -3,18 +3,10 @@
  * cursor replays every retained terminal reply after it, in order, then one reconciliation frame that
  * names only replies evicted after the cursor; a first connection gets neither.
  */
+import { isDeepStrictEqual } from 'node:util';
 import { rule, shown, type Check, type CheckScope } from './check.js';
-import {
-  bodyOf,
-  isResync,
-  openSession,
-  openedStream,
-  settledTasks,
-  type FormAHostContext,
-  type WireFrame,
-  type Reply,
-} from './form-a-wire.js';
-import type { WireStream } from './wire-stream.js';
+import { isResync, openSession, scriptText, openedStream, settledTasks, type FormAHostContext, type Reply } from './form-a-wire.js';
+import { dataObject, type WireFrame, type WireStream } from './wire-stream.js';
 
 /** Spec 8: a session retains at least its last 64 terminal replies (or 1 MiB of them). */
 const RETAINED_AT_LEAST = 64;
@@ -27,7 +19,7 @@ async function resumed(context: FormAHostContext, scope: CheckScope, session: st
   const replayed: Reply[] = [];
   for (;;) {
     const frame: WireFrame = await stream.nextFrame(context.replyMs, `the reconciliation frame after ${replayed.length} replayed replies`);
-    const body = bodyOf(frame);
+    const body = dataObject(frame);
     if (isResync(body)) return { stream, replayed, resync: { frame, body } };
     replayed.push({ frame, body });
     rule(replayed.length <= expected + 1, `more than the ${expected} replies after the cursor were replayed`);
@@ -79,7 +71,10 @@ export const FORM_A_RESUME_CHECKS: readonly Check<FormAHostContext>[] = [
           replayed[i]!.frame.id === reply.frame.id,
           `replay ${i + 1} has id ${shown(replayed[i]!.frame.id)}, not ${shown(reply.frame.id)}`,
         );
-        rule(replayed[i]!.frame.data.join('\n') === reply.frame.data.join('\n'), `replay ${i + 1} is not the reply as first sent`);
+        rule(
+          isDeepStrictEqual(replayed[i]!.body, reply.body),
+          `replay ${i + 1} is not the reply as first sent: ${shown(replayed[i]!.body)}`,
+        );
       });
       rule(missedOf(resync.body).length === 0, `nothing was evicted, yet missed_task_ids is ${shown(resync.body.missed_task_ids)}`);
       rule(resync.body.recovery_complete === true, 'recovery_complete is false for a cursor the host issued and still covers');
@@ -88,10 +83,12 @@ export const FORM_A_RESUME_CHECKS: readonly Check<FormAHostContext>[] = [
   {
     id: 'form-a.resync',
     spec: '2.7',
-    title: `past retention: replayed and missed tasks together are exactly those after the cursor, and only evicted ones are named`,
+    title: `past retention: only evicted tasks are named, none replayed; with recovery_complete, replayed and named are every task after the cursor`,
+    // Seventy turns: short scripted replies, not seventy calls of a model.
+    needs: ['script-agent'],
     async run(context, scope) {
       const { session, stream } = await openSession(context, scope, 'resync');
-      const replies = await settledTasks(context, scope, stream, session, PAST_RETENTION + 1);
+      const replies = await settledTasks(context, scope, stream, session, PAST_RETENTION + 1, () => scriptText({ message: 'ok' }));
       const after = replies.slice(1).map((reply) => reply.body.task_id as string);
       const { replayed, resync } = await resumed(context, scope, session, replies[0]!.frame.id ?? '', after.length);
       const replayedTasks = replayed.map((reply) => reply.body.task_id as string);

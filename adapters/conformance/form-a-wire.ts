@@ -6,7 +6,7 @@
 import { randomUUID } from 'node:crypto';
 import { RuleBroken, rule, shown, type CheckScope } from './check.js';
 import type { Target } from './target.js';
-import { WireStream, type StreamItem } from './wire-stream.js';
+import { WireStream, dataObject, type WireFrame } from './wire-stream.js';
 
 export interface FormAHostContext {
   readonly target: Target;
@@ -25,10 +25,8 @@ export interface FormAHostContext {
 export const TERMINAL = new Set(['message', 'completed', 'errored', 'silent']);
 export const PROGRESS = new Set(['typing', 'tool_call']);
 
-export type WireFrame = Extract<StreamItem, { kind: 'frame' }>;
-
-/** A reply frame with its body parsed. */
-export interface Reply {
+export /** A reply frame with its body parsed. */
+interface Reply {
   readonly frame: WireFrame;
   readonly body: Record<string, unknown>;
 }
@@ -52,6 +50,7 @@ export async function openEvents(
   session: string | undefined,
   options: { readonly lastEventId?: string; readonly headers?: Record<string, string> } = {},
 ): Promise<{ response: Response; stream: WireStream }> {
+  if (scope.signal.aborted) throw new RuleBroken("the check's time was up");
   const controller = new AbortController();
   scope.signal.addEventListener('abort', () => controller.abort(), { once: true });
   scope.defer(() => controller.abort());
@@ -116,19 +115,6 @@ export async function sendTask(
   return task;
 }
 
-/** A frame's body: its `data` lines joined, parsed as JSON; a `RuleBroken` if it is not a JSON object. */
-export function bodyOf(frame: WireFrame): Record<string, unknown> {
-  const data = frame.data.join('\n');
-  let body: unknown;
-  try {
-    body = JSON.parse(data);
-  } catch {
-    throw new RuleBroken(`a frame's data is not JSON: ${shown(data)}`);
-  }
-  rule(typeof body === 'object' && body !== null && !Array.isArray(body), `a frame's data is not a JSON object: ${shown(data)}`);
-  return body as Record<string, unknown>;
-}
-
 /** Whether a frame is a reconciliation frame (spec 2.7: its marker is not shown, its fields are). */
 export const isResync = (body: Record<string, unknown>) => 'missed_task_ids' in body || 'recovery_complete' in body;
 
@@ -142,7 +128,7 @@ export async function untilTerminal(
   const deadline = performance.now() + context.replyMs;
   for (;;) {
     const frame = await stream.nextFrame(Math.max(0, deadline - performance.now()), `the terminal reply of task ${task}`);
-    const body = bodyOf(frame);
+    const body = dataObject(frame);
     if (body.task_id !== task) continue;
     if (PROGRESS.has(body.status as string)) progress.push({ frame, body });
     else return { progress, terminal: { frame, body } };

@@ -5,6 +5,7 @@
  * last needs the script agent: the agent must say several things on purpose.
  */
 import { randomUUID } from 'node:crypto';
+import { pause } from './arrivals.js';
 import { rule, shown, type Check, type CheckScope } from './check.js';
 import type { Callback, CallbackListener, CallbackPost } from './callback-listener.js';
 import { scriptText } from './form-a-wire.js';
@@ -142,7 +143,7 @@ export const FORM_B_HOST_CHECKS: readonly Check<FormBHostContext>[] = [
         callback.answers.push(status);
         await converse(context, scope, scriptText({ message: `answered ${status}` }), callback);
         await callback.until((d) => messages(d).length >= 1, context.replyMs, 'the message');
-        await new Promise((resolve) => setTimeout(resolve, NO_RETRY_MS));
+        await pause(NO_RETRY_MS, scope.signal);
         const followed = callback.deliveries.filter((delivery) => delivery.path.endsWith('/redirected'));
         rule(followed.length === 0, `the host followed the ${status}'s Location`);
         const again = messages(callback.deliveries).length - 1;
@@ -152,7 +153,7 @@ export const FORM_B_HOST_CHECKS: readonly Check<FormBHostContext>[] = [
   },
   {
     id: 'form-b.callback-refused',
-    spec: '4.3 rule 6',
+    spec: 'PROTOCOL.md 3b.8',
     title: 'a callback URL neither loopback nor allowlisted is refused',
     async run(context, scope) {
       sessions += 1;

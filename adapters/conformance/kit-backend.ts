@@ -18,6 +18,8 @@ export interface PluginRequest {
   readonly authorization: string | undefined;
   readonly lastEventId?: string;
   readonly body: unknown;
+  /** Its token was not the RELAY_TOKEN: answered 401. */
+  readonly refused?: boolean;
 }
 
 /** A body the kit reads from a plugin: a result is at most 1 MiB (PROTOCOL.md 6.11); this leaves room. */
@@ -108,11 +110,11 @@ export class KitBackend {
         this.arrivals.arrived();
       });
     if (!path.startsWith(`${base}/`)) return void send(404, { error: { code: 'not_found', message: 'not this integration' } });
+    const rest = path.slice(base.length);
     if (authorization !== `Bearer ${this.relayToken}`) {
-      this.keep({ kind: 'stream', authorization, body: undefined });
+      this.keep({ kind: kindOf(rest), authorization, body: undefined, refused: true });
       return void send(401, { error: { code: 'unauthorized', message: 'the RELAY_TOKEN is wrong' } });
     }
-    const rest = path.slice(base.length);
     if (request.method === 'GET' && rest === '/stream') return this.open(request, response, authorization);
     readBody(request, send, (body) => {
       const job = /^\/jobs\/([^/]+)\/(running|result)$/.exec(rest);
@@ -121,7 +123,8 @@ export class KitBackend {
         return send(200, { ok: true, interval_s: 30, probe_requested: false });
       }
       if (request.method === 'POST' && job !== null) {
-        const job_id = decodeURIComponent(job[1]!);
+        const job_id = decodedOrUndefined(job[1]!);
+        if (job_id === undefined) return send(400, { error: { code: 'invalid_job_id', message: 'not a percent-encoded id' } });
         this.keep({ kind: job[2] as 'running' | 'result', job_id, authorization, body });
         return send(200, { job_id, state: job[2] === 'running' ? 'running' : 'completed' });
       }
@@ -144,6 +147,22 @@ export class KitBackend {
 }
 
 const PAIRINGS = '/api/v1/pairings';
+
+/** What a request under the integration is, by its path (kept as such even when its token is refused). */
+function kindOf(rest: string): PluginRequest['kind'] {
+  if (rest === '/heartbeat') return 'heartbeat';
+  const job = /^\/jobs\/[^/]+\/(running|result)$/.exec(rest);
+  return job === null ? 'stream' : (job[1] as 'running' | 'result');
+}
+
+/** A path segment decoded; `undefined` for one that is not valid percent-encoding. */
+function decodedOrUndefined(segment: string): string | undefined {
+  try {
+    return decodeURIComponent(segment);
+  } catch {
+    return undefined;
+  }
+}
 
 /** A request's body, parsed as JSON (`undefined` when empty) and bounded; one that is not JSON is answered 400. */
 function readBody(request: IncomingMessage, send: (status: number, body: unknown) => void, then: (body: unknown) => void): void {

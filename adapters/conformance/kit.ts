@@ -86,6 +86,7 @@ export async function runRole(role: Role, options: KitOptions, onResult?: (resul
     try {
       return await runChecks(BACKEND_RELAY_CHECKS, context, selection, onResult);
     } finally {
+      context.shared.closed = true;
       context.shared.stream?.close();
     }
   }
@@ -95,16 +96,17 @@ export async function runRole(role: Role, options: KitOptions, onResult?: (resul
     const backend = await KitBackend.listen(options.listen?.host, options.listen?.port);
     // A plugin that pairs (BYO) is given a code instead of an integration it already has.
     const pairingCode = options.has.has('byo') ? backend.pair(plugin.providerKind).code : undefined;
-    const stop = await plugin.start({
-      url: backend.url,
-      integrationId: backend.integrationId,
-      relayToken: backend.relayToken,
-      ...(pairingCode === undefined ? {} : { pairingCode }),
-    });
+    let stop: (() => Promise<void>) | undefined;
     try {
+      stop = await plugin.start({
+        url: backend.url,
+        integrationId: backend.integrationId,
+        relayToken: backend.relayToken,
+        ...(pairingCode === undefined ? {} : { pairingCode }),
+      });
       return await runChecks(PLUGIN_CHECKS, { backend, providerKind: plugin.providerKind, replyMs: options.replyMs }, selection, onResult);
     } finally {
-      await stop();
+      await stop?.();
       await backend.close();
     }
   }

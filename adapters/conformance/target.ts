@@ -9,7 +9,7 @@ export class Target {
   readonly origin: string;
 
   constructor(
-    /** The role's base URL: `http://127.0.0.1:8787` for a host, `…` for a backend relay. */
+    /** The implementation's base URL (`http://127.0.0.1:8787`): paths are resolved under it. */
     readonly base: URL,
     /** Each request's time, besides the check's own. */
     private readonly requestTimeoutMs: number,

@@ -1,10 +1,11 @@
 /**
  * An SSE response as the kit reads it: every comment and every frame in the order they came, each
  * frame with its raw lines, so that a check can hold the wire to its rule (a comment first, one `data`
- * line of compact JSON, an `id` or none) rather than to what an EventSource would make of it.
+ * line of compact JSON, an `id` or none) rather than to what an EventSource would make of it. Bounded:
+ * past 64 MiB, or a line of over 4 Mi characters, the kit cuts the stream.
  */
 import { Arrivals } from './arrivals.js';
-import { RuleBroken } from './check.js';
+import { RuleBroken, rule, shown } from './check.js';
 
 export type StreamItem =
   | { readonly kind: 'comment'; readonly text: string }
@@ -16,6 +17,9 @@ export type StreamItem =
       readonly data: readonly string[];
       readonly lines: readonly string[];
     };
+
+/** A frame as the kit read it. */
+export type WireFrame = Extract<StreamItem, { kind: 'frame' }>;
 
 /** Bytes a stream may send the kit before it is cut: a check reads a few hundred frames at most. */
 const MAX_STREAM_BYTES = 64 * 1024 * 1024;
@@ -30,6 +34,8 @@ export class WireStream {
   private read = 0;
   /** The body's first line, as it came (`: open`, for a Form A stream). */
   firstLine: string | undefined;
+  /** The field lines of the frame under way. */
+  private readonly frameLines: string[] = [];
 
   constructor(
     readonly response: Response,
@@ -44,14 +50,14 @@ export class WireStream {
     while (this.read >= this.items.length) {
       if (this.ended !== undefined) throw new RuleBroken(`the stream ended (${this.ended}) before ${what}`);
       const left = deadline - performance.now();
-      if (left <= 0) throw new RuleBroken(`no ${what} within ${ms} ms`);
+      if (left <= 0) throw new RuleBroken(`${what}: none came within ${Math.round(ms)} ms`);
       await this.arrivals.next(left);
     }
     return this.items[this.read++]!;
   }
 
   /** The next frame (comments passed over), or a `RuleBroken`. */
-  async nextFrame(ms: number, what = 'the next frame'): Promise<Extract<StreamItem, { kind: 'frame' }>> {
+  async nextFrame(ms: number, what = 'the next frame'): Promise<WireFrame> {
     const deadline = performance.now() + ms;
     for (;;) {
       const item = await this.next(Math.max(0, deadline - performance.now()), what);
@@ -99,29 +105,52 @@ export class WireStream {
 
   private feed(text: string): void {
     this.pending += text;
-    if (this.firstLine === undefined && /\r|\n/.test(this.pending)) this.firstLine = this.pending.split(/\r\n|\n|\r/)[0];
-    // Blocks end at a blank line; a comment block is one whose every line is a comment.
-    const blocks = this.pending.split(/\r\n\r\n|\n\n|\r\r/);
-    this.pending = blocks.pop()!;
-    for (const block of blocks) {
-      const lines = block.split(/\r\n|\n|\r/);
-      if (lines.every((line) => line.startsWith(':'))) {
-        for (const line of lines) this.items.push({ kind: 'comment', text: line.slice(1).trimStart() });
-        continue;
-      }
-      let id: string | undefined;
-      let event: string | undefined;
-      const data: string[] = [];
-      for (const line of lines) {
-        if (line.startsWith(':')) continue;
-        const colon = line.indexOf(':');
-        const field = colon < 0 ? line : line.slice(0, colon);
-        const value = colon < 0 ? '' : line.slice(colon + 1).replace(/^ /, '');
-        if (field === 'id') id = value;
-        else if (field === 'event') event = value;
-        else if (field === 'data') data.push(value);
-      }
-      this.items.push({ kind: 'frame', ...(id === undefined ? {} : { id }), ...(event === undefined ? {} : { event }), data, lines });
+    // Line by line, as the SSE standard reads a stream: a comment is a line of its own wherever it
+    // stands; a frame ends at a blank line. Only the text after the last line end is kept for the next chunk.
+    const lines = this.pending.split(/\r\n|\n|\r/);
+    this.pending = lines.pop()!;
+    if (this.pending.length > MAX_LINE_CHARS) {
+      this.ended = `a line of over ${MAX_LINE_CHARS} characters: cut by the kit`;
+      this.controller.abort();
+      return;
+    }
+    for (const line of lines) {
+      this.firstLine ??= line;
+      if (line.startsWith(':')) this.items.push({ kind: 'comment', text: line.slice(1).trimStart() });
+      else if (line !== '') this.frameLines.push(line);
+      else if (this.frameLines.length > 0) this.items.push(frameOf(this.frameLines.splice(0)));
     }
   }
+}
+
+/** Lines longer than this end the stream: a reply is at most 256 KiB of JSON (spec 8), a frame's line that and a little. */
+const MAX_LINE_CHARS = 4 * 1024 * 1024;
+
+/** A frame of its field lines (comments left out), as the SSE standard reads `id`, `event` and `data`. */
+function frameOf(lines: readonly string[]): WireFrame {
+  let id: string | undefined;
+  let event: string | undefined;
+  const data: string[] = [];
+  for (const line of lines) {
+    const colon = line.indexOf(':');
+    const field = colon < 0 ? line : line.slice(0, colon);
+    const value = colon < 0 ? '' : line.slice(colon + 1).replace(/^ /, '');
+    if (field === 'id') id = value;
+    else if (field === 'event') event = value;
+    else if (field === 'data') data.push(value);
+  }
+  return { kind: 'frame', ...(id === undefined ? {} : { id }), ...(event === undefined ? {} : { event }), data, lines };
+}
+
+/** A frame's data (its `data` lines joined) parsed as a JSON object; a `RuleBroken` if it is not one. */
+export function dataObject(frame: WireFrame): Record<string, unknown> {
+  const data = frame.data.join('\n');
+  let value: unknown;
+  try {
+    value = JSON.parse(data);
+  } catch {
+    throw new RuleBroken(`a frame's data is not JSON: ${shown(data)}`);
+  }
+  rule(typeof value === 'object' && value !== null && !Array.isArray(value), `a frame's data is not a JSON object: ${shown(data)}`);
+  return value as Record<string, unknown>;
 }

@@ -35,7 +35,11 @@ function firstLine(child: ReturnType<typeof spawn>, name: string): Promise<Recor
       const end = out.indexOf('\n');
       if (end < 0) return;
       child.off('exit', exited);
-      resolve(JSON.parse(out.slice(0, end)) as Record<string, unknown>);
+      try {
+        resolve(JSON.parse(out.slice(0, end)) as Record<string, unknown>);
+      } catch {
+        reject(new Error(`${name} printed ${JSON.stringify(out.slice(0, end))}, not a JSON line`));
+      }
     });
   });
 }

@@ -79,15 +79,22 @@ it('passes every plugin check, BYO ones too, against ours paired with the kit', 
   expect(results.map((result) => result.id)).toEqual(expect.arrayContaining(['plugin.pairs', 'plugin.byo-bound', 'plugin.byo-only']));
 });
 
-describe.each<[string, (backend: string) => StreamFault, string, string]>([
-  ['runs a finished job again', runsFinishedJobAgain, 'plugin.runs-once', 'PROTOCOL.md 6d.3'],
-  ['starts a job past its deadline', () => startsPastDeadline, 'plugin.past-deadline', '2.1 deadline_at'],
-])('a plugin that %s', (_what, fault, failing, rule) => {
-  it(`fails ${failing}, naming ${rule}`, { timeout: 120_000 }, async () => {
+describe.each<[string, (backend: string) => StreamFault, string, string, string[]]>([
+  // Running a job each time it comes is what a redelivery after a drop may catch too: when the first
+  // frame reached the plugin before the kit cut its stream.
+  [
+    'runs a finished job again',
+    runsFinishedJobAgain,
+    'plugin.runs-once',
+    'PROTOCOL.md 6d.3',
+    ['plugin.redelivered-after-drop', 'plugin.runs-once'],
+  ],
+  ['starts a job past its deadline', () => startsPastDeadline, 'plugin.past-deadline', '2.1 deadline_at', ['plugin.past-deadline']],
+])('a plugin that %s', (_what, fault, failing, rule, mayFail) => {
+  it(`fails ${failing}, naming ${rule}, and no check of another rule`, { timeout: 120_000 }, async () => {
     const results = await runRole('plugin', options(ours(fault)));
     const failed = results.filter((result) => result.outcome === 'failed');
     expect(failed.map((result) => [result.id, result.spec])).toContainEqual([failing, rule]);
-    // Running a job again is what a redelivery after a drop catches too; nothing else fails.
-    expect(failed.every((result) => result.spec === rule || result.id === 'plugin.redelivered-after-drop')).toBe(true);
+    for (const result of failed) expect(mayFail).toContain(result.id);
   });
 });

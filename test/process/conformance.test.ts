@@ -80,3 +80,16 @@ it('pairs with the plugin by --pairing-code and checks it with sealed jobs (--by
   expect(ran.stdout).toContain('✓ plugin.byo-bound ');
   expect(ran.stdout.trimEnd().split('\n').at(-1)).toMatch(/^\d+ passed, 0 failed, 0 skipped$/);
 });
+
+it('refuses, before it sends anything, a name that selects no check and an address it cannot advertise', async () => {
+  const dir = folder();
+  const token = join(dir, 'token');
+  writeFileSync(token, 'conformance-token\n', { mode: 0o600 });
+  // Port 9 (discard): were anything sent, nothing would answer; the usage error comes first.
+  const typo = await runCli(['conformance', 'form-a-host', '--url', 'http://127.0.0.1:9', '--token-file', token, '--only', 'form-a.opne']);
+  expect([typo.code, typo.stdout]).toEqual([2, '']);
+  expect(typo.stderr).toContain('"form-a.opne" names no check of form-a-host');
+  const anywhere = await runCli(['conformance', 'plugin', '--listen', '0.0.0.0:0']);
+  expect([anywhere.code, anywhere.stdout]).toEqual([2, '']);
+  expect(anywhere.stderr).toContain('not 0.0.0.0 or ::');
+});

@@ -120,10 +120,12 @@ export function runsFinishedJobAgain(backend: string): StreamFault {
     return (block) => {
       const jobId = /"event_type":"reasoning_job"/.test(block) ? /"job_id":"([^"]+)"/.exec(block)?.[1] : undefined;
       if (jobId !== undefined && seen.has(jobId))
+        // As the plugin would; a backend already gone at the end of a test is no failure of it.
+        // As that plugin would; a backend already gone at the end of a test is no failure of the test.
         void fetch(`${backend}${integration}/jobs/${jobId}/running`, {
           method: 'POST',
           headers: { authorization: request.headers.authorization ?? '' },
-        });
+        }).catch(() => undefined);
       if (jobId !== undefined) seen.add(jobId);
       return block;
     };
