@@ -37,7 +37,7 @@ options:
   --script-agent           the host runs an agent that follows the script steps (docs/conformance.md):
                            without it, the checks that need one are skipped
   --keepalive-ms N         the keep-alive interval the host is configured with (default 20000)
-  --max-readers N          readers of one session to open before the reader cap counts as missing (default 32)
+  --max-readers N          readers of one session to open before the reader cap counts as missing (default 32, at most 64)
   --listen HOST:PORT       form-b-host, plugin: where the kit listens, for the host's callbacks or as the
                            plugin's backend (default 127.0.0.1:0)
   --reply-timeout D        how long a reply may take (default 10s)
@@ -187,7 +187,7 @@ export async function conformanceCommand(argv: readonly string[], env: NodeJS.Pr
     checkTimeoutMs: parseDuration('check-timeout', flags('check-timeout') ?? '60s'),
     replyMs: parseDuration('reply-timeout', flags('reply-timeout') ?? '10s'),
     keepaliveMs: integer('keepalive-ms', flags('keepalive-ms') ?? '20000', 1, 3_600_000),
-    maxReaders: integer('max-readers', flags('max-readers') ?? '32', 1, 10_000),
+    maxReaders: integer('max-readers', flags('max-readers') ?? '32', 1, 64),
     ...(listen === undefined ? {} : { listen: listenAt(listen) }),
   });
   const text = report(format, role!, results);

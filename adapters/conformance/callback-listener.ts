@@ -21,8 +21,9 @@ export interface CallbackPost {
 
 /** A body the kit reads from a host: a reply is at most 256 KiB (spec 8); this leaves room. */
 const MAX_BODY_BYTES = 1024 * 1024;
-/** Deliveries one callback keeps: a check sees a handful. */
+/** Deliveries one callback keeps, and the bytes of their bodies: a check sees a handful. Past either, no more are kept. */
 const MAX_KEPT = 1_000;
+const MAX_KEPT_BYTES = 16 * 1024 * 1024;
 
 /** One check's callback URL, what arrived at it, and how it answers. */
 export class Callback {
@@ -31,6 +32,7 @@ export class Callback {
   readonly answers: number[] = [];
   private readonly arrivals = new Arrivals();
   private readonly made = performance.now();
+  private keptBytes = 0;
 
   constructor(
     readonly url: string,
@@ -49,7 +51,9 @@ export class Callback {
 
   /** Called by the listener: keeps it, and says what to answer. */
   received(delivery: Omit<CallbackPost, 'at'>): number {
-    if (this.deliveries.length < MAX_KEPT) this.deliveries.push({ ...delivery, at: performance.now() - this.made });
+    this.keptBytes += delivery.text.length;
+    if (this.deliveries.length < MAX_KEPT && this.keptBytes <= MAX_KEPT_BYTES)
+      this.deliveries.push({ ...delivery, at: performance.now() - this.made });
     this.arrivals.arrived();
     const isMessage = (delivery.body as { status?: unknown } | undefined)?.status === 'message';
     return (isMessage ? this.answers.shift() : undefined) ?? 200;

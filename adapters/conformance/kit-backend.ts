@@ -23,9 +23,10 @@ export interface PluginRequest {
 }
 
 /** A body the kit reads from a plugin: a result is at most 1 MiB (PROTOCOL.md 6.11); this leaves room. */
-const MAX_BODY_BYTES = 4 * 1024 * 1024;
-/** Requests kept: a check looks at a few dozen. */
-const MAX_KEPT = 10_000;
+const MAX_BODY_BYTES = 2 * 1024 * 1024;
+/** Requests kept, and the bytes of their bodies: a check looks at a few dozen small ones. Past either, no more are kept. */
+const MAX_KEPT = 1_000;
+const MAX_KEPT_BYTES = 64 * 1024 * 1024;
 
 export class KitBackend {
   readonly integrationId = randomUUID();
@@ -33,6 +34,7 @@ export class KitBackend {
   readonly requests: PluginRequest[] = [];
   private readonly arrivals = new Arrivals();
   private stream: ServerResponse | undefined;
+  private keptBytes = 0;
   /** The pairing the plugin joins, when it is checked as a paired plugin (BYO). */
   pairing: KitPairing | undefined;
   private seq = 0;
@@ -91,8 +93,9 @@ export class KitBackend {
     return new Promise((resolve) => this.server.close(() => resolve()));
   }
 
-  private keep(request: PluginRequest): void {
-    if (this.requests.length < MAX_KEPT) this.requests.push(request);
+  private keep(request: PluginRequest, bytes = 0): void {
+    this.keptBytes += bytes;
+    if (this.requests.length < MAX_KEPT && this.keptBytes <= MAX_KEPT_BYTES) this.requests.push(request);
     this.arrivals.arrived();
   }
 
@@ -116,16 +119,16 @@ export class KitBackend {
       return void send(401, { error: { code: 'unauthorized', message: 'the RELAY_TOKEN is wrong' } });
     }
     if (request.method === 'GET' && rest === '/stream') return this.open(request, response, authorization);
-    readBody(request, send, (body) => {
+    readBody(request, send, (body, bytes) => {
       const job = /^\/jobs\/([^/]+)\/(running|result)$/.exec(rest);
       if (request.method === 'POST' && rest === '/heartbeat') {
-        this.keep({ kind: 'heartbeat', authorization, body });
+        this.keep({ kind: 'heartbeat', authorization, body }, bytes);
         return send(200, { ok: true, interval_s: 30, probe_requested: false });
       }
       if (request.method === 'POST' && job !== null) {
         const job_id = decodedOrUndefined(job[1]!);
         if (job_id === undefined) return send(400, { error: { code: 'invalid_job_id', message: 'not a percent-encoded id' } });
-        this.keep({ kind: job[2] as 'running' | 'result', job_id, authorization, body });
+        this.keep({ kind: job[2] as 'running' | 'result', job_id, authorization, body }, bytes);
         return send(200, { job_id, state: job[2] === 'running' ? 'running' : 'completed' });
       }
       send(404, { error: { code: 'not_found', message: `${request.method} ${rest}` } });
@@ -165,10 +168,14 @@ function decodedOrUndefined(segment: string): string | undefined {
 }
 
 /** A request's body, parsed as JSON (`undefined` when empty) and bounded; one that is not JSON is answered 400. */
-function readBody(request: IncomingMessage, send: (status: number, body: unknown) => void, then: (body: unknown) => void): void {
+function readBody(
+  request: IncomingMessage,
+  send: (status: number, body: unknown) => void,
+  then: (body: unknown, bytes: number) => void,
+): void {
   bodyText(request, MAX_BODY_BYTES, (text) => {
     const body = text === '' ? undefined : parsedOrUndefined(text);
     if (text !== '' && body === undefined) return send(400, { error: { code: 'invalid_json', message: 'not JSON' } });
-    then(body);
+    then(body, text.length);
   });
 }

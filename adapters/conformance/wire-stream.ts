@@ -2,7 +2,7 @@
  * An SSE response as the kit reads it: every comment and every frame in the order they came, each
  * frame with its raw lines, so that a check can hold the wire to its rule (a comment first, one `data`
  * line of compact JSON, an `id` or none) rather than to what an EventSource would make of it. Bounded:
- * past 64 MiB, or a line of over 4 Mi characters, the kit cuts the stream.
+ * past 16 MiB, or a line of over 4 Mi characters, the kit cuts the stream.
  */
 import { Arrivals } from './arrivals.js';
 import { RuleBroken, rule, shown } from './check.js';
@@ -22,7 +22,7 @@ export type StreamItem =
 export type WireFrame = Extract<StreamItem, { kind: 'frame' }>;
 
 /** Bytes a stream may send the kit before it is cut: a check reads a few hundred frames at most. */
-const MAX_STREAM_BYTES = 64 * 1024 * 1024;
+const MAX_STREAM_BYTES = 16 * 1024 * 1024;
 
 export class WireStream {
   private readonly items: StreamItem[] = [];
