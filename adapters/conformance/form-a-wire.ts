@@ -1,32 +1,36 @@
 /**
- * How the Form A checks speak to a host (spec 4.2): open a session's stream, send an incoming event,
- * read frames until a task's terminal reply. Each session a check makes is new (the run's prefix, a
- * label, a counter), so checks never see each other's replies.
+ * How the host checks speak to a host (spec 4.2): open a session's stream, send an incoming event (the
+ * Form B checks send theirs this way too), read frames until a task's terminal reply. Each session a
+ * check makes is new (the run's prefix, a label, a counter), so checks never see each other's replies.
  */
 import { randomUUID } from 'node:crypto';
 import { RuleBroken, rule, shown, type CheckScope } from './check.js';
 import type { Target } from './target.js';
 import { WireStream, dataObject, type WireFrame } from './wire-stream.js';
 
-export interface FormAHostContext {
+/** What every host check is given, of either form. */
+export interface HostContext {
   readonly target: Target;
   /** The host's token (spec 5: the same on both routes). */
   readonly token: string;
   /** Unique to this run: the start of every session id it makes. */
   readonly run: string;
+  /** How long a reply may take to arrive. */
+  readonly replyMs: number;
+}
+
+export interface FormAHostContext extends HostContext {
   /** The keep-alive interval the host is configured with (spec 4.2 rule 6: about 20 s). */
   readonly keepaliveMs: number;
   /** How many readers of one session the reader-cap check opens before it says none was refused. */
   readonly maxReaders: number;
-  /** How long a reply may take to arrive. */
-  readonly replyMs: number;
 }
 
 export const TERMINAL = new Set(['message', 'completed', 'errored', 'silent']);
 export const PROGRESS = new Set(['typing', 'tool_call']);
 
-export /** A reply frame with its body parsed. */
-interface Reply {
+/** A reply frame with its body parsed. */
+export interface Reply {
   readonly frame: WireFrame;
   readonly body: Record<string, unknown>;
 }
@@ -34,14 +38,14 @@ interface Reply {
 let sessions = 0;
 
 /** A new session id of this run; `extra` is added to test that the host echoes it exactly. */
-export function newSession(context: FormAHostContext, label: string, extra = ''): string {
+export function newSession(context: HostContext, label: string, extra = ''): string {
   sessions += 1;
   return `${context.run}-${label}-${sessions}${extra}`;
 }
 
-export const newTaskId = () => randomUUID();
+const newTaskId = () => randomUUID();
 
-const bearer = (context: FormAHostContext) => ({ authorization: `Bearer ${context.token}` });
+const bearer = (context: HostContext) => ({ authorization: `Bearer ${context.token}` });
 
 /** `GET /v1/events` for `session` (after `lastEventId`, when given): the response, and its stream when it is one. */
 export async function openEvents(
@@ -94,7 +98,7 @@ export const scriptText = (...steps: unknown[]) => JSON.stringify({ script: step
 
 /** `POST /v1/incoming` with a user message. */
 export function sendIncoming(
-  context: FormAHostContext,
+  context: HostContext,
   scope: CheckScope,
   body: { readonly session_id: string; readonly task_id: string; readonly text: string } & Record<string, unknown>,
   headers: Record<string, string> = bearer(context),

@@ -8,33 +8,21 @@ import { randomUUID } from 'node:crypto';
 import { pause } from './arrivals.js';
 import { rule, shown, type Check, type CheckScope } from './check.js';
 import type { Callback, CallbackListener, CallbackPost } from './callback-listener.js';
-import { scriptText } from './form-a-wire.js';
-import type { Target } from './target.js';
+import { newSession, scriptText, sendIncoming, type HostContext } from './form-a-wire.js';
 
-export interface FormBHostContext {
-  readonly target: Target;
-  readonly token: string;
-  readonly run: string;
+export interface FormBHostContext extends HostContext {
   readonly listener: CallbackListener;
-  readonly replyMs: number;
 }
 
 /** How long the kit waits for a retry that must not come: past the reference backoff's first three waits (8). */
 const NO_RETRY_MS = 2_500;
 
-let sessions = 0;
-
 /** A user message with a callback block (PROTOCOL.md 1.2) to a callback of its own; the session and task it made. */
 async function converse(context: FormBHostContext, scope: CheckScope, text: string, callback: Callback, sessionExtra = '') {
-  sessions += 1;
-  const session_id = `${context.run}-b${sessions}${sessionExtra}`;
+  const session_id = newSession(context, 'b', sessionExtra);
   const task_id = randomUUID();
   scope.defer(() => context.listener.forget(callback));
-  const answer = await context.target.json('/v1/incoming', {
-    headers: { authorization: `Bearer ${context.token}` },
-    body: { session_id, task_id, text, callback: { url: callback.url, token: callback.token } },
-    signal: scope.signal,
-  });
+  const answer = await sendIncoming(context, scope, { session_id, task_id, text, callback: { url: callback.url, token: callback.token } });
   rule(
     answer.status >= 200 && answer.status < 300,
     `POST /v1/incoming with a loopback callback answered ${answer.status}: ${shown(answer.text)}`,
@@ -156,17 +144,12 @@ export const FORM_B_HOST_CHECKS: readonly Check<FormBHostContext>[] = [
     spec: 'PROTOCOL.md 3b.8',
     title: 'a callback URL neither loopback nor allowlisted is refused',
     async run(context, scope) {
-      sessions += 1;
-      const answer = await context.target.json('/v1/incoming', {
-        headers: { authorization: `Bearer ${context.token}` },
-        body: {
-          session_id: `${context.run}-b${sessions}`,
-          task_id: randomUUID(),
-          text: 'hello',
-          // TEST-NET-1 (RFC 5737): no allowlist names it, and no packet to it goes anywhere.
-          callback: { url: 'http://192.0.2.1:9/assistant', token: 'kit-token' },
-        },
-        signal: scope.signal,
+      const answer = await sendIncoming(context, scope, {
+        session_id: newSession(context, 'b'),
+        task_id: randomUUID(),
+        text: 'hello',
+        // TEST-NET-1 (RFC 5737): no allowlist names it, and no packet to it goes anywhere.
+        callback: { url: 'http://192.0.2.1:9/assistant', token: 'kit-token' },
       });
       rule(
         answer.status >= 400 && answer.status < 500,

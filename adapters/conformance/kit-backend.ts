@@ -73,12 +73,11 @@ export class KitBackend {
     return this.stream !== undefined && !this.stream.destroyed;
   }
 
-  /** Sends a job on the open stream as a frame with the next id (PROTOCOL.md 6e.1): its id. */
-  deliver(job: Record<string, unknown>): string {
+  /** Sends a job on the open stream as a frame with the next id (PROTOCOL.md 6e.1). */
+  deliver(job: Record<string, unknown>): void {
     if (this.stream === undefined || this.stream.destroyed) throw new RuleBroken('the plugin holds no job stream to deliver on');
     this.seq += 1;
     this.stream.write(`id: ${this.seq}\ndata: ${JSON.stringify(job)}\n\n`);
-    return String(this.seq);
   }
 
   /** Cuts the job stream, as a network that drops. */
